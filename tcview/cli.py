@@ -1,0 +1,150 @@
+"""Entry point: ``tcview open | run | summary | doctor``."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+import time
+from pathlib import Path
+
+from .safe import safe_text
+
+
+def _progress_printer(enabled: bool):
+    if not enabled:
+        return None
+    state = {"last": 0.0}
+
+    def progress(done: int, total: int) -> None:
+        now = time.monotonic()
+        if now - state["last"] < 0.2 and done < total:
+            return
+        state["last"] = now
+        pct = f"{100 * done / total:5.1f}%" if total else ""
+        sys.stderr.write(f"\rindexing {done / 1e6:8.1f} MB {pct}")
+        if total and done >= total:
+            sys.stderr.write("\n")
+        sys.stderr.flush()
+
+    return progress
+
+
+def load_source(path: str, progress=None):
+    """Load whatever `path` is: a trace directory, a trace file, a TORCH_LOGS capture, '-'."""
+    from .trace.source import load_source as _load
+
+    return _load(path, progress=progress)
+
+
+def cmd_summary(args: argparse.Namespace) -> int:
+    from .trace.summary import fail_on, summary_json, summary_text
+
+    path = args.path
+    if path != "-" and not os.path.exists(path):
+        print(f"tcview: no such file or directory: {path}", file=sys.stderr)
+        return 2
+    big = path != "-" and _total_size(Path(path)) > 64 << 20
+    show = sys.stderr.isatty() or big
+    ts = load_source(path, progress=_progress_printer(show and not args.quiet))
+    data = summary_json(ts, verify=args.verify)
+    if args.json:
+        print(json.dumps(data, indent=2, sort_keys=False))
+    else:
+        print(safe_text(summary_text(ts, verify=args.verify)))
+    if args.fail_on:
+        kinds = [k.strip() for k in args.fail_on.split(",") if k.strip()]
+        present = fail_on(data, kinds)
+        if present:
+            print(f"tcview: found {', '.join(present)}", file=sys.stderr)
+            return 1
+    return 0
+
+
+def _total_size(path: Path) -> int:
+    if path.is_file():
+        return path.stat().st_size
+    total = 0
+    for root, _dirs, files in os.walk(path):
+        for name in files:
+            try:
+                total += (Path(root) / name).stat().st_size
+            except OSError:
+                pass
+    return total
+
+
+def cmd_open(args: argparse.Namespace) -> int:
+    from .ui.launch import open_app
+
+    return open_app(args)
+
+
+def cmd_run(args: argparse.Namespace) -> int:
+    from .run.cli import run_command
+
+    return run_command(args)
+
+
+def cmd_doctor(args: argparse.Namespace) -> int:
+    from .run.doctor import doctor
+
+    return doctor(args.python)
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="tcview", description="A terminal UI for torch.compile traces and logs."
+    )
+    sub = parser.add_subparsers(dest="command", required=True)
+
+    p_open = sub.add_parser("open", help="browse a trace directory, trace file or TORCH_LOGS text")
+    p_open.add_argument("path", nargs="?", help="trace dir/file, log file, or - for stdin")
+    p_open.add_argument("--goto", metavar="TARGET", help="compile id (0/1, !0/1/0) or kernel name")
+    p_open.add_argument("--follow", action="store_true", help="keep reading as files grow")
+    p_open.add_argument("--poll", action="store_true", help="poll instead of inotify (NFS)")
+    p_open.set_defaults(func=cmd_open)
+
+    p_sum = sub.add_parser("summary", help="print what the compiler did")
+    p_sum.add_argument("path", help="trace dir/file, log file, or - for stdin")
+    p_sum.add_argument("--json", action="store_true", help="machine-readable output")
+    p_sum.add_argument("--verify", action="store_true", help="hash every payload (md5)")
+    p_sum.add_argument(
+        "--fail-on",
+        metavar="KINDS",
+        help="exit 1 if any of these exist: graph_breaks,recompiles,failures",
+    )
+    p_sum.add_argument("-q", "--quiet", action="store_true", help="no progress on stderr")
+    p_sum.set_defaults(func=cmd_summary)
+
+    p_run = sub.add_parser("run", help="run a script under tracing and watch it live")
+    p_run.add_argument("--dir", help="run directory (default ./tcview_runs/<time>-<name>/)")
+    p_run.add_argument("--logs", default="graph_breaks,recompiles", help="TORCH_LOGS for the child")
+    p_run.add_argument("--env", action="append", default=[], metavar="K=V", help="extra env")
+    p_run.add_argument("--python", help="Python to run the script with")
+    p_run.add_argument("--no-tui", action="store_true", help="headless: stream output, summary")
+    p_run.add_argument("--fail-on", metavar="KINDS", help="with --no-tui: exit 1 on these")
+    p_run.add_argument("-m", dest="module", help="run a module, like python -m")
+    p_run.add_argument("target", nargs=argparse.REMAINDER, help="script.py [args] or -- CMD...")
+    p_run.set_defaults(func=cmd_run)
+
+    p_doc = sub.add_parser("doctor", help="show the Python, torch, triton, CUDA and GPU seen")
+    p_doc.add_argument("--python", help="Python to ask (default: this one)")
+    p_doc.set_defaults(func=cmd_doctor)
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    try:
+        return int(args.func(args) or 0)
+    except KeyboardInterrupt:
+        return 130
+    except BrokenPipeError:
+        return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,111 @@
+"""Parse the text of derived facts; shared by the trace engine and the TORCH_LOGS parser."""
+
+from __future__ import annotations
+
+import json
+import re
+from dataclasses import dataclass, field
+
+_BREAK_AT = re.compile(r"Graph break(?: \(user stack suppressed[^)]*\))? in user code at (\S+)")
+_URL = re.compile(r"https?://\S+gb\d+\S*|https?://\S+")
+_FRAME_LINE = re.compile(r'^\s*File "([^"]+)", line (\d+), in (.+)$')
+
+
+@dataclass
+class BreakText:
+    location: str = ""
+    reason: str = ""
+    explanation: str = ""
+    hints: list[str] = field(default_factory=list)
+    url: str = ""
+    user_stack: list[str] = field(default_factory=list)
+
+
+def parse_graph_break(text: str) -> BreakText:
+    """Fields of a ``Graph break in user code at ...`` message."""
+    out = BreakText()
+    lines = text.split("\n")
+    m = _BREAK_AT.search(text)
+    if m:
+        out.location = m.group(1)
+    reason_lines: list[str] = []
+    in_reason = False
+    in_user = False
+    for line in lines:
+        stripped = line.strip()
+        if line.startswith("Graph Break Reason:"):
+            in_reason = True
+            first = line[len("Graph Break Reason:") :].strip()
+            if first:
+                reason_lines.append(first)
+            continue
+        if stripped.startswith("Explanation:"):
+            out.explanation = stripped[len("Explanation:") :].strip()
+            in_reason = False
+            continue
+        if stripped.startswith("Hint:"):
+            out.hints.append(stripped[len("Hint:") :].strip())
+            in_reason = False
+            continue
+        if stripped.startswith("Developer debug context:"):
+            in_reason = False
+            continue
+        if "For more details about this graph break" in stripped:
+            um = _URL.search(stripped)
+            if um:
+                out.url = um.group(0)
+            in_reason = False
+            continue
+        if stripped.startswith("User code traceback:"):
+            in_user = True
+            in_reason = False
+            continue
+        if in_user:
+            if stripped.startswith("Traceback (most recent call last)") or (
+                stripped and not line.startswith(" ")
+            ):
+                in_user = False
+            elif stripped:
+                fm = _FRAME_LINE.match(line)
+                if fm:
+                    out.user_stack.append(f"{fm.group(1)}:{fm.group(2)} in {fm.group(3)}")
+                elif out.user_stack:
+                    out.user_stack[-1] += f"  |  {stripped}"
+            continue
+        if in_reason and stripped:
+            reason_lines.append(stripped)
+    out.reason = _reason_summary(reason_lines) or (lines[0].strip() if lines else "")
+    return out
+
+
+def _reason_summary(lines: list[str]) -> str:
+    """The most specific line: the one after the generic 'Encountered graph break' line."""
+    if not lines:
+        return ""
+    if len(lines) > 1 and lines[0].startswith("Encountered graph break"):
+        return lines[1]
+    return lines[0]
+
+
+def parse_recompile_reasons(text: str) -> list[str]:
+    """Guard failures of a recompile_reasons payload: a JSON list, or a bare string."""
+    stripped = text.strip()
+    if stripped.startswith("["):
+        try:
+            value = json.loads(stripped)
+        except ValueError:
+            value = None
+        if isinstance(value, list):
+            return [str(v).strip() for v in value]
+    if stripped.startswith('"'):
+        try:
+            return [str(json.loads(stripped)).strip()]
+        except ValueError:
+            pass
+    return [stripped] if stripped else []
+
+
+def short_guard(reason: str) -> str:
+    """First line of a guard failure without the source comment padding."""
+    first = reason.split("\n", 1)[0]
+    return re.sub(r"\s{3,}#.*$", "", first).strip()

@@ -1,0 +1,303 @@
+"""A set of trace files: discovery, grouping into runs and ranks, and aggregate facts."""
+
+from __future__ import annotations
+
+import json
+import os
+from collections import Counter
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from .handlers import Sink
+from .model import BreakGroup, CacheEvent, Compile, Failure, GraphBreak, Kernel, Recompile
+from .tracefile import HEADER, TraceFile
+
+CHUNK = 16 << 20
+TRACE_NAME_PREFIX = "dedicated_log_torch_trace"
+SNIFF_LIMIT = 4 << 20
+
+Progress = Callable[[int, int], None]
+
+
+def sniff_trace(path: Path) -> str | None:
+    """None when `path` is a trace file, else the reason it is not one."""
+    try:
+        with open(path, "rb") as fh:
+            data = fh.read(65536)
+            while data and not data.strip():
+                more = fh.read(65536)
+                if not more:
+                    break
+                data = data.lstrip() + more
+            data = data.lstrip(b"\r\n\t ")
+            if not data:
+                return "empty"
+            while b"\n" not in data and len(data) < SNIFF_LIMIT:
+                more = fh.read(65536)
+                if not more:
+                    break
+                data += more
+    except OSError as exc:
+        return f"unreadable: {exc.strerror or exc}"
+    line = data.split(b"\n", 1)[0]
+    m = HEADER.match(line)
+    if not m:
+        return "first line is not a trace record header"
+    try:
+        json.loads(line[m.end() :].decode("utf-8", "replace"))
+    except ValueError:
+        return "first line is a log line, not a trace record"
+    return None
+
+
+def discover(path: Path) -> tuple[list[Path], list[tuple[Path, str]]]:
+    """Trace files under `path` (a file or a directory, recursively) and the skipped ones."""
+    if path.is_file():
+        if path.name.startswith(TRACE_NAME_PREFIX):
+            return [path], []
+        why = sniff_trace(path)
+        return ([path], []) if why is None else ([], [(path, why)])
+    found: list[Path] = []
+    skipped: list[tuple[Path, str]] = []
+    for root, dirs, files in os.walk(path, onerror=lambda e: skipped.append((Path(e.filename or "?"), f"unreadable: {e.strerror}"))):
+        dirs.sort()
+        for name in sorted(files):
+            p = Path(root) / name
+            if not p.is_file():
+                skipped.append((p, "not a regular file"))
+                continue
+            if name.startswith(TRACE_NAME_PREFIX) and name.endswith(".log"):
+                if not os.access(p, os.R_OK):
+                    skipped.append((p, "unreadable: permission denied"))
+                else:
+                    found.append(p)
+                continue
+            why = sniff_trace(p)
+            if why is None:
+                found.append(p)
+            else:
+                skipped.append((p, why))
+    return found, skipped
+
+
+@dataclass(eq=False)
+class Rank:
+    rank: int | None
+    files: list[TraceFile] = field(default_factory=list)
+
+    @property
+    def label(self) -> str:
+        return "no rank" if self.rank is None else f"rank {self.rank}"
+
+
+@dataclass(eq=False)
+class Run:
+    index: int
+    directory: str
+    files: list[TraceFile]
+
+    @property
+    def ranks(self) -> list[Rank]:
+        by: dict[int | None, Rank] = {}
+        for tf in self.files:
+            by.setdefault(tf.rank, Rank(tf.rank)).files.append(tf)
+        return sorted(by.values(), key=lambda r: (r.rank is None, r.rank or 0))
+
+    @property
+    def start(self) -> str:
+        return min((f.first_ts for f in self.files if f.first_ts), default="")
+
+    @property
+    def label(self) -> str:
+        pids = sorted({p for f in self.files for p in f.pids})
+        pid_text = ",".join(map(str, pids[:4])) + ("…" if len(pids) > 4 else "")
+        start = self.start
+        when = f"{start[:2]}-{start[2:4]} {start[5:13]}" if start else "no records"
+        return f"run {self.index + 1} · {when} · pid {pid_text or '?'}"
+
+
+class TraceSet(Sink):
+    """All trace files of one input, with the facts derived from them."""
+
+    def __init__(self, root: str | os.PathLike | None = None) -> None:
+        self.root = Path(root) if root is not None else None
+        self.files: list[TraceFile] = []
+        self.skipped: list[tuple[Path, str]] = []
+        self.compiles: list[Compile] = []
+        self.breaks: list[GraphBreak] = []
+        self.recompiles: list[Recompile] = []
+        self.failures: list[Failure] = []
+        self.cache_events: list[CacheEvent] = []
+        self.kernels: list[Kernel] = []
+        self.version = 0
+
+    # ------------------------------------------------------------ building
+
+    def add_file(self, path: Path) -> TraceFile:
+        display = str(path)
+        if self.root is not None and self.root.is_dir():
+            try:
+                display = str(path.relative_to(self.root))
+            except ValueError:
+                pass
+        tf = TraceFile(path, display)
+        tf.sink = self
+        self.files.append(tf)
+        return tf
+
+    def file_for(self, path: Path) -> TraceFile | None:
+        return next((f for f in self.files if f.path == path), None)
+
+    @classmethod
+    def load(cls, path: str | os.PathLike, progress: Progress | None = None) -> TraceSet:
+        """Index every trace file under `path` in one go."""
+        root = Path(path)
+        ts = cls(root)
+        found, ts.skipped = discover(root)
+        total = sum(_size(p) for p in found)
+        done = 0
+        for p in found:
+            tf = ts.add_file(p)
+            done = ts.read_file(tf, progress, done, total)
+        return ts
+
+    def read_file(
+        self, tf: TraceFile, progress: Progress | None = None, done: int = 0, total: int = 0
+    ) -> int:
+        try:
+            with open(tf.path, "rb") as fh:
+                while chunk := fh.read(CHUNK):
+                    tf.feed(chunk, settle=False)
+                    done += len(chunk)
+                    if progress is not None:
+                        progress(done, total)
+        except OSError as exc:
+            tf.problems.append(f"read error: {exc.strerror or exc}")
+        tf.finish()
+        self.version += 1
+        return done
+
+    # ------------------------------------------------------------ sink
+
+    def compile(self, comp: Compile) -> None:
+        self.compiles.append(comp)
+
+    def graph_break(self, gb: GraphBreak) -> None:
+        self.breaks.append(gb)
+
+    def recompile(self, rc: Recompile) -> None:
+        self.recompiles.append(rc)
+
+    def failure(self, failure: Failure) -> None:
+        self.failures.append(failure)
+
+    def cache(self, event: CacheEvent) -> None:
+        self.cache_events.append(event)
+
+    def kernel(self, kernel: Kernel) -> None:
+        self.kernels.append(kernel)
+
+    # ------------------------------------------------------------ views
+
+    @property
+    def runs(self) -> list[Run]:
+        """Files grouped by directory, then by overlapping time spans (one launch each)."""
+        by_dir: dict[str, list[TraceFile]] = {}
+        for tf in self.files:
+            by_dir.setdefault(str(tf.path.parent), []).append(tf)
+        runs: list[Run] = []
+        for directory, files in by_dir.items():
+            files = sorted(files, key=lambda f: (f.first_ts or "~", f.display))
+            group: list[TraceFile] = []
+            group_end = ""
+            for tf in files:
+                start = tf.first_ts or ""
+                if group and (not start or start > group_end or not group_end):
+                    runs.append(Run(len(runs), directory, group))
+                    group, group_end = [], ""
+                group.append(tf)
+                group_end = max(group_end, tf.last_ts or "")
+            if group:
+                runs.append(Run(len(runs), directory, group))
+        return runs
+
+    def grouped_breaks(self) -> list[BreakGroup]:
+        groups: dict[tuple[str, str], BreakGroup] = {}
+        for gb in self.breaks:
+            g = groups.get(gb.group_key)
+            if g is None:
+                groups[gb.group_key] = BreakGroup(gb.reason, gb.location, [gb])
+            else:
+                g.breaks.append(gb)
+        return sorted(groups.values(), key=lambda g: -g.count)
+
+    def counts(self) -> dict[str, int]:
+        """The four numbers of the status bar."""
+        s = self.summary_counts()
+        return {k: s[k] for k in ("compiles", "graph_breaks", "recompiles", "kernels")}
+
+    def summary_counts(self, verify: bool = False) -> dict[str, Any]:
+        files = self.files
+        artifacts: Counter = Counter()
+        kinds: Counter = Counter()
+        unknown: Counter = Counter()
+        ranks: set[int] = set()
+        for tf in files:
+            artifacts.update(tf.artifacts)
+            kinds.update(tf.kinds)
+            unknown.update(tf.unknown)
+            ranks.update(tf.ranks)
+        out: dict[str, Any] = {
+            "files": len(files),
+            "records": sum(kinds.values()),
+            "compiles": sum(len(tf.compiles) for tf in files),
+            "frames": sum(
+                len({(k.autograd_id, k.frame_id) for k in tf.compiles if k.frame_id is not None})
+                for tf in files
+            ),
+            "recompiles": sum(1 for tf in files for k in tf.compiles if k.is_recompile),
+            "graph_breaks": artifacts["dynamo_graph_break_reason"],
+            "failures": sum(tf.failure_count for tf in files),
+            "output_codes": kinds["inductor_output_code"],
+            "kernels": sum(len(tf.kernels) for tf in files),
+            "unparsed_lines": sum(len(tf.unparsed) for tf in files),
+            "ranks": sorted(ranks),
+            "fx_graph_cache": {
+                r: artifacts[f"fx_graph_cache_{r}"] for r in ("hit", "miss", "bypass")
+            },
+        }
+        if verify:
+            out["md5_mismatches"] = self.verify()
+        return out
+
+    def verify(self) -> int:
+        """Hash every payload; returns the number of mismatches."""
+        bad = 0
+        for tf in self.files:
+            tf.md5_mismatches = sum(1 for r in tf.records if r.md5 and r.md5_ok() is False)
+            bad += tf.md5_mismatches
+        return bad
+
+    def unknown_kinds(self) -> Counter:
+        total: Counter = Counter()
+        for tf in self.files:
+            total.update(tf.unknown)
+        return total
+
+    def close(self) -> None:
+        for tf in self.files:
+            tf.close()
+
+
+def _size(p: Path) -> int:
+    try:
+        return p.stat().st_size
+    except OSError:
+        return 0
+
+
+def all_records(ts: TraceSet) -> Iterable:
+    for tf in ts.files:
+        yield from tf.records

@@ -1,0 +1,57 @@
+"""Tell inputs apart and load them: trace directory, trace file, TORCH_LOGS text, stdin."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from typing import Any
+
+from .index import Progress, TraceSet, discover, sniff_trace
+
+TEXT_LOG_NAMES = ("torch_logs.txt", "torch_logs.log", "stderr.txt", "logs.txt")
+
+
+def detect(path: str) -> str:
+    """'stdin', 'trace-dir', 'run-dir', 'trace-file', 'text' or 'missing'."""
+    if path == "-":
+        return "stdin"
+    p = Path(path)
+    if p.is_dir():
+        return "run-dir" if find_text_log(p) is not None else "trace-dir"
+    if not p.exists():
+        return "missing"
+    if p.name.startswith("dedicated_log_torch_trace") or sniff_trace(p) is None:
+        return "trace-file"
+    return "text"
+
+
+def find_text_log(directory: Path) -> Path | None:
+    """The captured TORCH_LOGS of a run directory (``trace/`` plus ``torch_logs.txt``)."""
+    for name in TEXT_LOG_NAMES:
+        candidate = directory / name
+        if candidate.is_file():
+            return candidate
+    return None
+
+
+def load_source(path: str, progress: Progress | None = None) -> Any:
+    """A TraceSet for traces (with `.text` for a run directory's log), or a TextLog."""
+    kind = detect(path)
+    if kind in ("stdin", "text"):
+        from .textlog import TextLog
+
+        return TextLog.load(path, progress=progress)
+    ts = TraceSet.load(path, progress=progress)
+    if kind == "run-dir":
+        log = find_text_log(Path(path))
+        if log is not None:
+            from .textlog import TextLog
+
+            ts.text = TextLog.load(str(log))
+            ts.skipped = [(p, why) for p, why in ts.skipped if p != log]
+            if not ts.files and ts.text is not None:
+                return ts.text
+    return ts
+
+
+__all__ = ["detect", "discover", "find_text_log", "load_source", "os"]

@@ -1,0 +1,119 @@
+"""`tcview summary`: the counts as JSON and a human-readable report."""
+
+from __future__ import annotations
+
+from collections import Counter
+from typing import Any
+
+from .facts import short_guard
+from .model import KERNEL_KINDS, short_location
+
+FAIL_ON_KINDS = ("graph_breaks", "recompiles", "failures")
+
+
+def summary_json(ts: Any, verify: bool = False) -> dict[str, Any]:
+    out = ts.summary_counts(verify=verify)
+    out["kernels_by_kind"] = kernels_by_kind(ts)
+    out["skipped"] = [{"path": str(p), "reason": why} for p, why in ts.skipped]
+    unknown = ts.unknown_kinds()
+    out["unknown_kinds"] = dict(sorted(unknown.items()))
+    return out
+
+
+def kernels_by_kind(ts: Any) -> dict[str, int]:
+    counts = Counter(k.kind for k in ts.kernels)
+    return {kind: counts[kind] for kind in KERNEL_KINDS if counts[kind]}
+
+
+def fail_on(summary: dict[str, Any], kinds: list[str]) -> list[str]:
+    """The named kinds that are present (non-zero) in the summary."""
+    return [k for k in kinds if summary.get(k)]
+
+
+def _fmt_s(value: float | None) -> str:
+    if value is None:
+        return "   -  "
+    return f"{value:6.2f}s" if value >= 0.01 else f"{value * 1000:5.1f}ms"
+
+
+def summary_text(ts: Any, verify: bool = False, width: int = 100) -> str:
+    s = summary_json(ts, verify=verify)
+    lines: list[str] = []
+    add = lines.append
+    add(
+        f"files {s['files']} · records {s['records']} · compiles {s['compiles']} · "
+        f"frames {s['frames']} · breaks {s['graph_breaks']} · recompiles {s['recompiles']} · "
+        f"failures {s['failures']} · kernels {s['kernels']}"
+    )
+    cache = s["fx_graph_cache"]
+    add(
+        f"output codes {s['output_codes']} · fx graph cache hit {cache['hit']} / "
+        f"miss {cache['miss']} / bypass {cache['bypass']} · unparsed lines {s['unparsed_lines']}"
+        + (f" · md5 mismatches {s['md5_mismatches']}" if "md5_mismatches" in s else "")
+    )
+    add("")
+    add("Runs")
+    for run in getattr(ts, "runs", []):
+        add(f"  {run.label}  ({run.directory})")
+        for rank in run.ranks:
+            for tf in rank.files:
+                add(
+                    f"    {rank.label:8} {tf.display}  compiles {len(tf.compiles)}"
+                    f" · records {sum(tf.kinds.values())}"
+                )
+    frames = [f for tf in getattr(ts, "files", []) for f in tf.frames.values()]
+    if frames:
+        add("")
+        add("Frames")
+        for frame in frames[:200]:
+            ids = ", ".join(f"{c.id_text} {c.status}" for c in frame.compiles[:8])
+            more = f" +{len(frame.compiles) - 8}" if len(frame.compiles) > 8 else ""
+            add(f"  [{frame.id_text}] {frame.label}: {len(frame.compiles)} compile(s): {ids}{more}")
+        if len(frames) > 200:
+            add(f"  … {len(frames) - 200} more frames")
+    groups = ts.grouped_breaks()
+    if groups:
+        add("")
+        add(f"Graph breaks ({s['graph_breaks']}, {len(groups)} distinct)")
+        for g in groups:
+            add(f"  {g.count:4}×  {short_location(g.location) or '?'}  {g.reason}")
+            if g.first.hints:
+                add(f"         hint: {g.first.hints[0]}")
+    recompiles = [rc for rc in ts.recompiles]
+    if recompiles:
+        add("")
+        add(f"Recompiles ({len(recompiles)})")
+        for rc in recompiles[:200]:
+            frame = rc.compile.frame.label if rc.compile.frame else "?"
+            why = "; ".join(short_guard(r) for r in rc.reasons[:3]) or "(reason not logged)"
+            add(f"  [{rc.compile.id_text}] {frame}: {why}")
+    if ts.failures:
+        add("")
+        add(f"Failures ({len(ts.failures)})")
+        for f in ts.failures[:100]:
+            cid = f.compile.id_text if f.compile else "-"
+            first = f.reason.strip().split("\n", 1)[0]
+            limit = "  [recompile limit: fell back to eager]" if f.is_recompile_limit else ""
+            add(f"  [{cid}] {f.fail_type}: {first}{limit}")
+    if s["kernels"]:
+        add("")
+        kinds = " · ".join(f"{k} {n}" for k, n in s["kernels_by_kind"].items())
+        add(f"Kernels ({s['kernels']}): {kinds}")
+    timed = [c for c in ts.compiles if c.compile_time_s is not None]
+    if timed:
+        add("")
+        add("Slowest compiles")
+        for c in sorted(timed, key=lambda c: -(c.compile_time_s or 0))[:10]:
+            frame = c.frame.label if c.frame else ""
+            add(f"  {_fmt_s(c.compile_time_s)}  [{c.id_text}] {frame}  ({c.status})")
+    if s["unknown_kinds"]:
+        add("")
+        add("Unknown event kinds: " + ", ".join(f"{k} ×{n}" for k, n in s["unknown_kinds"].items()))
+    if s["skipped"]:
+        add("")
+        add(f"Skipped files ({len(s['skipped'])})")
+        for item in s["skipped"][:50]:
+            add(f"  {item['path']}: {item['reason']}")
+        if len(s["skipped"]) > 50:
+            add(f"  … {len(s['skipped']) - 50} more")
+    return "\n".join(lines)
