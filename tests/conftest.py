@@ -1,0 +1,57 @@
+"""Shared fixtures: the real traces of ../shared (skipped when absent) and the repo's own."""
+
+from __future__ import annotations
+
+import os
+import sys
+import tarfile
+from pathlib import Path
+
+import pytest
+
+REPO = Path(__file__).resolve().parent.parent
+SHARED_ARCHIVE = REPO.parent / "shared" / "traces.tar.xz"
+SAMPLES = REPO / "sample_traces"
+FIXTURES = Path(__file__).resolve().parent / "fixtures"
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+
+def _cache_dir() -> Path:
+    base = os.environ.get("TCVIEW_TEST_CACHE") or os.path.join(
+        os.environ.get("XDG_CACHE_HOME", os.path.expanduser("~/.cache")), "tcview-tests"
+    )
+    return Path(base)
+
+
+def unpack_shared() -> Path | None:
+    """Unpack ../shared/traces.tar.xz once (outside the repo); None when it is absent."""
+    if not SHARED_ARCHIVE.is_file():
+        return None
+    stamp = f"{SHARED_ARCHIVE.stat().st_size}-{int(SHARED_ARCHIVE.stat().st_mtime)}"
+    dest = _cache_dir() / stamp
+    done = dest / ".done"
+    if not done.exists():
+        dest.mkdir(parents=True, exist_ok=True)
+        with tarfile.open(SHARED_ARCHIVE) as tar:
+            tar.extractall(dest, filter="data")
+        done.write_text("ok")
+    return dest / "traces"
+
+
+@pytest.fixture(scope="session")
+def shared_traces() -> Path:
+    root = unpack_shared()
+    if root is None:
+        pytest.skip("../shared/traces.tar.xz is absent")
+    return root
+
+
+def shared_run_dirs() -> list[Path]:
+    """Every GPU and CPU run folder of the shared archive ([] when absent)."""
+    root = unpack_shared()
+    if root is None:
+        return []
+    return sorted(
+        p for group in ("h200-torch2.11", "cpu-torch2.13") for p in (root / group).iterdir()
+        if p.is_dir()
+    )
