@@ -125,7 +125,13 @@ def build_parser() -> argparse.ArgumentParser:
     p_run.add_argument("--python", help="Python to run the script with")
     p_run.add_argument("--no-tui", action="store_true", help="headless: stream output, summary")
     p_run.add_argument("--fail-on", metavar="KINDS", help="with --no-tui: exit 1 on these")
-    p_run.add_argument("-m", dest="module", help="run a module, like python -m")
+    p_run.add_argument(
+        "-m",
+        dest="module",
+        nargs=argparse.REMAINDER,
+        metavar="MODULE [ARGS]",
+        help="run a module, like python -m (the rest of the line is its arguments)",
+    )
     p_run.add_argument("target", nargs=argparse.REMAINDER, help="script.py [args] or -- CMD...")
     p_run.set_defaults(func=cmd_run)
 
