@@ -1,0 +1,464 @@
+"""The TORCH_LOGS text parser (issue 3): counts, messages, other output, robustness."""
+
+from __future__ import annotations
+
+import json
+import re
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+from conftest import FIXTURES, REPO, shared_run_dirs
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from textref import count_text
+
+from tcview.trace import TraceSet
+from tcview.trace.source import load_source
+from tcview.trace.textlog import TextLog
+
+SMALL = FIXTURES / "torch_logs_small.txt"
+FOUR = ("compiles", "graph_breaks", "recompiles", "kernels")
+
+PREFIX = "V1121 05:51:25.943000 25625 torch/_dynamo/symbolic_convert.py:5124]"
+
+
+def feed_all(data: bytes, sizes: list[int] | None = None) -> TextLog:
+    """A TextLog fed `data` in pieces of the given sizes (the rest in one piece)."""
+    log = TextLog()
+    pos = 0
+    for n in sizes or []:
+        log.feed(data[pos : pos + n])
+        pos += n
+    log.feed(data[pos:])
+    log.finish()
+    return log
+
+
+def fingerprint(log: TextLog) -> dict:
+    """Everything the index holds, as plain data."""
+    return {
+        "summary": log.summary_counts(),
+        "records": [
+            (p.display, r.offset, r.end, r.lineno, r.kind, r.key, r.attempt, r.payload())
+            for p in log.files
+            for r in p.records
+        ],
+        "other": list(log.other),
+        "kernels": [(k.name, k.method, k.index, k.output.offset) for k in log.kernels],
+        "breaks": [(b.location, b.reason, b.url, b.user_stack) for b in log.breaks],
+        "recompiles": [(r.compile.id_text, r.reasons) for r in log.recompiles],
+        "notices": log.notices,
+    }
+
+
+# ---------------------------------------------------------------------- counts
+
+
+def test_fixture_counts_match_the_independent_counter() -> None:
+    data = SMALL.read_bytes()
+    log = TextLog.load(str(SMALL))
+    counts = log.counts()
+    assert counts == count_text(data)
+    # Counted by hand: 0/0 of pid 25625, 0/0 of rank 0 and of rank 1, 0/1 and 0/4 of pid
+    # 19906, 0/0 of pid 19541 (0/0_1 is an attempt of 0/0).
+    assert counts == {"compiles": 6, "graph_breaks": 1, "recompiles": 1, "kernels": 1}
+
+
+def _logs() -> list[Path]:
+    return [f for d in shared_run_dirs() for f in sorted(d.glob("torch_logs*.txt"))]
+
+
+@pytest.mark.parametrize("path", _logs(), ids=lambda p: f"{p.parent.name}/{p.name}")
+def test_shared_logs_match_the_independent_counter(path: Path) -> None:
+    log = TextLog.load(str(path))
+    assert log.counts() == count_text(path.read_bytes())
+
+
+def torch_logs_of(run: Path) -> dict[str, set[str]]:
+    """Log file name -> TORCH_LOGS components, from the run's command.txt."""
+    out: dict[str, set[str]] = {}
+    for line in (run / "command.txt").read_text().splitlines():
+        if line.startswith("#"):
+            continue
+        name = re.search(r"2> ([\w.]+)", line)
+        logs = re.search(r"TORCH_LOGS=\"?([^\"\s']+)", line)
+        if name:
+            parts = logs.group(1).split(",") if logs else []
+            out[name.group(1)] = {p.strip().lstrip("+") for p in parts if p.strip()}
+    return out
+
+
+# Which TORCH_LOGS component must be on for a count of the text to be complete:
+#   graph_breaks <- graph_breaks; recompiles <- recompiles or recompiles_verbose;
+#   kernels <- output_code; compiles <- dynamo (its INFO "Step 1: torchdynamo start tracing"
+#   line carries the id of every compile, even one that fails before any artifact is logged).
+# A count whose component is off must be 0 for graph_breaks/recompiles/kernels (the text cannot
+# have them), and the compiles of the text must never exceed the trace's.
+NEEDS = {
+    "graph_breaks": {"graph_breaks"},
+    "recompiles": {"recompiles", "recompiles_verbose"},
+    "kernels": {"output_code"},
+    "compiles": {"dynamo"},
+}
+
+
+def _runs_with_logs() -> list[tuple[Path, Path]]:
+    return [
+        (run, run / name)
+        for run in shared_run_dirs()
+        if (run / "trace").is_dir()
+        for name in sorted(torch_logs_of(run))
+        if (run / name).is_file()
+    ]
+
+
+@pytest.mark.parametrize(
+    "run,log_path", _runs_with_logs(), ids=lambda p: p.name if p.suffix else p.parent.name
+)
+def test_text_agrees_with_trace(run: Path, log_path: Path) -> None:
+    components = torch_logs_of(run)[log_path.name]
+    trace = TraceSet.load(run / "trace").summary_counts()
+    text = TextLog.load(str(log_path)).summary_counts()
+    compared = 0
+    for key, needs in NEEDS.items():
+        if components & needs:
+            assert text[key] == trace[key], key
+            compared += 1
+        elif key == "compiles":
+            assert text[key] <= trace[key]
+        else:
+            assert text[key] == 0, key
+    if components:
+        assert compared, "a capture with TORCH_LOGS compared nothing"
+
+
+def test_agreement_covers_every_kind(shared_traces: Path) -> None:
+    """The rule above must actually compare non-zero numbers of each kind somewhere."""
+    seen = dict.fromkeys(FOUR, 0)
+    for run, log_path in _runs_with_logs():
+        components = torch_logs_of(run)[log_path.name]
+        text = TextLog.load(str(log_path)).summary_counts()
+        for key, needs in NEEDS.items():
+            if components & needs:
+                seen[key] += text[key]
+    assert all(seen.values()), seen
+
+
+# ---------------------------------------------------------------------- stdin
+
+
+def _summary_json(args: list[str], stdin: bytes | None = None) -> dict:
+    out = subprocess.run(
+        [sys.executable, "-m", "tcview.cli", "summary", "--json", *args],
+        input=stdin,
+        capture_output=True,
+        cwd=REPO,
+        check=True,
+        timeout=120,
+    )
+    return json.loads(out.stdout)
+
+
+def _stdin_cases() -> list[Path]:
+    names = {"i_ranks_gloo", "a_pointwise_ansi", "gpt_train"}
+    return [SMALL] + [f for f in _logs() if f.parent.name in names and f.name == "torch_logs.txt"]
+
+
+@pytest.mark.parametrize("path", _stdin_cases(), ids=lambda p: p.parent.name)
+def test_stdin_equals_file(path: Path) -> None:
+    from_file = _summary_json([str(path)])
+    from_stdin = _summary_json(["-"], stdin=path.read_bytes())
+    assert from_stdin == from_file
+    assert {k: from_file[k] for k in FOUR} == count_text(path.read_bytes())
+
+
+def test_stdin_spool_is_outside_any_trace_dir(monkeypatch: pytest.MonkeyPatch) -> None:
+    import io
+
+    data = SMALL.read_bytes()
+    monkeypatch.setattr(sys, "stdin", io.TextIOWrapper(io.BytesIO(data)))
+    log = TextLog.load("-")
+    assert log.path is None
+    assert fingerprint(log) == fingerprint(TextLog.load(str(SMALL)))
+    log.close()
+
+
+# ---------------------------------------------------------------------- messages
+
+
+def test_graph_break_message() -> None:
+    log = TextLog.load(str(SMALL))
+    (gb,) = log.breaks
+    assert gb.location.endswith("b_graph_breaks/script.py:8")
+    assert gb.reason == "Failed to trace builtin operator"
+    assert gb.url.endswith("gb0059.html")
+    assert gb.hints and gb.explanation.startswith("Dynamo does not know")
+    assert any("script.py:8 in f_print" in frame for frame in gb.user_stack)
+    assert gb.compile is not None and gb.compile.id_text == "0/0"
+    assert gb.record.kind == "graph_breaks"
+    assert gb.record.payload().startswith("Graph break in user code at ")
+
+
+def test_recompile_and_recompile_limit() -> None:
+    log = TextLog.load(str(SMALL))
+    (rc,) = log.recompiles
+    assert rc.compile.id_text == "0/1"
+    assert rc.reasons[0].startswith("0/0: k == 2")
+    assert "User stack trace:" in rc.reasons[0]
+    assert rc.compile.frame is not None and rc.compile.frame.co_name == "f"
+    (failure,) = log.failures
+    assert failure.is_recompile_limit
+    assert failure.compile is not None and failure.compile.id_text == "0/4"
+    assert failure.location.endswith("c_recompiles/script.py:8")
+
+
+def test_output_code_kernels_and_payload() -> None:
+    log = TextLog.load(str(SMALL))
+    (kernel,) = log.kernels
+    assert (kernel.name, kernel.method, kernel.kind) == ("cpp_fused_mul_0", "cpp_pybinding", "cpp")
+    rec = kernel.output
+    assert rec.kind == rec.name == "output_code"
+    payload = rec.payload()
+    assert payload.startswith("Output code: \n# AOT ID:")
+    assert "\ncpp_fused_mul_0 = async_compile.cpp_pybinding(" in payload
+    assert "] [__output_code]" not in payload
+    assert kernel.compile is not None and kernel.compile.id_text == "0/0"
+    assert rec in kernel.compile.records_of("output_code")
+
+
+def test_step_lifecycle_gives_estimated_compile_time() -> None:
+    log = TextLog.load(str(SMALL))
+    comp = next(c for c in log.compiles if c.id_text == "0/0" and c.file.pid == 25625)
+    assert comp.metrics is not None and comp.metrics["estimated"] is True
+    assert comp.compile_time_s is not None and 0 < comp.compile_time_s < 60
+    assert comp.frame is not None and comp.frame.co_name == "f_print"
+    assert set(comp.attempts) == {0, 1}  # 0/0 and its restart 0/0_1
+
+
+def test_extras_stay_reachable() -> None:
+    log = TextLog.load(str(SMALL))
+    assert log.records_of("perf_hints")[0].payload() == "Skip comprehensive padding on CPU"
+    assert log.records_of("step")
+    kinds = {r.kind for p in log.files for r in p.records}
+    assert {"graph_breaks", "output_code", "recompiles", "step", "graph_code"} <= kinds
+
+
+def test_identical_prefix_still_splits_messages() -> None:
+    body = (
+        f"{PREFIX} [0/0] [__graph_breaks] Graph break in user code at /a.py:3\n"
+        f"{PREFIX} [0/0] [__graph_breaks] Graph Break Reason: first\n"
+        f"{PREFIX} [0/0] [__graph_breaks] Graph break (user stack suppressed due to duplicate "
+        "graph break) in user code at /a.py:3\n"
+        f"{PREFIX} [0/0] [__graph_breaks] Graph Break Reason: second\n"
+    ).encode()
+    log = feed_all(body)
+    assert [b.reason for b in log.breaks] == ["first", "second"]
+    assert log.counts()["graph_breaks"] == count_text(body)["graph_breaks"] == 2
+
+
+def test_interleaved_processes_keep_their_messages() -> None:
+    a = "I1121 05:00:00.000000 11 torch/x.py:1] [0/0] [__recompiles]"
+    b = "[rank1]:I1121 05:00:00.000000 22 torch/x.py:1] [0/0] [__recompiles]"
+    body = (
+        f"{a} Recompiling function f in /a.py:1\n"
+        f"{b} Recompiling function g in /b.py:1\n"
+        f"{a}     - 0/0: guard a\n"
+        "plain print\n"
+        f"{b}     - 0/0: guard b\n"
+    ).encode()
+    log = feed_all(body)
+    assert [r.reasons for r in log.recompiles] == [["0/0: guard a"], ["0/0: guard b"]]
+    assert [p.display for p in log.files] == ["pid 11", "rank 1 · pid 22"]
+    assert [o.text for o in log.other] == ["plain print"]
+    assert log.summary_counts()["ranks"] == [1]
+
+
+# ---------------------------------------------------------------------- ranks, ANSI, other
+
+
+def test_rank_prefixes_are_separate_processes() -> None:
+    log = TextLog.load(str(SMALL))
+    ranked = {p.rank: p for p in log.files if p.rank is not None}
+    assert set(ranked) == {0, 1}
+    for proc in ranked.values():
+        assert list(proc.compiles) == [next(iter(proc.compiles))]
+        assert next(iter(proc.compiles)).text == "0/0"
+    assert {r.label for r in log.runs[0].ranks} == {"rank 0", "rank 1", "no rank"}
+
+
+def test_shared_ranks_capture(shared_traces: Path) -> None:
+    path = shared_traces / "cpu-torch2.13" / "i_ranks_gloo" / "torch_logs.txt"
+    log = TextLog.load(str(path))
+    assert log.summary_counts()["ranks"] == [0, 1]
+    pids = {p.pid for p in log.files if p.rank is not None}
+    assert len(pids) == 2
+    assert any("UserWarning" in o.text for o in log.other)
+
+
+def _no_escape(log: TextLog) -> None:
+    for proc in log.files:
+        for rec in proc.records:
+            assert "\x1b" not in rec.payload()
+    for line in log.other:
+        assert "\x1b" not in line.text
+
+
+def test_ansi_is_stripped() -> None:
+    red = "\x1b[31m"
+    reset = "\x1b[0m"
+    body = (
+        f"{red}{PREFIX} [0/0] [__graph_breaks]{reset} Graph break in user code at /a.py:3\n"
+        f"{PREFIX} [0/0] [__graph_breaks] {red}Graph Break Reason:{reset} coloured\n"
+        f"{red}a coloured print{reset}\r\n"
+    ).encode()
+    log = feed_all(body)
+    assert [b.reason for b in log.breaks] == ["coloured"]
+    assert [o.text for o in log.other] == ["a coloured print"]
+    _no_escape(log)
+    _no_escape(TextLog.load(str(SMALL)))  # its last lines come from the ANSI capture
+
+
+def test_shared_ansi_capture(shared_traces: Path) -> None:
+    path = shared_traces / "cpu-torch2.13" / "a_pointwise_ansi" / "torch_logs.txt"
+    log = TextLog.load(str(path))
+    assert log.counts()["compiles"] == 1
+    graph = log.records_of("graph_code")[0].payload()
+    assert 'L_x_: "f32[1024, 1024][1024, 1]cpu"' in graph
+    _no_escape(log)
+
+
+def test_every_line_is_a_message_line_or_other_output() -> None:
+    data = SMALL.read_bytes()
+    log = TextLog.load(str(SMALL))
+    message_lines = sum(r.payload().count("\n") + 1 for p in log.files for r in p.records)
+    assert message_lines + len(log.other) == data.count(b"\n")
+    texts = [o.text for o in log.other]
+    assert texts[0].endswith(
+        "UserWarning: Converting a tensor with requires_grad=True to a "
+        "scalar may lead to unexpected behavior."
+    )
+    assert [o.lineno for o in log.other] == sorted(o.lineno for o in log.other)
+    lines = data.decode().split("\n")
+    for o in log.other:
+        assert lines[o.lineno - 1] == o.text
+
+
+def test_foreign_lines_in_a_shared_capture(shared_traces: Path) -> None:
+    path = shared_traces / "cpu-torch2.13" / "f_compile_errors" / "torch_logs.txt"
+    log = TextLog.load(str(path))
+    texts = [o.text for o in log.other]
+    assert "Traceback (most recent call last):" in texts
+    assert any(t.startswith("torch._dynamo.exc.BackendCompilerFailed") for t in texts)
+    assert log.summary_counts()["unparsed_lines"] == sum(1 for t in texts if t.strip())
+
+
+def test_custom_format_notice() -> None:
+    body = (
+        b"DEBUG|torch._dynamo.output_graph.__graph_code|output_graph.py:2835|TRACED GRAPH\n"
+        b" ===== __compiled_fn_1 =====\n"
+        b"hello from the program\n"
+    )
+    log = feed_all(body)
+    assert log.custom_format and "TORCH_LOGS_FORMAT" in log.notices[0]
+    assert len(log.other) == 3
+    assert log.counts() == dict.fromkeys(FOUR, 0)
+    plain = feed_all(b"just a program\nthat prints\n")
+    assert plain.notices == []
+
+
+def test_shared_custom_format_capture(shared_traces: Path) -> None:
+    path = shared_traces / "cpu-torch2.13" / "a_pointwise_logs_format" / "torch_logs.txt"
+    log = TextLog.load(str(path))
+    assert log.notices and log.summary_counts()["notices"] == log.notices
+    assert len(log.other) == path.read_bytes().count(b"\n")
+
+
+# ---------------------------------------------------------------------- robustness
+
+
+def test_invalid_utf8() -> None:
+    body = (
+        PREFIX.encode()
+        + b" [0/0] [__graph_breaks] Graph break in user code at /a\xff.py:3\n"
+        + PREFIX.encode()
+        + b" [0/0] [__graph_breaks] Graph Break Reason: bad \xfe\xff bytes\n"
+        + b"stray \xc3\x28 bytes\n"
+    )
+    log = feed_all(body)
+    assert log.breaks[0].reason == "bad \ufffd\ufffd bytes"
+    assert log.other[0].text == "stray \ufffd( bytes"
+    assert log.counts() == count_text(body)
+
+
+def test_ten_megabyte_lines() -> None:
+    big = b"x" * (10 << 20)
+    body = (
+        PREFIX.encode()
+        + b" [0/0] [__output_code] Output code: \n"
+        + PREFIX.encode()
+        + b" [0/0] [__output_code] k_0 = async_compile.triton('k', '''"
+        + big
+        + b"\n"
+        + big
+        + b"\n"
+        + PREFIX.encode()
+        + b" [0/0] [__output_code] tail\n"
+    )
+    start = time.perf_counter()
+    log = feed_all(body, [65536] * (len(body) // 65536))
+    elapsed = time.perf_counter() - start
+    assert elapsed < 10, elapsed
+    assert [k.name for k in log.kernels] == ["k_0"]
+    assert len(log.other) == 1 and log.other.ends[0] - log.other.offsets[0] == len(big)
+    (rec,) = log.records_of("output_code")
+    assert rec.payload().endswith("tail")
+
+
+def test_partial_last_line_waits_for_more_bytes() -> None:
+    line = f"{PREFIX} [0/0] [__graph_breaks] Graph break in user code at /a.py:3\n".encode()
+    log = TextLog()
+    log.feed(line[:40])
+    assert log.counts()["compiles"] == 0 and log.pending_bytes == 40
+    log.feed(line[40:])
+    assert log.counts()["graph_breaks"] == 1
+    log.feed(b"no newline at the end")
+    assert len(log.other) == 0
+    log.finish()
+    assert [o.text for o in log.other] == ["no newline at the end"]
+
+
+_SMALL_BYTES = SMALL.read_bytes()
+_ONE_READ = fingerprint(feed_all(_SMALL_BYTES))
+
+
+@settings(max_examples=40, deadline=None)
+@given(st.lists(st.integers(min_value=0, max_value=4000), max_size=30))
+def test_any_chunk_split_gives_the_same_index(sizes: list[int]) -> None:
+    log = feed_all(_SMALL_BYTES, sizes)
+    try:
+        assert fingerprint(log) == _ONE_READ
+    finally:
+        log.close()
+
+
+# ---------------------------------------------------------------------- integration
+
+
+def test_cli_summary_text_on_a_capture() -> None:
+    out = subprocess.run(
+        [sys.executable, "-m", "tcview.cli", "summary", str(SMALL)],
+        capture_output=True,
+        text=True,
+        cwd=REPO,
+        check=True,
+        timeout=120,
+    ).stdout
+    assert "breaks 1" in out and "Recompiles (1)" in out and "Kernels (1): cpp 1" in out
+
+
+def test_load_source_detects_a_capture() -> None:
+    log = load_source(str(SMALL))
+    assert isinstance(log, TextLog)

@@ -1,0 +1,48 @@
+"""An independent, deliberately naive counter for TORCH_LOGS text, written from issue 3's spec.
+
+It shares no code with tcview.trace.textlog: one regex per line over the whole decoded text.
+"""
+
+from __future__ import annotations
+
+import re
+
+ANSI = re.compile(r"\x1b\[[0-9;?]*[A-Za-z]")
+LINE = re.compile(
+    r"^(?:\[rank(\d+)\]:)?[A-Z]\d{4} \d\d:\d\d:\d\d\.\d+ +(\d+) [^\]]*?:\d+\]"
+    r"(?: \[(!?[\d/_]+)\])?(?: \[__(\w+)\])? ?(.*)$"
+)
+KERNEL = re.compile(r"^([A-Za-z_]\w*) = async_compile\.(\w+)\(")
+BREAKS = (
+    "Graph break in user code at",
+    "Graph break (user stack suppressed due to duplicate graph break) in user code at",
+)
+
+
+def count_text(data: bytes) -> dict[str, int]:
+    """compiles, graph_breaks, recompiles and kernels as issue 3 defines them."""
+    compiles: set[tuple] = set()
+    breaks = recompiles = kernels = 0
+    for line in data.decode("utf-8", "replace").split("\n"):
+        m = LINE.match(ANSI.sub("", line).rstrip("\r"))
+        if m is None:
+            continue
+        rank, pid, cid, tag, text = m.groups()
+        if cid:
+            compiles.add((rank, pid, re.sub(r"_\d+$", "", cid)))
+        if tag == "graph_breaks" and text.startswith(BREAKS):
+            breaks += 1
+        elif tag in ("recompiles", "recompiles_verbose") and text.startswith(
+            "Recompiling function"
+        ):
+            recompiles += 1
+        elif tag == "output_code":
+            km = KERNEL.match(text)
+            if km and km.group(2) != "wait":
+                kernels += 1
+    return {
+        "compiles": len(compiles),
+        "graph_breaks": breaks,
+        "recompiles": recompiles,
+        "kernels": kernels,
+    }
