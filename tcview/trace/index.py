@@ -14,7 +14,7 @@ from .handlers import Sink
 from .model import BreakGroup, CacheEvent, Compile, Failure, GraphBreak, Kernel, Recompile
 from .tracefile import HEADER, TraceFile
 
-CHUNK = 16 << 20
+CHUNK = 4 << 20
 TRACE_NAME_PREFIX = "dedicated_log_torch_trace"
 SNIFF_LIMIT = 4 << 20
 

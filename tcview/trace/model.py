@@ -27,7 +27,7 @@ class Record:
     __slots__ = (
         "source",
         "offset",
-        "lineno",
+        "_lineno",
         "hdr_end",
         "end",
         "kind",
@@ -54,7 +54,7 @@ class Record:
     ) -> None:
         self.source = source
         self.offset = offset
-        self.lineno = lineno
+        self._lineno = lineno  # < 0: computed on first use
         self.hdr_end = hdr_end
         self.end = hdr_end
         self.kind = kind
@@ -68,6 +68,18 @@ class Record:
     @property
     def label(self) -> str:
         return self.name or self.kind
+
+    @property
+    def lineno(self) -> int:
+        """1-based line number of the header."""
+        if self._lineno < 0:
+            self._lineno = self.source.lineno_of(self.offset)
+        return self._lineno
+
+    def full_meta(self) -> Any:
+        """The event's value with nothing dropped (big headers are slimmed in memory)."""
+        full = getattr(self.source, "full_meta", None)
+        return full(self) if full is not None else self.meta
 
     @property
     def compile_text(self) -> str:
@@ -287,6 +299,7 @@ class Compile:
     failures: list[Failure] = field(default_factory=list)
     cache: list[CacheEvent] = field(default_factory=list)
     kernels: list[Kernel] = field(default_factory=list)
+    chromium: int = 0  # chromium_event records (timing), read from disk on demand
     order: int = 0
 
     @property

@@ -3,15 +3,23 @@
 The file is fed in chunks of bytes, in order. Complete lines are indexed at once; a trailing
 partial line stays pending until more bytes arrive (or `finish()` says the file is done).
 Feeding a file in any split gives the same index as one read of the whole file.
+
+Speed: one regex pass finds the start of every line that is not a payload line. The common
+``chromium_event`` headers (most records) are recognised by that same regex and counted without
+building a record; other headers are parsed as JSON, with a cache keyed by the header text
+minus its md5. Payload lines are never visited in Python, except in output code, where a
+regex over the payload finds the kernel definitions.
 """
 
 from __future__ import annotations
 
+import bisect
 import hashlib
 import json
 import os
 import re
 import sys
+from array import array
 from collections import Counter
 from pathlib import Path
 from typing import Any
@@ -33,18 +41,61 @@ CONTEXT_KEYS = frozenset(
     }
 )
 
-HEADER = re.compile(
-    rb"(?:\[rank(\d+)\]:)?[A-Z](\d{4} \d\d:\d\d:\d\d\.\d+) +(\d+) ([^\]\n]*?):(\d+)\] "
+_PREFIX = rb"(?:\[rank(\d+)\]:)?[A-Z](\d{4} \d\d:\d\d:\d\d\.\d+) +(\d+) [^\]\n]*?:\d+\] "
+HEADER = re.compile(_PREFIX)
+_INT = rb"(?:0|[1-9]\d{0,17})"
+_ID_KEYS = rb'"(?:frame_id|frame_compile_id|attempt|compiled_autograd_id|rank)"'
+# A newline before a non-empty, non-payload line; then, when it has one, the record prefix
+# (groups 1-3), and when the whole line is a well-formed chromium_event header, its context
+# keys (group 4). Such lines are valid JSON by their shape alone.
+LINE = re.compile(
+    rb"\n(?=[^\t\n])(?:"
+    + _PREFIX
+    + rb'(?:\{"chromium_event": \{\}((?:, '
+    + _ID_KEYS
+    + rb": "
+    + _INT
+    + rb')*)(, "has_payload": "[0-9a-f]{32}")?\}(?=\n))?)?'
 )
-# Start of a line that is neither a payload line (TAB) nor empty.
-LINE_START = re.compile(rb"\n(?=[^\t\n])")
 KERNEL_DEF = re.compile(rb"^\t([A-Za-z_]\w*) = async_compile\.([A-Za-z_]\w*)\(", re.M)
 RANK_IN_NAME = re.compile(r"rank_(\d+)")
 HAS_PAYLOAD = b'"has_payload": "'
 
-# Header JSON is cached by its text with the md5 blanked: most headers repeat verbatim.
-_CACHE_MAX_KEY = 400
-_CACHE_MAX = 20000
+_INVALID = object()
+
+
+def _loads_json(data: bytes) -> Any:
+    try:
+        try:
+            return json.loads(data)
+        except UnicodeDecodeError:
+            return json.loads(data.decode("utf-8", "replace"))
+    except (ValueError, RecursionError):
+        return _INVALID
+
+
+try:  # optional speed-up (tcview[fast]); the result is the same as json's
+    import orjson
+
+    def loads(data: bytes) -> Any:
+        try:
+            return orjson.loads(data)
+        except (orjson.JSONDecodeError, RecursionError):
+            return _loads_json(data)  # json accepts a little more (NaN, invalid UTF-8)
+
+except ImportError:  # pragma: no cover - depends on the environment
+    loads = _loads_json
+
+
+# Inputs' fake-tensor metadata and shape-env chatter: many records, shown only on demand.
+LAZY_META_KINDS = frozenset(
+    {"describe_tensor", "describe_storage", "describe_source", "expression_created",
+     "guard_added_fast", "create_symbol", "propagate_real_tensors_provenance"}
+)
+_CACHE_MAX_KEY = 600  # header JSON longer than this is not cached
+_CACHE_MAX = 4096
+_META_KEEP = 2048  # header JSON longer than this keeps only a slim value in memory
+_SLIM_STR = 400
 
 
 class TraceFile:
@@ -54,16 +105,19 @@ class TraceFile:
         self.path = Path(path)
         self.display = display or str(path)
         self.pos = 0  # bytes consumed from the file
-        self._pending = b""
-        self._lines = 0  # complete lines seen
+        self._pending = b"\n"  # a virtual newline before the first line
         self._open: Record | None = None
-        self._open_scan = 0  # absolute offset up to which the open record's payload was scanned
+        self._open_scan = 0  # offset up to which the open record's payload was scanned
+        self._kernel_count = 0  # kernels found in the open record
         self._cache: dict[bytes, Any] = {}
+        self._chromium: dict[bytes, tuple] = {}
         self._fd: int | None = None
+        self._marks: list[tuple[int, int]] = [(0, 1)]  # known (offset, line number)
         self.finished = False
 
-        self.records: list[Record] = []
-        self.unparsed: list[tuple[int, int]] = []  # (offset, lineno)
+        self.records: list[Record] = []  # every record except chromium events
+        self.chromium: array = array("q")  # header offsets of chromium events
+        self.unparsed: list[tuple[int, int]] = []  # (offset, line number)
         self.strings: dict[Any, str] = {}
         self.kinds: Counter = Counter()
         self.artifacts: Counter = Counter()
@@ -73,8 +127,9 @@ class TraceFile:
         self.unknown: Counter = Counter()
         self.ranks: set[int] = set()
         self.pids: set[int] = set()
+        self._pid_b: set[bytes] = set()
         self.first_ts: str | None = None
-        self.last_ts: str | None = None
+        self._last_ts_b: bytes | None = None
         self.md5_mismatches = 0
         self.failure_count = 0  # compilation_metrics records with a non-empty fail_type
         self.problems: list[str] = []
@@ -83,7 +138,6 @@ class TraceFile:
         self.name_rank = int(m.group(1)) if m else None
         if self.name_rank is not None:
             self.ranks.add(self.name_rank)
-        self._kernel_count = 0  # kernels found in the open record
         # Replaced by the owner (TraceSet) so that derived facts reach the aggregate.
         self.sink: Sink = Sink()
 
@@ -93,61 +147,104 @@ class TraceFile:
         """Index appended bytes. `settle` closes a last record whose md5 already matches."""
         if not data:
             return
-        buf = self._pending + data if self._pending else data
-        base = self.pos - len(self._pending)
+        buf = self._pending + data
+        base = self.pos - len(self._pending)  # file offset of buf[0]
         self.pos += len(data)
-        cut = buf.rfind(b"\n") + 1
-        if cut == 0:
-            self._pending = buf
-            return
-        self._scan(buf, base, cut)
-        self._pending = buf[cut:]
+        cut = buf.rfind(b"\n")
+        if cut > 0:
+            self._scan(buf, base, cut)
+            buf = buf[cut:]  # keep the newline before the partial line
+        self._pending = buf
         if settle:
             self._settle_open()
         self.version += 1
 
     def finish(self) -> None:
         """The file is complete: index a trailing line that has no newline."""
-        if self._pending:
-            tail = self._pending
+        tail = self._pending
+        if len(tail) > 1:
             base = self.pos - len(tail)
-            self._pending = b""
-            self._scan(tail + b"\n", base, len(tail) + 1, virtual_newline=True)
+            self._scan(tail + b"\n", base, len(tail), eof_line=True)
+        self._pending = b"\n"
         self._close_open()
         self.finished = True
         self.version += 1
 
     @property
     def pending_bytes(self) -> int:
-        return len(self._pending)
+        return len(self._pending) - 1
 
-    def _scan(self, buf: bytes, base: int, limit: int, virtual_newline: bool = False) -> None:
-        starts = [m.start() + 1 for m in LINE_START.finditer(buf, 0, limit - 1)]
-        if buf[:1] not in (b"\t", b"\n", b""):
-            starts.insert(0, 0)
-        prev = 0
-        lines = self._lines
-        for s in starts:
-            lines += buf.count(b"\n", prev, s)
-            prev = s
-            self._extend_open(buf, base, s)
+    def _scan(self, buf: bytes, base: int, cut: int, eof_line: bool = False) -> None:
+        """Index the complete lines of buf[:cut + 1]; buf[0] and buf[cut] are newlines."""
+        cache = self._chromium
+        offsets = self.chromium
+        pids = self._pid_b
+        n_chromium = 0
+        last = None
+        for m in LINE.finditer(buf, 0, cut + 1):
+            rank_b, ts_b, pid_b, seg, _md5 = m.groups()
+            if self._open is not None:
+                self._extend_open(buf, base, m.start() + 1)
+                self._close_open()
+            if ts_b is not None:
+                last = ts_b
+                if pid_b not in pids:
+                    self._new_pid(pid_b)
+                if rank_b is not None:
+                    self.ranks.add(int(rank_b))
+            if seg is not None:
+                comp = cache.get(seg)
+                if comp is None:
+                    comp = self._chromium_info(seg)
+                n_chromium += 1
+                offsets.append(base + m.start() + 1)
+                if comp is not False:
+                    comp.chromium += 1
+                continue
+            s = m.start() + 1
             e = buf.index(b"\n", s)
-            self._line(buf, base, s, e, lines + 1, virtual_newline and e == limit - 1)
-        self._extend_open(buf, base, limit)
-        self._lines = lines + buf.count(b"\n", prev, limit)
+            if ts_b is None:
+                self._unparsed(buf, base, s, e)
+            else:
+                self._header(m, buf, base, s, e, eof_line and e == cut)
+        if n_chromium:
+            self.kinds["chromium_event"] += n_chromium
+        if last is not None:
+            if self.first_ts is None:
+                self.first_ts = _first_ts(buf, cut)
+            self._last_ts_b = last
+        if self._open is not None:
+            self._extend_open(buf, base, cut + 1)
+
+    def _chromium_info(self, seg: bytes) -> Compile | bool:
+        """The compile of a chromium header's context keys (False: none), cached."""
+        header = json.loads(b"{" + seg[2:] + b"}") if seg else {}
+        key = key_from_header(header)
+        rank = header.get("rank")
+        if isinstance(rank, int):
+            self.ranks.add(rank)
+        comp: Compile | bool = False
+        if key is not None:
+            comp = self.compiles.get(key) or self._new_compile(key)
+        if len(self._chromium) < _CACHE_MAX:
+            self._chromium[seg] = comp
+        return comp
+
+    def _new_pid(self, pid_b: bytes) -> None:
+        self._pid_b.add(pid_b)
+        self.pids.add(int(pid_b))
 
     def _extend_open(self, buf: bytes, base: int, upto: int) -> None:
+        """The open record's payload reaches file offset base + upto."""
         rec = self._open
-        if rec is None:
-            return
-        lo = max(self._open_scan - base, 0)
+        lo = self._open_scan - base
         if upto <= lo:
             return
         if rec.kind == "inductor_output_code":
-            for m in KERNEL_DEF.finditer(buf, lo, upto):
+            for m in KERNEL_DEF.finditer(buf, max(lo, 0), upto):
                 self._kernel(rec, m.group(1), m.group(2))
-        end = base + upto
-        rec.end = end - 1 if end > self.pos else end  # a virtual newline is not in the file
+        end = min(base + upto, self.pos)
+        rec.end = end
         self._open_scan = base + upto
 
     def _kernel(self, rec: Record, name_b: bytes, method_b: bytes) -> None:
@@ -162,34 +259,16 @@ class TraceFile:
             comp.kernels.append(kernel)
         self.sink.kernel(kernel)
 
-    def _line(self, buf: bytes, base: int, s: int, e: int, lineno: int, at_eof: bool) -> None:
-        line = buf[s:e]
-        m = HEADER.match(line)
-        header = None
-        md5 = None
-        if m is not None:
-            js = line[m.end() :]
-            header, md5 = self._parse(js)
-        if header is None:
-            if line.strip():
-                self._close_open()
-                self.unparsed.append((base + s, lineno))
-                self.sink.unparsed(self, base + s, lineno)
+    def _unparsed(self, buf: bytes, base: int, s: int, e: int) -> None:
+        if not buf[s:e].strip():
             return
-        self._close_open()
-        rank_b, ts_b, pid_b = m.group(1), m.group(2), m.group(3)
-        ts = ts_b.decode()
-        if self.first_ts is None:
-            self.first_ts = ts
-        self.last_ts = ts
-        pid = int(pid_b)
-        if pid not in self.pids:
-            self.pids.add(pid)
-        if rank_b is not None:
-            self.ranks.add(int(rank_b))
-        self._record(header, md5, base + s, lineno, base + e + (0 if at_eof else 1))
+        offset = base + s
+        lineno = self.lineno_of(offset)
+        self.unparsed.append((offset, lineno))
+        self.sink.unparsed(self, offset, lineno)
 
-    def _parse(self, js: bytes) -> tuple[Any, str | None]:
+    def _header(self, m: re.Match, buf: bytes, base: int, s: int, e: int, at_eof: bool) -> None:
+        js = buf[m.end() : e]
         md5 = None
         key = js
         i = js.rfind(HAS_PAYLOAD)
@@ -199,66 +278,49 @@ class TraceFile:
             if k > j:
                 md5 = js[j:k].decode("ascii", "replace")
                 key = js[:j] + js[k:]
-        cacheable = len(key) <= _CACHE_MAX_KEY
-        if cacheable:
-            hit = self._cache.get(key)
-            if hit is not None:
-                return hit, md5
-        try:
-            try:
-                header = json.loads(key)
-            except UnicodeDecodeError:
-                header = json.loads(key.decode("utf-8", "replace"))
-        except (ValueError, RecursionError):
-            return None, None
-        if cacheable:
-            if len(self._cache) > _CACHE_MAX:
-                self._cache.clear()
-            self._cache[key] = header
-        return header, md5
+        info = self._cache.get(key)
+        if info is None:
+            header = loads(key)
+            if header is _INVALID:
+                self._unparsed(buf, base, s, e)
+                return
+            info = derive(header, len(js))
+            if len(key) <= _CACHE_MAX_KEY:
+                if len(self._cache) > _CACHE_MAX:
+                    self._cache.clear()
+                self._cache[key] = info
+        self._record(info, md5, base + s, base + e + (0 if at_eof else 1))
 
-    def _record(self, header: Any, md5: str | None, offset: int, lineno: int, hdr_end: int) -> None:
-        if isinstance(header, dict):
-            kind = next((k for k in header if k not in CONTEXT_KEYS), "")
-            meta = header.get(kind) if kind else None
-            key = key_from_header(header)
-            attempt = header.get("attempt", 0)
-            rank = header.get("rank")
-            if isinstance(rank, int) and not isinstance(rank, bool):
-                self.ranks.add(rank)
-            if md5 is None and "has_payload" in header:
-                md5 = str(header.get("has_payload"))
-        else:
-            kind, meta, key, attempt = "(not an object)", header, None, 0
-        kind = sys.intern(kind)
-        name = None
-        if kind == "artifact" and isinstance(meta, dict):
-            raw = meta.get("name")
-            name = sys.intern(raw) if isinstance(raw, str) else None
-        elif kind == "graph_dump" and isinstance(meta, dict) and isinstance(meta.get("name"), str):
-            name = meta["name"]
-        rec = Record(self, offset, lineno, hdr_end, kind, meta, key, attempt, md5, name)
-        self.records.append(rec)
+    def _record(self, info: Derived, md5: str | None, offset: int, hdr_end: int) -> None:
+        kind, meta, key, attempt, name, rank, md5_field = info
+        if md5 is None:
+            md5 = md5_field
+        if rank is not None:
+            self.ranks.add(rank)
+        rec = Record(self, offset, -1, hdr_end, kind, meta, key, attempt, md5, name)
         self.kinds[kind] += 1
         if name is not None and kind == "artifact":
             self.artifacts[name] += 1
+        comp = None
         if key is not None:
             comp = self.compiles.get(key)
             if comp is None:
                 comp = self._new_compile(key)
-            if kind != "chromium_event":
-                comp.records.append(rec)
-            comp.attempts[attempt if _hashable(attempt) else repr(attempt)] += 1
+        self._open, self._open_scan, self._kernel_count = rec, hdr_end, 0
+        if kind == "chromium_event":
+            # An oddly shaped chromium header: count it like the fast path does.
+            self.chromium.append(offset)
+            if comp is not None:
+                comp.chromium += 1
+            return
+        self.records.append(rec)
+        if comp is not None:
+            comp.records.append(rec)
+            comp.attempts[attempt] += 1
         on_header(self, rec)
-        self._kernel_count = 0
         if md5 is None:
             rec.closed = True
             on_close(self, rec)
-            self._open = rec  # stray payload lines still extend it
-            self._open_scan = hdr_end
-        else:
-            self._open = rec
-            self._open_scan = hdr_end
 
     def _new_compile(self, key: CompileKey) -> Compile:
         comp = Compile(self, key, order=len(self.compiles))
@@ -289,7 +351,7 @@ class TraceFile:
     def _settle_open(self) -> None:
         """Close the last record when its payload is complete (its md5 matches)."""
         rec = self._open
-        if rec is None or rec.closed or not rec.md5 or self._pending:
+        if rec is None or rec.closed or not rec.md5 or len(self._pending) > 1:
             return
         if hashlib.md5(self.read_payload(rec)).hexdigest() == rec.md5:
             self._close_open()
@@ -309,14 +371,77 @@ class TraceFile:
     def header_line(self, record: Record) -> bytes:
         return self.read(record.offset, record.hdr_end).rstrip(b"\n")
 
+    def full_meta(self, record: Record) -> Any:
+        line = self.header_line(record)
+        m = HEADER.match(line)
+        if m is None:
+            return record.meta
+        try:
+            header = json.loads(line[m.end() :].decode("utf-8", "replace"))
+        except (ValueError, RecursionError):
+            return record.meta
+        return header.get(record.kind, record.meta) if isinstance(header, dict) else header
+
+    def header(self, record: Record) -> Any:
+        """The whole header JSON of a record, read from disk."""
+        line = self.header_line(record)
+        m = HEADER.match(line)
+        value = loads(line[m.end() :]) if m else _INVALID
+        return None if value is _INVALID else value
+
     def line_at(self, offset: int, limit: int = 1 << 20) -> bytes:
         data = self.read(offset, offset + limit)
         return data.split(b"\n", 1)[0]
+
+    def lineno_of(self, offset: int) -> int:
+        """1-based line number of the line starting at `offset` (counted once, remembered)."""
+        i = bisect.bisect_right(self._marks, (offset, sys.maxsize)) - 1
+        start, line = self._marks[i]
+        pos = start
+        while pos < offset:
+            block = self.read(pos, min(offset, pos + (8 << 20)))
+            if not block:
+                break
+            line += block.count(b"\n")
+            pos += len(block)
+        if i == len(self._marks) - 1:
+            self._marks.append((offset, line))
+        return line
+
+    def chromium_events(self, key: CompileKey | None = None) -> list[dict]:
+        """Chromium trace events (B/E/i) of one compile, or of all, read from disk."""
+        events = []
+        for offset in self.chromium:
+            line = self.line_at(offset)
+            m = HEADER.match(line)
+            if m is None:
+                continue
+            try:
+                header = json.loads(line[m.end() :].decode("utf-8", "replace"))
+            except ValueError:
+                continue
+            if key is not None and key_from_header(header) != key:
+                continue
+            hdr_end = offset + len(line) + 1
+            raw = self.read(hdr_end, hdr_end + (1 << 20))
+            cut = re.search(rb"\n(?=[^\t])", raw)
+            body = payload_from_region(raw[: cut.start() + 1] if cut else raw)
+            try:
+                event = json.loads(body.decode("utf-8", "replace"))
+            except ValueError:
+                continue
+            if isinstance(event, dict):
+                events.append(event)
+        return events
 
     def close(self) -> None:
         if self._fd is not None:
             os.close(self._fd)
             self._fd = None
+
+    @property
+    def last_ts(self) -> str | None:
+        return self._last_ts_b.decode() if self._last_ts_b is not None else None
 
     @property
     def rank(self) -> int | None:
@@ -332,9 +457,57 @@ class TraceFile:
         return f"<TraceFile {self.display}>"
 
 
-def _hashable(value: Any) -> bool:
+def _first_ts(buf: bytes, cut: int) -> str | None:
+    m = HEADER.search(buf, 0, cut + 1)
+    return m.group(2).decode() if m else None
+
+
+Derived = tuple  # (kind, meta, key, attempt, name, rank, md5 field)
+
+
+def derive(header: Any, size: int) -> Derived:
+    """What a record needs from its header JSON (cached for headers that repeat)."""
+    if not isinstance(header, dict):
+        return ("(not an object)", header, None, 0, None, None, None)
+    kind = ""
+    for k in header:
+        if k not in CONTEXT_KEYS:
+            kind = sys.intern(k)
+            break
+    meta = header.get(kind) if kind else None
+    attempt = header.get("attempt", 0)
     try:
-        hash(value)
+        hash(attempt)
     except TypeError:
-        return False
-    return True
+        attempt = repr(attempt)
+    rank = header.get("rank")
+    if not isinstance(rank, int) or isinstance(rank, bool):
+        rank = None
+    md5 = header.get("has_payload")
+    md5 = str(md5) if md5 else None
+    name = None
+    if isinstance(meta, dict):
+        raw = meta.get("name")
+        if isinstance(raw, str) and kind in ("artifact", "graph_dump"):
+            name = sys.intern(raw)
+        if kind in LAZY_META_KINDS:
+            meta = None  # read from disk by full_meta() when shown
+        elif size > _META_KEEP:
+            meta = slim(meta)
+    return (kind, meta, key_from_header(header), attempt, name, rank, md5)
+
+
+def slim(meta: dict) -> dict:
+    """Keep scalars and short strings of a big header; the full value stays on disk."""
+    out: dict = {}
+    for k, v in meta.items():
+        if isinstance(v, str):
+            if len(v) <= _SLIM_STR or k in ("fail_reason", "fail_type"):
+                out[k] = v[:20000]
+        elif v is None or isinstance(v, (int, float, bool)):
+            out[k] = v
+        elif isinstance(v, list) and len(v) <= 20 and all(
+            isinstance(x, (str, int, float)) and len(str(x)) <= _SLIM_STR for x in v
+        ):
+            out[k] = v
+    return out
