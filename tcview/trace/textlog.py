@@ -538,6 +538,7 @@ class TextLog:
         self.message_lines = 0
         self.blank_other = 0
         self._torchish = 0
+        self._last: ProcessLog | None = None  # process of the last message line
         self.text: TextLog | None = None  # TraceSet has it for a run directory's log
 
     # ---------------------------------------------------------------- loading
@@ -623,13 +624,40 @@ class TextLog:
             line = raw
             if line.endswith(b"\r") or b"\x1b" in line:
                 line = clean_line(line)
-            m = match(line)
-            if m is None:
-                self._other(line, lineno, offset, end)
-            else:
-                self._message_line(line, m, lineno, offset, end)
+            if not self._continues(line, end):
+                m = match(line)
+                if m is None:
+                    self._other(line, lineno, offset, end)
+                else:
+                    self._message_line(line, m, lineno, offset, end)
             offset = end + 1
         self._lines = lineno
+
+    def _continues(self, line: bytes, end: int) -> bool:
+        """Fast path: `line` extends the message that the previous message line was part of.
+
+        Exact without the regex: the line starts with that message's prefix, followed by the
+        end of the line or a space and text that does not start with ``[`` (which could be a
+        compile id or tag that makes the prefix longer).
+        """
+        proc = self._last
+        if proc is None or proc.open is None:
+            return False
+        prefix = proc.open_prefix
+        n = len(prefix)
+        if not line.startswith(prefix):
+            return False
+        if len(line) > n:
+            if line[n] != 32 or line.startswith(b"[", n + 1):
+                return False
+            if proc.open_marks and line.startswith(proc.open_marks, n + 1):
+                return False
+        rec = proc.open
+        rec.end = end
+        self.message_lines += 1
+        if rec.kind == "output_code":
+            self._kernel_line(proc, rec, line, n + 1)
+        return True
 
     def _other(self, line: bytes, lineno: int, offset: int, end: int) -> None:
         self.other.append(lineno, offset, end)
@@ -644,6 +672,7 @@ class TextLog:
         proc = self._procs.get((rank_b, pid_b))
         if proc is None:
             proc = self._new_process(rank_b, pid_b)
+        self._last = proc
         pend = m.end()
         t = _text_start(line, pend)
         rec = proc.open
