@@ -1,0 +1,375 @@
+"""The tcview browser: tree on the left, viewer on the right, views on keys."""
+
+from __future__ import annotations
+
+import time
+from pathlib import Path
+from typing import Any
+
+from rich.text import Text
+from textual import on, work
+from textual.app import App, ComposeResult
+from textual.binding import Binding
+from textual.containers import Horizontal
+from textual.reactive import reactive
+from textual.widgets import Footer, Static, Tree
+from textual.worker import get_current_worker
+
+from ..safe import safe_line
+from ..trace.compile_id import parse_compile_id
+from .content import (
+    Document,
+    compile_summary,
+    counts_line,
+    frame_summary,
+    kernel_doc,
+    lit,
+    model_summary,
+    record_doc,
+    styled_doc,
+)
+from .loader import Loader
+from .reader import Reader
+from .tree import Item, TraceTree
+
+TICK = 0.2  # seconds between model refreshes while indexing
+
+
+class StatusBar(Horizontal):
+    """Source and mode on the left, the four counts on the right."""
+
+    def compose(self) -> ComposeResult:
+        yield Static(id="status-left")
+        yield Static(id="status-right")
+
+    def on_mount(self) -> None:
+        self.watch(self.app, "status_left", self._left)
+        self.watch(self.app, "status_right", self._right)
+
+    def _left(self, value: str) -> None:
+        self.query_one("#status-left", Static).update(
+            Text(value, no_wrap=True, overflow="ellipsis")
+        )
+
+    def _right(self, value: str) -> None:
+        self.query_one("#status-right", Static).update(Text(value, no_wrap=True))
+
+
+def resolve_target(model: Any, target: str) -> tuple[str, Any] | None:
+    """A compile id (0/1, [0/1], !0/1/0) or a kernel name -> (kind, object)."""
+    target = target.strip()
+    parsed = parse_compile_id(target)
+    if parsed is not None:
+        key = parsed[0]
+        for tf in list(getattr(model, "files", [])):
+            comp = tf.compiles.get(key)
+            if comp is not None:
+                return "compile", comp
+    kernels = list(getattr(model, "kernels", []))
+    for k in kernels:
+        if k.name == target:
+            return "kernel", k
+    low = target.lower()
+    for k in kernels:
+        if low in k.name.lower():
+            return "kernel", k
+    return None
+
+
+def doc_for(item: Item, model: Any, source: str) -> Document:
+    kind, obj = item.kind, item.obj
+    if kind == "compile":
+        return styled_doc(f"compile {obj.id_text}", compile_summary(obj))
+    if kind == "frame":
+        return styled_doc(f"frame {obj.label}", frame_summary(obj))
+    if kind == "record":
+        return record_doc(obj)
+    if kind == "kernel":
+        return kernel_doc(obj)
+    if kind in ("group", "others"):
+        records = obj if isinstance(obj, list) else [r for r in obj.records if r.key is None]
+        lines = [Text(f"{len(records)} records", style="bold"), Text("")]
+        for rec in records[:2000]:
+            lines.append(lit(f"line {rec.lineno:>8}  {rec.label}  {rec.compile_text}"))
+        return styled_doc("records", lines)
+    if kind == "file":
+        return styled_doc(obj.display, file_summary(obj))
+    if model is None:
+        return styled_doc("", [Text("indexing…")])
+    return styled_doc(source, model_summary(model, source))
+
+
+def file_summary(tf: Any) -> list[Text]:
+    out = [lit(tf.display, "bold"), lit(f"path      {tf.path}")]
+    out.append(lit(f"records   {len(tf.records)}   compiles {len(tf.compiles)}"))
+    out.append(lit(f"unparsed  {len(tf.unparsed)} lines"))
+    for problem in getattr(tf, "problems", [])[:20]:
+        out.append(lit(f"problem   {problem}", "red"))
+    kinds = getattr(tf, "kinds", None)
+    if kinds:
+        out.append(Text(""))
+        out.append(Text("record kinds", style="bold underline"))
+        for kind, n in kinds.most_common():
+            out.append(lit(f"  {n:>8}  {kind}"))
+    return out
+
+
+class TcviewApp(App[int]):
+    CSS_PATH = "app.tcss"
+    TITLE = "tcview"
+    ENABLE_COMMAND_PALETTE = True
+
+    BINDINGS = [
+        Binding("q", "quit", "Quit"),
+        Binding("question_mark", "help", "Help", key_display="?"),
+        Binding("b", "view('breaks')", "Breaks"),
+        Binding("r", "view('recompiles')", "Recompiles"),
+        Binding("K", "view('kernels')", "Kernels"),
+        Binding("f", "view('failures')", "Failures"),
+        Binding("t", "view('time')", "Time"),
+        Binding("o", "view('other')", "Other"),
+        Binding("slash", "search", "Search", key_display="/"),
+        Binding("n", "next_match(1)", "Next match", show=False),
+        Binding("N", "next_match(-1)", "Previous match", show=False),
+        Binding("escape", "back", "Back", show=False),
+    ]
+
+    status_left: reactive[str] = reactive("")
+    status_right: reactive[str] = reactive("")
+
+    def __init__(
+        self,
+        path: str,
+        goto: str | None = None,
+        follow: bool = False,
+        model: Any = None,
+    ) -> None:
+        super().__init__()
+        from .palette import TraceCommands
+
+        self.COMMANDS = App.COMMANDS | {TraceCommands}
+        self.animation_level = "none"
+        self.source_path = path
+        self.goto_target = goto
+        self.follow = follow
+        self.loader = Loader(path, model)
+        self._versions: tuple = ()
+        self._show_timer: Any = None
+        self._last_item: Item | None = None
+        self.loaded_at: float | None = None
+        self.first_frame_at: float | None = None
+        self.started_at = time.monotonic()
+
+    @property
+    def model(self) -> Any:
+        return self.loader.model
+
+    @property
+    def lock(self) -> Any:
+        return self.loader.lock
+
+    # ------------------------------------------------------------ layout
+
+    def compose(self) -> ComposeResult:
+        with Horizontal(id="main"):
+            yield TraceTree(id="tree")
+            yield Reader(id="reader")
+        yield StatusBar(id="status")
+        yield Footer()
+
+    def on_mount(self) -> None:
+        tree = self.query_one(TraceTree)
+        tree.border_title = "compiles"
+        tree.focus()
+        self._update_status()
+        if self.loader.finished:
+            self._model_ready()
+        else:
+            self._index()
+            self._ticker = self.set_interval(TICK, self._tick)
+        self.call_after_refresh(self._first_frame)
+
+    def _first_frame(self) -> None:
+        self.first_frame_at = time.monotonic()
+
+    @work(thread=True, group="index", exit_on_error=False)
+    def _index(self) -> None:
+        self.loader.run()
+
+    def _tick(self) -> None:
+        self.refresh_model()
+        if self.loader.finished:
+            self._ticker.stop()
+            self._model_ready()
+
+    def _model_ready(self) -> None:
+        self.loaded_at = time.monotonic()
+        tree = self.query_one(TraceTree)
+        with self.lock:
+            if tree.root.data is None or tree.root.data.obj is not self.model:
+                tree.set_model(self.model)
+            else:
+                tree.refresh_model()
+        self._update_status()
+        if self.loader.error:
+            self.notify(safe_line(self.loader.error), title="could not read", severity="error")
+        if self.goto_target:
+            if not self._goto(self.goto_target):
+                self.notify(f"--goto {safe_line(self.goto_target)}: not found", severity="warning")
+            self.goto_target = None
+        elif tree.cursor_line < 0 or self._last_item is None:
+            self._show_now(tree.root.data)
+
+    def refresh_model(self) -> None:
+        """Pick up what the model gained since the last call; the tree grows in place."""
+        model = self.model
+        tree = self.query_one(TraceTree)
+        if model is None:
+            self._update_status()
+            return
+        with self.lock:
+            versions = (
+                id(model),
+                getattr(model, "version", 0),
+                len(model.files),
+                sum(getattr(f, "version", 0) for f in model.files),
+            )
+            if versions != self._versions:
+                self._versions = versions
+                if tree.root.data is None or tree.root.data.obj is not model:
+                    tree.set_model(model)
+                else:
+                    tree.refresh_model()
+        self._update_status()
+        if self.goto_target and self._goto(self.goto_target):
+            self.goto_target = None
+
+    def _update_status(self) -> None:
+        mode = "live" if self.follow else "static"
+        left = f"{self.source_path} · {mode}"
+        loader = self.loader
+        if not loader.finished:
+            if loader.total:
+                left += (
+                    f" · indexing {100 * loader.fraction:.0f}%"
+                    f" ({loader.done / 1e6:.0f}/{loader.total / 1e6:.0f} MB)"
+                )
+            else:
+                left += " · indexing…"
+        elif loader.error:
+            left += " · error"
+        self.status_left = safe_line(left)
+        model = self.model
+        if model is not None:
+            with self.lock:
+                counts = model.counts()
+            self.status_right = counts_line(counts)
+        else:
+            self.status_right = counts_line({})
+
+    # ------------------------------------------------------------ showing items
+
+    @on(Tree.NodeHighlighted, "#tree")
+    def _highlighted(self, event: Tree.NodeHighlighted[Item]) -> None:
+        if self._show_timer is not None:
+            self._show_timer.stop()
+        item = event.node.data
+        self._show_timer = self.set_timer(0.04, lambda: self._show_now(item))
+
+    @on(Tree.NodeSelected, "#tree")
+    def _selected(self, event: Tree.NodeSelected[Item]) -> None:
+        if not event.node.allow_expand:
+            self._show_now(event.node.data)
+            self.query_one("#reader", Reader).viewer.focus()
+
+    def _show_now(self, item: Item | None) -> None:
+        if item is None or item is self._last_item:
+            return
+        self._last_item = item
+        self._build_doc(item)
+
+    @work(thread=True, group="content", exclusive=True, exit_on_error=False)
+    def _build_doc(self, item: Item) -> None:
+        try:
+            with self.lock:
+                doc = doc_for(item, self.model, self.source_path)
+        except Exception as exc:  # noqa: BLE001 - a broken record must not end the app
+            doc = styled_doc("error", [lit(f"could not show this item: {exc!r}", "red")])
+        if not get_current_worker().is_cancelled:
+            self.call_from_thread(self._show_doc, doc)
+
+    def _show_doc(self, doc: Document) -> None:
+        self.query_one("#reader", Reader).show(doc)
+
+    def show_item(self, item: Item) -> None:
+        """Show now, bypassing the highlight debounce."""
+        self._last_item = None
+        self._show_now(item)
+
+    # ------------------------------------------------------------ navigation
+
+    def _goto(self, target: str) -> bool:
+        with self.lock:
+            found = resolve_target(self.model, target) if self.model is not None else None
+        if found is None:
+            return False
+        self.reveal(*found)
+        return True
+
+    def reveal(self, kind: str, obj: Any) -> bool:
+        """Select a compile, kernel or record in the tree and show it."""
+        tree = self.query_one(TraceTree)
+        with self.lock:
+            node = tree.reveal(obj, kind)
+        if node is None:
+            return False
+        while len(self.screen_stack) > 1:
+            self.pop_screen()
+        tree.reveal_node(node)
+        self.show_item(node.data)
+        tree.focus()
+        return True
+
+    def action_view(self, name: str) -> None:
+        from .views import VIEWS
+
+        screen_cls = VIEWS[name]
+        if len(self.screen_stack) > 1:
+            current = self.screen
+            if isinstance(current, screen_cls):
+                return
+            self.switch_screen(screen_cls())
+        else:
+            self.push_screen(screen_cls())
+
+    def action_back(self) -> None:
+        if len(self.screen_stack) > 1:
+            self.pop_screen()
+        else:
+            self.query_one(TraceTree).focus()
+
+    def action_help(self) -> None:
+        from .help import HelpScreen
+
+        self.push_screen(HelpScreen())
+
+    def _reader(self) -> Reader | None:
+        readers = list(self.screen.query(Reader))
+        return readers[0] if readers else None
+
+    def action_search(self) -> None:
+        reader = self._reader()
+        if reader is not None:
+            reader.open_search()
+
+    def action_next_match(self, step: int) -> None:
+        reader = self._reader()
+        if reader is not None:
+            reader.viewer.next_match(step)
+
+    def on_unmount(self) -> None:
+        self.loader.cancelled = True
+
+
+def default_title(path: str) -> str:
+    return Path(path).name or path

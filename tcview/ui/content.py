@@ -1,0 +1,515 @@
+"""What the viewer shows for each item: plain data (lines, language, focus), no widgets.
+
+Everything here reads the model only; the caller holds the model lock.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections import Counter, OrderedDict
+from dataclasses import dataclass, field
+from typing import Any
+
+from rich.text import Text
+
+from ..safe import safe_line
+from ..trace.facts import short_guard
+from ..trace.kernels import KernelSpan, split_output_code
+
+GRAPH_KINDS = frozenset(
+    """dynamo_output_graph aot_forward_graph aot_backward_graph aot_joint_graph
+    aot_inference_graph inductor_pre_grad_graph inductor_post_grad_graph graph_dump
+    compiled_autograd_graph optimize_ddp_split_graph optimize_ddp_split_child
+    before_pre_grad_graph after_pre_grad_graph before_joint_graph after_joint_graph
+    before_post_grad_graph fx_graph_runnable""".split()
+)
+METRIC_KINDS = frozenset(
+    """compilation_metrics bwd_compilation_metrics compilation_metrics_runtime
+    bwd_compilation_metrics_runtime""".split()
+)
+JSON_LIMIT = 32 << 20
+STATUS_STYLE = {
+    "ok": "green",
+    "graph break": "yellow",
+    "recompile": "cyan",
+    "failed": "bold red",
+    "cache hit": "blue",
+}
+STATUS_MARK = {"ok": "✓", "graph break": "✂", "recompile": "↻", "failed": "✗", "cache hit": "●"}
+KIND_STYLE = {
+    "pointwise": "green",
+    "reduction": "magenta",
+    "persistent": "cyan",
+    "template": "yellow",
+    "cpp": "blue",
+    "user": "bright_magenta",
+    "other": "white",
+}
+# (metric key, label, divisor to seconds, depth) - the phases of one compile, nested.
+PHASES = (
+    ("entire_frame_compile_time_s", "entire frame", 1.0, 0),
+    ("dynamo_cumulative_compile_time_us", "dynamo", 1e6, 1),
+    ("backend_compile_time_s", "backend compile", 1.0, 1),
+    ("aot_autograd_cumulative_compile_time_us", "aot autograd", 1e6, 2),
+    ("joint_graph_pass_time_us", "joint graph passes", 1e6, 3),
+    ("inductor_compile_time_s", "inductor", 1.0, 2),
+    ("inductor_cumulative_compile_time_us", "inductor (cumulative)", 1e6, 2),
+    ("pre_grad_pass_time_us", "pre-grad passes", 1e6, 3),
+    ("post_grad_pass_time_us", "post-grad passes", 1e6, 3),
+    ("code_gen_time_s", "code gen", 1.0, 3),
+    ("inductor_code_gen_cumulative_compile_time_us", "code gen (cumulative)", 1e6, 3),
+    ("triton_compile_time_us", "triton compile", 1e6, 3),
+    ("compile_time_autotune_time_us", "autotune", 1e6, 3),
+    ("gc_time_us", "gc", 1e6, 1),
+    ("structured_logging_overhead_s", "trace logging", 1.0, 1),
+)
+
+
+@dataclass
+class Document:
+    """Lines for the viewer. `styled` lines (tables, summaries) bypass highlighting."""
+
+    title: str
+    lines: list[str] = field(default_factory=list)
+    language: str | None = None
+    first_lineno: int = 1
+    focus: int = 0  # 0-based line to bring into view
+    styled: list[Text] | None = None
+    regions: list[tuple[int, int, str]] = field(default_factory=list)  # (first, last, lang)
+    numbered: bool = True
+
+    @property
+    def count(self) -> int:
+        return len(self.styled) if self.styled is not None else len(self.lines)
+
+    def language_at(self, index: int) -> str | None:
+        for first, last, lang in self.regions:
+            if first <= index <= last:
+                return lang
+        return self.language
+
+    def plain(self, index: int) -> str:
+        if self.styled is not None:
+            return self.styled[index].plain
+        return self.lines[index]
+
+
+def lit(text: Any, style: str = "") -> Text:
+    """Trace text as a literal, terminal-safe Text (never parsed as markup)."""
+    return Text(safe_line(str(text)), style=style)
+
+
+def styled_doc(title: str, lines: list[Text]) -> Document:
+    return Document(title, styled=lines, numbered=False)
+
+
+# ---------------------------------------------------------------- output code cache
+
+
+class OutputCodeCache:
+    """Decoded output code and its kernel spans, for the last few records shown."""
+
+    def __init__(self, size: int = 6) -> None:
+        self.size = size
+        self._items: OrderedDict[int, tuple[Any, int, list[str], list[KernelSpan]]] = OrderedDict()
+
+    def get(self, record: Any) -> tuple[list[str], list[KernelSpan]]:
+        key = id(record)
+        hit = self._items.get(key)
+        if hit is not None and hit[0] is record and hit[1] == record.end:
+            self._items.move_to_end(key)
+            return hit[2], hit[3]
+        text = record.payload()
+        lines, spans = text.split("\n"), split_output_code(text)
+        self._items[key] = (record, record.end, lines, spans)
+        while len(self._items) > self.size:
+            self._items.popitem(last=False)
+        return lines, spans
+
+
+OUTPUT_CODES = OutputCodeCache()
+
+
+def cpp_regions(spans: list[KernelSpan], offset: int = 0) -> list[tuple[int, int, str]]:
+    return [(s.start + 1 - offset, s.end - 1 - offset, "cpp") for s in spans if s.kind == "cpp"]
+
+
+# ---------------------------------------------------------------- records
+
+
+def record_title(rec: Any) -> str:
+    parts = [record_name(rec), rec.compile_text]
+    try:
+        parts.append(f"line {rec.lineno}")
+    except Exception:  # noqa: BLE001 - lineno is lazy and may need a read
+        pass
+    return " · ".join(p for p in parts if p)
+
+
+def record_name(rec: Any) -> str:
+    label = rec.label
+    return {
+        "dynamo_output_graph": "Dynamo graph",
+        "dynamo_cpp_guards_str": "guards",
+        "dynamo_guards": "guards (json)",
+        "recompile_reasons": "recompile reason",
+        "dynamo_graph_break_reason": "graph break",
+        "aot_forward_graph": "AOT forward graph",
+        "aot_backward_graph": "AOT backward graph",
+        "aot_joint_graph": "AOT joint graph",
+        "aot_inference_graph": "AOT inference graph",
+        "inductor_pre_grad_graph": "Inductor pre-grad graph",
+        "inductor_post_grad_graph": "Inductor post-grad graph",
+        "inductor_output_code": "output code",
+        "compilation_metrics": "metrics",
+        "bwd_compilation_metrics": "metrics (backward)",
+        "compilation_metrics_runtime": "runtime metrics",
+        "bwd_compilation_metrics_runtime": "runtime metrics (backward)",
+        "dynamo_error": "dynamo error",
+    }.get(label, label)
+
+
+def record_doc(rec: Any) -> Document:
+    """The payload of one record, highlighted by kind; metrics as a table."""
+    title = record_title(rec)
+    if rec.kind in METRIC_KINDS and isinstance(rec.meta, dict):
+        return styled_doc(title, metrics_table(rec.meta))
+    has_payload = bool(rec.md5) or rec.end > rec.hdr_end
+    if not has_payload:
+        return Document(title + " · header only", json_lines(rec.meta), "json")
+    if rec.kind == "inductor_output_code":
+        lines, spans = OUTPUT_CODES.get(rec)
+        return Document(title, lines, "python", regions=cpp_regions(spans))
+    text = rec.payload()
+    ok = rec.md5_ok() if rec.md5 and len(text) < JSON_LIMIT else None
+    if ok is False:
+        title += " · md5 MISMATCH (truncated or edited)"
+    if rec.kind in GRAPH_KINDS or rec.label in GRAPH_KINDS:
+        return Document(title, text.split("\n"), "python")
+    stripped = text.lstrip()
+    if stripped[:1] in ("{", "[") and len(text) < JSON_LIMIT:
+        try:
+            value = json.loads(text)
+        except ValueError:
+            pass
+        else:
+            return Document(title, json_lines(value), "json")
+    lang = "python" if _looks_like_python(rec.label, text) else None
+    return Document(title, text.split("\n"), lang)
+
+
+def _looks_like_python(label: str, text: str) -> bool:
+    return label.endswith("_graph") or label.endswith("graph_runnable") or "def forward(" in text
+
+
+def json_lines(value: Any) -> list[str]:
+    try:
+        return json.dumps(value, indent=2, ensure_ascii=False, default=repr).split("\n")
+    except (ValueError, TypeError, RecursionError):
+        return [repr(value)]
+
+
+def header_text(rec: Any) -> str:
+    try:
+        return rec.source.header_line(rec).decode("utf-8", "replace")
+    except Exception:  # noqa: BLE001 - a display helper; the file may be gone
+        return ""
+
+
+# ---------------------------------------------------------------- kernels
+
+_DEF = re.compile(r"^\s*(?:async\s+)?def \w+\(")
+_CPP_ENTRY = re.compile(r'^\s*(?:extern "C"|void kernel\()')
+
+
+def kernel_span(kernel: Any) -> tuple[list[str], KernelSpan | None]:
+    lines, spans = OUTPUT_CODES.get(kernel.output)
+    same = [s for s in spans if s.name == kernel.name]
+    if not same:
+        return lines, None
+    index = getattr(kernel, "index", 0)
+    exact = [s for i, s in enumerate(spans) if s.name == kernel.name and i == index]
+    return lines, (exact or same)[0]
+
+
+def kernel_doc(kernel: Any) -> Document:
+    """The kernel's own lines of the output code, scrolled to its ``def``."""
+    lines, span = kernel_span(kernel)
+    comp = kernel.compile.id_text if kernel.compile is not None else kernel.output.compile_text
+    title = f"kernel {kernel.name} · {kernel.kind} · {comp}"
+    if span is None:
+        return Document(title + " · not found in output code", lines, "python")
+    body = lines[span.start : span.end + 1]
+    focus = next((i for i, ln in enumerate(body) if _DEF.match(ln)), None)
+    if focus is None:
+        focus = next((i for i, ln in enumerate(body) if _CPP_ENTRY.match(ln)), 0)
+    launch = f" · launch #{span.launch + 1}" if span.launch is not None else " · not launched"
+    title += f" · lines {span.start + 1}-{span.end + 1}{launch}"
+    regions = [(1, len(body) - 2, "cpp")] if span.kind == "cpp" else []
+    return Document(title, body, "python", span.start + 1, focus, regions=regions)
+
+
+def kernel_def_line(kernel: Any) -> str | None:
+    doc = kernel_doc(kernel)
+    return doc.lines[doc.focus] if doc.lines else None
+
+
+# ---------------------------------------------------------------- tables and summaries
+
+
+def fmt_seconds(value: float | None) -> str:
+    if value is None:
+        return "-"
+    if value >= 100:
+        return f"{value:.0f}s"
+    if value >= 1:
+        return f"{value:.2f}s"
+    return f"{value * 1000:.0f}ms" if value >= 0.001 else f"{value * 1e6:.0f}µs"
+
+
+def _metric_value(key: str, value: Any) -> str:
+    if isinstance(value, bool) or value is None:
+        return str(value)
+    if isinstance(value, (int, float)):
+        if key.endswith("_us"):
+            return f"{fmt_seconds(value / 1e6)}  ({value})"
+        if key.endswith("_ms"):
+            return f"{fmt_seconds(value / 1e3)}  ({value})"
+        if key.endswith("_s") and "time" in key:
+            return fmt_seconds(float(value))
+        return str(value)
+    if isinstance(value, str):
+        return value
+    try:
+        return json.dumps(value, ensure_ascii=False, default=repr)
+    except (TypeError, ValueError, RecursionError):
+        return repr(value)
+
+
+def metrics_table(meta: dict) -> list[Text]:
+    """Timings first, then the rest, as aligned key/value rows."""
+    keys = [k for k in meta if isinstance(k, str)]
+    timing = [k for k in keys if "time" in k or k.endswith(("_us", "_s", "_ms"))]
+    rest = [k for k in keys if k not in timing]
+    width = min(max((len(k) for k in keys), default=10), 48)
+    out: list[Text] = []
+    for heading, group in (("timings", timing), ("other", rest)):
+        if not group:
+            continue
+        out.append(Text(heading, style="bold underline"))
+        for key in group:
+            value = meta[key]
+            empty = value in (None, "", [], {}, 0)
+            row = lit(key.ljust(width), "dim" if empty else "bold")
+            row.append("  ")
+            row.append(lit(_metric_value(key, value), "dim" if empty else ""))
+            out.append(row)
+        out.append(Text(""))
+    return out
+
+
+def status_text(status: str) -> Text:
+    return Text(status, style=STATUS_STYLE.get(status, ""))
+
+
+def phase_times(comp: Any) -> list[tuple[str, float, int]]:
+    """(label, seconds, depth) for the phases recorded in this compile's metrics."""
+    model_phases = getattr(comp, "phases", None)
+    if callable(model_phases):
+        try:
+            got = model_phases()
+            if got:
+                return [(str(a), float(b), int(c)) for a, b, c in got]
+        except Exception:  # noqa: BLE001 - an optional model hook
+            pass
+    m = comp.metrics or {}
+    out = []
+    for key, label, div, depth in PHASES:
+        value = m.get(key)
+        if isinstance(value, (int, float)) and not isinstance(value, bool) and value > 0:
+            out.append((label, value / div, depth))
+    return out
+
+
+def bar(value: float, top: float, width: int, style: str) -> Text:
+    """A horizontal bar with eighth-block resolution."""
+    if top <= 0 or width <= 0:
+        return Text("")
+    cells = max(0.0, min(1.0, value / top)) * width
+    full = int(cells)
+    part = " ▏▎▍▌▋▊▉"[int((cells - full) * 8)]
+    text = "█" * full + (part if part != " " else "")
+    if not text and value > 0:
+        text = "▏"
+    return Text(text.ljust(width), style=style)
+
+
+def compile_summary(comp: Any) -> list[Text]:
+    out: list[Text] = []
+    head = Text.assemble(
+        ("compile ", "bold"), lit(comp.id_text, "bold"), "  ", status_text(comp.status)
+    )
+    t = comp.compile_time_s
+    if t is not None:
+        head.append(f"  {fmt_seconds(t)}", style="bold")
+    out.append(head)
+    frame = comp.frame
+    if frame is not None:
+        out.append(Text.assemble(("frame     ", "dim"), lit(frame.label), f"  [{frame.id_text}]"))
+    m = comp.metrics or {}
+    if m.get("co_name"):
+        where = f"{m.get('co_name')}  {m.get('co_filename')}:{m.get('co_firstlineno')}"
+        out.append(Text.assemble(("code      ", "dim"), lit(where)))
+    counts = []
+    for key, what in (
+        ("graph_op_count", "ops"),
+        ("graph_node_count", "nodes"),
+        ("guard_count", "guards"),
+        ("graph_input_count", "inputs"),
+    ):
+        if isinstance(m.get(key), int):
+            counts.append(f"{m[key]} {what}")
+    if counts:
+        out.append(Text.assemble(("graph     ", "dim"), " · ".join(counts)))
+    phases = phase_times(comp)
+    if phases:
+        out.append(Text(""))
+        out.append(Text("where the time went", style="bold underline"))
+        top = max(v for _, v, _ in phases)
+        for label, value, depth in phases:
+            row = Text("  " * depth + label.ljust(26 - 2 * depth))
+            row.append(fmt_seconds(value).rjust(8) + " ")
+            row.append(bar(value, top, 30, "cyan" if depth else "bold cyan"))
+            out.append(row)
+    rc = comp.recompile
+    if rc is not None:
+        out.append(Text(""))
+        out.append(Text("recompiled because", style="bold cyan underline"))
+        for reason in rc.reasons or ["(no reason recorded)"]:
+            out.append(Text.assemble("  • ", lit(short_guard(reason) or reason)))
+    if comp.breaks:
+        out.append(Text(""))
+        out.append(Text(f"graph breaks ({len(comp.breaks)})", style="bold yellow underline"))
+        for gb in comp.breaks:
+            out.append(Text.assemble("  • ", lit(gb.reason, "bold")))
+            if gb.location:
+                out.append(Text.assemble("    at ", lit(gb.short_location, "yellow")))
+            if gb.explanation:
+                out.append(Text.assemble("    ", lit(gb.explanation, "dim")))
+            for hint in gb.hints[:3]:
+                out.append(Text.assemble("    hint: ", lit(hint, "green")))
+    restarts = m.get("restart_reasons")
+    if restarts and not comp.breaks:
+        out.append(Text(""))
+        out.append(Text("restarts", style="bold yellow underline"))
+        for reason in restarts if isinstance(restarts, list) else [restarts]:
+            out.append(Text.assemble("  • ", lit(reason)))
+    if comp.failures:
+        out.append(Text(""))
+        out.append(Text("failure", style="bold red underline"))
+        for f in comp.failures:
+            out.append(Text.assemble("  ", lit(f.fail_type, "bold red"), ": ", lit(f.reason)))
+            if f.location:
+                out.append(Text.assemble("    at ", lit(f.location)))
+    if comp.cache:
+        parts = ", ".join(f"{c.cache} {c.result}" for c in comp.cache)
+        out.append(Text(""))
+        out.append(Text.assemble(("cache     ", "dim"), lit(parts)))
+    if comp.kernels:
+        kinds = Counter(k.kind for k in comp.kernels)
+        desc = ", ".join(f"{n} {k}" for k, n in kinds.most_common())
+        out.append(Text(""))
+        out.append(
+            Text.assemble(
+                ("kernels   ", "dim"),
+                f"{len(comp.kernels)} in {len(comp.output_codes)} output code(s): {desc}",
+            )
+        )
+    if frame is not None and frame.stack:
+        out.append(Text(""))
+        out.append(Text("user stack", style="bold underline"))
+        for sf in frame.stack[-12:]:
+            out.append(Text.assemble("  ", lit(f"{sf.filename}:{sf.line}"), " in ", lit(sf.name)))
+    return out
+
+
+def frame_summary(frame: Any) -> list[Text]:
+    out = [
+        Text.assemble(("frame ", "bold"), lit(frame.label, "bold"), f"  [{frame.id_text}]"),
+        Text.assemble(("status  ", "dim"), status_text(frame.status)),
+        Text.assemble(("compiles ", "dim"), str(len(frame.compiles))),
+        Text(""),
+        Text("compiles", style="bold underline"),
+    ]
+    for comp in frame.compiles:
+        row = Text.assemble("  ", lit(comp.id_text.ljust(8), "bold"), " ")
+        row.append_text(status_text(comp.status.ljust(12)))
+        row.append(fmt_seconds(comp.compile_time_s).rjust(8))
+        out.append(row)
+        if comp.recompile is not None:
+            for reason in comp.recompile.reasons[:3]:
+                out.append(Text.assemble("      guard failed: ", lit(short_guard(reason), "cyan")))
+        for gb in comp.breaks[:3]:
+            out.append(Text.assemble("      break: ", lit(gb.reason, "yellow")))
+    if frame.stack:
+        out.append(Text(""))
+        out.append(Text("stack", style="bold underline"))
+        for sf in frame.stack[-16:]:
+            out.append(Text.assemble("  ", lit(f"{sf.filename}:{sf.line}"), " in ", lit(sf.name)))
+    return out
+
+
+def counts_line(counts: dict[str, int]) -> str:
+    """Exactly the status-bar form, from model.counts()."""
+    return (
+        f"compiles {counts.get('compiles', 0)} · breaks {counts.get('graph_breaks', 0)}"
+        f" · recompiles {counts.get('recompiles', 0)} · kernels {counts.get('kernels', 0)}"
+    )
+
+
+def model_summary(model: Any, title: str) -> list[Text]:
+    out = [Text(safe_line(title), style="bold")]
+    try:
+        s = model.summary_counts()
+    except Exception:  # noqa: BLE001 - a text log may not have every count
+        s = dict(model.counts())
+    out.append(Text(counts_line(model.counts()), style="bold"))
+    out.append(Text(""))
+    for key, value in s.items():
+        out.append(Text.assemble(lit(str(key).ljust(16), "dim"), lit(value)))
+    groups = model.grouped_breaks() if hasattr(model, "grouped_breaks") else []
+    if groups:
+        out.append(Text(""))
+        out.append(Text("top graph breaks  (b for all)", style="bold yellow underline"))
+        for g in groups[:5]:
+            out.append(Text.assemble(f"  {g.count:>4}× ", lit(g.reason, "bold")))
+            if g.location:
+                out.append(Text.assemble("        at ", lit(g.first.short_location, "yellow")))
+    timed = [c for c in getattr(model, "compiles", []) if c.compile_time_s]
+    if timed:
+        out.append(Text(""))
+        out.append(Text("slowest compiles  (t for all)", style="bold underline"))
+        for comp in sorted(timed, key=lambda c: -(c.compile_time_s or 0))[:5]:
+            label = comp.frame.label if comp.frame is not None else ""
+            out.append(
+                Text.assemble(
+                    f"  {fmt_seconds(comp.compile_time_s):>8}  ",
+                    lit(comp.id_text.ljust(8), "bold"),
+                    " ",
+                    lit(label),
+                )
+            )
+    skipped = getattr(model, "skipped", [])
+    if skipped:
+        out.append(Text(""))
+        out.append(Text(f"skipped files ({len(skipped)})", style="bold underline"))
+        for path, why in skipped[:20]:
+            out.append(Text.assemble("  ", lit(path), "  ", lit(why, "dim")))
+    out.append(Text(""))
+    out.append(
+        Text(
+            "keys: ? help · b breaks · r recompiles · k kernels · t time · ctrl+p jump", style="dim"
+        )
+    )
+    return out

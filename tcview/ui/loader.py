@@ -1,0 +1,106 @@
+"""Index a source in a worker thread while the UI already shows what is indexed so far.
+
+The model is mutated only under `lock`; the UI takes the same lock to read it. Trace files
+are fed in small chunks so the UI never waits long for the lock.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from pathlib import Path
+from typing import Any
+
+from ..trace.index import TraceSet, discover
+from ..trace.source import detect, find_text_log, load_source
+
+CHUNK = 4 << 20
+
+
+class Loader:
+    def __init__(self, path: str, model: Any = None) -> None:
+        self.path = path
+        self.lock = threading.RLock()
+        self.model: Any = model
+        self.done = 0
+        self.total = 0
+        self.finished = model is not None
+        self.error: str | None = None
+        self.started = time.monotonic()
+        self.elapsed = 0.0
+        self.cancelled = False
+
+    @property
+    def fraction(self) -> float:
+        return self.done / self.total if self.total else 0.0
+
+    def _progress(self, done: int, total: int) -> None:
+        self.done, self.total = done, total
+
+    def run(self) -> None:
+        """Index everything (called in a worker thread)."""
+        try:
+            self._run()
+        except Exception as exc:  # noqa: BLE001 - shown in the UI instead of a crash
+            self.error = f"{type(exc).__name__}: {exc}"
+        finally:
+            self.elapsed = time.monotonic() - self.started
+            self.finished = True
+
+    def _run(self) -> None:
+        kind = detect(self.path)
+        if kind == "missing":
+            raise FileNotFoundError(self.path)
+        if kind in ("stdin", "text"):
+            model = load_source(self.path, progress=self._progress)
+            with self.lock:
+                self.model = model
+            return
+        root = Path(self.path)
+        ts = TraceSet(root)
+        found, skipped = discover(root)
+        ts.skipped = skipped
+        self.total = sum(_size(p) for p in found)
+        with self.lock:
+            self.model = ts
+        for p in found:
+            if self.cancelled:
+                return
+            with self.lock:
+                tf = ts.add_file(p)
+            self._read(ts, tf)
+        if kind == "run-dir":
+            log = find_text_log(root)
+            if log is not None:
+                from ..trace.textlog import TextLog
+
+                text = TextLog.load(str(log))
+                with self.lock:
+                    ts.text = text
+                    ts.skipped = [(p, why) for p, why in ts.skipped if p != log]
+                    if not ts.files and text is not None:
+                        self.model = text
+
+    def _read(self, ts: TraceSet, tf: Any) -> None:
+        try:
+            with open(tf.path, "rb") as fh:
+                while not self.cancelled:
+                    chunk = fh.read(CHUNK)
+                    if not chunk:
+                        break
+                    with self.lock:
+                        tf.feed(chunk, settle=False)
+                    self.done += len(chunk)
+        except OSError as exc:
+            with self.lock:
+                tf.problems.append(f"read error: {exc.strerror or exc}")
+        with self.lock:
+            tf.finish()
+            ts.version += 1
+
+
+def _size(p: Path) -> int:
+    try:
+        return p.stat().st_size
+    except OSError:
+        return 0

@@ -1,0 +1,89 @@
+"""Command palette (ctrl+p): jump to any compile id, kernel or file."""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from functools import partial
+from typing import Any
+
+from textual.command import DiscoveryHit, Hit, Hits, Provider
+from textual.content import Content
+
+from ..safe import safe_line
+
+SEARCH_BUDGET_S = 0.3
+MAX_HITS = 200
+
+
+def _content(text: str, offsets: Any = ()) -> Content:
+    """Literal text (never markup), with the matched characters underlined."""
+    content = Content(text)
+    for offset in offsets:
+        if offset < len(text) and not text[offset].isspace():
+            content = content.stylize("bold underline", offset, offset + 1)
+    return content
+
+
+class TraceCommands(Provider):
+    """Compiles, kernels and files of the loaded model."""
+
+    async def startup(self) -> None:
+        self.candidates: list[tuple[str, str, str, Any]] = []
+        app: Any = self.app
+        model = getattr(app, "model", None)
+        if model is None:
+            return
+        with app.lock:
+            for tf in list(model.files):
+                for comp in list(tf.compiles.values()):
+                    frame = comp.frame.label if comp.frame is not None else ""
+                    text = safe_line(f"compile {comp.id_text}  {comp.status}  {frame}")
+                    self.candidates.append((text, "compile", tf.display, comp))
+                self.candidates.append((safe_line(f"file {tf.display}"), "file", "", tf))
+            for k in list(model.kernels):
+                comp = k.compile.id_text if k.compile is not None else k.output.compile_text
+                self.candidates.append(
+                    (safe_line(f"kernel {k.name}"), "kernel", f"{k.kind} · compile {comp}", k)
+                )
+
+    def _open(self, kind: str, obj: Any) -> None:
+        app: Any = self.app
+        if kind == "file":
+            tree = app.query_one("#tree")
+            node = next((n for n in tree._by_key.values() if n.data and n.data.obj is obj), None)
+            if node is not None:
+                tree.reveal_node(node)
+                app.show_item(node.data)
+            return
+        app.reveal(kind, obj)
+
+    async def discover(self) -> Hits:
+        for text, kind, help_text, obj in self.candidates[:MAX_HITS]:
+            yield DiscoveryHit(_content(text), partial(self._open, kind, obj), text, help_text)
+
+    async def search(self, query: str) -> Hits:
+        matcher = self.matcher(query)
+        fuzzy = matcher.fuzzy_search
+        deadline = time.monotonic() + SEARCH_BUDGET_S
+        low = query.lower()
+        hits = 0
+        for i, (text, kind, help_text, obj) in enumerate(self.candidates):
+            if low in text.lower():
+                start = text.lower().index(low)
+                score = 0.9 + 0.1 * len(query) / max(len(text), 1)
+                offsets = range(start, start + len(query))
+            else:
+                if time.monotonic() > deadline:
+                    continue
+                score, offsets = fuzzy.match(query, text)
+                score = min(score, 0.85)
+            if score > 0:
+                hits += 1
+                yield Hit(
+                    score, _content(text, offsets), partial(self._open, kind, obj), text, help_text
+                )
+                if hits >= MAX_HITS:
+                    return
+            if i % 500 == 0:
+                await asyncio.sleep(0)

@@ -1,0 +1,282 @@
+"""A read-only line view that renders and highlights only the lines on screen."""
+
+from __future__ import annotations
+
+import re
+from collections import OrderedDict
+
+from pygments.lexer import Lexer
+from pygments.lexers import get_lexer_by_name
+from pygments.token import _TokenType
+from rich.segment import Segment
+from rich.style import Style
+from rich.syntax import PygmentsSyntaxTheme
+from rich.text import Text
+from textual.binding import Binding
+from textual.geometry import Size
+from textual.message import Message
+from textual.scroll_view import ScrollView
+from textual.strip import Strip
+
+from ..safe import safe_line
+from .content import Document
+
+HIGHLIGHT_LIMIT = 4000  # longer lines are shown plain
+DISPLAY_LIMIT = 200_000  # longer lines are cut, with a marker
+CACHE_LINES = 600
+
+_LEXERS: dict[str, Lexer] = {}
+_THEME = PygmentsSyntaxTheme("monokai")
+_TOKEN_STYLES: dict[_TokenType, Style] = {}
+
+
+def lexer_for(language: str | None) -> Lexer | None:
+    if not language:
+        return None
+    lexer = _LEXERS.get(language)
+    if lexer is None:
+        lexer = get_lexer_by_name(language, stripnl=False, ensurenl=False)
+        _LEXERS[language] = lexer
+    return lexer
+
+
+def token_style(ttype: _TokenType) -> Style:
+    style = _TOKEN_STYLES.get(ttype)
+    if style is None:
+        base = _THEME.get_style_for_token(ttype)
+        style = Style(color=base.color, bold=base.bold, italic=base.italic)
+        _TOKEN_STYLES[ttype] = style
+    return style
+
+
+def display_line(raw: str) -> str:
+    if len(raw) > DISPLAY_LIMIT:
+        extra = len(raw) - DISPLAY_LIMIT
+        return safe_line(raw[:DISPLAY_LIMIT]) + f" … [{extra} more characters]"
+    return safe_line(raw)
+
+
+def highlight_line(text: str, language: str | None) -> Text:
+    line = Text(text)
+    lexer = lexer_for(language)
+    if lexer is None or len(text) > HIGHLIGHT_LIMIT:
+        return line
+    for start, ttype, value in lexer.get_tokens_unprocessed(text):
+        if value:
+            line.stylize(token_style(ttype), start, start + len(value))
+    return line
+
+
+class CodeView(ScrollView, can_focus=True):
+    """Shows a Document: gutter with line numbers, highlighting, search, horizontal scroll."""
+
+    BINDINGS = [
+        Binding("up,k", "line(-1)", "Up", show=False),
+        Binding("down,j", "line(1)", "Down", show=False),
+        Binding("left,h", "column(-4)", "Left", show=False),
+        Binding("right,l", "column(4)", "Right", show=False),
+        Binding("pageup", "page(-1)", "Page up", show=False),
+        Binding("pagedown,space", "page(1)", "Page down", show=False),
+        Binding("home,g", "top", "Top", show=False),
+        Binding("end,G", "bottom", "Bottom", show=False),
+    ]
+
+    DEFAULT_CSS = """
+    CodeView { background: $surface; }
+    """
+
+    class Searched(Message):
+        def __init__(self, view: CodeView, text: str) -> None:
+            super().__init__()
+            self.view = view
+            self.text = text
+
+    def __init__(self, *, id: str | None = None, classes: str | None = None) -> None:
+        super().__init__(id=id, classes=classes)
+        self.doc = Document("")
+        self._lines: OrderedDict[int, Text] = OrderedDict()
+        self._safe: dict[int, str] = {}
+        self.query_text = ""
+        self.matches: list[tuple[int, int, int]] = []  # (line, start, end)
+        self.match_index = -1
+        self._by_line: dict[int, list[tuple[int, int, int]]] = {}
+
+    # ------------------------------------------------------------ content
+
+    def show(self, doc: Document, keep_search: bool = False) -> None:
+        self.doc = doc
+        self._lines.clear()
+        self._safe.clear()
+        self.border_title = safe_line(doc.title)
+        width = self._content_width(doc)
+        self.virtual_size = Size(width + self.gutter_width, doc.count)
+        self.matches, self._by_line, self.match_index = [], {}, -1
+        if keep_search and self.query_text:
+            self._find(self.query_text)
+        self._update_subtitle()
+        top = max(0, doc.focus - 2) if doc.focus else 0
+        self.scroll_to(0, top, animate=False, immediate=True, force=True)
+        self.refresh()
+
+    @staticmethod
+    def _content_width(doc: Document) -> int:
+        if doc.styled is not None:
+            return max((t.cell_len for t in doc.styled), default=0) + 1
+        longest = max((len(ln) + 3 * ln.count("\t") for ln in doc.lines), default=0)
+        return min(longest, DISPLAY_LIMIT + 40) + 1
+
+    @property
+    def gutter_width(self) -> int:
+        if not self.doc.numbered:
+            return 0
+        return len(str(self.doc.first_lineno + max(self.doc.count - 1, 0))) + 2
+
+    def safe(self, index: int) -> str:
+        text = self._safe.get(index)
+        if text is None:
+            text = display_line(self.doc.plain(index))
+            if len(self._safe) > 4 * CACHE_LINES:
+                self._safe.clear()
+            self._safe[index] = text
+        return text
+
+    def line_text(self, index: int) -> Text:
+        cached = self._lines.get(index)
+        if cached is not None:
+            self._lines.move_to_end(index)
+            return cached
+        if self.doc.styled is not None:
+            text = self.doc.styled[index]
+        else:
+            text = highlight_line(self.safe(index), self.doc.language_at(index))
+        hits = self._by_line.get(index)
+        if hits:
+            text = text.copy()
+            current = self.matches[self.match_index] if self.match_index >= 0 else None
+            for hit in hits:
+                style = "black on yellow" if hit == current else "reverse"
+                text.stylize(style, hit[1], hit[2])
+        self._lines[index] = text
+        if len(self._lines) > CACHE_LINES:
+            self._lines.popitem(last=False)
+        return text
+
+    # ------------------------------------------------------------ rendering
+
+    def render_line(self, y: int) -> Strip:
+        scroll_x, scroll_y = self.scroll_offset
+        index = scroll_y + y
+        width = self.scrollable_content_region.width
+        base = self.rich_style
+        if index >= self.doc.count:
+            return Strip.blank(width, base)
+        gutter = self.gutter_width
+        text_width = max(width - gutter, 0)
+        line = self.line_text(index)
+        content = Strip(line.render(self.app.console), line.cell_len)
+        content = content.crop_extend(scroll_x, scroll_x + text_width, None)
+        if gutter:
+            number = f"{self.doc.first_lineno + index:>{gutter - 2}} │"
+            is_focus = index == self.doc.focus and self.doc.focus > 0
+            style = Style(dim=not is_focus, bold=is_focus)
+            strip = Strip.join([Strip([Segment(number[:gutter], style)], gutter), content])
+        else:
+            strip = content
+        return strip.apply_style(base)
+
+    # ------------------------------------------------------------ search
+
+    def search(self, text: str, backwards: bool = False) -> bool:
+        """Find `text` (case-insensitive unless it has capitals) and go to the next match."""
+        self.query_text = text
+        self._find(text)
+        if not self.matches:
+            self._update_subtitle()
+            self.refresh()
+            return False
+        top = self.scroll_offset.y
+        if backwards:
+            before = [i for i, m in enumerate(self.matches) if m[0] < top]
+            self.match_index = before[-1] if before else len(self.matches) - 1
+        else:
+            self.match_index = next((i for i, m in enumerate(self.matches) if m[0] >= top), 0)
+        self._goto_match()
+        return True
+
+    def _find(self, text: str) -> None:
+        self.matches = []
+        self._by_line = {}
+        self._lines.clear()
+        if not text:
+            return
+        flags = 0 if any(c.isupper() for c in text) else re.IGNORECASE
+        pattern = re.compile(re.escape(text), flags)
+        for index in range(self.doc.count):
+            raw = self.doc.plain(index)
+            if flags and text.lower() not in raw.lower():
+                continue
+            if not flags and text not in raw:
+                continue
+            for m in pattern.finditer(self.safe(index)):
+                hit = (index, m.start(), m.end())
+                self.matches.append(hit)
+                self._by_line.setdefault(index, []).append(hit)
+            if len(self.matches) > 100_000:
+                break
+
+    def next_match(self, step: int = 1) -> None:
+        if not self.matches:
+            if self.query_text:
+                self.search(self.query_text, backwards=step < 0)
+            return
+        self.match_index = (self.match_index + step) % len(self.matches)
+        self._goto_match()
+
+    def _goto_match(self) -> None:
+        line, start, end = self.matches[self.match_index]
+        self._lines.clear()
+        height = self.scrollable_content_region.height or 10
+        width = self.scrollable_content_region.width - self.gutter_width
+        y = self.scroll_offset.y
+        if not (y <= line < y + height):
+            y = max(0, line - height // 3)
+        x = self.scroll_offset.x
+        if not (x <= start and end <= x + max(width, 1)):
+            x = max(0, start - 8)
+        self.scroll_to(x, y, animate=False, immediate=True, force=True)
+        self._update_subtitle()
+        self.refresh()
+
+    def _update_subtitle(self) -> None:
+        if not self.query_text:
+            self.border_subtitle = ""
+        elif not self.matches:
+            self.border_subtitle = f"/{safe_line(self.query_text)}: no match"
+        else:
+            self.border_subtitle = (
+                f"/{safe_line(self.query_text)}: {self.match_index + 1}/{len(self.matches)}"
+            )
+
+    # ------------------------------------------------------------ actions
+
+    def action_line(self, step: int) -> None:
+        self.scroll_to(y=self.scroll_offset.y + step, animate=False, immediate=True)
+
+    def action_column(self, step: int) -> None:
+        self.scroll_to(x=max(0, self.scroll_offset.x + step), animate=False, immediate=True)
+
+    def action_page(self, step: int) -> None:
+        height = max(self.scrollable_content_region.height - 1, 1)
+        self.scroll_to(y=self.scroll_offset.y + step * height, animate=False, immediate=True)
+
+    def action_top(self) -> None:
+        self.scroll_to(0, 0, animate=False, immediate=True)
+
+    def action_bottom(self) -> None:
+        self.scroll_to(y=self.max_scroll_y, animate=False, immediate=True)
+
+    def visible_text(self) -> list[str]:
+        """The plain text of the lines on screen (for tests)."""
+        top = self.scroll_offset.y
+        height = self.scrollable_content_region.height
+        return [self.doc.plain(i) for i in range(top, min(top + height, self.doc.count))]

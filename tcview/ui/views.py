@@ -1,0 +1,568 @@
+"""Full-screen views: graph breaks, recompiles, kernels, failures, compile time, other output.
+
+Each view is a table of rows over the model, with the detail of the highlighted row below.
+Enter jumps to the compile (or, for kernels, to the kernel's source) in the tree.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from typing import Any
+
+from rich.text import Text
+from textual import on
+from textual.app import ComposeResult
+from textual.binding import Binding
+from textual.containers import Vertical
+from textual.screen import Screen
+from textual.widgets import DataTable, Footer, Input, Static
+
+from ..trace.facts import short_guard
+from .content import (
+    KIND_STYLE,
+    STATUS_STYLE,
+    Document,
+    bar,
+    compile_summary,
+    fmt_seconds,
+    kernel_doc,
+    lit,
+    phase_times,
+    record_doc,
+    status_text,
+    styled_doc,
+)
+from .reader import Reader
+
+ROW_LIMIT = 5000
+Row = tuple[list[Text], Any]
+
+
+def _cut(text: str, n: int) -> str:
+    text = text.replace("\n", " ")
+    return text if len(text) <= n else text[: n - 1] + "…"
+
+
+def _frame_name(comp: Any) -> str:
+    if comp is None:
+        return ""
+    if comp.frame is not None:
+        return comp.frame.label
+    m = comp.metrics or {}
+    return str(m.get("co_name") or "")
+
+
+class TableView(Screen):
+    """A table of rows and the detail of the highlighted row."""
+
+    TITLE = ""
+    HELP = ""
+    COLUMNS: tuple[str, ...] = ()
+    BINDINGS = [
+        Binding("escape", "close", "Back to tree"),
+        Binding("j", "row(1)", show=False),
+        Binding("k", "row(-1)", show=False),
+        Binding("g", "edge(0)", show=False),
+        Binding("G", "edge(1)", show=False),
+    ]
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.objects: list[Any] = []
+
+    def compose(self) -> ComposeResult:
+        yield Static(id="view-head", classes="view-head")
+        with Vertical(id="view-body"):
+            yield from self.compose_top()
+            table: DataTable = DataTable(id="view-table", cursor_type="row", zebra_stripes=True)
+            yield table
+            yield Reader(id="view-detail")
+        from .app import StatusBar
+
+        yield StatusBar()
+        yield Footer()
+
+    def compose_top(self) -> ComposeResult:
+        return iter(())
+
+    def on_mount(self) -> None:
+        table = self.query_one(DataTable)
+        table.add_columns(*self.COLUMNS)
+        self.reload()
+        table.focus()
+
+    @property
+    def model(self) -> Any:
+        return self.app.model  # type: ignore[attr-defined]
+
+    def rows(self) -> list[Row]:
+        return []
+
+    def head(self) -> Text:
+        return Text.assemble((self.TITLE, "bold"), "  ", (self.HELP, "dim"))
+
+    def reload(self) -> None:
+        table = self.query_one(DataTable)
+        table.clear()
+        self.objects = []
+        model = self.model
+        if model is None:
+            rows: list[Row] = []
+        else:
+            with self.app.lock:  # type: ignore[attr-defined]
+                rows = self.rows()
+        shown = rows[:ROW_LIMIT]
+        for i, (cells, obj) in enumerate(shown):
+            table.add_row(*cells, key=str(i))
+            self.objects.append(obj)
+        head = self.head()
+        if len(rows) > ROW_LIMIT:
+            head.append(f"  (first {ROW_LIMIT} of {len(rows)} shown)", style="yellow")
+        if not rows:
+            head.append("  — nothing here in this trace", style="green")
+        self.query_one("#view-head", Static).update(head)
+        if shown:
+            self._show_detail(0)
+        else:
+            self.query_one(Reader).show(styled_doc("", [Text(self.empty_text(), style="dim")]))
+
+    def empty_text(self) -> str:
+        return "nothing to show"
+
+    def detail(self, obj: Any) -> Document | None:
+        return None
+
+    def activate(self, obj: Any) -> None:
+        comp = getattr(obj, "compile", obj)
+        if comp is not None:
+            self.app.reveal("compile", comp)  # type: ignore[attr-defined]
+
+    def _show_detail(self, index: int) -> None:
+        if not (0 <= index < len(self.objects)):
+            return
+        with self.app.lock:  # type: ignore[attr-defined]
+            try:
+                doc = self.detail(self.objects[index])
+            except Exception as exc:  # noqa: BLE001 - never end the app on a bad record
+                doc = styled_doc("error", [lit(f"could not show: {exc!r}", "red")])
+        if doc is not None:
+            self.query_one(Reader).show(doc)
+
+    @on(DataTable.RowHighlighted)
+    def _row_highlighted(self, event: DataTable.RowHighlighted) -> None:
+        self._show_detail(event.cursor_row)
+
+    @on(DataTable.RowSelected)
+    def _row_selected(self, event: DataTable.RowSelected) -> None:
+        if 0 <= event.cursor_row < len(self.objects):
+            obj = self.objects[event.cursor_row]
+            if obj is not None:
+                self.activate(obj)
+
+    def action_close(self) -> None:
+        self.app.pop_screen()
+
+    def action_row(self, step: int) -> None:
+        table = self.query_one(DataTable)
+        if step > 0:
+            table.action_cursor_down()
+        else:
+            table.action_cursor_up()
+
+    def action_edge(self, end: int) -> None:
+        table = self.query_one(DataTable)
+        if table.row_count:
+            table.move_cursor(row=table.row_count - 1 if end else 0)
+
+
+# ---------------------------------------------------------------- graph breaks
+
+
+class BreaksView(TableView):
+    TITLE = "Graph breaks"
+    HELP = "de-duplicated by reason and location · enter: go to the compile · esc: back"
+    COLUMNS = ("count", "reason", "location", "compiles")
+
+    def rows(self) -> list[Row]:
+        out: list[Row] = []
+        for g in self.model.grouped_breaks():
+            comps = []
+            for gb in g.breaks:
+                if gb.compile is not None and gb.compile.id_text not in comps:
+                    comps.append(gb.compile.id_text)
+            ids = ", ".join(comps[:4]) + (f" +{len(comps) - 4}" if len(comps) > 4 else "")
+            out.append(
+                (
+                    [
+                        Text(str(g.count), style="bold yellow", justify="right"),
+                        lit(_cut(g.reason, 90), "bold"),
+                        lit(g.first.short_location or "?", "yellow"),
+                        lit(ids, "dim"),
+                    ],
+                    g,
+                )
+            )
+        return out
+
+    def empty_text(self) -> str:
+        return "No graph breaks: every frame compiled as one graph."
+
+    def detail(self, group: Any) -> Document:
+        gb = group.first
+        lines = [
+            Text.assemble((f"{group.count}× ", "bold yellow"), lit(group.reason, "bold")),
+            Text.assemble(("at        ", "dim"), lit(group.location or "?", "yellow")),
+        ]
+        if gb.explanation:
+            lines.append(Text.assemble(("why       ", "dim"), lit(gb.explanation)))
+        for hint in gb.hints:
+            lines.append(Text.assemble(("hint      ", "dim"), lit(hint, "green")))
+        if gb.url:
+            lines.append(Text.assemble(("more      ", "dim"), lit(gb.url, "underline")))
+        seen = Counter(b.compile.id_text if b.compile else "?" for b in group.breaks)
+        lines.append(
+            Text.assemble(
+                ("compiles  ", "dim"),
+                lit(", ".join(f"{k}×{v}" if v > 1 else k for k, v in seen.items())),
+            )
+        )
+        if gb.user_stack:
+            lines.append(Text(""))
+            lines.append(Text("user stack", style="bold underline"))
+            for entry in gb.user_stack[-10:]:
+                lines.append(Text.assemble("  ", lit(entry)))
+        if gb.record is not None:
+            lines.append(Text(""))
+            lines.append(Text("full message", style="bold underline"))
+            for raw in gb.record.payload().split("\n")[:400]:
+                lines.append(lit(raw))
+        return styled_doc(f"graph break · {group.count}×", lines)
+
+
+# ---------------------------------------------------------------- recompiles
+
+
+class RecompilesView(TableView):
+    TITLE = "Recompiles"
+    HELP = "per frame: each compile and the guard that failed · enter: go to the compile"
+    COLUMNS = ("frame / compile", "status", "time", "guard that failed")
+
+    def rows(self) -> list[Row]:
+        out: list[Row] = []
+        frames: list[Any] = []
+        for tf in list(self.model.files):
+            for frame in list(tf.frames.values()):
+                if len(frame.compiles) > 1 or any(c.key.is_recompile for c in frame.compiles):
+                    frames.append(frame)
+        limited = {
+            id(f.compile.frame)
+            for f in self.model.failures
+            if f.is_recompile_limit and f.compile is not None
+        }
+        for frame in frames:
+            mark = "  ⚠ recompile limit hit" if id(frame) in limited else ""
+            out.append(
+                (
+                    [
+                        Text.assemble(lit(frame.label, "bold"), (mark, "bold red")),
+                        Text(f"{len(frame.compiles)} compiles", style="dim"),
+                        Text(""),
+                        Text(""),
+                    ],
+                    frame.compiles[0] if frame.compiles else None,
+                )
+            )
+            for i, comp in enumerate(frame.compiles):
+                reasons = comp.recompile.reasons if comp.recompile is not None else []
+                if reasons:
+                    why = short_guard(reasons[0])
+                    if len(reasons) > 1:
+                        why += f"  (+{len(reasons) - 1} more)"
+                else:
+                    why = "first compile" if i == 0 else "(no reason recorded)"
+                out.append(
+                    (
+                        [
+                            Text.assemble(
+                                ("  └ " if i == len(frame.compiles) - 1 else "  ├ ", "dim"),
+                                lit(comp.id_text, "bold"),
+                            ),
+                            status_text(comp.status),
+                            Text(fmt_seconds(comp.compile_time_s), style="dim"),
+                            lit(_cut(why, 110), "cyan" if reasons else "dim"),
+                        ],
+                        comp,
+                    )
+                )
+        return out
+
+    def empty_text(self) -> str:
+        return "No recompiles: every frame compiled once."
+
+    def detail(self, comp: Any) -> Document | None:
+        if comp is None:
+            return None
+        return styled_doc(f"compile {comp.id_text}", compile_summary(comp))
+
+
+# ---------------------------------------------------------------- kernels
+
+
+class KernelsView(TableView):
+    TITLE = "Kernels"
+    HELP = "type to filter by name or kind · ↓ to the list · enter: show source · esc: back"
+    COLUMNS = ("kernel", "kind", "compile", "frame")
+
+    def compose_top(self) -> ComposeResult:
+        yield Input(
+            placeholder="filter kernels by name or kind (e.g. red, cpp, layer_norm)",
+            id="kernel-filter",
+        )
+
+    def on_mount(self) -> None:
+        super().on_mount()
+        self.query_one("#kernel-filter", Input).focus()
+
+    def rows(self) -> list[Row]:
+        words = self.query_one("#kernel-filter", Input).value.lower().split()
+        out: list[Row] = []
+        for k in list(self.model.kernels):
+            kind = k.kind
+            hay = f"{k.name.lower()} {kind} {k.method.lower()}"
+            if words and not all(w in hay for w in words):
+                continue
+            comp = k.compile
+            out.append(
+                (
+                    [
+                        lit(k.name),
+                        Text(kind, style=KIND_STYLE.get(kind, "")),
+                        lit(comp.id_text if comp is not None else k.output.compile_text),
+                        lit(_cut(_frame_name(comp), 50), "dim"),
+                    ],
+                    k,
+                )
+            )
+        return out
+
+    def head(self) -> Text:
+        head = super().head()
+        kinds = Counter(k.kind for k in self.model.kernels) if self.model is not None else {}
+        if kinds:
+            head.append("\n")
+            head.append(f"{sum(kinds.values())} kernels: ", style="bold")
+            for kind, n in kinds.most_common():
+                head.append(f"{n} {kind}  ", style=KIND_STYLE.get(kind, ""))
+        return head
+
+    def empty_text(self) -> str:
+        return "No kernel matches." if self.model and self.model.kernels else "No kernels."
+
+    @on(Input.Changed, "#kernel-filter")
+    def _filter(self, event: Input.Changed) -> None:
+        self.reload()
+
+    @on(Input.Submitted, "#kernel-filter")
+    def _to_table(self, event: Input.Submitted) -> None:
+        self.query_one(DataTable).focus()
+
+    def on_key(self, event: Any) -> None:
+        if event.key == "down" and isinstance(self.focused, Input):
+            self.query_one(DataTable).focus()
+            event.stop()
+
+    def detail(self, kernel: Any) -> Document:
+        return kernel_doc(kernel)
+
+    def activate(self, kernel: Any) -> None:
+        self.app.reveal("kernel", kernel)  # type: ignore[attr-defined]
+
+
+# ---------------------------------------------------------------- failures
+
+
+class FailuresView(TableView):
+    TITLE = "Failures"
+    HELP = "compiles that failed · enter: go to the compile · esc: back"
+    COLUMNS = ("compile", "type", "reason", "location")
+
+    def rows(self) -> list[Row]:
+        out: list[Row] = []
+        for f in list(self.model.failures):
+            comp = f.compile
+            out.append(
+                (
+                    [
+                        lit(comp.id_text if comp is not None else "-", "bold"),
+                        lit(_cut(f.fail_type, 40), "bold red"),
+                        lit(_cut(f.reason, 100)),
+                        lit(f.location or "", "dim"),
+                    ],
+                    f,
+                )
+            )
+        return out
+
+    def empty_text(self) -> str:
+        return "No failures."
+
+    def detail(self, f: Any) -> Document:
+        lines = [
+            Text.assemble(
+                lit(f.fail_type, "bold red"),
+                ("  recompile limit" if f.is_recompile_limit else "", "red"),
+            ),
+            lit(f.reason),
+        ]
+        if f.location:
+            lines.append(Text.assemble(("at ", "dim"), lit(f.location)))
+        if f.record is not None and isinstance(f.record.meta, dict):
+            trace = f.record.meta.get("exception_stack_trace")
+            if trace:
+                lines.append(Text(""))
+                lines.append(Text("exception stack", style="bold underline"))
+                text = "\n".join(trace) if isinstance(trace, list) else str(trace)
+                lines.extend(lit(ln) for ln in text.split("\n")[:300])
+        if f.compile is not None:
+            lines.append(Text(""))
+            lines.extend(compile_summary(f.compile))
+        return styled_doc(f"failure · {f.fail_type}", lines)
+
+
+# ---------------------------------------------------------------- compile time
+
+
+class TimeView(TableView):
+    TITLE = "Compile time"
+    HELP = "s: sort by time / by order · enter: go to the compile · esc: back"
+    COLUMNS = ("compile", "time", "", "frame")
+    BINDINGS = [*TableView.BINDINGS, Binding("s", "sort", "Sort")]
+    by_time = True
+
+    def rows(self) -> list[Row]:
+        comps = [c for c in list(self.model.compiles)]
+        if self.by_time:
+            comps.sort(key=lambda c: -(c.compile_time_s or 0))
+        top = max((c.compile_time_s or 0 for c in comps), default=0)
+        out: list[Row] = []
+        for c in comps:
+            t = c.compile_time_s
+            out.append(
+                (
+                    [
+                        Text.assemble(
+                            lit(c.id_text, "bold"),
+                            " ",
+                            (
+                                c.status[:1].upper() if c.status != "ok" else "",
+                                STATUS_STYLE.get(c.status, ""),
+                            ),
+                        ),
+                        Text(fmt_seconds(t), justify="right"),
+                        bar(t or 0, top, 28, STATUS_STYLE.get(c.status, "cyan")),
+                        lit(_cut(_frame_name(c), 60), "dim"),
+                    ],
+                    c,
+                )
+            )
+        return out
+
+    def head(self) -> Text:
+        head = super().head()
+        model = self.model
+        if model is None:
+            return head
+        comps = list(model.compiles)
+        total = sum(c.compile_time_s or 0 for c in comps)
+        head.append("\n")
+        head.append(f"total {fmt_seconds(total)} in {len(comps)} compiles", style="bold")
+        sums: Counter = Counter()
+        order: list[str] = []
+        for c in comps:
+            for label, value, depth in phase_times(c):
+                if depth in (1, 2) and "cumulative" not in label:
+                    if label not in sums:
+                        order.append(label)
+                    sums[label] += value
+        for label in order:
+            head.append(f" · {label} {fmt_seconds(sums[label])}", style="cyan")
+        return head
+
+    def detail(self, comp: Any) -> Document:
+        return styled_doc(f"compile {comp.id_text}", compile_summary(comp))
+
+    def action_sort(self) -> None:
+        self.by_time = not self.by_time
+        self.reload()
+
+
+# ---------------------------------------------------------------- other output
+
+
+OTHER_LIMIT = 100_000
+
+
+def other_output(model: Any) -> list[str]:
+    lines: list[str] = []
+    for tf in list(getattr(model, "files", [])):
+        for offset, lineno in list(getattr(tf, "unparsed", []))[:OTHER_LIMIT]:
+            raw = tf.line_at(offset, 1 << 16).decode("utf-8", "replace")
+            lines.append(f"{tf.display}:{lineno}: {raw}")
+    for log in (model, getattr(model, "text", None)):
+        other = getattr(log, "other", None) if log is not None else None
+        if other is None:
+            continue
+        name = getattr(log, "display", "log")
+        for i in range(min(len(other), OTHER_LIMIT)):
+            line = other[i]
+            lines.append(f"{name}:{line.lineno}: {line.text}")
+    return lines
+
+
+class OtherView(Screen):
+    BINDINGS = [Binding("escape", "close", "Back to tree")]
+
+    def compose(self) -> ComposeResult:
+        yield Static(id="view-head", classes="view-head")
+        yield Reader(id="other-reader")
+        from .app import StatusBar
+
+        yield StatusBar()
+        yield Footer()
+
+    def on_mount(self) -> None:
+        app: Any = self.app
+        model = app.model
+        lines: list[str] = []
+        if model is not None:
+            with app.lock:
+                lines = other_output(model)
+        head = Text.assemble(
+            ("Other output", "bold"),
+            "  ",
+            (
+                f"{len(lines)} lines that are not trace records (log lines, unparsed lines)"
+                " · / search · esc: back",
+                "dim",
+            ),
+        )
+        self.query_one("#view-head", Static).update(head)
+        doc = Document("other output", lines or ["(none: every line was parsed)"])
+        reader = self.query_one(Reader)
+        reader.show(doc)
+        reader.viewer.focus()
+
+    def action_close(self) -> None:
+        self.app.pop_screen()
+
+
+VIEWS: dict[str, type[Screen]] = {
+    "breaks": BreaksView,
+    "recompiles": RecompilesView,
+    "kernels": KernelsView,
+    "failures": FailuresView,
+    "time": TimeView,
+    "other": OtherView,
+}
+
+__all__ = ["VIEWS", "record_doc"]
