@@ -77,8 +77,7 @@ def probe(python: str, timeout: float = TIMEOUT_S) -> tuple[dict[str, Any], list
             tail = done.stderr.decode("utf-8", "replace").strip().splitlines()[-1:]
             data = {"error": f"{python} did not answer: {tail[0] if tail else 'no output'}"}
         files = sorted(trace.glob("dedicated_log_torch_trace*.log")) if trace.is_dir() else []
-        sizes = [p.stat().st_size for p in files]
-        return data, [Path(f"{p.name} ({s} bytes)") for p, s in zip(files, sizes)], took
+        return data, [Path(f"{p.name} ({p.stat().st_size} bytes)") for p in files], took
 
 
 def doctor(python: str | None = None) -> int:
