@@ -20,6 +20,7 @@ from .launcher import (
 )
 
 FAIL_ON_KINDS = ("graph_breaks", "recompiles", "failures")
+RUN_FILES = ("run.json", "run.json.tmp", "stdout.txt", "torch_logs.txt")
 
 
 def run_command(args: argparse.Namespace) -> int:
@@ -186,6 +187,9 @@ def load_counts(run_dir: Path) -> tuple[dict[str, int], dict[str, Any], str]:
         from ..trace.source import load_source
 
         whole = load_source(str(run_dir))  # the trace plus torch_logs.txt
+        own = {run_dir / name for name in RUN_FILES}
+        if hasattr(whole, "skipped"):  # our own files are not damaged traces
+            whole.skipped = [(p, why) for p, why in whole.skipped if Path(p) not in own]
         summary = summary_json(whole)
         body = summary_text(whole)
     except Exception:
