@@ -246,6 +246,24 @@ def test_extras_stay_reachable() -> None:
     assert {"graph_breaks", "output_code", "recompiles", "step", "graph_code"} <= kinds
 
 
+def test_fusion_decisions(shared_traces: Path) -> None:
+    log = TextLog.load(str(shared_traces / "h200-torch2.11" / "gpt_train" / "torch_logs.txt"))
+    decisions = log.fusion_decisions()
+    assert any(d.fused for d in decisions) and any(not d.fused and d.reason for d in decisions)
+    assert all(d.compile is not None for d in decisions)
+
+
+def test_launcher_prefix_before_rank() -> None:
+    body = (
+        b"[default0]:[rank0]:" + PREFIX.encode() + b" [0/0] [__graph_breaks] "
+        b"Graph break in user code at /a.py:3\n"
+        b"[default0]:hello\n"
+    )
+    log = feed_all(body)
+    assert log.counts()["graph_breaks"] == 1 and log.files[0].rank == 0
+    assert [o.text for o in log.other] == ["[default0]:hello"]
+
+
 def test_identical_prefix_still_splits_messages() -> None:
     body = (
         f"{PREFIX} [0/0] [__graph_breaks] Graph break in user code at /a.py:3\n"

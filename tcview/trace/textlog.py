@@ -49,8 +49,9 @@ Progress = Callable[[int, int], None]
 
 CHUNK = 4 << 20
 
+# An optional launcher tag (torchrun --tee writes "[default0]:") comes before the rank prefix.
 PREFIX = re.compile(
-    rb"(?:\[rank(\d+)\]:)?([A-Z])(\d{4} \d\d:\d\d:\d\d\.\d+) +(\d+) ([^\]\n]*?):(\d+)\]"
+    rb"(?:\[(?!rank\d)[A-Za-z_][\w-]*\]:)?(?:\[rank(\d+)\]:)?([A-Z])(\d{4} \d\d:\d\d:\d\d\.\d+) +(\d+) ([^\]\n]*?):(\d+)\]"
     rb"(?: \[(!?\d+(?:/\d+)*(?:_\d+)?)\])?(?: \[__([\w.]+)\])?"
 )
 ANSI = re.compile(rb"\x1b\[[0-?]*[ -/]*[@-~]|\x1b\][^\x07\x1b\n]*(?:\x07|\x1b\\)?|\x1b[@-Z\\-_]")
@@ -463,6 +464,34 @@ def proc_compile(log: TextLog, proc: ProcessLog, key: CompileKey) -> Compile:
     return comp
 
 
+# ---------------------------------------------------------------------- facts only text has
+
+_FUSION = re.compile(r"^(fusing|cannot fuse) (\S+) with (\S+?)(?::\s*(.*))?$")
+
+
+@dataclass(eq=False)
+class FusionDecision:
+    """One ``fusing A with B`` or ``cannot fuse A with B: why`` line of the fusion log."""
+
+    compile: Compile | None = field(repr=False)
+    record: Record = field(repr=False)
+    first: str = ""
+    second: str = ""
+    fused: bool = False
+    reason: str = ""
+
+
+def fusion_decisions(proc: ProcessLog, rec: Record) -> list[FusionDecision]:
+    comp = _comp(proc, rec)
+    out = []
+    for line in rec.payload().split("\n"):
+        m = _FUSION.match(line.strip())
+        if m:
+            fused = m.group(1) == "fusing"
+            out.append(FusionDecision(comp, rec, m.group(2), m.group(3), fused, m.group(4) or ""))
+    return out
+
+
 # ---------------------------------------------------------------------- views
 
 
@@ -838,6 +867,13 @@ class TextLog:
     def records_of(self, kind: str) -> list[Record]:
         """Every message of a kind (an artifact tag, or step/dynamic/cache/log...)."""
         return self.by_kind.get(kind, [])
+
+    def compile_of(self, rec: Record) -> Compile | None:
+        return _comp(rec.source, rec)
+
+    def fusion_decisions(self) -> list[FusionDecision]:
+        """Inductor's fusion choices (read from the `fusion` messages on demand)."""
+        return [d for rec in self.records_of("fusion") for d in fusion_decisions(rec.source, rec)]
 
     def grouped_breaks(self) -> list[BreakGroup]:
         groups: dict[tuple[str, str], BreakGroup] = {}
