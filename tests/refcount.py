@@ -11,15 +11,32 @@ import re
 from pathlib import Path
 
 PREFIX = re.compile(r"^(\[rank(\d+)\]:)?[A-Z]\d{4} \d\d:\d\d:\d\d\.\d+ +\d+ [^\]]*?:\d+\] ")
-CTX = {"frame_id", "frame_compile_id", "attempt", "compiled_autograd_id", "rank",
-       "has_payload", "stack", "subgraph_name"}
+CTX = {
+    "frame_id",
+    "frame_compile_id",
+    "attempt",
+    "compiled_autograd_id",
+    "rank",
+    "has_payload",
+    "stack",
+    "subgraph_name",
+}
 KERNEL = re.compile(r"^([A-Za-z_]\w*) = async_compile\.(\w+)\(")
 
 
 def count_file(path: Path) -> dict:
     text = path.read_bytes().decode("utf-8", "replace")
-    c = dict(records=0, unparsed_lines=0, graph_breaks=0, failures=0, output_codes=0, kernels=0,
-             hit=0, miss=0, bypass=0)
+    c = dict(
+        records=0,
+        unparsed_lines=0,
+        graph_breaks=0,
+        failures=0,
+        output_codes=0,
+        kernels=0,
+        hit=0,
+        miss=0,
+        bypass=0,
+    )
     compiles, frames, ranks = set(), set(), set()
     m = re.search(r"rank_(\d+)", path.name)
     if m:
@@ -38,7 +55,7 @@ def count_file(path: Path) -> dict:
         obj = None
         if pm:
             try:
-                obj = json.loads(line[pm.end():])
+                obj = json.loads(line[pm.end() :])
             except ValueError:
                 obj = None
                 pm = None
@@ -56,8 +73,11 @@ def count_file(path: Path) -> dict:
         if isinstance(obj.get("rank"), int):
             ranks.add(obj["rank"])
         if "frame_id" in obj or "compiled_autograd_id" in obj:
-            ca, fid, fc = (obj.get("compiled_autograd_id"), obj.get("frame_id"),
-                           obj.get("frame_compile_id"))
+            ca, fid, fc = (
+                obj.get("compiled_autograd_id"),
+                obj.get("frame_id"),
+                obj.get("frame_compile_id"),
+            )
             compiles.add((repr(ca), repr(fid), repr(fc), isinstance(fc, int) and fc > 0))
             if fid is not None:
                 frames.add((repr(ca), repr(fid)))

@@ -61,7 +61,10 @@ def discover(path: Path) -> tuple[list[Path], list[tuple[Path, str]]]:
         return ([path], []) if why is None else ([], [(path, why)])
     found: list[Path] = []
     skipped: list[tuple[Path, str]] = []
-    for root, dirs, files in os.walk(path, onerror=lambda e: skipped.append((Path(e.filename or "?"), f"unreadable: {e.strerror}"))):
+    for root, dirs, files in os.walk(
+        path,
+        onerror=lambda e: skipped.append((Path(e.filename or "?"), f"unreadable: {e.strerror}")),
+    ):
         dirs.sort()
         for name in sorted(files):
             p = Path(root) / name
@@ -274,11 +277,7 @@ class TraceSet(Sink):
 
     def verify(self) -> int:
         """Hash every payload; returns the number of mismatches."""
-        bad = 0
-        for tf in self.files:
-            tf.md5_mismatches = sum(1 for r in tf.records if r.md5 and r.md5_ok() is False)
-            bad += tf.md5_mismatches
-        return bad
+        return sum(tf.verify() for tf in self.files)
 
     def unknown_kinds(self) -> Counter:
         total: Counter = Counter()

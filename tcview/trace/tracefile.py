@@ -89,8 +89,15 @@ except ImportError:  # pragma: no cover - depends on the environment
 
 # Inputs' fake-tensor metadata and shape-env chatter: many records, shown only on demand.
 LAZY_META_KINDS = frozenset(
-    {"describe_tensor", "describe_storage", "describe_source", "expression_created",
-     "guard_added_fast", "create_symbol", "propagate_real_tensors_provenance"}
+    {
+        "describe_tensor",
+        "describe_storage",
+        "describe_source",
+        "expression_created",
+        "guard_added_fast",
+        "create_symbol",
+        "propagate_real_tensors_provenance",
+    }
 )
 _CACHE_MAX_KEY = 600  # header JSON longer than this is not cached
 _CACHE_MAX = 4096
@@ -131,6 +138,7 @@ class TraceFile:
         self.first_ts: str | None = None
         self._last_ts_b: bytes | None = None
         self.md5_mismatches = 0
+        self.bad_md5: set[int] = set()  # header offsets whose payload md5 failed (--verify)
         self.failure_count = 0  # compilation_metrics records with a non-empty fail_type
         self.problems: list[str] = []
         self.version = 0  # bumped whenever the index changes
@@ -408,6 +416,47 @@ class TraceFile:
             self._marks.append((offset, line))
         return line
 
+    def verify(self) -> int:
+        """Hash every payload in the file (chromium events included); returns mismatches."""
+        bad: list[int] = []
+        offset = 0
+        want: str | None = None
+        start = 0
+        digest = None
+        first = True
+        with open(self.path, "rb") as fh:
+            for line in fh:
+                here = offset
+                offset += len(line)
+                if line.startswith(b"\t"):
+                    if digest is not None:
+                        if not first:
+                            digest.update(b"\n")
+                        digest.update(line[1:-1] if line.endswith(b"\n") else line[1:])
+                        first = False
+                    continue
+                if not line.strip():
+                    continue
+                if digest is not None and digest.hexdigest() != want:
+                    bad.append(start)
+                digest = None
+                m = HEADER.match(line)
+                if m is None:
+                    continue
+                header = loads(line[m.end() :])
+                if isinstance(header, dict) and header.get("has_payload"):
+                    want, start, digest, first = (
+                        str(header["has_payload"]),
+                        here,
+                        hashlib.md5(),
+                        True,
+                    )
+        if digest is not None and digest.hexdigest() != want:
+            bad.append(start)
+        self.bad_md5 = set(bad)
+        self.md5_mismatches = len(bad)
+        return len(bad)
+
     def chromium_events(self, key: CompileKey | None = None) -> list[dict]:
         """Chromium trace events (B/E/i) of one compile, or of all, read from disk."""
         events = []
@@ -506,8 +555,10 @@ def slim(meta: dict) -> dict:
                 out[k] = v[:20000]
         elif v is None or isinstance(v, (int, float, bool)):
             out[k] = v
-        elif isinstance(v, list) and len(v) <= 20 and all(
-            isinstance(x, (str, int, float)) and len(str(x)) <= _SLIM_STR for x in v
+        elif (
+            isinstance(v, list)
+            and len(v) <= 20
+            and all(isinstance(x, (str, int, float)) and len(str(x)) <= _SLIM_STR for x in v)
         ):
             out[k] = v
     return out

@@ -21,7 +21,6 @@ import shutil
 import subprocess
 import sys
 import tempfile
-import time
 from pathlib import Path
 
 HERE = Path(__file__).resolve()
@@ -40,21 +39,20 @@ def source_files(source: Path | None) -> list[Path]:
     return sorted(source.rglob("dedicated_log_torch_trace*.log"))
 
 
+def _renumber(shift: int):
+    return lambda m: b'"frame_id": ' + str(int(m.group(1)) + shift).encode()
+
+
 def build(out: Path, files: list[Path], size: int) -> int:
     """Repeat the records of `files` into `out`, renumbering frame ids per copy."""
     blobs = [f.read_bytes() for f in files]
-    offset_step = 1 + max(
-        (int(m.group(1)) for b in blobs for m in FRAME_ID.finditer(b)), default=0
-    )
+    offset_step = 1 + max((int(m.group(1)) for b in blobs for m in FRAME_ID.finditer(b)), default=0)
     written = 0
     copy = 0
     with open(out, "wb") as fh:
         while written < size:
-            shift = copy * offset_step
-            for blob in blobs:
-                data = FRAME_ID.sub(
-                    lambda m: b'"frame_id": ' + str(int(m.group(1)) + shift).encode(), blob
-                )
+            for i, blob in enumerate(blobs):
+                data = FRAME_ID.sub(_renumber((copy * len(blobs) + i) * offset_step), blob)
                 if not data.endswith(b"\n"):
                     data += b"\n"
                 fh.write(data)

@@ -1,0 +1,307 @@
+"""The trace engine on real traces: counts, derived facts, incremental indexing, bad input."""
+
+from __future__ import annotations
+
+import ast
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from conftest import REPO, SAMPLES, shared_run_dirs, unpack_shared
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+from refcount import count
+
+from tcview.trace import TraceSet, parse_compile_id
+from tcview.trace.compile_id import CompileKey
+from tcview.trace.facts import short_guard
+from tcview.trace.index import discover
+from tcview.trace.kernels import split_output_code
+from tcview.trace.tracefile import TraceFile
+
+REF_KEYS = (
+    "files records compiles frames recompiles graph_breaks failures output_codes kernels "
+    "unparsed_lines ranks fx_graph_cache"
+).split()
+
+
+def _trace_dirs() -> list[Path]:
+    dirs = [p / "trace" for p in sorted(SAMPLES.iterdir()) if (p / "trace").is_dir()]
+    root = unpack_shared()
+    if root is not None:
+        dirs += [p / "trace" for p in shared_run_dirs() if (p / "trace").is_dir()]
+        corpus = root / "tlparse-corpus"
+        dirs += sorted(p for p in corpus.iterdir() if p.is_file() and p.suffix in (".log", ".txt"))
+        dirs += sorted(p for p in corpus.iterdir() if p.is_dir())
+    return dirs
+
+
+@pytest.mark.parametrize("path", _trace_dirs(), ids=lambda p: f"{p.parent.name}/{p.name}")
+def test_counts_equal_independent_reference(path: Path) -> None:
+    ts = TraceSet.load(path)
+    got = ts.summary_counts()
+    ref = count([tf.path for tf in ts.files])
+    assert {k: got[k] for k in REF_KEYS} == {k: ref[k] for k in REF_KEYS}
+
+
+def test_trace_package_imports_no_ui_and_no_torch() -> None:
+    banned = ("textual", "rich", "torch", "triton")
+    for py in (REPO / "tcview" / "trace").glob("*.py"):
+        tree = ast.parse(py.read_text())
+        for node in ast.walk(tree):
+            names = []
+            if isinstance(node, ast.Import):
+                names = [a.name for a in node.names]
+            elif isinstance(node, ast.ImportFrom) and node.level == 0:
+                names = [node.module or ""]
+            for name in names:
+                assert name.split(".")[0] not in banned, f"{py.name} imports {name}"
+    code = (
+        "import sys, tcview.trace, tcview.trace.source, tcview.trace.summary, "
+        "tcview.trace.kernels\n"
+        "bad = [m for m in sys.modules if m.split('.')[0] in ('textual', 'rich', 'torch')]\n"
+        "assert not bad, bad"
+    )
+    subprocess.run([sys.executable, "-c", code], check=True, cwd=REPO)
+
+
+# ---------------------------------------------------------------- derived facts
+
+
+def test_cpu_sample_facts() -> None:
+    ts = TraceSet.load(SAMPLES / "cpu_breaks_recompiles" / "trace")
+    s = ts.summary_counts()
+    assert (s["compiles"], s["graph_breaks"], s["recompiles"], s["kernels"]) == (5, 3, 3, 5)
+    groups = ts.grouped_breaks()
+    assert len(groups) == 1 and groups[0].count == 3
+    gb = groups[0].first
+    assert gb.reason == "Failed to trace builtin operator"
+    assert gb.short_location == "script.py:13"
+    assert gb.hints and "print" in gb.hints[0]
+    assert gb.url.startswith("https://") and "gb" in gb.url
+    assert any("script.py:13" in frame for frame in gb.user_stack)
+    reasons = {rc.compile.id_text: [short_guard(r) for r in rc.reasons] for rc in ts.recompiles}
+    assert reasons["0/1"] == ["0/0: scale == 2.0"]
+    assert any("dtype mismatch" in r for r in reasons["0/2"])
+    frame = ts.files[0].frames[(None, 0)]
+    assert frame.label == "scale_shift (script.py:11)"
+    assert [c.id_text for c in frame.compiles] == ["0/0", "0/1", "0/2"]
+    assert all(k.kind == "cpp" for k in ts.kernels)
+    comp = ts.files[0].compiles[CompileKey(None, 0, 0)]
+    assert comp.status == "graph break" and comp.compile_time_s and comp.compile_time_s > 0
+    assert set(comp.attempts) == {0, 1}
+
+
+def test_gpu_sample_kernel_kinds_and_launch_order() -> None:
+    ts = TraceSet.load(SAMPLES / "gpu_triton_user" / "trace")
+    kinds = {k.name: k.kind for k in ts.kernels}
+    assert kinds["add_kernel_0"] == "user"
+    assert kinds["triton_tem_fused_addmm_t_0"] == "template"
+    assert kinds["triton_poi_fused_mul_relu_0"] == "pointwise"
+    out = next(k.output for k in ts.kernels if k.name == "add_kernel_0")
+    spans = split_output_code(out.payload())
+    assert [(s.name, s.launch) for s in spans] == [
+        ("add_kernel_0", 0),
+        ("triton_poi_fused_mul_relu_0", 1),
+    ]
+    lines = out.payload().split("\n")
+    assert "def add_kernel(" in spans[0].source(lines)
+    assert spans[0].source(lines).rstrip().endswith("device_str='cuda')")
+
+
+def test_frame_labels_skip_torch_internal_frames() -> None:
+    ts = TraceSet.load(SAMPLES / "gpu_tinyblock" / "trace")
+    labels = [f.label for tf in ts.files for f in tf.frames.values()]
+    assert labels and all("external_utils" not in label for label in labels)
+    assert any(label.startswith("forward (tinyblock.py:") for label in labels)
+
+
+def test_shared_failures_recompile_limit_and_cache(shared_traces: Path) -> None:
+    gpu = shared_traces / "h200-torch2.11"
+    ts = TraceSet.load(gpu / "compile_failures" / "trace")
+    assert {f.fail_type for f in ts.failures} == {"BackendCompilerFailed", "Unsupported"}
+    ts = TraceSet.load(gpu / "recompiles" / "trace")
+    assert any(f.is_recompile_limit for f in ts.failures)
+    warm = TraceSet.load(gpu / "cache_warm" / "trace").summary_counts()
+    assert warm["fx_graph_cache"]["hit"] > 0
+    ddp = TraceSet.load(gpu / "ddp2" / "trace")
+    assert ddp.summary_counts()["ranks"] == [0, 1]
+    assert len(ddp.runs) == 1 and [r.rank for r in ddp.runs[0].ranks] == [0, 1]
+    ca = TraceSet.load(shared_traces / "cpu-torch2.13" / "k_compiled_autograd" / "trace")
+    assert {"!0", "!0/1/0"} <= {c.id_text for c in ca.compiles}
+
+
+def test_runs_group_piled_up_files(shared_traces: Path) -> None:
+    ts = TraceSet.load(shared_traces / "cpu-torch2.13" / "i_ranks_env" / "trace")
+    assert len(ts.files) == 2
+    assert sum(len(r.files) for r in ts.runs) == 2
+
+
+def test_compile_id_forms() -> None:
+    assert parse_compile_id("[0/1]") == (CompileKey(None, 0, 1), 0)
+    assert parse_compile_id("0/0_1") == (CompileKey(None, 0, 0), 1)
+    assert parse_compile_id("!0/1/0") == (CompileKey(0, 1, 0), 0)
+    assert parse_compile_id("!3") == (CompileKey(3, None, None), 0)
+    assert parse_compile_id("triton_poi_fused_0") is None
+    assert CompileKey(0, 1, 0).text == "!0/1/0"
+
+
+def test_discover_lists_skipped_files(tmp_path: Path) -> None:
+    src = next((SAMPLES / "cpu_breaks_recompiles" / "trace").iterdir())
+    (tmp_path / "renamed.txt").write_bytes(src.read_bytes())
+    (tmp_path / "notes.txt").write_text("hello\n")
+    (tmp_path / "empty.log").write_text("")
+    found, skipped = discover(tmp_path)
+    assert [p.name for p in found] == ["renamed.txt"]
+    assert {p.name: why for p, why in skipped} == {
+        "notes.txt": "first line is not a trace record header",
+        "empty.log": "empty",
+    }
+
+
+# ---------------------------------------------------------------- incremental
+
+
+def _snapshot(tf: TraceFile) -> tuple:
+    return (
+        [(r.offset, r.hdr_end, r.end, r.kind, r.name, r.key, r.md5, r.closed) for r in tf.records],
+        list(tf.chromium),
+        tf.unparsed,
+        [(k.name, k.method, k.output.offset, k.index) for k in tf.kernels],
+        sorted(tf.compiles, key=lambda k: k.sort_key()),
+        {k: (c.chromium, dict(c.attempts), len(c.breaks)) for k, c in tf.compiles.items()},
+        dict(tf.kinds),
+        sorted(tf.ranks),
+        sorted(tf.pids),
+        tf.first_ts,
+        tf.last_ts,
+        tf.failure_count,
+    )
+
+
+def _index(path: Path, cuts: list[int], settle: bool) -> TraceFile:
+    data = path.read_bytes()
+    tf = TraceFile(path)
+    prev = 0
+    for cut in sorted(set(cuts)) + [len(data)]:
+        tf.feed(data[prev:cut], settle=settle)
+        prev = cut
+    tf.finish()
+    return tf
+
+
+SPLIT_FILE = next((SAMPLES / "cpu_breaks_recompiles" / "trace").iterdir())
+
+
+@settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(st.lists(st.integers(0, SPLIT_FILE.stat().st_size), max_size=40), st.booleans())
+def test_any_split_gives_the_same_index(cuts: list[int], settle: bool) -> None:
+    whole = _index(SPLIT_FILE, [], settle=False)
+    assert _snapshot(_index(SPLIT_FILE, cuts, settle)) == _snapshot(whole)
+
+
+@settings(max_examples=15, deadline=None)
+@given(st.binary(max_size=3000), st.lists(st.integers(0, 3000), max_size=10))
+def test_any_split_of_hostile_bytes_gives_the_same_index(tmp_path_factory, blob, cuts) -> None:
+    header = SPLIT_FILE.read_bytes()[:20000]
+    path = tmp_path_factory.mktemp("h") / "t.log"
+    path.write_bytes(header + blob + header[:7000])
+    size = path.stat().st_size
+    whole = _index(path, [], settle=False)
+    assert _snapshot(_index(path, [c % (size + 1) for c in cuts], True)) == _snapshot(whole)
+
+
+def test_last_record_is_pending_until_its_md5_matches(tmp_path: Path) -> None:
+    data = SPLIT_FILE.read_bytes()
+    path = tmp_path / "live.log"
+    tf = TraceFile(path)
+    # stop in the middle of the payload of an output code record
+    start = data.index(b'{"inductor_output_code"')
+    mid = data.index(b"\n\t", start) + 200
+    path.write_bytes(data[:mid])
+    tf.feed(data[:mid])
+    last = tf.records[-1]
+    assert last.kind == "inductor_output_code" and not last.closed
+    end = data.index(b"\nV", mid) + 1
+    path.write_bytes(data[:end])
+    tf.feed(data[mid:end])
+    assert last.closed and last.md5_ok()
+
+
+# ---------------------------------------------------------------- bad input
+
+
+def _write(tmp_path: Path, data: bytes) -> Path:
+    path = tmp_path / "dedicated_log_torch_trace_bad.log"
+    path.write_bytes(data)
+    return path
+
+
+GOOD = SPLIT_FILE.read_bytes()
+
+
+def test_garbage_invalid_utf8_and_truncation_are_counted(tmp_path: Path) -> None:
+    cut = GOOD.index(b"\nV", 100000) + 1
+    data = (
+        b"garbage line\n\xff\xfe not utf-8 \x00\n"
+        + GOOD[:cut]
+        + b'V1121 05:00:00.000000 1 x.py:1] {"broken json\n'
+        + b"V1121 05:00:00.000000 1 x.py:1] [1, 2, 3]\n"
+        + b'V1121 05:00:00.000000 1 x.py:1] {"artifact": {"name": "\xff\xfe"}, "frame_id": "x"}\n'
+        + b"x" * 300_000
+        + b"\n"
+        + GOOD[cut : cut + 5000]  # truncated record at the end, no newline
+    )
+    path = _write(tmp_path, data)
+    ts = TraceSet.load(path)
+    got = ts.summary_counts()
+    ref = count([path])
+    assert {k: got[k] for k in REF_KEYS} == {k: ref[k] for k in REF_KEYS}
+    assert got["unparsed_lines"] >= 4
+    first = ts.files[0].unparsed[0]
+    assert first == (0, 1)
+    assert ts.files[0].line_at(first[0]) == b"garbage line"
+    assert "(not an object)" in ts.files[0].kinds
+
+
+def test_md5_mismatch_is_flagged_not_fatal(tmp_path: Path) -> None:
+    i = GOOD.index(b"\n\t", 1000) + 2
+    data = GOOD[:i] + b"X" + GOOD[i + 1 :]
+    ts = TraceSet.load(_write(tmp_path, data))
+    assert ts.summary_counts(verify=True)["md5_mismatches"] == 1
+
+
+def test_summary_cli_json_and_fail_on(tmp_path: Path) -> None:
+    sample = SAMPLES / "cpu_breaks_recompiles" / "trace"
+    run = subprocess.run(
+        [sys.executable, "-m", "tcview.cli", "summary", "--json", str(sample)],
+        capture_output=True,
+        text=True,
+        cwd=REPO,
+    )
+    assert run.returncode == 0, run.stderr
+    data = json.loads(run.stdout)
+    for key in REF_KEYS:
+        assert key in data
+    gate = subprocess.run(
+        [sys.executable, "-m", "tcview.cli", "summary", "--fail-on", "graph_breaks", str(sample)],
+        capture_output=True,
+        cwd=REPO,
+    )
+    assert gate.returncode == 1
+    ok = subprocess.run(
+        [sys.executable, "-m", "tcview.cli", "summary", "--fail-on", "failures", str(sample)],
+        capture_output=True,
+        cwd=REPO,
+    )
+    assert ok.returncode == 0
+    text = subprocess.run(
+        [sys.executable, "-m", "tcview.cli", "summary", str(sample)],
+        capture_output=True,
+        text=True,
+        cwd=REPO,
+    )
+    assert "Graph breaks (3, 1 distinct)" in text.stdout
+    assert "Recompiles (3)" in text.stdout
