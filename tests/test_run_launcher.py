@@ -336,3 +336,20 @@ def test_python_without_torch_is_refused(tmp_path: Path) -> None:
     # Not python itself: runs, with a note.
     done = tcview_run(tmp_path, "--no-tui", "--python", bare, "--dir", "T", "--", "echo", "hi")
     assert done.returncode == 0 and "has no torch" in done.stderr and "hi\n" in done.stdout
+
+
+def test_started_from_a_thread_that_ends(tmp_path: Path) -> None:
+    """The parent-death signal fires when the forking *thread* exits: that is no death."""
+    import threading
+
+    box: list[RunSession] = []
+    worker = threading.Thread(target=lambda: box.append(start(tmp_path, py_spec(str(LONG_JOB)))))
+    worker.start()
+    worker.join()
+    session = box[0]
+    pids = job_pids(session.run_dir)
+    time.sleep(0.5)
+    assert session.status.state == "running" and all(alive(p) for p in pids)
+    session.stop(grace_s=2.0)
+    assert session.wait(20) is not None
+    assert_group_gone(session.pid, pids)

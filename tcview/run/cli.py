@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 import sys
 from collections.abc import Callable
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -32,7 +33,14 @@ def run_command(args: argparse.Namespace) -> int:
     if not getattr(args, "no_tui", False):
         run_live = _tui_runner()
         if run_live is not None and sys.stdin.isatty() and sys.stdout.isatty():
-            return int(run_live(launcher, fail_on) or 0)
+            # The TUI owns the terminal: the job must not read from it.
+            launcher.options = replace(launcher.options, inherit_stdin=False)
+            install_cleanup()
+            try:
+                return int(run_live(launcher, fail_on) or 0)
+            finally:
+                if launcher.sessions:
+                    print(launcher.sessions[-1].reopen_hint)
         why = "no terminal" if run_live is not None else "the TUI Run pane is not built yet"
         print(f"tcview: running headless ({why}); same as --no-tui", file=sys.stderr)
     return run_headless(launcher, fail_on)

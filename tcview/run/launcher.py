@@ -318,7 +318,7 @@ class RunSession:
         self._proc: subprocess.Popen[bytes] | None = None
         self._group_lock = threading.RLock()  # reentrant: the signal handler may nest
         self._reaped = False
-        self._line_lock = threading.Lock()
+        self._line_lock = threading.RLock()  # callbacks may call lines_since()
         self._lines: collections.deque[OutputLine] = collections.deque(maxlen=_KEEP_LINES)
         self._seq = 0
         self._readers: list[threading.Thread] = []
@@ -619,7 +619,8 @@ def _signal_name(signum: int) -> str:
 
 _live: set[RunSession] = set()
 _live_lock = threading.RLock()
-_installed = False
+_atexit_installed = False
+_signals_installed = False
 
 
 def kill_all(grace_s: float = 2.0) -> None:
@@ -649,14 +650,14 @@ _previous_handlers: dict[int, object] = {}
 
 
 def _install_cleanup() -> None:
-    """atexit always; SIGTERM and SIGHUP handlers when called on the main thread."""
-    global _installed
-    if _installed:
+    """atexit always; SIGTERM and SIGHUP handlers once called on the main thread."""
+    global _atexit_installed, _signals_installed
+    if not _atexit_installed:
+        _atexit_installed = True
+        atexit.register(kill_all)
+    if _signals_installed or threading.current_thread() is not threading.main_thread():
         return
-    _installed = True
-    atexit.register(kill_all)
-    if threading.current_thread() is not threading.main_thread():
-        return
+    _signals_installed = True
     for sig in (signal.SIGTERM, signal.SIGHUP):
         previous = signal.getsignal(sig)
         if previous is signal.SIG_IGN:
@@ -666,5 +667,9 @@ def _install_cleanup() -> None:
 
 
 def install_cleanup() -> None:
-    """Install the exit and signal handlers now (call from the main thread, e.g. at startup)."""
+    """Install the exit and signal handlers now (call from the main thread, e.g. at startup).
+
+    On SIGTERM or SIGHUP every live job group is killed, then the previous handler runs;
+    where that was the default, SystemExit(128 + signal) is raised in the main thread.
+    """
     _install_cleanup()
