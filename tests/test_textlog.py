@@ -480,3 +480,70 @@ def test_cli_summary_text_on_a_capture() -> None:
 def test_load_source_detects_a_capture() -> None:
     log = load_source(str(SMALL))
     assert isinstance(log, TextLog)
+
+
+_RANKS = ["", "[rank0]:", "[rank1]:"]
+_IDS = ["", " [0/0]", " [0/0_1]", " [0/1]", " [1/0]", " [!0]", " [!0/1/0]", " [!0/1/0_2]"]
+_TAGS = [
+    "",
+    " [__graph_breaks]",
+    " [__recompiles]",
+    " [__recompiles_verbose]",
+    " [__output_code]",
+    " [__guards]",
+    " [__fusion]",
+]
+_TEXTS = [
+    "Graph break in user code at /a.py:1",
+    "Graph break (user stack suppressed due to duplicate graph break) in user code at /a.py:1",
+    "Graph Break Reason: why",
+    "Recompiling function f in /a.py:1",
+    "    - 0/0: x == 1",
+    "Output code: ",
+    "k_0 = async_compile.triton('k_0', '''",
+    "cpp_fused_0 = async_compile.cpp_pybinding(['float*'], r'''",
+    "async_compile.wait(globals())",
+    "    x = 1",
+    "",
+    "[weird] text",
+    "Step 1: torchdynamo start tracing f /a.py:1",
+    "WON'T CONVERT f /a.py line 1",
+]
+_OTHER = ["a print", "Traceback (most recent call last):", '  File "x.py", line 1', ""]
+
+
+@st.composite
+def capture_lines(draw: st.DrawFn) -> bytes:
+    out = []
+    for _ in range(draw(st.integers(1, 40))):
+        if draw(st.integers(0, 5)) == 0:
+            line = draw(st.sampled_from(_OTHER))
+        else:
+            line = (
+                f"{draw(st.sampled_from(_RANKS))}{draw(st.sampled_from('VIW'))}1121 "
+                f"05:00:0{draw(st.integers(0, 1))}.000000 {draw(st.sampled_from([7, 8]))} "
+                f"torch/x.py:{draw(st.sampled_from([1, 2]))}]{draw(st.sampled_from(_IDS))}"
+                f"{draw(st.sampled_from(_TAGS))} {draw(st.sampled_from(_TEXTS))}"
+            )
+        if draw(st.integers(0, 9)) == 0:
+            line = f"\x1b[2m{line}\x1b[0m"
+        out.append(line + draw(st.sampled_from(["\n", "\n", "\r\n"])))
+    data = "".join(out).encode()
+    if draw(st.booleans()):
+        data += b"\xff\xfe"  # invalid UTF-8 in a last line without newline
+    return data
+
+
+@settings(max_examples=150, deadline=None)
+@given(capture_lines(), st.lists(st.integers(min_value=0, max_value=300), max_size=8))
+def test_generated_captures_match_the_independent_counter(data: bytes, sizes: list[int]) -> None:
+    one = feed_all(data)
+    split = feed_all(data, sizes)
+    try:
+        assert one.counts() == count_text(data)
+        assert fingerprint(split) == fingerprint(one)
+        message_lines = sum(r.payload().count("\n") + 1 for p in one.files for r in p.records)
+        assert message_lines + len(one.other) == one.summary_counts()["lines"]
+    finally:
+        one.close()
+        split.close()
