@@ -300,6 +300,7 @@ class Compile:
     cache: list[CacheEvent] = field(default_factory=list)
     kernels: list[Kernel] = field(default_factory=list)
     chromium: int = 0  # chromium_event records (timing), read from disk on demand
+    minor: int = 0  # describe_* records (inputs' fake-tensor metadata), read on demand
     order: int = 0
 
     @property

@@ -99,6 +99,8 @@ LAZY_META_KINDS = frozenset(
         "propagate_real_tensors_provenance",
     }
 )
+# Of those, the ones kept as offsets only (no Record object) when they carry no payload.
+MINOR_KINDS = frozenset({"describe_tensor", "describe_storage", "describe_source"})
 _CACHE_MAX_KEY = 600  # header JSON longer than this is not cached
 _CACHE_MAX = 4096
 _META_KEEP = 2048  # header JSON longer than this keeps only a slim value in memory
@@ -124,6 +126,7 @@ class TraceFile:
 
         self.records: list[Record] = []  # every record except chromium events
         self.chromium: array = array("q")  # header offsets of chromium events
+        self.minor: array = array("q")  # header offsets of MINOR_KINDS records
         self.unparsed: list[tuple[int, int]] = []  # (offset, line number)
         self.strings: dict[Any, str] = {}
         self.kinds: Counter = Counter()
@@ -301,6 +304,17 @@ class TraceFile:
 
     def _record(self, info: Derived, md5: str | None, offset: int, hdr_end: int) -> None:
         kind, meta, key, attempt, name, rank, md5_field = info
+        if kind in MINOR_KINDS and md5 is None and md5_field is None:
+            # Many small metadata events: counted and located, not kept as objects.
+            self.kinds[kind] += 1
+            self.minor.append(offset)
+            if rank is not None:
+                self.ranks.add(rank)
+            if key is not None:
+                comp = self.compiles.get(key) or self._new_compile(key)
+                comp.minor += 1
+            self._open = None
+            return
         if md5 is None:
             md5 = md5_field
         if rank is not None:
