@@ -115,7 +115,7 @@ def run_headless(launcher: Launcher, fail_on: list[str]) -> int:
     sys.stdout.flush()
     code = status.exit_code if status.exit_code is not None else 1
     report = finish_report(session, status)
-    print(report.text)
+    print(f"\n{report.text}")
     sys.stdout.flush()
     if fail_on:
         present = [k for k in fail_on if report.summary.get(k)]

@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import atexit
 import collections
+import itertools
 import json
 import os
 import re
@@ -392,7 +393,8 @@ class RunSession:
     def lines_since(self, seq: int = 0) -> tuple[list[OutputLine], int]:
         """Output lines numbered >= seq still in memory, and the seq to ask for next."""
         with self._line_lock:
-            new = [line for line in self._lines if line.seq >= seq] if self._lines else []
+            first = self._seq - len(self._lines)
+            new = list(itertools.islice(self._lines, max(seq - first, 0), None))
             return new, self._seq
 
     @property
@@ -406,8 +408,8 @@ class RunSession:
         opts = launcher.options
         env = launcher.child_env(self.run_dir)
         self.trace_dir.mkdir(parents=True, exist_ok=True)
-        stdout_file = open(self.run_dir / "stdout.txt", "wb")  # noqa: SIM115 (closed by reader)
-        stderr_file = open(self.run_dir / "torch_logs.txt", "wb")  # noqa: SIM115
+        stdout_file = open(self.run_dir / "stdout.txt", "wb")  # closed by its reader thread
+        stderr_file = open(self.run_dir / "torch_logs.txt", "wb")
         argv = [
             sys.executable,
             "-I",
