@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import threading
 from collections import Counter
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
@@ -135,6 +136,9 @@ class TraceSet(Sink):
         self.cache_events: list[CacheEvent] = []
         self.kernels: list[Kernel] = []
         self.version = 0
+        self.text: Any = None  # a run directory's TORCH_LOGS capture (a TextLog)
+        # Taken by follow mode while it feeds bytes, and by readers that iterate the model.
+        self.lock = threading.RLock()
 
     # ------------------------------------------------------------ building
 

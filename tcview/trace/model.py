@@ -343,4 +343,4 @@ class Compile:
 
     @property
     def output_codes(self) -> list[Record]:
-        return [r for r in self.records if r.kind == "inductor_output_code"]
+        return [r for r in self.records if r.kind in ("inductor_output_code", "output_code")]
