@@ -1,0 +1,174 @@
+"""Follow mode without the UI: growing, truncated, replaced and late files give exact models."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import threading
+import time
+from pathlib import Path
+
+import pytest
+from conftest import SAMPLES, unpack_shared
+
+from tcview.live import Follower
+from tcview.replay import replay
+from tcview.trace.source import load_source
+from tcview.trace.summary import summary_json
+
+
+def _summary(model) -> dict:
+    data = summary_json(model)
+    data.pop("skipped", None)
+    return data
+
+
+def _sources() -> list[Path]:
+    srcs = [SAMPLES / "gpu_triton_user" / "trace", SAMPLES / "cpu_breaks_recompiles" / "trace"]
+    root = unpack_shared()
+    if root is not None:
+        srcs.append(root / "h200-torch2.11" / "ddp2" / "trace")  # two rank files
+    return srcs
+
+
+def _merge(srcs: list[Path], dest: Path) -> Path:
+    """One finished directory holding all sources, for the one-shot answer."""
+    for i, src in enumerate(srcs):
+        shutil.copytree(src, dest / f"run{i}")
+    return dest
+
+
+def _wait_until(pred, timeout: float = 10.0) -> bool:
+    end = time.monotonic() + timeout
+    while time.monotonic() < end:
+        if pred():
+            return True
+        time.sleep(0.05)
+    return pred()
+
+
+@pytest.mark.parametrize("poll", [False, True], ids=["inotify", "poll"])
+def test_replay_while_following_equals_one_shot(tmp_path: Path, poll: bool) -> None:
+    srcs = _sources()
+    expected = _summary(load_source(str(_merge(srcs, tmp_path / "done"))))
+    live = tmp_path / "live"
+    follower = Follower(str(live), poll=poll, interval=0.1)  # the directory does not exist yet
+    follower.start()
+    try:
+        for i, src in enumerate(srcs):
+            replay(src, live / f"run{i}", speed_mb_s=0, seed=i, max_chunk=48 << 10)
+        assert _wait_until(
+            lambda: (
+                follower.model.counts()
+                == {k: expected[k] for k in ("compiles", "graph_breaks", "recompiles", "kernels")}
+            )
+        )
+    finally:
+        follower.stop()
+    follower.finish()
+    assert _summary(follower.model) == expected
+
+
+def test_step_by_step_growth_is_exact(tmp_path: Path) -> None:
+    src = next((SAMPLES / "cpu_breaks_recompiles" / "trace").iterdir())
+    data = src.read_bytes()
+    dest = tmp_path / "t"
+    dest.mkdir()
+    target = dest / src.name
+    follower = Follower(str(dest))
+    step = 7919
+    with open(target, "wb") as fh:
+        for pos in range(0, len(data), step):
+            fh.write(data[pos : pos + step])
+            fh.flush()
+            follower.step()
+    follower.step()
+    assert _summary(follower.model) == _summary(load_source(str(dest)))
+
+
+def test_truncation_and_replacement_reindex(tmp_path: Path) -> None:
+    a = next((SAMPLES / "cpu_breaks_recompiles" / "trace").iterdir()).read_bytes()
+    b = next((SAMPLES / "gpu_tinyblock" / "trace").iterdir()).read_bytes()
+    dest = tmp_path / "t"
+    dest.mkdir()
+    target = dest / "dedicated_log_torch_trace_x.log"
+    follower = Follower(str(dest))
+    target.write_bytes(a[: len(a) // 2])
+    follower.step()
+    # truncated, then rewritten with other content
+    target.write_bytes(b[:1000])
+    follower.step()
+    with open(target, "ab") as fh:
+        fh.write(b[1000:])
+    follower.step()
+    assert follower.rebuilds == 1
+    assert any("truncated" in n for n in follower.notices)
+    assert _summary(follower.model) == _summary(load_source(str(dest)))
+    # replaced by a new file (new inode), the way a rotation or `mv` does it
+    tmp = dest / "new.tmp"
+    tmp.write_bytes(a)
+    os.replace(tmp, target)
+    follower.step()
+    assert any("replaced" in n for n in follower.notices)
+    assert _summary(follower.model) == _summary(load_source(str(dest)))
+
+
+def test_deleted_file_is_marked_and_kept(tmp_path: Path) -> None:
+    dest = tmp_path / "t"
+    shutil.copytree(SAMPLES / "cpu_breaks_recompiles" / "trace", dest)
+    follower = Follower(str(dest))
+    follower.step()
+    before = follower.model.counts()
+    for p in dest.iterdir():
+        p.unlink()
+    follower.step()
+    assert all(tf.deleted for tf in follower.model.files)
+    assert follower.model.counts() == before
+
+
+def test_unreadable_file_is_noted_not_fatal(tmp_path: Path) -> None:
+    if os.geteuid() == 0:
+        pytest.skip("root reads everything")
+    dest = tmp_path / "t"
+    shutil.copytree(SAMPLES / "cpu_breaks_recompiles" / "trace", dest)
+    target = next(dest.iterdir())
+    target.chmod(0)
+    follower = Follower(str(dest))
+    follower.step()
+    assert any("cannot read" in n for n in follower.notices)
+
+
+def test_text_log_follow_equals_one_shot(tmp_path: Path) -> None:
+    src = SAMPLES / "cpu_breaks_recompiles" / "torch_logs.txt"
+    target = tmp_path / "logs.txt"
+    follower = Follower(str(target))
+    assert follower.kind == "text"
+    data = src.read_bytes()
+    with open(target, "wb") as fh:
+        for pos in range(0, len(data), 5003):
+            fh.write(data[pos : pos + 5003])
+            fh.flush()
+            follower.step()
+    follower.finish()
+    assert _summary(follower.model) == _summary(load_source(str(src)))
+
+
+def test_pipe_follow_equals_file(tmp_path: Path) -> None:
+    src = SAMPLES / "cpu_breaks_recompiles" / "torch_logs.txt"
+    r, w = os.pipe()
+    follower = Follower("-")
+    follower.start(stdin_fd=r)
+
+    def writer() -> None:
+        data = src.read_bytes()
+        for pos in range(0, len(data), 4096):
+            os.write(w, data[pos : pos + 4096])
+        os.close(w)
+
+    t = threading.Thread(target=writer)
+    t.start()
+    t.join()
+    assert _wait_until(lambda: "input ended" in follower.notices)
+    follower.stop()
+    os.close(r)
+    assert _summary(follower.model) == _summary(load_source(str(src)))
