@@ -588,7 +588,7 @@ class RunSession:
             "status": st.text if st.state != "running" else "running",
             "exit_code": st.returncode,
             "signal": st.signal,
-            "pid": st.pid,
+            "pid": st.pid,  # the supervisor's, which is also the job's process group id
             "python": info.executable if info else launcher.spec.python,
             "python_version": info.version if info else None,
             "torch": info.torch if info else None,
@@ -596,6 +596,7 @@ class RunSession:
             "env": {
                 "TORCH_TRACE": str(self.trace_dir.resolve()),
                 "TORCH_LOGS": launcher.options.logs or None,
+                **({} if "PYTHONUNBUFFERED" in os.environ else {"PYTHONUNBUFFERED": "1"}),
                 **dict(launcher.options.env),
             },
             "host": socket.gethostname(),
