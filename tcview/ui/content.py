@@ -372,16 +372,6 @@ def compile_summary(comp: Any) -> list[Text]:
             counts.append(f"{m[key]} {what}")
     if counts:
         out.append(Text.assemble(("graph     ", "dim"), " · ".join(counts)))
-    phases = phase_times(comp)
-    if phases:
-        out.append(Text(""))
-        out.append(Text("where the time went", style="bold underline"))
-        top = max(v for _, v, _ in phases)
-        for label, value, depth in phases:
-            row = Text("  " * depth + label.ljust(26 - 2 * depth))
-            row.append(fmt_seconds(value).rjust(8) + " ")
-            row.append(bar(value, top, 30, "cyan" if depth else "bold cyan"))
-            out.append(row)
     rc = comp.recompile
     if rc is not None:
         out.append(Text(""))
@@ -412,6 +402,16 @@ def compile_summary(comp: Any) -> list[Text]:
             out.append(Text.assemble("  ", lit(f.fail_type, "bold red"), ": ", lit(f.reason)))
             if f.location:
                 out.append(Text.assemble("    at ", lit(f.location)))
+    phases = phase_times(comp)
+    if phases:
+        out.append(Text(""))
+        out.append(Text("where the time went", style="bold underline"))
+        top = max(v for _, v, _ in phases)
+        for label, value, depth in phases:
+            row = Text("  " * depth + label.ljust(26 - 2 * depth))
+            row.append(fmt_seconds(value).rjust(8) + " ")
+            row.append(bar(value, top, 30, "cyan" if depth else "bold cyan"))
+            out.append(row)
     if comp.cache:
         parts = ", ".join(f"{c.cache} {c.result}" for c in comp.cache)
         out.append(Text(""))

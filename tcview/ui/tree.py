@@ -21,6 +21,7 @@ from ..trace.handlers import KNOWN_KINDS
 from .content import KIND_STYLE, STATUS_MARK, STATUS_STYLE, fmt_seconds, lit, record_name
 
 GROUP_LIMIT = 5000  # leaves shown under one group node
+AUTO_EXPAND_FRAMES = 12  # with this many frames or fewer, frames start expanded
 
 MAIN_KINDS = (
     "dynamo_output_graph",
@@ -143,8 +144,10 @@ def _file_content(files: list[Any]) -> list[Spec]:
         return []
     tf = files[0]
     out = []
-    for frame in list(tf.frames.values()):
-        out.append(Spec(("frame", id(frame)), frame_label(frame), "frame", frame, True))
+    frames = list(tf.frames.values())
+    few = len(frames) <= AUTO_EXPAND_FRAMES
+    for frame in frames:
+        out.append(Spec(("frame", id(frame)), frame_label(frame), "frame", frame, True, few))
     for comp in list(tf.compiles.values()):
         if comp.frame is None:
             out.append(Spec(("compile", id(comp)), compile_label(comp), "compile", comp, True))
@@ -449,11 +452,12 @@ class TraceTree(Tree[Item]):
                 found = next((c for c in node.children if c.data and step(c.data)), None)
                 if found is not None:
                     node = found
-                    if step is not chain[-1]:
-                        node.expand()
-                    if kind == "record" and found.data.kind != "record":
-                        node.expand()
+                    last = step is chain[-1]
+                    if last and kind == "record" and found.data.kind != "record":
+                        node.expand()  # a group holding the record: look inside
                         continue
+                    if not last:
+                        node.expand()
                     break
                 container = next(
                     (

@@ -57,6 +57,7 @@ class TableView(Screen):
 
     TITLE = ""
     HELP = ""
+    AUTO_FOCUS = "#view-table"
     COLUMNS: tuple[str, ...] = ()
     BINDINGS = [
         Binding("escape", "close", "Back to tree"),
@@ -89,7 +90,6 @@ class TableView(Screen):
         table = self.query_one(DataTable)
         table.add_columns(*self.COLUMNS)
         self.reload()
-        table.focus()
 
     @property
     def model(self) -> Any:
@@ -207,6 +207,11 @@ class BreaksView(TableView):
     def empty_text(self) -> str:
         return "No graph breaks: every frame compiled as one graph."
 
+    def activate(self, group: Any) -> None:
+        comp = group.first.compile
+        if comp is not None:
+            self.app.reveal("compile", comp)  # type: ignore[attr-defined]
+
     def detail(self, group: Any) -> Document:
         gb = group.first
         lines = [
@@ -312,16 +317,13 @@ class KernelsView(TableView):
     TITLE = "Kernels"
     HELP = "type to filter by name or kind · ↓ to the list · enter: show source · esc: back"
     COLUMNS = ("kernel", "kind", "compile", "frame")
+    AUTO_FOCUS = "#kernel-filter"
 
     def compose_top(self) -> ComposeResult:
         yield Input(
             placeholder="filter kernels by name or kind (e.g. red, cpp, layer_norm)",
             id="kernel-filter",
         )
-
-    def on_mount(self) -> None:
-        super().on_mount()
-        self.query_one("#kernel-filter", Input).focus()
 
     def rows(self) -> list[Row]:
         words = self.query_one("#kernel-filter", Input).value.lower().split()
@@ -521,6 +523,7 @@ def other_output(model: Any) -> list[str]:
 
 class OtherView(Screen):
     BINDINGS = [Binding("escape", "close", "Back to tree")]
+    AUTO_FOCUS = "Reader CodeView"
 
     def compose(self) -> ComposeResult:
         yield Static(id="view-head", classes="view-head")
@@ -550,7 +553,6 @@ class OtherView(Screen):
         doc = Document("other output", lines or ["(none: every line was parsed)"])
         reader = self.query_one(Reader)
         reader.show(doc)
-        reader.viewer.focus()
 
     def action_close(self) -> None:
         self.app.pop_screen()

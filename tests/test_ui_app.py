@@ -1,0 +1,404 @@
+"""Pilot tests: navigation, every view, goto, search, palette, growth, literal text."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import shutil
+from pathlib import Path
+
+import pytest
+from ui_helpers import CPU_SAMPLE, GPU_SAMPLE, counts_text, ready, settle, summary_json, sync
+
+from tcview.ui.app import TcviewApp
+from tcview.ui.reader import Reader
+from tcview.ui.tree import TraceTree
+from tcview.ui.views import (
+    BreaksView,
+    FailuresView,
+    KernelsView,
+    OtherView,
+    RecompilesView,
+    TimeView,
+)
+
+SIZE = (120, 40)
+
+
+def viewer(app: TcviewApp):
+    return app.screen.query(Reader).first().viewer
+
+
+def cursor_item(app: TcviewApp):
+    node = app.query_one(TraceTree).cursor_node
+    return node.data if node is not None else None
+
+
+@sync
+async def test_status_bar_counts_match_summary() -> None:
+    app = TcviewApp(str(GPU_SAMPLE))
+    async with app.run_test(size=SIZE) as pilot:
+        await ready(app, pilot)
+        assert app.status_right == counts_text(summary_json(GPU_SAMPLE))
+        assert "static" in app.status_left
+        assert "indexing" not in app.status_left
+
+
+@sync
+async def test_follow_flag_shows_live() -> None:
+    app = TcviewApp(str(GPU_SAMPLE), follow=True)
+    async with app.run_test(size=SIZE) as pilot:
+        await ready(app, pilot)
+        assert " · live" in app.status_left
+
+
+@sync
+async def test_goto_kernel_shows_def_line() -> None:
+    from tcview.trace.source import load_source
+
+    kernel = load_source(str(GPU_SAMPLE)).kernels[-1]
+    app = TcviewApp(str(GPU_SAMPLE), goto=kernel.name)
+    async with app.run_test(size=SIZE) as pilot:
+        await ready(app, pilot)
+        item = cursor_item(app)
+        assert item.kind == "kernel" and item.obj.name == kernel.name
+        lines = viewer(app).visible_text()
+        assert any(ln.startswith(f"def {kernel.name}(") for ln in lines)
+
+
+@sync
+@pytest.mark.parametrize("form", ["{}", "[{}]"])
+async def test_goto_compile(form: str) -> None:
+    app = TcviewApp(str(CPU_SAMPLE), goto=form.format("1/0"))
+    async with app.run_test(size=SIZE) as pilot:
+        await ready(app, pilot)
+        item = cursor_item(app)
+        assert item.kind == "compile" and item.obj.id_text == "1/0"
+        assert viewer(app).border_title == "compile 1/0"
+
+
+@sync
+async def test_goto_unknown_notifies() -> None:
+    app = TcviewApp(str(CPU_SAMPLE), goto="definitely_not_a_kernel")
+    async with app.run_test(size=SIZE) as pilot:
+        await ready(app, pilot)
+        assert any("not found" in str(n.message) for n in app._notifications)
+
+
+@sync
+async def test_tree_keys_and_viewer() -> None:
+    app = TcviewApp(str(CPU_SAMPLE))
+    async with app.run_test(size=SIZE) as pilot:
+        await ready(app, pilot)
+        tree = app.query_one(TraceTree)
+        assert app.focused is tree
+        await pilot.press("g")
+        assert tree.cursor_line == 0
+        await pilot.press("j", "j")
+        assert tree.cursor_line == 2
+        await pilot.press("k")
+        assert tree.cursor_line == 1
+        await pilot.press("G")
+        assert tree.cursor_line == tree.last_line
+        await pilot.press("g", "down")
+        await settle(app, pilot)
+        item = cursor_item(app)
+        assert item.kind == "compile"
+        assert viewer(app).border_title == f"compile {item.obj.id_text}"
+        # expand the compile, walk to its first artifact, open it with enter
+        await pilot.press("right", "down", "enter")
+        await settle(app, pilot)
+        assert cursor_item(app).kind == "record"
+        assert app.focused is viewer(app)
+        await pilot.press("tab")
+        assert app.focused is not viewer(app)
+        await pilot.press("shift+tab")
+        assert app.focused is viewer(app)
+        await pilot.press("escape")
+        assert app.focused is tree
+
+
+@sync
+async def test_mouse_click_selects() -> None:
+    app = TcviewApp(str(CPU_SAMPLE))
+    async with app.run_test(size=SIZE) as pilot:
+        await ready(app, pilot)
+        tree = app.query_one(TraceTree)
+        await pilot.click(TraceTree, offset=(6, 3))
+        await settle(app, pilot)
+        assert tree.cursor_line == 2
+
+
+@sync
+async def test_search_n_and_N() -> None:
+    from tcview.trace.source import load_source
+
+    kernel = load_source(str(GPU_SAMPLE)).kernels[0]
+    app = TcviewApp(str(GPU_SAMPLE), goto=kernel.name)
+    async with app.run_test(size=SIZE) as pilot:
+        await ready(app, pilot)
+        await pilot.press("slash")
+        await pilot.press(*"tl.load")
+        await pilot.press("enter")
+        view = viewer(app)
+        assert view.matches, "tl.load must be found in a Triton kernel"
+        first = view.match_index
+        await pilot.press("n")
+        assert view.match_index == (first + 1) % len(view.matches)
+        await pilot.press("N")
+        assert view.match_index == first
+        assert "/tl.load:" in view.border_subtitle
+        line = view.matches[view.match_index][0]
+        top = view.scroll_offset.y
+        assert top <= line < top + view.scrollable_content_region.height
+
+
+@sync
+async def test_viewer_scrolls_sideways_and_pages() -> None:
+    app = TcviewApp(str(GPU_SAMPLE), goto="0/0")
+    async with app.run_test(size=(80, 24)) as pilot:
+        await ready(app, pilot)
+        tree = app.query_one(TraceTree)
+        # open the output code: the longest content of the trace
+        rec = app.model.kernels[0].output
+        node = tree.reveal(rec, "record")
+        tree.reveal_node(node)
+        app.show_item(node.data)
+        await settle(app, pilot)
+        view = viewer(app)
+        view.focus()
+        await pilot.press("pagedown")
+        assert view.scroll_offset.y > 0
+        await pilot.press("right", "right")
+        assert view.scroll_offset.x == 8
+        await pilot.press("G")
+        assert view.scroll_offset.y == view.max_scroll_y
+        await pilot.press("g")
+        assert view.scroll_offset.y == 0
+
+
+@sync
+@pytest.mark.parametrize(
+    ("key", "screen"),
+    [
+        ("b", BreaksView),
+        ("r", RecompilesView),
+        ("K", KernelsView),
+        ("f", FailuresView),
+        ("t", TimeView),
+        ("o", OtherView),
+    ],
+)
+async def test_every_view_opens_and_closes(key: str, screen: type) -> None:
+    app = TcviewApp(str(CPU_SAMPLE))
+    async with app.run_test(size=SIZE) as pilot:
+        await ready(app, pilot)
+        await pilot.press(key)
+        await settle(app, pilot)
+        assert isinstance(app.screen, screen)
+        assert app.status_right == counts_text(summary_json(CPU_SAMPLE))
+        await pilot.press("escape")
+        assert isinstance(app.query_one(TraceTree), TraceTree)
+        assert len(app.screen_stack) == 1
+
+
+@sync
+async def test_breaks_view_enter_jumps_to_compile() -> None:
+    app = TcviewApp(str(CPU_SAMPLE))
+    async with app.run_test(size=SIZE) as pilot:
+        await ready(app, pilot)
+        await pilot.press("b")
+        await settle(app, pilot)
+        view = app.screen
+        assert isinstance(view, BreaksView)
+        group = view.objects[0]
+        assert viewer(app).doc.title.startswith("graph break")
+        await pilot.press("enter")
+        await settle(app, pilot)
+        assert len(app.screen_stack) == 1
+        item = cursor_item(app)
+        assert item.kind == "compile" and item.obj is group.first.compile
+
+
+@sync
+async def test_recompiles_view_lists_guards() -> None:
+    app = TcviewApp(str(CPU_SAMPLE))
+    async with app.run_test(size=SIZE) as pilot:
+        await ready(app, pilot)
+        await pilot.press("r")
+        await settle(app, pilot)
+        view = app.screen
+        comps = [o for o in view.objects if o is not None and o.recompile is not None]
+        assert comps, "the CPU sample recompiles"
+        await pilot.press("j")
+        await settle(app, pilot)
+        await pilot.press("enter")
+        await settle(app, pilot)
+        assert cursor_item(app).kind == "compile"
+
+
+@sync
+async def test_kernels_view_filters_as_you_type() -> None:
+    app = TcviewApp(str(GPU_SAMPLE))
+    async with app.run_test(size=SIZE) as pilot:
+        await ready(app, pilot)
+        await pilot.press("K")
+        await settle(app, pilot)
+        view = app.screen
+        total = len(view.objects)
+        assert total == app.model.counts()["kernels"]
+        await pilot.press(*"persistent")
+        await settle(app, pilot)
+        assert 0 < len(view.objects) < total
+        assert all(k.kind == "persistent" for k in view.objects)
+        await pilot.press("down", "enter")
+        await settle(app, pilot)
+        item = cursor_item(app)
+        assert item.kind == "kernel" and item.obj.kind == "persistent"
+        assert any(ln.startswith("def ") for ln in viewer(app).visible_text())
+
+
+@sync
+async def test_time_view_sorts() -> None:
+    app = TcviewApp(str(CPU_SAMPLE))
+    async with app.run_test(size=SIZE) as pilot:
+        await ready(app, pilot)
+        await pilot.press("t")
+        await settle(app, pilot)
+        view = app.screen
+        times = [c.compile_time_s or 0 for c in view.objects]
+        assert times == sorted(times, reverse=True)
+        await pilot.press("s")
+        assert [c.order for c in view.objects] != [] and not view.by_time
+
+
+@sync
+async def test_help_overlay() -> None:
+    app = TcviewApp(str(CPU_SAMPLE))
+    async with app.run_test(size=SIZE) as pilot:
+        await ready(app, pilot)
+        await pilot.press("question_mark")
+        assert type(app.screen).__name__ == "HelpScreen"
+        await pilot.press("escape")
+        assert len(app.screen_stack) == 1
+
+
+@sync
+async def test_command_palette_jumps_to_kernel() -> None:
+    app = TcviewApp(str(GPU_SAMPLE))
+    async with app.run_test(size=SIZE) as pilot:
+        await ready(app, pilot)
+        name = app.model.kernels[1].name
+        await pilot.press("ctrl+p")
+        await pilot.pause(0.2)
+        await pilot.press(*name)
+        await pilot.pause(0.8)
+        await pilot.press("enter")
+        await settle(app, pilot)
+        item = cursor_item(app)
+        assert item.kind == "kernel" and item.obj.name == name
+
+
+@sync
+async def test_quit() -> None:
+    app = TcviewApp(str(CPU_SAMPLE))
+    async with app.run_test(size=SIZE) as pilot:
+        await ready(app, pilot)
+        await pilot.press("q")
+    assert app.return_code in (0, None)
+
+
+# ---------------------------------------------------------------- growth in place
+
+
+@sync
+async def test_refresh_model_grows_tree_in_place(tmp_path: Path) -> None:
+    src = next((GPU_SAMPLE / "trace").glob("dedicated_log_torch_trace*.log"))
+    data = src.read_bytes()
+    lines = data.split(b"\n")
+    cut = len(b"\n".join(lines[: len(lines) // 3])) + 1
+    trace = tmp_path / "trace"
+    trace.mkdir()
+    target = trace / src.name
+    target.write_bytes(data[:cut])
+    app = TcviewApp(str(trace), follow=True)
+    async with app.run_test(size=SIZE) as pilot:
+        await ready(app, pilot)
+        tree = app.query_one(TraceTree)
+        first = tree.root.children[0]
+        first.expand()
+        await settle(app, pilot)
+        # the model grows: feed the rest of the file, as follow mode will
+        tf = app.model.files[0]
+        with app.lock:
+            tf.feed(data[cut:])
+            tf.finish()
+        app.refresh_model()
+        await settle(app, pilot)
+        assert tree.root.children[0] is first and first.is_expanded
+        assert app.status_right == counts_text(summary_json(GPU_SAMPLE))
+
+
+# ---------------------------------------------------------------- literal text
+
+
+def _record(header: dict, payload: str | None = None) -> str:
+    prefix = "V1121 05:35:45.123456 4242 torch/_logging/structured.py:28] "
+    if payload is None:
+        return prefix + json.dumps(header) + "\n"
+    header = dict(header, has_payload=hashlib.md5(payload.encode()).hexdigest())
+    body = "".join("\t" + ln + "\n" for ln in payload.split("\n"))
+    return prefix + json.dumps(header) + "\n" + body
+
+
+EVIL = "[bold red]boom[/] [link=http://evil]x[/link] \x1b]0;pwned\x07\x1b[2J\u202e"
+
+
+def hostile_trace(root: Path) -> Path:
+    ids = {"frame_id": 0, "frame_compile_id": 0, "attempt": 0}
+    text = _record({"str": ["/work/[b]evil[/b].py", 0]})
+    stack = [{"line": 3, "name": EVIL, "filename": 0}]
+    text += _record({"dynamo_start": {"stack": stack}, **ids})
+    text += _record(
+        {"artifact": {"name": "dynamo_graph_break_reason", "encoding": "string"}, **ids},
+        f'Graph Break Reason: {EVIL}\nUser code traceback:\n  File "x.py", line 1, in f',
+    )
+    text += _record(
+        {"dynamo_output_graph": {"sizes": {}}, **ids}, f"def forward(self):\n  # {EVIL}"
+    )
+    trace = root / "trace"
+    trace.mkdir()
+    (trace / "dedicated_log_torch_trace_evil.log").write_text(text)
+    return trace
+
+
+@sync
+async def test_trace_text_is_literal_and_safe(tmp_path: Path) -> None:
+    trace = hostile_trace(tmp_path)
+    app = TcviewApp(str(trace), goto="0/0")
+    async with app.run_test(size=SIZE) as pilot:
+        await ready(app, pilot)
+        tree = app.query_one(TraceTree)
+        labels = [n.label.plain for n in tree._by_key.values()]
+        frame_label = next(lb for lb in labels if "boom" in lb)
+        assert "[bold red]boom[/]" in frame_label
+        assert "\x1b" not in frame_label and "␛" in frame_label
+        assert "<U+202E>" in frame_label
+        rec = next(r for r in app.model.files[0].records if r.kind == "dynamo_output_graph")
+        node = tree.reveal(rec, "record")
+        tree.reveal_node(node)
+        app.show_item(node.data)
+        await settle(app, pilot)
+        view = viewer(app)
+        rendered = "".join(view.render_line(y).text for y in range(view.doc.count))
+        assert "[link=http://evil]x[/link]" in rendered
+        assert "\x1b" not in rendered and "\x07" not in rendered and "\u202e" not in rendered
+        await pilot.press("b")
+        await settle(app, pilot)
+        rendered = "".join(viewer(app).render_line(y).text for y in range(8))
+        assert "[bold red]boom[/]" in rendered and "\x1b" not in rendered
+
+
+def test_samples_exist() -> None:
+    assert shutil.which("tmux") is not None or True
+    assert (GPU_SAMPLE / "trace").is_dir() and (CPU_SAMPLE / "trace").is_dir()

@@ -1,0 +1,129 @@
+"""The UI's pure parts: documents, goto targets, counts, launcher paths, the loader."""
+
+from __future__ import annotations
+
+import argparse
+import os
+from pathlib import Path
+
+import pytest
+from ui_helpers import CPU_SAMPLE, GPU_SAMPLE, counts_text, summary_json
+
+from tcview.trace.source import load_source
+from tcview.ui.app import resolve_target
+from tcview.ui.content import (
+    counts_line,
+    kernel_doc,
+    metrics_table,
+    record_doc,
+)
+from tcview.ui.launch import NO_INPUT_HELP, newest_trace_dir, open_app, resolve_path
+from tcview.ui.loader import Loader
+from tcview.ui.viewer import highlight_line
+
+
+def test_counts_line_matches_summary_json() -> None:
+    data = summary_json(GPU_SAMPLE)
+    ts = load_source(str(GPU_SAMPLE))
+    assert counts_line(ts.counts()) == counts_text(data)
+
+
+@pytest.mark.parametrize("sample", [GPU_SAMPLE, CPU_SAMPLE])
+def test_loader_equals_one_shot_load(sample: Path) -> None:
+    loader = Loader(str(sample))
+    loader.run()
+    assert loader.error is None
+    assert loader.model.counts() == load_source(str(sample)).counts()
+    assert loader.done == loader.total > 0
+
+
+def test_kernel_doc_focuses_the_def_line() -> None:
+    ts = load_source(str(GPU_SAMPLE))
+    for kernel in ts.kernels:
+        doc = kernel_doc(kernel)
+        assert doc.lines[doc.focus].startswith(f"def {kernel.name}(")
+        assert doc.lines[0].startswith(f"{kernel.name} = async_compile.")
+        assert doc.language == "python"
+
+
+def test_cpp_kernel_doc_is_cpp_inside() -> None:
+    ts = load_source(str(CPU_SAMPLE))
+    kernel = ts.kernels[0]
+    doc = kernel_doc(kernel)
+    assert kernel.kind == "cpp"
+    assert 'extern "C"' in doc.lines[doc.focus]
+    assert doc.language_at(doc.focus) == "cpp"
+    assert doc.language_at(0) == "python"
+
+
+def test_resolve_target_forms() -> None:
+    ts = load_source(str(CPU_SAMPLE))
+    first = ts.compiles[0]
+    for text in (first.id_text, f"[{first.id_text}]", f" {first.id_text} "):
+        assert resolve_target(ts, text) == ("compile", first)
+    kernel = ts.kernels[1]
+    assert resolve_target(ts, kernel.name) == ("kernel", kernel)
+    assert resolve_target(ts, "no_such_thing_anywhere") is None
+
+
+def test_output_code_is_python_with_cpp_regions() -> None:
+    ts = load_source(str(CPU_SAMPLE))
+    rec = ts.kernels[0].output
+    doc = record_doc(rec)
+    assert doc.language == "python"
+    assert doc.regions and all(lang == "cpp" for _a, _b, lang in doc.regions)
+
+
+def test_metrics_are_a_table() -> None:
+    ts = load_source(str(GPU_SAMPLE))
+    comp = ts.compiles[0]
+    rows = metrics_table(comp.metrics)
+    plain = [r.plain for r in rows]
+    assert plain[0] == "timings"
+    assert any(p.startswith("entire_frame_compile_time_s") for p in plain)
+    rec = next(r for r in comp.records if r.kind == "compilation_metrics")
+    assert record_doc(rec).styled is not None
+
+
+def test_highlighting_is_literal() -> None:
+    text = highlight_line("x = '[bold]not markup[/]' # [link=http://x]y[/link]", "python")
+    assert text.plain == "x = '[bold]not markup[/]' # [link=http://x]y[/link]"
+    assert text.spans  # highlighted
+
+
+def test_newest_trace_dir(tmp_path: Path) -> None:
+    old = tmp_path / "a" / "trace"
+    new = tmp_path / "b" / "c" / "trace"
+    for i, d in enumerate((old, new)):
+        d.mkdir(parents=True)
+        f = d / "dedicated_log_torch_trace_x.log"
+        f.write_text("")
+        os.utime(f, (1000 + i, 1000 + i))
+    assert newest_trace_dir(tmp_path) == new
+
+
+def test_resolve_path_order(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.delenv("TORCH_TRACE", raising=False)
+    assert resolve_path(None) is None
+    monkeypatch.setenv("TORCH_TRACE", "/some/where")
+    assert resolve_path(None) == "/some/where"
+    assert resolve_path("given") == "given"
+
+
+def test_open_without_input_prints_help(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture
+) -> None:
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.delenv("TORCH_TRACE", raising=False)
+    args = argparse.Namespace(path=None, goto=None, follow=False, poll=False)
+    assert open_app(args) == 2
+    err = capsys.readouterr().err
+    assert err == NO_INPUT_HELP
+    assert "sample_traces/" in err
+
+
+def test_open_missing_path(capsys: pytest.CaptureFixture) -> None:
+    args = argparse.Namespace(path="/no/such/trace", goto=None, follow=False, poll=False)
+    assert open_app(args) == 2
+    assert "no such file" in capsys.readouterr().err
