@@ -66,11 +66,19 @@ def key_from_header(header: dict) -> CompileKey | None:
     """The compile a header record belongs to, or None (records with no compile id)."""
     if "frame_id" not in header and "compiled_autograd_id" not in header:
         return None
+    ca = header.get("compiled_autograd_id")
+    fid = header.get("frame_id")
+    fcid = header.get("frame_compile_id")
+    if type(ca) in _PLAIN and type(fid) in _PLAIN and type(fcid) in _PLAIN:
+        return CompileKey(ca, fid, fcid)
     return CompileKey(
         _hashable(header.get("compiled_autograd_id")),
         _hashable(header.get("frame_id")),
         _hashable(header.get("frame_compile_id")),
     )
+
+
+_PLAIN = (int, type(None))
 
 
 def _hashable(value: Any) -> Any:

@@ -48,14 +48,31 @@ _ID_KEYS = rb'"(?:frame_id|frame_compile_id|attempt|compiled_autograd_id|rank)"'
 # A newline before a non-empty, non-payload line; then, when it has one, the record prefix
 # (groups 1-3), and when the whole line is a well-formed chromium_event header, its context
 # keys (group 4). Such lines are valid JSON by their shape alone.
+_CTX = rb"((?:, " + _ID_KEYS + rb": " + _INT + rb")*)"
+# A JSON subset, as json.dumps writes it: flat objects of scalars and lists of scalars.
+_STR = rb'"(?:[^"\\\x00-\x1f]|\\["\\/bfnrt]|\\u[0-9a-fA-F]{4})*"'
+_NUM = rb"-?(?:0|[1-9]\d*)(?:\.\d+)?(?:[eE][+-]?\d+)?|NaN|-?Infinity"
+_SCALAR = rb"(?:" + _STR + rb"|" + _NUM + rb"|true|false|null)"
+_LIST = rb"\[(?:" + _SCALAR + rb"(?:, " + _SCALAR + rb")*)?\]"
+_FLAT = rb"\{(?:" + _STR + rb": (?:" + _SCALAR + rb"|" + _LIST + rb")(?:, " + _STR + rb": (?:"
+_FLAT += _SCALAR + rb"|" + _LIST + rb"))*)?\}"
+_VALUE = rb"(?:" + _SCALAR + rb"|" + _LIST + rb"|" + _FLAT + rb")"
+_META = rb"\{(?:" + _STR + rb": " + _VALUE + rb"(?:, " + _STR + rb": " + _VALUE + rb")*)?\}"
+# A newline before a non-empty, non-payload line; then, when it has one, the record prefix
+# (groups 1-3); then, when the whole line is a well-formed chromium_event header, its context
+# keys (group 4, and group 5 for its md5), or when it is a payload-less describe_* header, its
+# kind (group 6) and context keys (group 7). Lines matched by those branches are valid JSON by
+# their shape alone, so they are counted without a JSON parser.
 LINE = re.compile(
     rb"\n(?=[^\t\n])(?:"
     + _PREFIX
-    + rb'(?:\{"chromium_event": \{\}((?:, '
-    + _ID_KEYS
-    + rb": "
-    + _INT
-    + rb')*)(, "has_payload": "[0-9a-f]{32}")?\}(?=\n))?)?'
+    + rb'(?:\{"chromium_event": \{\}'
+    + _CTX
+    + rb'(, "has_payload": "[0-9a-f]{32}")?\}(?=\n)'
+    + rb'|\{"(describe_storage|describe_tensor|describe_source)": '
+    + _META
+    + _CTX
+    + rb"\}(?=\n))?)?"
 )
 KERNEL_DEF = re.compile(rb"^\t([A-Za-z_]\w*) = async_compile\.([A-Za-z_]\w*)\(", re.M)
 RANK_IN_NAME = re.compile(r"rank_(\d+)")
@@ -158,14 +175,21 @@ class TraceFile:
         """Index appended bytes. `settle` closes a last record whose md5 already matches."""
         if not data:
             return
-        buf = self._pending + data
-        base = self.pos - len(self._pending)  # file offset of buf[0]
+        start = self.pos  # file offset of data[0]
         self.pos += len(data)
-        cut = buf.rfind(b"\n")
-        if cut > 0:
-            self._scan(buf, base, cut)
-            buf = buf[cut:]  # keep the newline before the partial line
-        self._pending = buf
+        pending = self._pending
+        first = data.find(b"\n")
+        if first < 0:
+            self._pending = pending + data
+        else:
+            # The line cut at the last feed, completed without copying all of `data`.
+            head = pending + data[:first]
+            if len(head) > 1:
+                self._scan(head + b"\n", start - len(pending), len(head))
+            cut = data.rfind(b"\n")
+            if cut > first:
+                self._scan(data, start, cut, lo=first)
+            self._pending = data[cut:]
         if settle:
             self._settle_open()
         self.version += 1
@@ -185,15 +209,17 @@ class TraceFile:
     def pending_bytes(self) -> int:
         return len(self._pending) - 1
 
-    def _scan(self, buf: bytes, base: int, cut: int, eof_line: bool = False) -> None:
-        """Index the complete lines of buf[:cut + 1]; buf[0] and buf[cut] are newlines."""
+    def _scan(
+        self, buf: bytes, base: int, cut: int, eof_line: bool = False, lo: int = 0
+    ) -> None:
+        """Index the complete lines of buf[lo:cut + 1]; buf[lo] and buf[cut] are newlines."""
         cache = self._chromium
         offsets = self.chromium
         pids = self._pid_b
         n_chromium = 0
         last = None
-        for m in LINE.finditer(buf, 0, cut + 1):
-            rank_b, ts_b, pid_b, seg, _md5 = m.groups()
+        for m in LINE.finditer(buf, lo, cut + 1):
+            rank_b, ts_b, pid_b, seg, _md5, minor, mseg = m.groups()
             if self._open is not None:
                 self._extend_open(buf, base, m.start() + 1)
                 self._close_open()
@@ -212,6 +238,15 @@ class TraceFile:
                 if comp is not False:
                     comp.chromium += 1
                 continue
+            if minor is not None:
+                comp = cache.get(mseg)
+                if comp is None:
+                    comp = self._chromium_info(mseg)
+                self.kinds[minor.decode()] += 1
+                self.minor.append(base + m.start() + 1)
+                if comp is not False:
+                    comp.minor += 1
+                continue
             s = m.start() + 1
             e = buf.index(b"\n", s)
             if ts_b is None:
@@ -222,7 +257,7 @@ class TraceFile:
             self.kinds["chromium_event"] += n_chromium
         if last is not None:
             if self.first_ts is None:
-                self.first_ts = _first_ts(buf, cut)
+                self.first_ts = _first_ts(buf, lo, cut)
             self._last_ts_b = last
         if self._open is not None:
             self._extend_open(buf, base, cut + 1)
@@ -520,8 +555,8 @@ class TraceFile:
         return f"<TraceFile {self.display}>"
 
 
-def _first_ts(buf: bytes, cut: int) -> str | None:
-    m = HEADER.search(buf, 0, cut + 1)
+def _first_ts(buf: bytes, lo: int, cut: int) -> str | None:
+    m = HEADER.search(buf, lo, cut + 1)
     return m.group(2).decode() if m else None
 
 
