@@ -49,30 +49,16 @@ _ID_KEYS = rb'"(?:frame_id|frame_compile_id|attempt|compiled_autograd_id|rank)"'
 # (groups 1-3), and when the whole line is a well-formed chromium_event header, its context
 # keys (group 4). Such lines are valid JSON by their shape alone.
 _CTX = rb"((?:, " + _ID_KEYS + rb": " + _INT + rb")*)"
-# A JSON subset, as json.dumps writes it: flat objects of scalars and lists of scalars.
-_STR = rb'"(?:[^"\\\x00-\x1f]|\\["\\/bfnrt]|\\u[0-9a-fA-F]{4})*"'
-_NUM = rb"-?(?:0|[1-9]\d*)(?:\.\d+)?(?:[eE][+-]?\d+)?|NaN|-?Infinity"
-_SCALAR = rb"(?:" + _STR + rb"|" + _NUM + rb"|true|false|null)"
-_LIST = rb"\[(?:" + _SCALAR + rb"(?:, " + _SCALAR + rb")*)?\]"
-_FLAT = rb"\{(?:" + _STR + rb": (?:" + _SCALAR + rb"|" + _LIST + rb")(?:, " + _STR + rb": (?:"
-_FLAT += _SCALAR + rb"|" + _LIST + rb"))*)?\}"
-_VALUE = rb"(?:" + _SCALAR + rb"|" + _LIST + rb"|" + _FLAT + rb")"
-_META = rb"\{(?:" + _STR + rb": " + _VALUE + rb"(?:, " + _STR + rb": " + _VALUE + rb")*)?\}"
 # A newline before a non-empty, non-payload line; then, when it has one, the record prefix
-# (groups 1-3); then, when the whole line is a well-formed chromium_event header, its context
-# keys (group 4, and group 5 for its md5), or when it is a payload-less describe_* header, its
-# kind (group 6) and context keys (group 7). Lines matched by those branches are valid JSON by
-# their shape alone, so they are counted without a JSON parser.
+# (groups 1-3); then, when the whole line is a well-formed chromium_event header (most records
+# are), its context keys (group 4). Such lines are valid JSON by their shape alone, so they are
+# counted without a JSON parser.
 LINE = re.compile(
     rb"\n(?=[^\t\n])(?:"
     + _PREFIX
     + rb'(?:\{"chromium_event": \{\}'
     + _CTX
-    + rb'(, "has_payload": "[0-9a-f]{32}")?\}(?=\n)'
-    + rb'|\{"(describe_storage|describe_tensor|describe_source)": '
-    + _META
-    + _CTX
-    + rb"\}(?=\n))?)?"
+    + rb'(?:, "has_payload": "[0-9a-f]{32}")?\}(?=\n))?)?'
 )
 KERNEL_DEF = re.compile(rb"^\t([A-Za-z_]\w*) = async_compile\.([A-Za-z_]\w*)\(", re.M)
 RANK_IN_NAME = re.compile(r"rank_(\d+)")
@@ -219,7 +205,7 @@ class TraceFile:
         n_chromium = 0
         last = None
         for m in LINE.finditer(buf, lo, cut + 1):
-            rank_b, ts_b, pid_b, seg, _md5, minor, mseg = m.groups()
+            rank_b, ts_b, pid_b, seg = m.groups()
             if self._open is not None:
                 self._extend_open(buf, base, m.start() + 1)
                 self._close_open()
@@ -237,15 +223,6 @@ class TraceFile:
                 offsets.append(base + m.start() + 1)
                 if comp is not False:
                     comp.chromium += 1
-                continue
-            if minor is not None:
-                comp = cache.get(mseg)
-                if comp is None:
-                    comp = self._chromium_info(mseg)
-                self.kinds[minor.decode()] += 1
-                self.minor.append(base + m.start() + 1)
-                if comp is not False:
-                    comp.minor += 1
                 continue
             s = m.start() + 1
             e = buf.index(b"\n", s)
