@@ -9,6 +9,10 @@ from typing import Any
 from .index import Progress, TraceSet, discover, sniff_trace
 
 TEXT_LOG_NAMES = ("torch_logs.txt", "torch_logs.log", "stderr.txt", "logs.txt")
+# Files a run directory holds beside its trace (tcview run, the shared runs); not reported.
+RUN_FILES = frozenset(
+    {"run.json", "stdout.txt", "command.txt", "script.py", "stdout_typescript.txt", "versions.txt"}
+)
 
 
 def detect(path: str) -> str:
@@ -48,7 +52,11 @@ def load_source(path: str, progress: Progress | None = None) -> Any:
             from .textlog import TextLog
 
             ts.text = TextLog.load(str(log))
-            ts.skipped = [(p, why) for p, why in ts.skipped if p != log]
+            ts.skipped = [
+                (p, why)
+                for p, why in ts.skipped
+                if p != log and not (p.parent == Path(path) and p.name in RUN_FILES)
+            ]
             if not ts.files and ts.text is not None:
                 return ts.text
     return ts
