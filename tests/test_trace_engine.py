@@ -305,3 +305,12 @@ def test_summary_cli_json_and_fail_on(tmp_path: Path) -> None:
     )
     assert "Graph breaks (3, 1 distinct)" in text.stdout
     assert "Recompiles (3)" in text.stdout
+
+
+def test_without_orjson_the_index_is_the_same(monkeypatch: pytest.MonkeyPatch) -> None:
+    from tcview.trace import tracefile
+
+    path = SAMPLES / "gpu_triton_user" / "trace"
+    fast = TraceSet.load(path).summary_counts()
+    monkeypatch.setattr(tracefile, "loads", tracefile._loads_json)
+    assert TraceSet.load(path).summary_counts() == fast
