@@ -81,6 +81,7 @@ def h_dynamo_start(tf: Any, rec: Record) -> None:
         except TypeError:
             filename = None
         if filename is None:
+            tf.missing_strings += 1
             filename = f"<missing string {fid!r}>"
         frames.append(StackFrame(filename, item.get("line"), str(item.get("name", "?"))))
     comp.frame.stack = frames

@@ -17,6 +17,22 @@ def summary_json(ts: Any, verify: bool = False) -> dict[str, Any]:
     out["skipped"] = [{"path": str(p), "reason": why} for p, why in ts.skipped]
     unknown = ts.unknown_kinds()
     out["unknown_kinds"] = dict(sorted(unknown.items()))
+    out["damage"] = damage(ts, out)
+    return out
+
+
+def damage(ts: Any, counts: dict[str, Any]) -> dict[str, int]:
+    """What was wrong with the input; all zero for a healthy trace."""
+    files = [f for f in getattr(ts, "files", []) if hasattr(f, "bad_headers")]
+    out = {
+        "unparsed_lines": counts.get("unparsed_lines", 0),
+        "bad_headers": sum(f.bad_headers for f in files),
+        "truncated_records": sum(f.truncated for f in files),
+        "missing_strings": sum(f.missing_strings for f in files),
+        "unreadable_files": sum(1 for _p, why in ts.skipped if why.startswith("unreadable")),
+    }
+    if "md5_mismatches" in counts:
+        out["md5_mismatches"] = counts["md5_mismatches"]
     return out
 
 
@@ -106,6 +122,10 @@ def summary_text(ts: Any, verify: bool = False, width: int = 100) -> str:
         for c in sorted(timed, key=lambda c: -(c.compile_time_s or 0))[:10]:
             frame = c.frame.label if c.frame else ""
             add(f"  {_fmt_s(c.compile_time_s)}  [{c.id_text}] {frame}  ({c.status})")
+    hurt = {k: v for k, v in s["damage"].items() if v}
+    if hurt:
+        add("")
+        add("Damage: " + ", ".join(f"{k.replace('_', ' ')} {v}" for k, v in hurt.items()))
     if s["unknown_kinds"]:
         add("")
         add("Unknown event kinds: " + ", ".join(f"{k} ×{n}" for k, n in s["unknown_kinds"].items()))

@@ -146,6 +146,9 @@ class TraceFile:
         self.md5_mismatches = 0
         self.bad_md5: set[int] = set()  # header offsets whose payload md5 failed (--verify)
         self.failure_count = 0  # compilation_metrics records with a non-empty fail_type
+        self.bad_headers = 0  # header JSON that parsed but is not a well-typed record
+        self.truncated = 0  # a last record whose payload is incomplete when the file ends
+        self.missing_strings = 0  # stack frames naming a string-table id never defined
         self.problems: list[str] = []
         self.version = 0  # bumped whenever the index changes
         m = RANK_IN_NAME.search(self.path.name)
@@ -187,6 +190,9 @@ class TraceFile:
             base = self.pos - len(tail)
             self._scan(tail + b"\n", base, len(tail), eof_line=True)
         self._pending = b"\n"
+        rec = self._open
+        if rec is not None and rec.md5 and not rec.closed and rec.md5_ok() is False:
+            self.truncated += 1
         self._close_open()
         self.finished = True
         self.version += 1
@@ -195,9 +201,7 @@ class TraceFile:
     def pending_bytes(self) -> int:
         return len(self._pending) - 1
 
-    def _scan(
-        self, buf: bytes, base: int, cut: int, eof_line: bool = False, lo: int = 0
-    ) -> None:
+    def _scan(self, buf: bytes, base: int, cut: int, eof_line: bool = False, lo: int = 0) -> None:
         """Index the complete lines of buf[lo:cut + 1]; buf[lo] and buf[cut] are newlines."""
         cache = self._chromium
         offsets = self.chromium
@@ -315,7 +319,9 @@ class TraceFile:
         self._record(info, md5, base + s, base + e + (0 if at_eof else 1))
 
     def _record(self, info: Derived, md5: str | None, offset: int, hdr_end: int) -> None:
-        kind, meta, key, attempt, name, rank, md5_field = info
+        kind, meta, key, attempt, name, rank, md5_field, typed = info
+        if not typed:
+            self.bad_headers += 1
         if kind in MINOR_KINDS and md5 is None and md5_field is None:
             # Many small metadata events: counted and located, not kept as objects.
             self.kinds[kind] += 1
@@ -537,13 +543,14 @@ def _first_ts(buf: bytes, lo: int, cut: int) -> str | None:
     return m.group(2).decode() if m else None
 
 
-Derived = tuple  # (kind, meta, key, attempt, name, rank, md5 field)
+Derived = tuple  # (kind, meta, key, attempt, name, rank, md5 field, well-typed)
+_ID_FIELDS = ("frame_id", "frame_compile_id", "attempt", "compiled_autograd_id", "rank")
 
 
 def derive(header: Any, size: int) -> Derived:
     """What a record needs from its header JSON (cached for headers that repeat)."""
     if not isinstance(header, dict):
-        return ("(not an object)", header, None, 0, None, None, None)
+        return ("(not an object)", header, None, 0, None, None, None, False)
     kind = ""
     for k in header:
         if k not in CONTEXT_KEYS:
@@ -569,7 +576,12 @@ def derive(header: Any, size: int) -> Derived:
             meta = None  # read from disk by full_meta() when shown
         elif size > _META_KEEP:
             meta = slim(meta)
-    return (kind, meta, key_from_header(header), attempt, name, rank, md5)
+    typed = (
+        kind != ""
+        and all(type(header.get(f)) in (int, type(None)) for f in _ID_FIELDS)
+        and isinstance(header.get("has_payload", ""), str)
+    )
+    return (kind, meta, key_from_header(header), attempt, name, rank, md5, typed)
 
 
 def slim(meta: dict) -> dict:
