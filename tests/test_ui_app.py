@@ -49,7 +49,7 @@ async def test_follow_flag_shows_live() -> None:
     app = TcviewApp(str(GPU_SAMPLE), follow=True)
     async with app.run_test(size=SIZE) as pilot:
         await ready(app, pilot)
-        assert " · live" in app.status_left
+        assert app.status_left.startswith("live · ")
 
 
 @sync

@@ -245,19 +245,21 @@ class TcviewApp(App[int]):
             self.goto_target = None
 
     def _update_status(self) -> None:
-        mode = "live" if self.follow else "static"
-        left = f"{self.source_path} · {mode}"
+        # Mode and progress first: the path is what gets cut on a narrow terminal.
+        parts = ["live" if self.follow else "static"]
         loader = self.loader
         if not loader.finished:
             if loader.total:
-                left += (
-                    f" · indexing {100 * loader.fraction:.0f}%"
+                parts.append(
+                    f"indexing {100 * loader.fraction:.0f}%"
                     f" ({loader.done / 1e6:.0f}/{loader.total / 1e6:.0f} MB)"
                 )
             else:
-                left += " · indexing…"
+                parts.append("indexing…")
         elif loader.error:
-            left += " · error"
+            parts.append("error")
+        parts.append(self.source_path)
+        left = " · ".join(parts)
         self.status_left = safe_line(left)
         model = self.model
         if model is not None:
