@@ -56,7 +56,7 @@ def count_file(path: Path) -> dict:
         if pm:
             try:
                 obj = json.loads(line[pm.end() :])
-            except ValueError:
+            except (ValueError, RecursionError):
                 obj = None
                 pm = None
         if pm is None:

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 import os
 import threading
 from collections import Counter
@@ -23,7 +22,12 @@ Progress = Callable[[int, int], None]
 
 
 def sniff_trace(path: Path) -> str | None:
-    """None when `path` is a trace file, else the reason it is not one."""
+    """None when `path` is a trace file, else the reason it is not one.
+
+    A trace file's first non-empty line is a record header: the log prefix, then a JSON object.
+    A damaged first header still counts when it starts like one (``{"``); TORCH_LOGS text has
+    the same prefix but a message after it, not JSON.
+    """
     try:
         with open(path, "rb") as fh:
             data = fh.read(65536)
@@ -46,9 +50,7 @@ def sniff_trace(path: Path) -> str | None:
     m = HEADER.match(line)
     if not m:
         return "first line is not a trace record header"
-    try:
-        json.loads(line[m.end() :].decode("utf-8", "replace"))
-    except ValueError:
+    if not line[m.end() :].lstrip().startswith(b"{"):
         return "first line is a log line, not a trace record"
     return None
 

@@ -82,9 +82,12 @@ try:  # optional speed-up (tcview[fast]); the result is the same as json's
 
     def loads(data: bytes) -> Any:
         try:
-            return orjson.loads(data)
+            value = orjson.loads(data)
         except (orjson.JSONDecodeError, RecursionError):
             return _loads_json(data)  # json accepts a little more (NaN, invalid UTF-8)
+        if len(data) > 2000 and data.count(b"[") + data.count(b"{") > 500:
+            return _loads_json(data)  # json refuses deep nesting that orjson takes
+        return value
 
 except ImportError:  # pragma: no cover - depends on the environment
     loads = _loads_json
