@@ -188,11 +188,20 @@ class TcviewApp(App[int]):
             self._index()
             self._ticker = self.set_interval(TICK, self._tick)
         self.call_after_refresh(self._first_frame)
+        self._warm_up()
+
+    @work(thread=True, group="warm", exit_on_error=False, description="warm up")
+    def _warm_up(self) -> None:
+        """Import the lexers now, so the first highlighted item does not wait for them."""
+        from .viewer import highlight_line
+
+        for language in ("python", "cpp", "json"):
+            highlight_line("x = 1", language)
 
     def _first_frame(self) -> None:
         self.first_frame_at = time.monotonic()
 
-    @work(thread=True, group="index", exit_on_error=False)
+    @work(thread=True, group="index", exit_on_error=False, description="index")
     def _index(self) -> None:
         self.loader.run()
 
@@ -290,7 +299,7 @@ class TcviewApp(App[int]):
         self._last_item = item
         self._build_doc(item)
 
-    @work(thread=True, group="content", exclusive=True, exit_on_error=False)
+    @work(thread=True, group="content", exclusive=True, exit_on_error=False, description="show")
     def _build_doc(self, item: Item) -> None:
         try:
             with self.lock:

@@ -29,6 +29,7 @@ METRIC_KINDS = frozenset(
     bwd_compilation_metrics_runtime""".split()
 )
 JSON_LIMIT = 32 << 20
+SUMMARY_ROWS = 500  # compiles listed in a frame summary
 STATUS_STYLE = {
     "ok": "green",
     "graph break": "yellow",
@@ -442,7 +443,7 @@ def frame_summary(frame: Any) -> list[Text]:
         Text(""),
         Text("compiles", style="bold underline"),
     ]
-    for comp in frame.compiles:
+    for comp in frame.compiles[:SUMMARY_ROWS]:
         row = Text.assemble("  ", lit(comp.id_text.ljust(8), "bold"), " ")
         row.append_text(status_text(comp.status.ljust(12)))
         row.append(fmt_seconds(comp.compile_time_s).rjust(8))
@@ -452,6 +453,8 @@ def frame_summary(frame: Any) -> list[Text]:
                 out.append(Text.assemble("      guard failed: ", lit(short_guard(reason), "cyan")))
         for gb in comp.breaks[:3]:
             out.append(Text.assemble("      break: ", lit(gb.reason, "yellow")))
+    if len(frame.compiles) > SUMMARY_ROWS:
+        out.append(Text(f"  … {len(frame.compiles) - SUMMARY_ROWS} more", style="dim"))
     if frame.stack:
         out.append(Text(""))
         out.append(Text("stack", style="bold underline"))

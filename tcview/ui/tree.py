@@ -45,7 +45,7 @@ MAIN_KINDS = (
 MAIN_ORDER = {kind: i for i, kind in enumerate(MAIN_KINDS)}
 
 
-@dataclass(eq=False)
+@dataclass(eq=False, repr=False)
 class Item:
     """What a tree node stands for. `key` identifies it across model refreshes."""
 
@@ -55,6 +55,9 @@ class Item:
     loaded: bool = False
     extra: Any = None
     files: list[Any] = field(default_factory=list)  # trace files under a run/rank/file node
+
+    def __repr__(self) -> str:  # the model objects' reprs can be huge
+        return f"<Item {self.kind} {self.key!r}>"
 
 
 @dataclass

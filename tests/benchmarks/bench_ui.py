@@ -1,0 +1,225 @@
+"""UI benchmarks (not timed tests): run `python tests/benchmarks/bench_ui.py [--gb 1.0]`.
+
+1. open-to-first-frame on a ~1 GB trace (a real trace file repeated), plus the time until the
+   tree shows the first items and until indexing is complete;
+2. opening a 50,000-line output code in the viewer;
+3. keypress-to-redraw in a tree with 100,000 items.
+Temporary files are deleted at the end.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import hashlib
+import json
+import shutil
+import statistics
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parents[2]
+sys.path.insert(0, str(REPO))
+
+from textual import events  # noqa: E402
+
+from tcview.ui.app import TcviewApp  # noqa: E402
+from tcview.ui.content import OUTPUT_CODES, Document  # noqa: E402
+from tcview.ui.tree import TraceTree  # noqa: E402
+
+SOURCE = REPO / "sample_traces" / "gpu_tinyblock" / "trace"
+PREFIX = "V1121 05:35:45.123456 4242 torch/_logging/structured.py:28] "
+
+
+def record(header: dict, payload: str | None = None) -> str:
+    if payload is None:
+        return PREFIX + json.dumps(header) + "\n"
+    header = dict(header, has_payload=hashlib.md5(payload.encode()).hexdigest())
+    return PREFIX + json.dumps(header) + "\n" + "".join(f"\t{ln}\n" for ln in payload.split("\n"))
+
+
+def big_trace(directory: Path, gigabytes: float, source: Path) -> Path:
+    src = next(source.glob("dedicated_log_torch_trace*.log")).read_bytes()
+    target = directory / "dedicated_log_torch_trace_big.log"
+    want = int(gigabytes * (1 << 30))
+    with open(target, "wb") as fh:
+        written = 0
+        while written < want:
+            fh.write(src)
+            written += len(src)
+    return directory
+
+
+def output_code_trace(directory: Path, lines: int) -> Path:
+    kernel = [
+        "triton_poi_fused_{i} = async_compile.triton('triton_poi_fused_{i}', '''",
+        "import triton",
+        "import triton.language as tl",
+        "@triton.jit",
+        "def triton_poi_fused_{i}(in_ptr0, out_ptr0, xnumel, XBLOCK : tl.constexpr):",
+        "    xoffset = tl.program_id(0) * XBLOCK",
+        "    xindex = xoffset + tl.arange(0, XBLOCK)[:]",
+        "    tmp0 = tl.load(in_ptr0 + (xindex), None)",
+        "    tl.store(out_ptr0 + (xindex), tmp0, None)",
+        "''', device_str='cuda')",
+        "",
+    ]
+    body: list[str] = ["# AOT ID: ['0_inference']", "from torch import device, empty_strided", ""]
+    i = 0
+    while len(body) < lines:
+        body.extend(ln.format(i=i) for ln in kernel)
+        i += 1
+    ids = {"frame_id": 0, "frame_compile_id": 0, "attempt": 0}
+    text = record({"dynamo_start": {"stack": []}, **ids})
+    text += record({"inductor_output_code": {"filename": "x.py"}, **ids}, "\n".join(body))
+    (directory / "dedicated_log_torch_trace_code.log").write_text(text)
+    return directory
+
+
+def many_compiles_trace(directory: Path, n: int) -> Path:
+    parts = []
+    for i in range(n):
+        parts.append(
+            record(
+                {"dynamo_start": {"stack": []}, "frame_id": 0, "frame_compile_id": i, "attempt": 0}
+            )
+        )
+    (directory / "dedicated_log_torch_trace_many.log").write_text("".join(parts))
+    return directory
+
+
+async def key_to_redraw(app: TcviewApp, key: str) -> float:
+    """Seconds from a key event reaching the app to the next screen refresh after it.
+
+    (Pilot.press waits for the whole process to go idle, which never happens while the
+    indexing thread runs, so it is not used for timing.)
+    """
+    done = asyncio.Event()
+    t0 = time.monotonic()
+    app.post_message(events.Key(key, None))
+    await asyncio.sleep(0)
+    app.call_after_refresh(done.set)
+    await done.wait()
+    return time.monotonic() - t0
+
+
+async def bench_open(path: Path) -> dict[str, float]:
+    t0 = time.monotonic()
+    app = TcviewApp(str(path))
+    out: dict[str, float] = {}
+    async with app.run_test(size=(120, 40)) as pilot:
+        while app.first_frame_at is None:
+            await pilot.pause(0.001)
+        out["first_frame_s"] = app.first_frame_at - t0
+        tree = app.query_one(TraceTree)
+        while not tree.root.children:
+            await pilot.pause(0.01)
+        out["first_tree_items_s"] = time.monotonic() - t0
+        out["status_while_indexing"] = app.status_left  # type: ignore[assignment]
+        # the tree answers keys while indexing goes on
+        app.query_one(TraceTree).focus()
+        lag = [await key_to_redraw(app, key) for key in ("down", "up") * 10]
+        out["keypress_while_indexing_ms"] = statistics.median(lag) * 1000
+        out["keypress_while_indexing_max_ms"] = max(lag) * 1000
+        while app.loaded_at is None:
+            await pilot.pause(0.05)
+        out["index_complete_s"] = app.loaded_at - t0
+        out["counts"] = app.status_right  # type: ignore[assignment]
+    return out
+
+
+async def bench_output_code(path: Path) -> dict[str, float]:
+    app = TcviewApp(str(path))
+    async with app.run_test(size=(120, 40)) as pilot:
+        while app.loaded_at is None:
+            await pilot.pause(0.01)
+        rec = app.model.files[0].records[1]
+        tree = app.query_one(TraceTree)
+        node = tree.reveal(rec, "record")
+        tree.reveal_node(node)
+        reader = app.query_one("#reader")
+        await app.workers.wait_for_complete()
+        await pilot.pause(0.2)
+        OUTPUT_CODES._items.clear()  # cold: read, decode and split the record again
+        reader.viewer.show(Document("empty"))
+        await pilot.pause()
+        t0 = time.monotonic()
+        app.show_item(node.data)
+        while reader.viewer.doc.count < 50_000:
+            await pilot.pause(0.001)
+        await pilot.pause()
+        shown = time.monotonic() - t0
+        reader.viewer.focus()
+        await pilot.pause()
+        end = await key_to_redraw(app, "G")
+        t2 = time.monotonic()
+        found = reader.viewer.search("triton_poi_fused_4000(")
+        search = time.monotonic() - t2
+        return {
+            "lines": reader.viewer.doc.count,
+            "open_s": shown,
+            "jump_to_end_s": end,
+            "search_s": search,
+            "found": float(found),
+        }
+
+
+async def bench_tree(path: Path) -> dict[str, float]:
+    app = TcviewApp(str(path))
+    async with app.run_test(size=(120, 40)) as pilot:
+        while app.loaded_at is None:
+            await pilot.pause(0.01)
+        tree = app.query_one(TraceTree)
+        frame = tree.root.children[0]
+        t0 = time.monotonic()
+        tree.ensure_loaded(frame)
+        frame.expand()
+        await pilot.pause()
+        expand = time.monotonic() - t0
+        items = len(tree._tree_lines)
+        tree.focus()
+        before = tree.cursor_line
+        times = [await key_to_redraw(app, "down") for _ in range(60)]
+        moved = tree.cursor_line - before
+        end = await key_to_redraw(app, "end")
+        return {
+            "items": items,
+            "expand_s": expand,
+            "keypress_median_ms": statistics.median(times) * 1000,
+            "keypress_p95_ms": sorted(times)[int(len(times) * 0.95)] * 1000,
+            "jump_to_last_ms": end * 1000,
+            "cursor_moved_lines": moved,
+            "cursor_at_last": float(tree.cursor_line == tree.last_line),
+        }
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--gb", type=float, default=1.0)
+    parser.add_argument("--source", type=Path, default=SOURCE)
+    args = parser.parse_args()
+    tmp = Path(tempfile.mkdtemp(prefix="tcview-bench-ui-"))
+    try:
+        for name, make, bench in (
+            ("open 1 GB", lambda d: big_trace(d, args.gb, args.source), bench_open),
+            ("50k-line output code", lambda d: output_code_trace(d, 50_000), bench_output_code),
+            ("100k tree items", lambda d: many_compiles_trace(d, 100_000), bench_tree),
+        ):
+            d = tmp / name.replace(" ", "_")
+            d.mkdir()
+            path = make(d)
+            size = sum(f.stat().st_size for f in path.iterdir())
+            result = asyncio.run(bench(path))
+            print(f"{name} ({size / 1e6:.0f} MB):")
+            for key, value in result.items():
+                shown = f"{value:.3f}" if isinstance(value, float) else value
+                print(f"  {key:28} {shown}")
+            shutil.rmtree(d)
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
+
+
+if __name__ == "__main__":
+    main()
