@@ -120,10 +120,11 @@ class Follower:
             self._wake.clear()
             if self._stop.is_set():
                 break
-            if self._watching is None or not os.path.exists(self._watching):
-                self._start_observer()
+            switched = self._watching != self._watch_target()
+            if switched:
+                self._start_observer()  # the root appeared (or vanished): watch it instead
             now = time.monotonic()
-            full = now - last_scan >= (self.interval if self.poll else RESCAN_S)
+            full = switched or now - last_scan >= (self.interval if self.poll else RESCAN_S)
             try:
                 if full:
                     last_scan = now
