@@ -23,7 +23,7 @@ from .trace.index import TRACE_NAME_PREFIX, TraceSet, sniff_trace
 from .trace.source import detect, find_text_log
 
 READ_BLOCK = 4 << 20
-RESCAN_S = 1.0  # safety rescan, also when events are working
+RESCAN_S = 0.5  # safety rescan, also when events are working
 
 
 class Follower:

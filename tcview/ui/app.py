@@ -28,11 +28,12 @@ from .content import (
     record_doc,
     styled_doc,
 )
-from .loader import Loader
+from .loader import FollowLoader, Loader
 from .reader import Reader
 from .tree import Item, TraceTree
 
 TICK = 0.2  # seconds between model refreshes while indexing
+LIVE_TICK = 0.1  # follow mode: at most ten redraws a second, however fast the data moves
 
 
 class StatusBar(Horizontal):
@@ -132,6 +133,7 @@ class TcviewApp(App[int]):
         Binding("n", "next_match(1)", "Next match", show=False),
         Binding("N", "next_match(-1)", "Previous match", show=False),
         Binding("escape", "back", "Back", show=False),
+        Binding("F", "toggle_follow", "Follow newest", id="follow"),
     ]
 
     status_left: reactive[str] = reactive("")
@@ -143,6 +145,8 @@ class TcviewApp(App[int]):
         goto: str | None = None,
         follow: bool = False,
         model: Any = None,
+        poll: bool = False,
+        stdin_fd: int | None = None,
     ) -> None:
         super().__init__()
         from .palette import TraceCommands
@@ -151,8 +155,13 @@ class TcviewApp(App[int]):
         self.animation_level = "none"
         self.source_path = path
         self.goto_target = goto
-        self.follow = follow
-        self.loader = Loader(path, model)
+        self.follow = follow or path == "-"
+        self.follow_newest = False
+        self.loader: Any = (
+            FollowLoader(path, poll=poll, stdin_fd=stdin_fd) if self.follow else Loader(path, model)
+        )
+        self._newest: Any = None
+        self._records_shown = 0
         self._versions: tuple = ()
         self._show_timer: Any = None
         self._last_item: Item | None = None
@@ -168,6 +177,11 @@ class TcviewApp(App[int]):
     def lock(self) -> Any:
         return self.loader.lock
 
+    @property
+    def main_tree(self) -> TraceTree:
+        """The tree of the main screen, also while a view's screen is on top."""
+        return self.screen_stack[0].query_one(TraceTree)
+
     # ------------------------------------------------------------ layout
 
     def compose(self) -> ComposeResult:
@@ -178,7 +192,8 @@ class TcviewApp(App[int]):
         yield Footer()
 
     def on_mount(self) -> None:
-        tree = self.query_one(TraceTree)
+        tree = self.main_tree
+        tree.stable = self.follow
         tree.border_title = "compiles"
         tree.focus()
         self._update_status()
@@ -187,6 +202,8 @@ class TcviewApp(App[int]):
         else:
             self._index()
             self._ticker = self.set_interval(TICK, self._tick)
+        if self.follow:
+            self.set_interval(LIVE_TICK, self._live_tick)
         self.call_after_refresh(self._first_frame)
         self._warm_up()
 
@@ -211,9 +228,37 @@ class TcviewApp(App[int]):
             self._ticker.stop()
             self._model_ready()
 
+    def _live_tick(self) -> None:
+        if not self.loader.finished:
+            return
+        self.refresh_model()
+        if self.follow_newest:
+            self._select_newest()
+
+    def _select_newest(self) -> None:
+        with self.lock:
+            compiles = getattr(self.model, "compiles", None) or []
+            newest = compiles[-1] if compiles else None
+        if newest is not None and newest is not self._newest:
+            self._newest = newest
+            self.reveal("compile", newest)
+
+    def action_toggle_follow(self) -> None:
+        self.follow_newest = not self.follow_newest
+        self._newest = None
+        if self.follow_newest:
+            self._select_newest()
+        self.notify("following the newest compile" if self.follow_newest else "view stays put")
+        self._update_status()
+
+    def records_shown(self) -> int:
+        """Records in the model as the status bar last showed it (for benchmarks)."""
+        return self._records_shown
+
     def _model_ready(self) -> None:
         self.loaded_at = time.monotonic()
-        tree = self.query_one(TraceTree)
+        self.main_tree.mark_new = self.follow  # from now on, what arrives is marked as new
+        tree = self.main_tree
         with self.lock:
             if tree.root.data is None or tree.root.data.obj is not self.model:
                 tree.set_model(self.model)
@@ -232,7 +277,7 @@ class TcviewApp(App[int]):
     def refresh_model(self) -> None:
         """Pick up what the model gained since the last call; the tree grows in place."""
         model = self.model
-        tree = self.query_one(TraceTree)
+        tree = self.main_tree
         if model is None:
             self._update_status()
             return
@@ -242,6 +287,7 @@ class TcviewApp(App[int]):
                 getattr(model, "version", 0),
                 len(model.files),
                 sum(getattr(f, "version", 0) for f in model.files),
+                getattr(getattr(model, "text", None), "version", 0),
             )
             if versions != self._versions:
                 self._versions = versions
@@ -256,6 +302,11 @@ class TcviewApp(App[int]):
     def _update_status(self) -> None:
         # Mode and progress first: the path is what gets cut on a narrow terminal.
         parts = ["live" if self.follow else "static"]
+        if self.follow_newest:
+            parts.append("following newest")
+        notices = getattr(self.loader, "notices", None)
+        if notices:
+            parts.append(notices[-1])
         loader = self.loader
         if not loader.finished:
             if loader.total:
@@ -274,6 +325,9 @@ class TcviewApp(App[int]):
         if model is not None:
             with self.lock:
                 counts = model.counts()
+                self._records_shown = sum(
+                    sum(getattr(f, "kinds", {}).values()) for f in getattr(model, "files", [])
+                )
             self.status_right = counts_line(counts)
         else:
             self.status_right = counts_line({})
@@ -285,13 +339,14 @@ class TcviewApp(App[int]):
         if self._show_timer is not None:
             self._show_timer.stop()
         item = event.node.data
+        self.main_tree.unmark(event.node)
         self._show_timer = self.set_timer(0.04, lambda: self._show_now(item))
 
     @on(Tree.NodeSelected, "#tree")
     def _selected(self, event: Tree.NodeSelected[Item]) -> None:
         if not event.node.allow_expand:
             self._show_now(event.node.data)
-            self.query_one("#reader", Reader).viewer.focus()
+            self.screen_stack[0].query_one("#reader", Reader).viewer.focus()
 
     def _show_now(self, item: Item | None) -> None:
         if item is None or item is self._last_item:
@@ -310,7 +365,7 @@ class TcviewApp(App[int]):
             self.call_from_thread(self._show_doc, doc)
 
     def _show_doc(self, doc: Document) -> None:
-        self.query_one("#reader", Reader).show(doc)
+        self.screen_stack[0].query_one("#reader", Reader).show(doc)
 
     def show_item(self, item: Item) -> None:
         """Show now, bypassing the highlight debounce."""
@@ -329,7 +384,7 @@ class TcviewApp(App[int]):
 
     def reveal(self, kind: str, obj: Any) -> bool:
         """Select a compile, kernel or record in the tree and show it."""
-        tree = self.query_one(TraceTree)
+        tree = self.main_tree
         with self.lock:
             node = tree.reveal(obj, kind)
         if node is None:
@@ -357,7 +412,7 @@ class TcviewApp(App[int]):
         if len(self.screen_stack) > 1:
             self.pop_screen()
         else:
-            self.query_one(TraceTree).focus()
+            self.main_tree.focus()
 
     def action_help(self) -> None:
         from .help import HelpScreen
@@ -380,6 +435,9 @@ class TcviewApp(App[int]):
 
     def on_unmount(self) -> None:
         self.loader.cancelled = True
+        stop = getattr(self.loader, "stop", None)
+        if stop is not None:
+            stop()
 
 
 def default_title(path: str) -> str:

@@ -74,14 +74,14 @@ def open_app(args: argparse.Namespace) -> int:
         print(NO_INPUT_HELP, file=sys.stderr, end="")
         return 2
     follow = bool(getattr(args, "follow", False))
-    model = None
+    stdin_fd = None
     if path == "-":
-        from ..trace.source import load_source
-
-        model = load_source("-")
+        # The pipe carries the log; keys come from the terminal. Read the pipe live.
+        stdin_fd = os.dup(0)
         if not _reattach_tty():
             print("tcview open -: no terminal to read keys from", file=sys.stderr)
             return 2
+        follow = True
     elif not os.path.exists(path) and not follow:
         print(f"tcview: no such file or directory: {path}", file=sys.stderr)
         return 2
@@ -90,6 +90,12 @@ def open_app(args: argparse.Namespace) -> int:
         return 2
     from .app import TcviewApp
 
-    app = TcviewApp(path, goto=getattr(args, "goto", None), follow=follow, model=model)
+    app = TcviewApp(
+        path,
+        goto=getattr(args, "goto", None),
+        follow=follow,
+        poll=bool(getattr(args, "poll", False)),
+        stdin_fd=stdin_fd,
+    )
     app.run()
     return app.return_code or 0

@@ -104,3 +104,54 @@ def _size(p: Path) -> int:
         return p.stat().st_size
     except OSError:
         return 0
+
+
+class FollowLoader:
+    """Follow mode: a `Follower` grows the model; the app reads it under the same lock."""
+
+    def __init__(self, path: str, poll: bool = False, stdin_fd: int | None = None) -> None:
+        from ..live import Follower
+
+        self.path = path
+        self.follower = Follower(path, poll=poll)
+        self.stdin_fd = stdin_fd
+        self.done = 0
+        self.total = 0
+        self.finished = False
+        self.error: str | None = None
+        self.started = time.monotonic()
+        self.elapsed = 0.0
+        self.cancelled = False
+
+    @property
+    def model(self) -> Any:
+        return self.follower.model
+
+    @property
+    def lock(self) -> Any:
+        return self.follower.lock
+
+    @property
+    def fraction(self) -> float:
+        return 1.0 if self.finished else 0.0
+
+    @property
+    def notices(self) -> list[str]:
+        return self.follower.notices
+
+    def run(self) -> None:
+        """Read what exists now (in a worker thread), then keep following in the background."""
+        try:
+            if self.path != "-":
+                self.follower.step()
+        except Exception as exc:  # noqa: BLE001 - shown in the UI instead of a crash
+            self.error = f"{type(exc).__name__}: {exc}"
+        finally:
+            self.elapsed = time.monotonic() - self.started
+            self.finished = True
+        if not self.cancelled:
+            self.follower.start(stdin_fd=self.stdin_fd)
+
+    def stop(self) -> None:
+        self.cancelled = True
+        self.follower.stop()

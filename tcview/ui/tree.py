@@ -20,6 +20,7 @@ from ..trace.facts import short_guard
 from ..trace.handlers import KNOWN_KINDS
 from .content import KIND_STYLE, STATUS_MARK, STATUS_STYLE, fmt_seconds, lit, record_name
 
+NEW_MARK = Text("new ", style="bold green")
 GROUP_LIMIT = 5000  # leaves shown under one group node
 AUTO_EXPAND_FRAMES = 12  # with this many frames or fewer, frames start expanded
 
@@ -257,7 +258,9 @@ def _group_children(records: list[Any], comp: Any | None, by_label: bool = True)
     return out
 
 
-def children_of(item: Item) -> list[Spec]:
+def children_of(item: Item, stable: bool = False) -> list[Spec]:
+    """Child specs of an item. `stable` (follow mode) keeps the run level even for one run,
+    so that a second run appearing later adds a node instead of reshaping the tree."""
     kind, obj = item.kind, item.obj
     if kind == "root":
         if obj is None:
@@ -265,7 +268,7 @@ def children_of(item: Item) -> list[Spec]:
         runs = getattr(obj, "runs", None)
         if runs is None:
             return _file_content(list(getattr(obj, "files", [])))
-        if len(runs) == 1:
+        if len(runs) == 1 and not stable:
             return _run_children(runs[0])
         out = []
         for run in runs:
@@ -332,6 +335,9 @@ class TraceTree(Tree[Item]):
         self.guide_depth = 2
         self.auto_expand = True
         self._by_key: dict[Any, TreeNode[Item]] = {}
+        self.mark_new = False  # follow mode: nodes added from now on are marked as new
+        self.stable = False  # follow mode: keep levels that a growing model could add
+        self.new_keys: set[Any] = set()
 
     # ------------------------------------------------------------ building
 
@@ -350,13 +356,15 @@ class TraceTree(Tree[Item]):
         item = node.data
         if item is None or item.loaded:
             return
-        for spec in children_of(item):
+        for spec in children_of(item, self.stable):
             self._add(node, spec)
         item.loaded = True
 
     def _add(self, parent: TreeNode[Item], spec: Spec) -> TreeNode[Item]:
         item = Item(spec.kind, spec.obj, spec.key, extra=spec.extra, files=spec.files)
-        node = parent.add(spec.label, data=item, allow_expand=spec.expandable)
+        if self.mark_new and spec.key not in self._by_key:
+            self.new_keys.add(spec.key)
+        node = parent.add(self._label(spec), data=item, allow_expand=spec.expandable)
         self._by_key[spec.key] = node
         if spec.expand and spec.expandable:
             self.ensure_loaded(node)
@@ -376,7 +384,7 @@ class TraceTree(Tree[Item]):
         item = node.data
         if item is None or not item.loaded:
             return
-        specs = children_of(item)
+        specs = children_of(item, self.stable)
         existing = list(node.children)
         keys = [c.data.key for c in existing if c.data is not None]
         if [s.key for s in specs[: len(keys)]] != keys:
@@ -387,8 +395,9 @@ class TraceTree(Tree[Item]):
                 # Runs, ranks and groups are recomputed views: take the fresh object.
                 child.data.obj, child.data.files = spec.obj, spec.files
                 child.data.extra = spec.extra
-            if spec.label.plain != child.label.plain:
-                child.set_label(spec.label)
+            label = self._label(spec)
+            if label.plain != child.label.plain:
+                child.set_label(label)
             if spec.expandable and not child.allow_expand:
                 child.allow_expand = True
             self._sync(child)
@@ -421,6 +430,21 @@ class TraceTree(Tree[Item]):
         node.expand()
         for child in node.children:
             self._restore(child, expanded)
+
+    def _label(self, spec: Spec) -> Text:
+        if spec.key not in self.new_keys:
+            return spec.label
+        return Text.assemble(NEW_MARK, spec.label)
+
+    def unmark(self, node: TreeNode[Item]) -> None:
+        """A new node the user has looked at is no longer new."""
+        item = node.data
+        if item is None or item.key not in self.new_keys:
+            return
+        self.new_keys.discard(item.key)
+        label = node.label
+        if isinstance(label, Text) and label.plain.startswith(NEW_MARK.plain):
+            node.set_label(label[len(NEW_MARK.plain) :])
 
     # ------------------------------------------------------------ finding
 

@@ -1,0 +1,97 @@
+"""Follow mode in the app: the tree grows in place, counts go live, and in a real terminal."""
+
+from __future__ import annotations
+
+import shlex
+import shutil
+import subprocess
+import sys
+import time
+import uuid
+from pathlib import Path
+
+import pytest
+from conftest import SAMPLES
+from ui_helpers import REPO, counts_text, ready, summary_json, sync
+
+from tcview.replay import replay
+from tcview.ui.app import TcviewApp
+
+SOURCES = [SAMPLES / "gpu_triton_user" / "trace", SAMPLES / "cpu_breaks_recompiles" / "trace"]
+
+
+def _expected(tmp: Path) -> str:
+    done = tmp / "done"
+    for i, src in enumerate(SOURCES):
+        shutil.copytree(src, done / f"run{i}")
+    return counts_text(summary_json(done))
+
+
+@sync
+async def test_tree_grows_in_place_and_counts_go_live(tmp_path: Path) -> None:
+    expected = _expected(tmp_path)
+    live = tmp_path / "live"
+    app = TcviewApp(str(live), follow=True)
+    async with app.run_test(size=(120, 40)) as pilot:
+        await ready(app, pilot)
+        assert app.status_left.startswith("live")
+        replay(SOURCES[0], live / "run0", speed_mb_s=0, seed=1)
+        tree = app.main_tree
+        for _ in range(100):
+            await pilot.pause(0.05)
+            if tree.root.children:
+                break
+        first = [n.data.key for n in tree.root.children]
+        tree.root.children[0].expand()
+        expanded = tree.root.children[0].data.key
+        replay(SOURCES[1], live / "run1", speed_mb_s=0, seed=2)
+        for _ in range(100):
+            await pilot.pause(0.05)
+            if app.status_right == expected:
+                break
+        assert app.status_right == expected
+        keys = [n.data.key for n in tree.root.children]
+        assert keys[: len(first)] == first  # grown in place, nothing reordered
+        assert tree.node_for(expanded).is_expanded
+        assert tree.new_keys, "items that arrived are marked as new"
+        await pilot.press("F")
+        await pilot.pause(0.3)
+        assert app.follow_newest and "following newest" in app.status_left
+        newest = app.model.compiles[-1]
+        assert tree.cursor_node is not None and tree.cursor_node.data.obj is newest
+
+
+def _tmux(*args: str) -> str:
+    return subprocess.run(["tmux", *args], capture_output=True, text=True, check=False).stdout
+
+
+@pytest.mark.skipif(shutil.which("tmux") is None, reason="tmux is not installed")
+def test_real_terminal_counts_reach_one_shot_numbers(tmp_path: Path) -> None:
+    expected = _expected(tmp_path)
+    live = tmp_path / "live"  # does not exist yet, as before a job's first compile
+    session = f"tcview-follow-{uuid.uuid4().hex[:8]}"
+    command = (
+        f"cd {shlex.quote(str(REPO))} && {shlex.quote(sys.executable)} -m tcview.cli open "
+        f"{shlex.quote(str(live))} --follow"
+    )
+    _tmux("new-session", "-d", "-s", session, "-x", "120", "-y", "40", command)
+    try:
+        deadline = time.monotonic() + 20
+        while "live" not in _tmux("capture-pane", "-p", "-t", session):
+            assert time.monotonic() < deadline, _tmux("capture-pane", "-p", "-t", session)
+            time.sleep(0.1)
+        last = 0.0
+        for i, src in enumerate(SOURCES):
+            last = replay(src, live / f"run{i}", speed_mb_s=8, seed=i, max_chunk=32 << 10)
+        screen = ""
+        while time.monotonic() - last < 1.0:
+            screen = _tmux("capture-pane", "-p", "-t", session)
+            if expected in screen:
+                break
+            time.sleep(0.05)
+        assert expected in screen, screen
+        _tmux("send-keys", "-t", session, "q")
+        time.sleep(1.0)
+        assert subprocess.run(["tmux", "has-session", "-t", session]).returncode != 0
+    finally:
+        _tmux("kill-session", "-t", session)
