@@ -243,6 +243,11 @@ class TcviewApp(App[int]):
             self._newest = newest
             self.reveal("compile", newest)
 
+    def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
+        if action == "toggle_follow" and not self.follow:
+            return False  # only meaningful, and only in the footer, when following
+        return True
+
     def action_toggle_follow(self) -> None:
         self.follow_newest = not self.follow_newest
         self._newest = None

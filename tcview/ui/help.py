@@ -54,6 +54,13 @@ KEYS = [
         ],
     ),
     (
+        "Live (--follow, tcview open -, tcview run)",
+        [
+            ("F", "keep the newest compile selected, or leave the view where it is"),
+            ("new", "marks items that arrived since you opened; gone once visited"),
+        ],
+    ),
+    (
         "Status bar",
         [
             ("left", "source path, static or live, indexing progress"),
