@@ -300,6 +300,7 @@ class Compile:
     cache: list[CacheEvent] = field(default_factory=list)
     kernels: list[Kernel] = field(default_factory=list)
     chromium: int = 0  # chromium_event records (timing), read from disk on demand
+    chromium_at: list[int] = field(default_factory=list)  # their header offsets
     minor: int = 0  # describe_* records (inputs' fake-tensor metadata), read on demand
     order: int = 0
 
@@ -337,6 +338,31 @@ class Compile:
             return float(value)
         dur = m.get("duration_us")
         return dur / 1e6 if isinstance(dur, (int, float)) else None
+
+    def phases(self) -> list[tuple[str, float, int]]:
+        """(phase, seconds, depth) from this compile's chromium B/E events, in start order."""
+        cached = getattr(self, "_phases", None)
+        if cached is not None:
+            return cached
+        read = getattr(self.file, "chromium_payloads", None)
+        events = read(self.chromium_at) if read is not None and self.chromium_at else []
+        out: list[tuple[str, float, int]] = []
+        open_: list[tuple[str, float, int]] = []  # (name, ts, index in out)
+        for ev in events:
+            ph, name, ts = ev.get("ph"), str(ev.get("name", "?")), ev.get("ts")
+            if not isinstance(ts, (int, float)):
+                continue
+            if ph == "B":
+                open_.append((name, ts, len(out)))
+                out.append((name, 0.0, len(open_) - 1))
+            elif ph == "E":
+                for i in range(len(open_) - 1, -1, -1):
+                    if open_[i][0] == name:
+                        _, start, at = open_.pop(i)
+                        out[at] = (name, max(0.0, (ts - start) / 1e6), out[at][2])
+                        break
+        self._phases = out
+        return out
 
     def records_of(self, kind: str) -> list[Record]:
         return [r for r in self.records if r.kind == kind or r.name == kind]

@@ -230,6 +230,7 @@ class TraceFile:
                 offsets.append(base + m.start() + 1)
                 if comp is not False:
                     comp.chromium += 1
+                    comp.chromium_at.append(base + m.start() + 1)
                 continue
             s = m.start() + 1
             e = buf.index(b"\n", s)
@@ -355,6 +356,7 @@ class TraceFile:
             self.chromium.append(offset)
             if comp is not None:
                 comp.chromium += 1
+                comp.chromium_at.append(offset)
             return
         self.records.append(rec)
         if comp is not None:
@@ -492,30 +494,21 @@ class TraceFile:
         self.md5_mismatches = len(bad)
         return len(bad)
 
-    def chromium_events(self, key: CompileKey | None = None) -> list[dict]:
-        """Chromium trace events (B/E/i) of one compile, or of all, read from disk."""
+    def chromium_payloads(self, offsets: list[int] | array) -> list[dict]:
+        """The Chrome trace events (B/E/i) of the chromium_event records at `offsets`."""
         events = []
-        for offset in self.chromium:
-            line = self.line_at(offset)
-            m = HEADER.match(line)
-            if m is None:
+        for offset in offsets:
+            raw = self.read(offset, offset + (1 << 20))
+            first = raw.find(b"\n")
+            if first < 0:
                 continue
-            try:
-                header = json.loads(line[m.end() :].decode("utf-8", "replace"))
-            except ValueError:
-                continue
-            if key is not None and key_from_header(header) != key:
-                continue
-            hdr_end = offset + len(line) + 1
-            raw = self.read(hdr_end, hdr_end + (1 << 20))
-            cut = re.search(rb"\n(?=[^\t])", raw)
-            body = payload_from_region(raw[: cut.start() + 1] if cut else raw)
-            try:
-                event = json.loads(body.decode("utf-8", "replace"))
-            except ValueError:
-                continue
-            if isinstance(event, dict):
-                events.append(event)
+            cut = re.search(rb"\n(?=[^\t])", raw[first:])
+            body = payload_from_region(
+                raw[first + 1 : first + cut.start() + 1] if cut else raw[first + 1 :]
+            )
+            value = loads(body)
+            if isinstance(value, dict):
+                events.append(value)
         return events
 
     def close(self) -> None:

@@ -314,9 +314,10 @@ def status_text(status: str) -> Text:
     return Text(status, style=STATUS_STYLE.get(status, ""))
 
 
-def phase_times(comp: Any) -> list[tuple[str, float, int]]:
-    """(label, seconds, depth) for the phases recorded in this compile's metrics."""
-    model_phases = getattr(comp, "phases", None)
+def phase_times(comp: Any, detailed: bool = True) -> list[tuple[str, float, int]]:
+    """(label, seconds, depth) of one compile's phases: from its chromium events when
+    `detailed` (read from disk), else from the times in its compilation metrics."""
+    model_phases = getattr(comp, "phases", None) if detailed else None
     if callable(model_phases):
         try:
             got = model_phases()
@@ -408,8 +409,11 @@ def compile_summary(comp: Any) -> list[Text]:
         out.append(Text(""))
         out.append(Text("where the time went", style="bold underline"))
         top = max(v for _, v, _ in phases)
+        # The chromium events nest deep and name every tiny pass: keep what matters.
+        phases = [p for p in phases if p[2] <= 5 and p[1] >= max(0.005 * top, 0.0005)]
         for label, value, depth in phases:
-            row = Text("  " * depth + label.ljust(26 - 2 * depth))
+            label = label if len(label) <= 40 else label[:39] + "…"
+            row = Text("  " * depth + label.ljust(max(26, 44 - 2 * depth)))
             row.append(fmt_seconds(value).rjust(8) + " ")
             row.append(bar(value, top, 30, "cyan" if depth else "bold cyan"))
             out.append(row)

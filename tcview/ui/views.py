@@ -481,7 +481,7 @@ class TimeView(TableView):
         sums: Counter = Counter()
         order: list[str] = []
         for c in comps:
-            for label, value, depth in phase_times(c):
+            for label, value, depth in phase_times(c, detailed=False):
                 if depth in (1, 2) and "cumulative" not in label:
                     if label not in sums:
                         order.append(label)
