@@ -40,7 +40,7 @@ def run_command(args: argparse.Namespace) -> int:
                 return int(run_live(launcher, fail_on) or 0)
             finally:
                 if launcher.sessions:
-                    print(launcher.sessions[-1].reopen_hint)
+                    _print_quietly(launcher.sessions[-1].reopen_hint)
         why = "no terminal" if run_live is not None else "the TUI Run pane is not built yet"
         print(f"tcview: running headless ({why}); same as --no-tui", file=sys.stderr)
     return run_headless(launcher, fail_on)

@@ -447,3 +447,10 @@ class TcviewApp(App[int]):
 
 def default_title(path: str) -> str:
     return Path(path).name or path
+
+
+def run_live(launcher: Any, fail_on: list[str]) -> int:
+    """`tcview run` in the TUI: the browser follows the job's run directory (see run_pane)."""
+    from .run_pane import run_live as run
+
+    return run(launcher, fail_on)

@@ -61,9 +61,20 @@ KEYS = [
         ],
     ),
     (
+        "Run (tcview run)",
+        [
+            ("R", "the job's output: beside the browser, full screen, hidden"),
+            ("x", "stop the job: SIGINT, then SIGTERM, then SIGKILL (x again: now)"),
+            ("q", "while the job runs: asks, then stops it and quits"),
+            ("r", "after the job ended: rerun it into a new run directory"),
+            ("c", "recompiles view (r reruns here)"),
+            ("output", "stderr lines are orange; scroll up to pause, G to follow"),
+        ],
+    ),
+    (
         "Status bar",
         [
-            ("left", "source path, static or live, indexing progress"),
+            ("left", "job status (tcview run), static or live, indexing progress, path"),
             ("right", "compiles · breaks · recompiles · kernels, as `tcview summary --json`"),
         ],
     ),

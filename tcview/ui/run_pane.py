@@ -1,0 +1,469 @@
+"""`tcview run` in the TUI: the job's output in a Run pane, its status, stop, quit and rerun.
+
+The browser follows the run directory (follow mode) while the job writes it. The job's output
+is polled from the session (`lines_since`) on the UI thread ten times a second, so no launcher
+thread ever touches a widget.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import signal
+import sys
+import threading
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
+from typing import Any
+
+from rich.cells import cell_len
+from rich.segment import Segment
+from rich.style import Style
+from rich.text import Text
+from textual import work
+from textual.app import ComposeResult
+from textual.binding import Binding
+from textual.containers import Horizontal, Vertical
+from textual.geometry import Size
+from textual.screen import ModalScreen
+from textual.scroll_view import ScrollView
+from textual.strip import Strip
+from textual.widgets import Footer, Static
+
+from ..run.launcher import Launcher, LaunchError, OutputLine, RunSession, kill_all
+from ..safe import safe_line
+from .app import LIVE_TICK, TICK, StatusBar, TcviewApp
+from .loader import FollowLoader
+from .reader import Reader
+from .tree import TraceTree
+
+MAX_LINES = 20_000  # lines kept in the pane, as many as the session keeps
+QUIT_KILL_AFTER_S = 3.0  # after the stop escalation's own time, when quitting
+SIGNAL_EXIT_DEADLINE_S = 5.0  # a signalled tcview ends this long after the job, at the latest
+_ANSI_SHOWN = re.compile("\u241b\\[[0-?]*[ -/]*[@-~]")  # colour codes, after safe_line made ESC ␛
+_STDERR = Style(color="dark_orange")
+_STDERR_MARK = Segment("▎", Style(color="dark_orange"))
+_STDOUT_MARK = Segment(" ")
+LAYOUTS = ("split", "full", "hidden")  # what `R` cycles through
+
+
+class OutputView(ScrollView, can_focus=True):
+    """The job's output: only visible lines are rendered; follows the end unless scrolled up."""
+
+    BINDINGS = [
+        Binding("up,k", "line(-1)", "Up", show=False),
+        Binding("down,j", "line(1)", "Down", show=False),
+        Binding("left,h", "column(-4)", "Left", show=False),
+        Binding("right,l", "column(4)", "Right", show=False),
+        Binding("pageup", "page(-1)", "Page up", show=False),
+        Binding("pagedown,space", "page(1)", "Page down", show=False),
+        Binding("home,g", "top", "Top", show=False),
+        Binding("end,G", "bottom", "Bottom", show=False),
+    ]
+
+    DEFAULT_CSS = """
+    OutputView { background: $surface; }
+    """
+
+    def __init__(self, *, id: str | None = None) -> None:
+        super().__init__(id=id)
+        self.lines: list[tuple[str, str]] = []  # (stream, text already made safe)
+        self.stick = True  # keep the last line in view
+        self._width = 0
+
+    def append(self, new: Sequence[OutputLine]) -> None:
+        if not new:
+            return
+        if self.size.height > 0:  # a hidden pane keeps the choice made while it was shown
+            self.stick = self.scroll_offset.y >= self.max_scroll_y
+        for line in new:
+            text = _ANSI_SHOWN.sub("", line.text)
+            self.lines.append((line.stream, text))
+            self._width = max(self._width, cell_len(text) + 2)
+        dropped = len(self.lines) - MAX_LINES
+        if dropped > 0:
+            del self.lines[:dropped]
+        self.virtual_size = Size(self._width, len(self.lines))
+        if self.stick:
+            self.scroll_to(y=self.max_scroll_y, animate=False, immediate=True, force=True)
+        elif dropped > 0:
+            y = max(0, self.scroll_offset.y - dropped)
+            self.scroll_to(y=y, animate=False, immediate=True, force=True)
+        self._update_subtitle()
+        self.refresh()
+
+    def clear(self) -> None:
+        self.lines = []
+        self._width = 0
+        self.stick = True
+        self.virtual_size = Size(0, 0)
+        self.scroll_to(0, 0, animate=False, immediate=True, force=True)
+        self._update_subtitle()
+        self.refresh()
+
+    def render_line(self, y: int) -> Strip:
+        scroll_x, scroll_y = self.scroll_offset
+        index = scroll_y + y
+        width = self.scrollable_content_region.width
+        base = self.rich_style
+        if index >= len(self.lines):
+            return Strip.blank(width, base)
+        stream, text = self.lines[index]
+        err = stream == "stderr"
+        line = Text(text, style=_STDERR if err else "", no_wrap=True, end="")
+        content = Strip(line.render(self.app.console), line.cell_len)
+        content = content.crop_extend(scroll_x, scroll_x + max(width - 1, 0), None)
+        mark = Strip([_STDERR_MARK if err else _STDOUT_MARK], 1)
+        return Strip.join([mark, content]).apply_style(base)
+
+    def on_resize(self) -> None:
+        if self.stick:
+            self.call_after_refresh(self.action_bottom)
+
+    def _update_subtitle(self) -> None:
+        where = "" if self.stick else " · scrolled up (G: follow the end)"
+        self.border_subtitle = f"{len(self.lines)} lines{where}"
+
+    def visible_text(self) -> list[str]:
+        """The plain text of the lines on screen (for tests)."""
+        top = self.scroll_offset.y
+        height = self.scrollable_content_region.height
+        return [text for _, text in self.lines[top : top + height]]
+
+    # ------------------------------------------------------------ actions
+
+    def _scrolled(self, x: float | None = None, y: float | None = None) -> None:
+        self.scroll_to(x, y, animate=False, immediate=True)
+        self.stick = self.scroll_offset.y >= self.max_scroll_y
+        self._update_subtitle()
+
+    def action_line(self, step: int) -> None:
+        self._scrolled(y=self.scroll_offset.y + step)
+
+    def action_column(self, step: int) -> None:
+        self._scrolled(x=max(0, self.scroll_offset.x + step))
+
+    def action_page(self, step: int) -> None:
+        height = max(self.scrollable_content_region.height - 1, 1)
+        self._scrolled(y=self.scroll_offset.y + step * height)
+
+    def action_top(self) -> None:
+        self._scrolled(0, 0)
+
+    def action_bottom(self) -> None:
+        self._scrolled(y=self.max_scroll_y)
+
+    def _on_mouse_scroll_up(self, event: Any) -> None:
+        super()._on_mouse_scroll_up(event)
+        self.stick = False
+        self._update_subtitle()
+
+    def _on_mouse_scroll_down(self, event: Any) -> None:
+        super()._on_mouse_scroll_down(event)
+        self.call_after_refresh(self._restick)
+
+    def _restick(self) -> None:
+        self.stick = self.scroll_offset.y >= self.max_scroll_y
+        self._update_subtitle()
+
+
+class ConfirmStop(ModalScreen[bool]):
+    """`q` while the job runs: stop it and quit?"""
+
+    BINDINGS = [
+        Binding("y,enter", "answer(True)", "Stop and quit"),
+        Binding("n,escape", "answer(False)", "Keep running"),
+    ]
+
+    def __init__(self, question: str) -> None:
+        super().__init__()
+        self.question = question
+
+    def compose(self) -> ComposeResult:
+        with Vertical(id="confirm"):
+            yield Static(Text(self.question))
+            yield Static(Text.assemble(("y", "bold"), " stop it and quit   ", ("n", "bold"), " no"))
+
+    def action_answer(self, yes: bool) -> None:
+        self.dismiss(yes)
+
+
+class RunApp(TcviewApp):
+    """The browser following a job's run directory, plus the job's output and controls."""
+
+    BINDINGS = [
+        Binding("x", "stop", "Stop job"),
+        Binding("r", "rerun", "Rerun"),
+        Binding("r", "rerun_busy", show=False),  # while the job runs: say why not
+        Binding("R", "output", "Output"),
+        Binding("c", "view('recompiles')", "Recompiles"),
+    ]
+
+    def __init__(self, launcher: Launcher, session: RunSession, poll: bool = False) -> None:
+        super().__init__(str(session.run_dir), follow=True, poll=poll)
+        self.launcher = launcher
+        self.session = session
+        self.poll = poll
+        self.layout_mode = "split"
+        self.quitting = False
+        self.signalled: int | None = None  # 128 + signal when SIGTERM/SIGHUP ended tcview
+        self.final_counts: dict[str, int] = {}
+        self._seq = 0
+        self._ended = False
+        self._run_text = ""
+
+    @property
+    def output(self) -> OutputView:
+        return self.screen_stack[0].query_one("#run-output", OutputView)
+
+    def compose(self) -> ComposeResult:
+        with Horizontal(id="main"):
+            yield TraceTree(id="tree")
+            yield Reader(id="reader")
+        yield OutputView(id="run-output")
+        yield StatusBar(id="status")
+        yield Footer()
+
+    def on_mount(self) -> None:
+        super().on_mount()
+        self._title_output()
+        self.set_interval(LIVE_TICK, self._run_tick)
+
+    def _title_output(self) -> None:
+        self.output.border_title = safe_line(f"output · {self.launcher.spec.display}")
+
+    # ------------------------------------------------------------ polling the job
+
+    def _run_tick(self) -> None:
+        session = self.session
+        lines, self._seq = session.lines_since(self._seq)
+        if lines:
+            self.output.append(lines)
+        if session.done and not self._ended:
+            self._ended = True
+            self._job_ended()
+        if self.run_status_text() != self._run_text:
+            self._update_status()
+
+    def run_status_text(self) -> str:
+        status = self.session.status
+        text = status.text
+        if status.stopping:
+            text = text.replace(" · stopping", " · stopping…")
+        return text
+
+    def _update_status(self) -> None:
+        super()._update_status()
+        self._run_text = self.run_status_text()
+        self.status_left = safe_line(f"{self._run_text} · {self.status_left}")
+
+    def _job_ended(self) -> None:
+        status = self.session.status
+        self.refresh_bindings()
+        self._update_status()
+        if not self.quitting:
+            self.notify(
+                f"job {status.text}: r reruns it, q quits",
+                severity="information" if status.exit_code == 0 else "warning",
+            )
+
+    def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
+        if action == "stop":
+            return not self.session.done
+        if action == "rerun":
+            return self.session.done
+        if action == "rerun_busy":
+            return not self.session.done
+        return super().check_action(action, parameters)
+
+    # ------------------------------------------------------------ keys
+
+    def action_stop(self) -> None:
+        session = self.session
+        if session.done:
+            return
+        if session.status.stopping:
+            session.kill()
+            self.notify("killing the job now (SIGKILL)", severity="warning")
+        else:
+            session.stop()
+            grace = self.launcher.options.grace_s
+            self.notify(f"stopping the job: SIGINT, then SIGTERM and SIGKILL {grace:g}s apart")
+        self._update_status()
+
+    def action_rerun_busy(self) -> None:
+        self.notify("the job is still running: x stops it, then r reruns it")
+
+    def action_rerun(self) -> None:
+        if not self.session.done:
+            self.action_rerun_busy()
+            return
+        try:
+            fresh = self.session.rerun()
+        except LaunchError as exc:
+            self.notify(safe_line(str(exc)), title="cannot rerun", severity="error")
+            return
+        self._follow_session(fresh)
+        self.notify(safe_line(f"rerunning into {fresh.run_dir}"))
+
+    def _follow_session(self, session: RunSession) -> None:
+        """Point the browser, the output and the status at a new session."""
+        old = self.loader
+        old.cancelled = True
+        threading.Thread(target=old.stop, name="tcview-follow-stop", daemon=True).start()
+        ticker = getattr(self, "_ticker", None)
+        if ticker is not None:
+            ticker.stop()
+        self.session = session
+        self._seq = 0
+        self._ended = False
+        self.source_path = str(session.run_dir)
+        self.loader = FollowLoader(self.source_path, poll=self.poll)
+        while len(self.screen_stack) > 1:
+            self.pop_screen()
+        tree = self.main_tree
+        tree.mark_new = False
+        tree.new_keys.clear()
+        with self.lock:
+            tree.set_model(self.model)
+        self._versions = ()
+        self._last_item = None
+        self._newest = None
+        self.loaded_at = None
+        self.output.clear()
+        self._title_output()
+        self._index()
+        self._ticker = self.set_interval(TICK, self._tick)
+        self.refresh_bindings()
+        self._update_status()
+
+    def action_output(self) -> None:
+        """Cycle the Run pane: beside the browser, full screen, hidden."""
+        on_view = len(self.screen_stack) > 1
+        while len(self.screen_stack) > 1:
+            self.pop_screen()
+        if on_view:
+            mode = "full"
+        else:
+            mode = LAYOUTS[(LAYOUTS.index(self.layout_mode) + 1) % len(LAYOUTS)]
+        self.set_layout(mode)
+
+    def set_layout(self, mode: str) -> None:
+        screen = self.screen_stack[0]
+        for name in LAYOUTS:
+            screen.set_class(name == mode, f"-run-{name}")
+        self.layout_mode = mode
+        if mode == "full":
+            self.output.focus()
+        elif mode == "hidden" or self.focused is self.output:
+            self.main_tree.focus()
+
+    async def action_quit(self) -> None:
+        session = self.session
+        if session.done:
+            self.exit()
+            return
+        if self.quitting:  # q again while stopping: do not wait for the escalation
+            session.kill()
+            return
+        if isinstance(self.screen, ConfirmStop):
+            return
+        question = f"The job is still running (pid {session.pid}). Stop it and quit?"
+        self.push_screen(ConfirmStop(question), self._quit_answer)
+
+    def _quit_answer(self, yes: bool | None) -> None:
+        if not yes or self.session.done:
+            if yes:
+                self.exit()
+            return
+        self.quitting = True
+        self.session.stop()
+        self._update_status()
+        self._stop_then_exit(self.session)
+
+    @work(thread=True, group="quit", exit_on_error=False, description="stop the job")
+    def _stop_then_exit(self, session: RunSession) -> None:
+        escalation = 2 * self.launcher.options.grace_s + 1.0
+        if session.wait(escalation) is None:
+            session.kill()
+            session.wait(QUIT_KILL_AFTER_S)
+        self.call_from_thread(self.exit)
+
+    def on_unmount(self) -> None:
+        model = self.model
+        if model is not None:
+            with self.lock:
+                self.final_counts = dict(model.counts())
+        super().on_unmount()
+
+
+@contextmanager
+def _signals_end(app: RunApp) -> Iterator[None]:
+    """SIGTERM and SIGHUP: take every job group down first, then close the TUI cleanly.
+
+    Textual installs no handlers for these; without this, the launcher's handler would raise
+    SystemExit in the middle of the event loop and leave the terminal in raw mode.
+    """
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    previous: dict[int, Any] = {}
+
+    def on_signal(signum: int, frame: object) -> None:
+        kill_all()
+        code = 128 + signum
+        app.signalled = code
+        # If the terminal is gone (SIGHUP) the UI may not manage to close: do not hang there.
+        timer = threading.Timer(SIGNAL_EXIT_DEADLINE_S, os._exit, args=(code,))
+        timer.daemon = True
+        timer.start()
+        app.exit()
+
+    for sig in (signal.SIGTERM, signal.SIGHUP):
+        old = signal.getsignal(sig)
+        if old is signal.SIG_IGN:
+            continue  # e.g. under nohup
+        previous[sig] = old
+        signal.signal(sig, on_signal)
+    try:
+        yield
+    finally:
+        for sig, old in previous.items():
+            signal.signal(sig, old)
+
+
+def run_live(launcher: Launcher, fail_on: list[str]) -> int:
+    """Run the job with the TUI; the job's exit code (1 with --fail-on problems, 2 if it
+    could not start, 128 + signal if tcview was signalled)."""
+    try:
+        if launcher.python_info is None:
+            launcher.preflight()
+        session = launcher.start()
+    except LaunchError as exc:
+        print(f"tcview: {exc}", file=sys.stderr)
+        return 2
+    app = RunApp(launcher, session)
+    try:
+        with _signals_end(app):
+            app.run()
+    finally:
+        for running in launcher.sessions:
+            if not running.done:
+                running.kill()
+                running.wait(5.0)
+    if app.signalled is not None:
+        return app.signalled
+    session = launcher.sessions[-1]
+    status = session.wait(5.0) or session.status
+    code = status.exit_code if status.exit_code is not None else 1
+    from ..run.cli import load_counts, status_line
+
+    print(status_line(status, app.final_counts))
+    if fail_on:
+        _, summary, _ = load_counts(session.run_dir)
+        present = [kind for kind in fail_on if summary.get(kind)]
+        if present:
+            print(f"tcview: found {', '.join(present)}", file=sys.stderr)
+            if code == 0:
+                code = 1
+    return code

@@ -1,0 +1,381 @@
+"""`tcview run` in the TUI: live output, status, x / q / r, the real job's counts, a real terminal.
+
+The Pilot tests drive `RunApp` with small Python jobs (no torch); one Pilot test and one
+terminal test run the real torch job. The terminal tests check the process table.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+import os
+import re
+import shlex
+import shutil
+import signal
+import subprocess
+import sys
+import time
+import uuid
+from pathlib import Path
+from typing import Any
+
+import pytest
+from ui_helpers import REPO, counts_text, summary_json, sync
+
+from tcview.run.launcher import Launcher, PythonInfo, RunOptions, build_spec, group_members
+from tcview.ui.run_pane import ConfirmStop, OutputView, RunApp
+
+JOBS = REPO / "tests" / "fixtures" / "jobs"
+LONG_JOB = JOBS / "long_job.py"
+TORCH_JOB = JOBS / "breaks_recompile.py"
+HAS_TORCH = importlib.util.find_spec("torch") is not None
+pytestmark = pytest.mark.skipif(not sys.platform.startswith("linux"), reason="reads /proc")
+
+CHATTY_JOB = """\
+import sys, time
+from pathlib import Path
+print("hello from the job", flush=True)
+print("to stderr", file=sys.stderr, flush=True)
+print("[bold]not markup[/bold] \\x1b[31mred\\x1b[0m \\x07bell", flush=True)
+for i in range(100):
+    print(f"line {i}", flush=True)
+flag = Path(sys.argv[1])
+deadline = time.monotonic() + 30
+while not flag.exists() and time.monotonic() < deadline:
+    time.sleep(0.05)
+print("bye", flush=True)
+"""
+
+
+def launcher_for(tmp_path: Path, *argv: str, grace_s: float = 1.0) -> Launcher:
+    spec = build_spec(["--", sys.executable, *argv])
+    launcher = Launcher(spec, RunOptions(run_dir=tmp_path / "D", grace_s=grace_s))
+    launcher.python_info = PythonInfo(spec.python)  # skip the probe: these jobs need no torch
+    return launcher
+
+
+def alive(pid: int) -> bool:
+    """In the process table and not a zombie."""
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_bytes()
+    except OSError:
+        return False
+    return stat[stat.rfind(b")") + 2 :].split()[0] != b"Z"
+
+
+def wait_for(predicate: Any, timeout: float = 10.0) -> bool:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if predicate():
+            return True
+        time.sleep(0.05)
+    return bool(predicate())
+
+
+def job_pids(run_dir: Path) -> list[int]:
+    """long_job.py's first line: its pid and its grandchild's."""
+    out = run_dir / "stdout.txt"
+    assert wait_for(lambda: out.is_file() and b"pids " in out.read_bytes()), "job did not start"
+    first = out.read_bytes().split(b"\n", 1)[0].decode()
+    return [int(x) for x in first.split()[1:]]
+
+
+def assert_nothing_left(pgid: int, pids: list[int]) -> None:
+    assert wait_for(lambda: not group_members(pgid) and not any(alive(p) for p in pids)), (
+        f"left behind: group {pgid} {group_members(pgid)}, alive {[p for p in pids if alive(p)]}"
+    )
+
+
+async def until(pilot: Any, predicate: Any, timeout: float = 15.0) -> bool:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if predicate():
+            return True
+        await pilot.pause(0.05)
+    return bool(predicate())
+
+
+def output_of(app: RunApp) -> list[str]:
+    return [text for _, text in app.output.lines]
+
+
+# -- Pilot: fake jobs ---------------------------------------------------------------------
+
+
+@sync
+async def test_output_is_live_safe_and_follows_the_end(tmp_path: Path) -> None:
+    job, flag = tmp_path / "job.py", tmp_path / "flag"
+    job.write_text(CHATTY_JOB)
+    launcher = launcher_for(tmp_path, str(job), str(flag))
+    session = launcher.start()
+    app = RunApp(launcher, session)
+    async with app.run_test(size=(120, 40)) as pilot:
+        assert await until(pilot, lambda: "line 99" in output_of(app))
+        assert not session.done, "the output is shown while the job still runs"
+        assert app.status_left.startswith(f"running pid {session.pid} · 0:0")
+        assert app.status_left.endswith(str(session.run_dir))
+        view = app.output
+        assert ("stderr", "to stderr") in view.lines
+        assert ("stdout", "hello from the job") in view.lines
+        shown = next(t for t in output_of(app) if "not markup" in t)
+        assert shown == "[bold]not markup[/bold] red \u2407bell"  # no markup, no escapes
+        plain = "".join(seg.text for seg in view.render_line(0))
+        assert "\x1b" not in plain and "\x07" not in plain
+        # (stdout and stderr are separate pipes: their relative order is not kept)
+        assert view.visible_text()[-1] == output_of(app)[-1], "the pane follows the end"
+
+        # Scrolled up, the pane stays put while lines arrive; G follows again.
+        view.focus()
+        await pilot.press("k", "k", "k")
+        assert not view.stick and "scrolled up" in str(view.border_subtitle)
+        flag.touch()
+        assert await until(pilot, lambda: "exited 0" in app.status_left)
+        assert app.status_left.startswith("exited 0 · live")
+        assert "bye" in output_of(app) and "bye" not in view.visible_text()
+        await pilot.press("G")
+        assert view.visible_text()[-1] == "bye"
+        # After the exit, the run stays browsable; `x` is gone from the footer, `r` is there.
+        bindings = app.screen.active_bindings
+        assert "x" not in bindings and bindings["r"].binding.action == "rerun"
+        await pilot.press("q")
+    assert app.return_value is None
+
+
+@sync
+async def test_x_stops_a_long_job_and_leaves_nothing(tmp_path: Path) -> None:
+    launcher = launcher_for(tmp_path, str(LONG_JOB))
+    session = launcher.start()
+    app = RunApp(launcher, session)
+    async with app.run_test(size=(120, 40)) as pilot:
+        pids = job_pids(session.run_dir)
+        assert set(pids) <= set(group_members(session.pid))
+        assert await until(pilot, lambda: any(t.startswith("tick") for t in output_of(app)))
+        await pilot.press("x")
+        await pilot.pause(0.05)
+        assert "stopping…" in app.status_left or session.done
+        assert await until(pilot, lambda: session.done)
+        assert await until(pilot, lambda: app.status_left.startswith(("killed", "exited")))
+        assert_nothing_left(session.pid, pids)
+        assert "x" not in app.screen.active_bindings
+        await pilot.press("q")
+
+
+@sync
+async def test_q_asks_first_then_stops_the_job(tmp_path: Path) -> None:
+    launcher = launcher_for(tmp_path, str(LONG_JOB), "--ignore-int")  # stop must escalate
+    session = launcher.start()
+    app = RunApp(launcher, session)
+    async with app.run_test(size=(120, 40)) as pilot:
+        pids = job_pids(session.run_dir)
+        await pilot.press("q")
+        assert isinstance(app.screen, ConfirmStop)
+        await pilot.press("n")
+        assert not isinstance(app.screen, ConfirmStop)
+        await pilot.pause(0.3)
+        assert not session.done and "running pid" in app.status_left
+        await pilot.press("q")
+        assert isinstance(app.screen, ConfirmStop)
+        await pilot.press("y")
+        await pilot.pause(0.05)
+        assert "stopping…" in app.status_left
+        await until(pilot, lambda: not app.is_running, timeout=10)
+    assert session.done
+    assert session.status.text == "killed (SIGTERM)"  # SIGINT was ignored
+    assert_nothing_left(session.pid, pids)
+
+
+@sync
+async def test_r_reruns_into_a_new_directory(tmp_path: Path) -> None:
+    job = tmp_path / "job.py"
+    job.write_text("import os\nprint('run', os.getpid())\n")
+    launcher = launcher_for(tmp_path, str(job))
+    first = launcher.start()
+    app = RunApp(launcher, first)
+    async with app.run_test(size=(120, 40)) as pilot:
+        assert await until(pilot, lambda: "exited 0" in app.status_left)
+        shown = output_of(app)
+        await pilot.press("c")  # recompiles moved to c in run mode
+        assert type(app.screen).__name__ == "RecompilesView"
+        await pilot.press("r")  # from a view: back to the browser, following the new run
+        assert len(launcher.sessions) == 2
+        second = launcher.sessions[1]
+        assert second.run_dir == tmp_path / "D-2" and second.run_dir != first.run_dir
+        assert app.session is second and app.source_path == str(second.run_dir)
+        assert len(app.screen_stack) == 1
+        assert await until(pilot, lambda: second.done and "exited 0" in app.status_left)
+        assert await until(pilot, lambda: bool(output_of(app)) and output_of(app) != shown)
+        assert output_of(app) == [f"run {_job_pid(second.run_dir)}"]
+        assert app.status_left.endswith(str(second.run_dir))
+        assert (second.run_dir / "run.json").is_file()
+        await pilot.press("q")
+
+
+def _job_pid(run_dir: Path) -> int:
+    return int((run_dir / "stdout.txt").read_text().split()[1])
+
+
+@sync
+async def test_r_while_running_says_why_not_and_R_cycles_the_pane(tmp_path: Path) -> None:
+    launcher = launcher_for(tmp_path, str(LONG_JOB))
+    session = launcher.start()
+    app = RunApp(launcher, session)
+    async with app.run_test(size=(120, 40)) as pilot:
+        await pilot.press("r")
+        assert len(launcher.sessions) == 1
+        assert any("still running" in str(n.message) for n in app._notifications)
+        output = app.screen_stack[0].query_one(OutputView)
+        assert output.display and app.layout_mode == "split"
+        await pilot.press("R")
+        assert app.layout_mode == "full" and app.focused is output
+        assert not app.screen_stack[0].query_one("#main").display
+        await pilot.press("R")
+        assert app.layout_mode == "hidden" and not output.display
+        await pilot.press("R")
+        assert app.layout_mode == "split" and output.display
+        session.kill()
+        assert await until(pilot, lambda: session.done)
+        await pilot.press("q")
+
+
+# -- Pilot: the real torch job ----------------------------------------------------------------
+
+
+@pytest.mark.skipif(not HAS_TORCH, reason="torch is not installed")
+@sync
+async def test_real_job_live_tree_and_counts_match_the_trace(tmp_path: Path) -> None:
+    from tcview.trace.index import TraceSet
+
+    spec = build_spec([str(TORCH_JOB)])
+    launcher = Launcher(spec, RunOptions(run_dir=tmp_path / "D"))
+    launcher.preflight()
+    session = launcher.start()
+    app = RunApp(launcher, session)
+    async with app.run_test(size=(120, 40)) as pilot:
+        assert await until(pilot, lambda: session.done, timeout=240)
+        assert session.status.text == "exited 0"
+        expected = counts_text(TraceSet.load(session.trace_dir).counts())
+        assert await until(pilot, lambda: app.status_right == expected, timeout=10), (
+            app.status_right,
+            expected,
+        )
+        assert expected == counts_text(summary_json(session.trace_dir))
+        assert app.status_left.startswith("exited 0 · live")
+        assert "done" in output_of(app)
+        assert any(t.startswith("step 2 scale 3") for t in output_of(app))
+        with app.lock:
+            assert len(app.model.compiles) >= 3
+        assert app.main_tree.root.children, "the live tree shows the run"
+        await pilot.press("q")
+    counts = summary_json(session.trace_dir)
+    assert counts["graph_breaks"] >= 1 and counts["recompiles"] >= 1 and counts["kernels"] >= 1
+
+
+# -- a real terminal ----------------------------------------------------------------------------
+
+
+def _tmux(*args: str) -> str:
+    return subprocess.run(["tmux", *args], capture_output=True, text=True, check=False).stdout
+
+
+def _screen(session: str) -> str:
+    return _tmux("capture-pane", "-p", "-t", session)
+
+
+def _wait_screen(session: str, predicate: Any, timeout: float) -> str:
+    deadline = time.monotonic() + timeout
+    screen = _screen(session)
+    while not predicate(screen) and time.monotonic() < deadline:
+        time.sleep(0.1)
+        screen = _screen(session)
+    assert predicate(screen), screen
+    return screen
+
+
+def _start_tmux(tmp_path: Path, run_dir: Path, job_argv: list[str]) -> str:
+    session = f"tcview-run-{uuid.uuid4().hex[:8]}"
+    command = (
+        f"cd {shlex.quote(str(REPO))} && exec {shlex.quote(sys.executable)} -m tcview.cli run "
+        f"--dir {shlex.quote(str(run_dir))} -- {shlex.join(job_argv)}"
+        f" 2> {shlex.quote(str(tmp_path / 'tcview.err'))}"
+    )
+    _tmux("new-session", "-d", "-s", session, "-x", "120", "-y", "40", command)
+    return session
+
+
+def _gone(session: str) -> bool:
+    return subprocess.run(["tmux", "has-session", "-t", session]).returncode != 0
+
+
+def _processes_running(name: str) -> list[str]:
+    out = subprocess.run(["ps", "-eo", "pid,pgid,args"], capture_output=True, text=True).stdout
+    return [line for line in out.splitlines() if name in line and "ps -eo" not in line]
+
+
+need_tmux = pytest.mark.skipif(shutil.which("tmux") is None, reason="tmux is not installed")
+
+
+@need_tmux
+@pytest.mark.skipif(not HAS_TORCH, reason="torch is not installed")
+def test_real_terminal_real_job_counts_equal_the_trace(tmp_path: Path) -> None:
+    run_dir = tmp_path / "D"
+    session = _start_tmux(tmp_path, run_dir, ["python3", str(TORCH_JOB)])
+    try:
+        screen = _wait_screen(session, lambda s: "running pid" in s or "exited" in s, 60)
+        screen = _wait_screen(session, lambda s: "exited 0" in s, 240)
+        expected = counts_text(summary_json(run_dir / "trace"))
+        screen = _wait_screen(session, lambda s: expected in s, 10)
+        assert "step 2 scale 3" in screen and "done" in screen, screen
+        assert re.search(r"x Stop job", screen) is None  # x is gone once the job ended
+        _tmux("send-keys", "-t", session, "q")
+        assert wait_for(lambda: _gone(session), 10)
+    finally:
+        _tmux("kill-session", "-t", session)
+
+
+def _long_job_command(tmp_path: Path) -> Path:
+    """long_job.py as an executable with a unique name: findable in `ps`, needs no torch."""
+    exe = tmp_path / f"long_job_{uuid.uuid4().hex[:8]}"
+    exe.write_text(f"#!{sys.executable}\n" + LONG_JOB.read_text())
+    exe.chmod(0o755)
+    return exe
+
+
+@need_tmux
+def test_real_terminal_x_leaves_no_process(tmp_path: Path) -> None:
+    exe = _long_job_command(tmp_path)
+    run_dir = tmp_path / "D"
+    session = _start_tmux(tmp_path, run_dir, [str(exe)])
+    try:
+        _wait_screen(session, lambda s: "tick 3" in s and "running pid" in s, 30)
+        pids = job_pids(run_dir)
+        assert len(_processes_running(exe.name)) >= 1
+        _tmux("send-keys", "-t", session, "x")
+        _wait_screen(session, lambda s: "killed (" in s or "exited " in s, 20)
+        assert wait_for(lambda: not _processes_running(exe.name), 10), _processes_running(exe.name)
+        assert not any(alive(p) for p in pids)
+        _tmux("send-keys", "-t", session, "q")
+        assert wait_for(lambda: _gone(session), 10)
+    finally:
+        _tmux("kill-session", "-t", session)
+
+
+@need_tmux
+@pytest.mark.parametrize("sig", [signal.SIGTERM, signal.SIGHUP])
+def test_real_terminal_signal_to_tcview_takes_the_job_down(tmp_path: Path, sig: int) -> None:
+    exe = _long_job_command(tmp_path)
+    run_dir = tmp_path / "D"
+    session = _start_tmux(tmp_path, run_dir, [str(exe)])
+    try:
+        _wait_screen(session, lambda s: "tick 3" in s, 30)
+        pids = job_pids(run_dir)
+        tcview_pid = int(_tmux("display-message", "-p", "-t", session, "#{pane_pid}").strip())
+        assert "tcview.cli" in Path(f"/proc/{tcview_pid}/cmdline").read_text()
+        os.kill(tcview_pid, sig)
+        assert wait_for(lambda: not alive(tcview_pid), 15), "tcview did not end"
+        assert wait_for(lambda: not _processes_running(exe.name), 10), _processes_running(exe.name)
+        assert not any(alive(p) for p in pids)
+        meta = json.loads((run_dir / "run.json").read_text())
+        assert meta["status"].startswith("killed"), meta
+    finally:
+        _tmux("kill-session", "-t", session)
