@@ -21,6 +21,7 @@ from ..trace.handlers import KNOWN_KINDS
 from .content import KIND_STYLE, STATUS_MARK, STATUS_STYLE, fmt_seconds, lit, record_name
 
 NEW_MARK = Text("new ", style="bold green")
+PAGE = 500  # children added at a time; a "more" node adds the next page
 GROUP_LIMIT = 5000  # leaves shown under one group node
 AUTO_EXPAND_FRAMES = 12  # with this many frames or fewer, frames start expanded
 
@@ -56,6 +57,7 @@ class Item:
     loaded: bool = False
     extra: Any = None
     files: list[Any] = field(default_factory=list)  # trace files under a run/rank/file node
+    limit: int = 0  # children shown so far when there are more than PAGE (0: all)
 
     def __repr__(self) -> str:  # the model objects' reprs can be huge
         return f"<Item {self.kind} {self.key!r}>"
@@ -356,8 +358,12 @@ class TraceTree(Tree[Item]):
         item = node.data
         if item is None or item.loaded:
             return
-        for spec in children_of(item, self.stable):
+        specs = children_of(item, self.stable)
+        if len(specs) > PAGE:
+            item.limit = PAGE
+        for spec in specs[: item.limit or None]:
             self._add(node, spec)
+        self._page_node(node, len(specs))
         item.loaded = True
 
     def _add(self, parent: TreeNode[Item], spec: Spec) -> TreeNode[Item]:
@@ -385,24 +391,72 @@ class TraceTree(Tree[Item]):
         if item is None or not item.loaded:
             return
         specs = children_of(item, self.stable)
-        existing = list(node.children)
-        keys = [c.data.key for c in existing if c.data is not None]
+        total = len(specs)
+        if item.limit:
+            specs = specs[: item.limit]
+        existing = [c for c in node.children if c.data is not None and c.data.kind != "page"]
+        keys = [c.data.key for c in existing]
         if [s.key for s in specs[: len(keys)]] != keys:
             self._rebuild(node, specs)
+            self._page_node(node, total)
             return
         for child, spec in zip(existing, specs, strict=False):
-            if child.data is not None:
-                # Runs, ranks and groups are recomputed views: take the fresh object.
-                child.data.obj, child.data.files = spec.obj, spec.files
-                child.data.extra = spec.extra
+            # Runs, ranks and groups are recomputed views: take the fresh object.
+            child.data.obj, child.data.files = spec.obj, spec.files
+            child.data.extra = spec.extra
             label = self._label(spec)
             if label.plain != child.label.plain:
                 child.set_label(label)
             if spec.expandable and not child.allow_expand:
                 child.allow_expand = True
             self._sync(child)
+        page = self._page_of(node)
         for spec in specs[len(keys) :]:
-            self._add(node, spec)
+            if page is not None:
+                self._add_before(node, spec, page)
+            else:
+                self._add(node, spec)
+        self._page_node(node, total)
+
+    def _page_of(self, node: TreeNode[Item]) -> TreeNode[Item] | None:
+        last = node.children[-1] if node.children else None
+        return last if last is not None and last.data and last.data.kind == "page" else None
+
+    def _page_node(self, node: TreeNode[Item], total: int) -> None:
+        """Keep the "… N more" node at the end of a paged node, with the right count."""
+        item = node.data
+        page = self._page_of(node)
+        rest = total - item.limit if item.limit else 0
+        if rest <= 0:
+            if page is not None:
+                page.remove()
+            return
+        label = Text(f"… {rest} more · enter shows {min(PAGE, rest)} more", style="dim italic")
+        if page is None:
+            node.add(label, data=Item("page", item, ("page", item.key)), allow_expand=False)
+        elif page.label.plain != label.plain:
+            page.set_label(label)
+
+    def _add_before(self, parent: TreeNode[Item], spec: Spec, before: TreeNode[Item]) -> None:
+        item = Item(spec.kind, spec.obj, spec.key, extra=spec.extra, files=spec.files)
+        if self.mark_new and spec.key not in self._by_key:
+            self.new_keys.add(spec.key)
+        node = parent.add(self._label(spec), data=item, before=before, allow_expand=spec.expandable)
+        self._by_key[spec.key] = node
+
+    def show_more(self, node: TreeNode[Item]) -> None:
+        """Add the next page of children to a paged node."""
+        item = node.data
+        if item is None or not item.limit:
+            return
+        item.limit += PAGE
+        self._sync(node)
+
+    def on_tree_node_selected(self, event: Tree.NodeSelected[Item]) -> None:
+        node = event.node
+        if node.data is not None and node.data.kind == "page" and node.parent is not None:
+            event.stop()
+            self.show_more(node.parent)
 
     def _rebuild(self, node: TreeNode[Item], specs: list[Spec]) -> None:
         expanded: set[Any] = set()
@@ -477,6 +531,9 @@ class TraceTree(Tree[Item]):
             while True:
                 self.ensure_loaded(node)
                 found = next((c for c in node.children if c.data and step(c.data)), None)
+                while found is None and self._page_of(node) is not None:
+                    self.show_more(node)
+                    found = next((c for c in node.children if c.data and step(c.data)), None)
                 if found is not None:
                     node = found
                     last = step is chain[-1]

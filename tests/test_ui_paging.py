@@ -1,0 +1,47 @@
+"""A frame with thousands of compiles: children come in pages, goto still finds any of them."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from ui_helpers import ready, sync
+
+from tcview.ui.app import TcviewApp
+from tcview.ui.tree import PAGE
+
+PREFIX = "V1121 05:00:00.000000 7 torch/_dynamo/convert_frame.py:1] "
+
+
+def _trace(tmp_path: Path, compiles: int) -> Path:
+    lines = [PREFIX + json.dumps({"str": ["/work/train.py", 1]})]
+    for i in range(compiles):
+        ids = {"frame_id": 0, "frame_compile_id": i, "attempt": 0}
+        stack = {"stack": [{"line": 3, "name": "step", "filename": 1}]}
+        lines.append(PREFIX + json.dumps({"dynamo_start": stack, **ids}))
+    path = tmp_path / "dedicated_log_torch_trace_many.log"
+    path.write_text("\n".join(lines) + "\n")
+    return path
+
+
+@sync
+async def test_children_are_paged_and_goto_reaches_any(tmp_path: Path) -> None:
+    total = PAGE * 2 + 37
+    app = TcviewApp(str(_trace(tmp_path, total)))
+    async with app.run_test(size=(120, 40)) as pilot:
+        await ready(app, pilot)
+        tree = app.main_tree
+        frame = next(n for n in tree.root.children if n.data.kind == "frame")
+        tree.ensure_loaded(frame)
+        frame.expand()
+        await pilot.pause(0.1)
+        assert len(frame.children) == PAGE + 1
+        assert frame.children[-1].data.kind == "page"
+        assert f"{total - PAGE} more" in frame.children[-1].label.plain
+        tree.select_node(frame.children[-1])
+        await pilot.pause(0.2)
+        assert len(frame.children) == 2 * PAGE + 1
+        assert app._goto(f"0/{total - 1}")
+        await pilot.pause(0.2)
+        assert tree.cursor_node.data.obj.id_text == f"0/{total - 1}"
+        assert frame.children[-1].data.kind != "page"
