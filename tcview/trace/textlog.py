@@ -33,6 +33,7 @@ from typing import Any, NamedTuple
 
 from .compile_id import CompileKey, parse_compile_id
 from .facts import parse_graph_break
+from .index import Run
 from .model import (
     BreakGroup,
     CacheEvent,
@@ -496,40 +497,16 @@ def fusion_decisions(proc: ProcessLog, rec: Record) -> list[FusionDecision]:
 
 
 @dataclass(eq=False)
-class TextRank:
-    rank: int | None
-    files: list[ProcessLog] = field(default_factory=list)
+class TextRun(Run):
+    """The processes of one capture, labelled as a TORCH_LOGS run."""
 
-    @property
-    def label(self) -> str:
-        return "no rank" if self.rank is None else f"rank {self.rank}"
-
-
-@dataclass(eq=False)
-class TextRun:
-    index: int
-    directory: str
-    files: list[ProcessLog]
     name: str = ""
 
     @property
-    def ranks(self) -> list[TextRank]:
-        by: dict[int | None, TextRank] = {}
-        for proc in self.files:
-            by.setdefault(proc.rank, TextRank(proc.rank)).files.append(proc)
-        return sorted(by.values(), key=lambda r: (r.rank is None, r.rank or 0))
-
-    @property
-    def start(self) -> str:
-        return min((f.first_ts for f in self.files if f.first_ts), default="")
-
-    @property
     def label(self) -> str:
-        pids = sorted({p.pid for p in self.files})
-        pid_text = ",".join(map(str, pids[:4])) + ("…" if len(pids) > 4 else "")
-        start = self.start
-        when = f"{start[:2]}-{start[2:4]} {start[5:13]}" if start else "no messages"
-        return f"TORCH_LOGS {self.name} · {when} · pid {pid_text or '?'}"
+        return super().label.replace(f"run {self.index + 1}", f"TORCH_LOGS {self.name}", 1).replace(
+            "no records", "no messages"
+        )
 
 
 # ---------------------------------------------------------------------- the log
