@@ -21,7 +21,7 @@ from rich.segment import Segment
 from rich.style import Style
 from rich.text import Text
 from textual import work
-from textual.app import ComposeResult
+from textual.app import App, ComposeResult
 from textual.binding import Binding
 from textual.containers import Horizontal, Vertical
 from textual.geometry import Size
@@ -68,14 +68,14 @@ class OutputView(ScrollView, can_focus=True):
     def __init__(self, *, id: str | None = None) -> None:
         super().__init__(id=id)
         self.lines: list[tuple[str, str]] = []  # (stream, text already made safe)
-        self.stick = True  # keep the last line in view
+        # Keep the last line in view. Only the user's scrolling changes it: a horizontal
+        # scrollbar appearing must not count as "scrolled up".
+        self.stick = True
         self._width = 0
 
     def append(self, new: Sequence[OutputLine]) -> None:
         if not new:
             return
-        if self.size.height > 0:  # a hidden pane keeps the choice made while it was shown
-            self.stick = self.scroll_offset.y >= self.max_scroll_y
         for line in new:
             text = _ANSI_SHOWN.sub("", line.text)
             self.lines.append((line.stream, text))
@@ -85,7 +85,8 @@ class OutputView(ScrollView, can_focus=True):
             del self.lines[:dropped]
         self.virtual_size = Size(self._width, len(self.lines))
         if self.stick:
-            self.scroll_to(y=self.max_scroll_y, animate=False, immediate=True, force=True)
+            self._to_end()
+            self.call_after_refresh(self._to_end)  # again once a new scrollbar took its row
         elif dropped > 0:
             y = max(0, self.scroll_offset.y - dropped)
             self.scroll_to(y=y, animate=False, immediate=True, force=True)
@@ -116,9 +117,12 @@ class OutputView(ScrollView, can_focus=True):
         mark = Strip([_STDERR_MARK if err else _STDOUT_MARK], 1)
         return Strip.join([mark, content]).apply_style(base)
 
-    def on_resize(self) -> None:
+    def _to_end(self) -> None:
         if self.stick:
-            self.call_after_refresh(self.action_bottom)
+            self.scroll_to(y=self.max_scroll_y, animate=False, immediate=True, force=True)
+
+    def on_resize(self) -> None:
+        self.call_after_refresh(self._to_end)
 
     def _update_subtitle(self) -> None:
         where = "" if self.stick else " · scrolled up (G: follow the end)"
@@ -188,15 +192,27 @@ class ConfirmStop(ModalScreen[bool]):
         self.dismiss(yes)
 
 
-class RunApp(TcviewApp):
+def _browse(*keys: str) -> list[Binding]:
+    """The browser's own bindings for these keys."""
+    return [b for b in TcviewApp.BINDINGS if isinstance(b, Binding) and b.key in keys]
+
+
+class RunApp(TcviewApp, inherit_bindings=False):
     """The browser following a job's run directory, plus the job's output and controls."""
 
+    # Run keys first: the footer shows bindings in this order (it has 120 columns for them).
+    # `r` reruns here, so the Recompiles view moves to `c`.
     BINDINGS = [
-        Binding("x", "stop", "Stop job"),
+        *App.BINDINGS,
+        Binding("q", "quit", "Quit"),
+        Binding("x", "stop", "Stop"),
         Binding("r", "rerun", "Rerun"),
         Binding("r", "rerun_busy", show=False),  # while the job runs: say why not
         Binding("R", "output", "Output"),
+        *_browse("question_mark", "b"),
         Binding("c", "view('recompiles')", "Recompiles"),
+        *_browse("K", "f", "t", "o", "n", "N", "escape", "F"),
+        Binding("slash", "search", "Search", show=False),  # in the help; keeps the footer short
     ]
 
     def __init__(self, launcher: Launcher, session: RunSession, poll: bool = False) -> None:
