@@ -67,6 +67,46 @@ def highlight_line(text: str, language: str | None) -> Text:
     return line
 
 
+def _blank_key(style: Style | None) -> tuple[object, ...]:
+    """What decides how a run of spaces looks: not the text colour, unless reversed."""
+    if style is None:
+        return ()
+    return (
+        style.bgcolor,
+        style.reverse,
+        style.color if style.reverse else None,
+        style.underline,
+        style.underline2,
+        style.strike,
+        style.overline,
+        style.blink,
+        style.link,
+    )
+
+
+def compact_segments(segments: list[Segment]) -> list[Segment]:
+    """Merge neighbours that look the same, so a line costs fewer escape sequences.
+
+    The terminal gets a full style and a reset per segment; highlighted code splits at every
+    token, spaces included. Spaces take a neighbour's style when that looks the same.
+    """
+    out: list[Segment] = []
+    for segment in segments:
+        text, style, control = segment
+        if out and control is None and out[-1].control is None:
+            last_text, last_style, _ = out[-1]
+            if style == last_style or (
+                not text.strip(" ") and _blank_key(style) == _blank_key(last_style)
+            ):
+                out[-1] = Segment(last_text + text, last_style)
+                continue
+            if not last_text.strip(" ") and _blank_key(style) == _blank_key(last_style):
+                out[-1] = Segment(last_text + text, style)
+                continue
+        out.append(segment)
+    return out
+
+
 class CodeView(ScrollView, can_focus=True):
     """Shows a Document: gutter with line numbers, highlighting, search, horizontal scroll."""
 
@@ -108,8 +148,7 @@ class CodeView(ScrollView, can_focus=True):
         self._lines.clear()
         self._safe.clear()
         self.border_title = safe_line(doc.title)
-        width = self._content_width(doc)
-        self.virtual_size = Size(width + self.gutter_width, doc.count)
+        self._set_virtual_size(Size(self._content_width(doc) + self.gutter_width, doc.count))
         self.matches, self._by_line, self.match_index = [], {}, -1
         if keep_search and self.query_text:
             self._find(self.query_text)
@@ -117,6 +156,22 @@ class CodeView(ScrollView, can_focus=True):
         top = max(0, doc.focus - 2) if doc.focus else 0
         self.scroll_to(0, top, animate=False, immediate=True, force=True)
         self.refresh()
+
+    def _set_virtual_size(self, size: Size) -> None:
+        """Resize the scrollable area without a layout of the whole screen.
+
+        `virtual_size` is a layout reactive: assigning it reflows the screen, which repaints
+        this view a second time and every scrollbar on screen (the tree's too), about 20 KB
+        per item shown over SSH. Only the scrollbars need updating, and the view repaints anyway.
+        """
+        if size == self.virtual_size:
+            return
+        update = getattr(self, "_scroll_update", None)
+        if update is None or not self.container_size:
+            self.virtual_size = size
+            return
+        self.set_reactive(CodeView.virtual_size, size)
+        update(size)
 
     @staticmethod
     def _content_width(doc: Document) -> int:
@@ -182,7 +237,8 @@ class CodeView(ScrollView, can_focus=True):
             strip = Strip.join([Strip([Segment(number[:gutter], style)], gutter), content])
         else:
             strip = content
-        return strip.apply_style(base)
+        strip = strip.apply_style(base)
+        return Strip(compact_segments(list(strip)), strip.cell_length)
 
     # ------------------------------------------------------------ search
 
