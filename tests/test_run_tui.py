@@ -151,8 +151,7 @@ async def test_x_stops_a_long_job_and_leaves_nothing(tmp_path: Path) -> None:
         assert set(pids) <= set(group_members(session.pid))
         assert await until(pilot, lambda: any(t.startswith("tick") for t in output_of(app)))
         await pilot.press("x")
-        await pilot.pause(0.05)
-        assert "stopping…" in app.status_left or session.done
+        assert await until(pilot, lambda: "stopping…" in app.status_left or session.done)
         assert await until(pilot, lambda: session.done)
         assert await until(pilot, lambda: app.status_left.startswith(("killed", "exited")))
         assert_nothing_left(session.pid, pids)
@@ -176,8 +175,7 @@ async def test_q_asks_first_then_stops_the_job(tmp_path: Path) -> None:
         await pilot.press("q")
         assert isinstance(app.screen, ConfirmStop)
         await pilot.press("y")
-        await pilot.pause(0.05)
-        assert "stopping…" in app.status_left
+        assert await until(pilot, lambda: "stopping…" in app.status_left, timeout=3)
         await until(pilot, lambda: not app.is_running, timeout=10)
     assert session.done
     assert session.status.text == "killed (SIGTERM)"  # SIGINT was ignored

@@ -240,8 +240,8 @@ class RunApp(TcviewApp, inherit_bindings=False):
         yield StatusBar(id="status")
         yield Footer()
 
+    # Textual calls on_mount / on_unmount of every class in the MRO, this one first: no super().
     def on_mount(self) -> None:
-        super().on_mount()
         self._title_output()
         self.set_interval(LIVE_TICK, self._run_tick)
 
@@ -410,7 +410,6 @@ class RunApp(TcviewApp, inherit_bindings=False):
         if model is not None:
             with self.lock:
                 self.final_counts = dict(model.counts())
-        super().on_unmount()
 
 
 @contextmanager
