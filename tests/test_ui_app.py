@@ -328,13 +328,14 @@ async def test_refresh_model_grows_tree_in_place(tmp_path: Path) -> None:
         first = tree.root.children[0]
         first.expand()
         await settle(app, pilot)
-        # the model grows: feed the rest of the file, as follow mode will
-        tf = app.model.files[0]
-        with app.lock:
-            tf.feed(data[cut:])
-            tf.finish()
-        app.refresh_model()
-        await settle(app, pilot)
+        # the file grows; follow mode reads the rest
+        with open(target, "ab") as fh:
+            fh.write(data[cut:])
+        expected = counts_text(summary_json(GPU_SAMPLE))
+        for _ in range(100):
+            await pilot.pause(0.05)
+            if app.status_right == expected:
+                break
         assert tree.root.children[0] is first and first.is_expanded
         assert app.status_right == counts_text(summary_json(GPU_SAMPLE))
 
