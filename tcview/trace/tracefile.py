@@ -540,44 +540,63 @@ def _first_ts(buf: bytes, lo: int, cut: int) -> str | None:
 
 
 Derived = tuple  # (kind, meta, key, attempt, name, rank, md5 field, well-typed)
-_ID_FIELDS = ("frame_id", "frame_compile_id", "attempt", "compiled_autograd_id", "rank")
 
 
 def derive(header: Any, size: int) -> Derived:
     """What a record needs from its header JSON (cached for headers that repeat)."""
-    if not isinstance(header, dict):
+    if type(header) is not dict:
         return ("(not an object)", header, None, 0, None, None, None, False)
     kind = ""
     for k in header:
         if k not in CONTEXT_KEYS:
             kind = sys.intern(k)
             break
-    meta = header.get(kind) if kind else None
-    attempt = header.get("attempt", 0)
-    try:
-        hash(attempt)
-    except TypeError:
-        attempt = repr(attempt)
-    rank = header.get("rank")
-    if not isinstance(rank, int) or isinstance(rank, bool):
-        rank = None
-    md5 = header.get("has_payload")
-    md5 = str(md5) if md5 else None
-    name = None
-    if isinstance(meta, dict):
-        raw = meta.get("name")
-        if isinstance(raw, str) and kind in ("artifact", "graph_dump"):
-            name = sys.intern(raw)
-        if kind in LAZY_META_KINDS:
-            meta = None  # read from disk by full_meta() when shown
-        elif size > _META_KEEP:
-            meta = slim(meta)
+    get = header.get
+    fid, fcid, ca, attempt, rank = (
+        get("frame_id"),
+        get("frame_compile_id"),
+        get("compiled_autograd_id"),
+        get("attempt", 0),
+        get("rank"),
+    )
+    md5 = get("has_payload")
     typed = (
         kind != ""
-        and all(type(header.get(f)) in (int, type(None)) for f in _ID_FIELDS)
-        and isinstance(header.get("has_payload", ""), str)
+        and type(fid) in _PLAIN
+        and type(fcid) in _PLAIN
+        and type(ca) in _PLAIN
+        and type(attempt) in _PLAIN
+        and type(rank) in _PLAIN
+        and (md5 is None or type(md5) is str)
     )
-    return (kind, meta, key_from_header(header), attempt, name, rank, md5, typed)
+    if not typed:
+        try:
+            hash(attempt)
+        except TypeError:
+            attempt = repr(attempt)
+    if type(rank) is not int:
+        rank = None
+    md5 = str(md5) if md5 else None
+    meta = get(kind) if kind else None
+    name = None
+    if type(meta) is dict:
+        if kind in LAZY_META_KINDS:
+            meta = None  # read from disk by full_meta() when shown
+        else:
+            raw = meta.get("name")
+            if type(raw) is str and kind in ("artifact", "graph_dump"):
+                name = sys.intern(raw)
+            if size > _META_KEEP:
+                meta = slim(meta)
+    key = (
+        CompileKey(ca, fid, fcid)
+        if typed and (fid is not None or ca is not None or "frame_id" in header)
+        else key_from_header(header)
+    )
+    return (kind, meta, key, attempt, name, rank, md5, typed)
+
+
+_PLAIN = (int, type(None))
 
 
 def slim(meta: dict) -> dict:
