@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import time
 from pathlib import Path
 from typing import Any
@@ -134,6 +135,7 @@ class TcviewApp(App[int]):
         Binding("N", "next_match(-1)", "Previous match", show=False),
         Binding("escape", "back", "Back", show=False),
         Binding("F", "toggle_follow", "Follow newest", id="follow"),
+        Binding("p", "toggle_preview", "Preview", id="preview", show=False),
     ]
 
     status_left: reactive[str] = reactive("")
@@ -157,6 +159,7 @@ class TcviewApp(App[int]):
         self.goto_target = goto
         self.follow = follow or path == "-"
         self.follow_newest = False
+        self.auto_preview = preview_as_you_move()
         self.loader: Any = (
             FollowLoader(path, poll=poll, stdin_fd=stdin_fd) if self.follow else Loader(path, model)
         )
@@ -345,13 +348,24 @@ class TcviewApp(App[int]):
             self._show_timer.stop()
         item = event.node.data
         self.main_tree.unmark(event.node)
-        self._show_timer = self.set_timer(0.04, lambda: self._show_now(item))
+        if self.auto_preview:
+            self._show_timer = self.set_timer(0.04, lambda: self._show_now(item))
 
     @on(Tree.NodeSelected, "#tree")
     def _selected(self, event: Tree.NodeSelected[Item]) -> None:
         if not event.node.allow_expand:
             self._show_now(event.node.data)
             self.screen_stack[0].query_one("#reader", Reader).viewer.focus()
+        elif not self.auto_preview:
+            self._show_now(event.node.data)
+
+    def action_toggle_preview(self) -> None:
+        self.auto_preview = not self.auto_preview
+        if self.auto_preview:
+            node = self.main_tree.cursor_node
+            if node is not None:
+                self._show_now(node.data)
+        self.notify("preview as you move" if self.auto_preview else "preview on enter")
 
     def _show_now(self, item: Item | None) -> None:
         if item is None or item is self._last_item:
@@ -443,6 +457,19 @@ class TcviewApp(App[int]):
         stop = getattr(self.loader, "stop", None)
         if stop is not None:
             stop()
+
+
+def preview_as_you_move() -> bool:
+    """Show the highlighted item as the cursor moves, except over SSH.
+
+    A preview repaints a page of highlighted code (10-15 KB of terminal output); over SSH
+    the viewer waits for Enter instead, so that a tree move costs well under 5 KB.
+    TCVIEW_PREVIEW=auto or =enter overrides; `p` toggles.
+    """
+    setting = os.environ.get("TCVIEW_PREVIEW", "")
+    if setting in ("auto", "enter"):
+        return setting == "auto"
+    return not (os.environ.get("SSH_CONNECTION") or os.environ.get("SSH_TTY"))
 
 
 def default_title(path: str) -> str:

@@ -39,6 +39,7 @@ KEYS = [
             ("→ l / ← h", "expand / collapse (or go to parent)"),
             ("enter / space", "expand, or open the item in the viewer"),
             ("g / G", "first / last"),
+            ("p", "preview as you move, or only on enter (the default over SSH)"),
             ("mouse", "click to select, wheel to scroll"),
         ],
     ),
