@@ -24,8 +24,13 @@ async def ready(app: Any, pilot: Any, limit: float = 30.0) -> None:
 
 
 async def settle(app: Any, pilot: Any) -> None:
+    from textual.worker import WorkerCancelled
+
     for _ in range(3):
-        await app.workers.wait_for_complete()
+        try:
+            await app.workers.wait_for_complete()
+        except WorkerCancelled:
+            pass  # an exclusive worker replaced by a newer one: that one is what counts
         await pilot.pause(0.06)
 
 

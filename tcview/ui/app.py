@@ -12,6 +12,7 @@ from textual import on, work
 from textual.app import App, ComposeResult
 from textual.binding import Binding
 from textual.containers import Horizontal
+from textual.css.query import NoMatches
 from textual.reactive import reactive
 from textual.widgets import Footer, Static, Tree
 from textual.worker import get_current_worker
@@ -232,11 +233,14 @@ class TcviewApp(App[int]):
             self._model_ready()
 
     def _live_tick(self) -> None:
-        if not self.loader.finished:
+        if not self.loader.finished or not self.screen_stack:
             return
-        self.refresh_model()
-        if self.follow_newest:
-            self._select_newest()
+        try:
+            self.refresh_model()
+            if self.follow_newest:
+                self._select_newest()
+        except NoMatches:
+            pass  # shutting down: the main screen is already gone
 
     def _select_newest(self) -> None:
         with self.lock:
