@@ -126,16 +126,35 @@ def test_deleted_file_is_marked_and_kept(tmp_path: Path) -> None:
     assert follower.model.counts() == before
 
 
-def test_unreadable_file_is_noted_not_fatal(tmp_path: Path) -> None:
-    if os.geteuid() == 0:
-        pytest.skip("root reads everything")
+def test_unreadable_file_is_noted_not_fatal(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     dest = tmp_path / "t"
     shutil.copytree(SAMPLES / "cpu_breaks_recompiles" / "trace", dest)
     target = next(dest.iterdir())
-    target.chmod(0)
     follower = Follower(str(dest))
     follower.step()
-    assert any("cannot read" in n for n in follower.notices)
+    before = follower.model.counts()
+    records = follower.model.summary_counts()["records"]
+    with open(target, "ab") as fh:
+        fh.write(b'V1121 05:00:00.000000 1 x.py:1] {"str": ["/x.py", 99]}\n')
+    if os.geteuid() != 0:
+        target.chmod(0)
+    else:  # root reads everything: refuse the open the way a permission change would
+
+        def refuse(path, *args, **kwargs):
+            if Path(path) == target:
+                raise PermissionError(13, "Permission denied", str(path))
+            return open(path, *args, **kwargs)
+
+        monkeypatch.setattr("tcview.live.open", refuse, raising=False)
+    assert follower.step() is False
+    assert any("cannot read" in n and "Permission denied" in n for n in follower.notices)
+    assert follower.model.counts() == before  # what was read stays
+    monkeypatch.undo()
+    target.chmod(0o644)
+    assert follower.step() is True  # readable again: it catches up
+    assert follower.model.summary_counts()["records"] == records + 1
 
 
 def test_text_log_follow_equals_one_shot(tmp_path: Path) -> None:

@@ -211,3 +211,77 @@ def test_read_only_trace_dir_opens_and_nothing_is_written(tmp_path: Path) -> Non
             p.chmod(modes[p])
     assert not any(p.name.startswith(".") for p in root.rglob("*"))
     assert REPO.exists()
+
+
+# ---------------------------------------------------------------- a real terminal
+
+
+def _tmux(*args: str) -> str:
+    return subprocess.run(
+        ["tmux", "-L", "tcview-hostile", *args], capture_output=True, text=True, check=False
+    ).stdout
+
+
+@pytest.mark.skipif(shutil.which("tmux") is None, reason="tmux is not installed")
+@pytest.mark.parametrize(
+    ("name", "goto", "shown"),
+    [
+        ("escapes.log", "0/0", "␛]0;PWNED TITLE␇"),
+        ("markup.log", "0/0", "[bold red]not bold[/] [link=https://"),
+        ("bidi.log", "0/0", "<U+202E>exe.txt"),
+    ],
+)
+def test_real_terminal_title_untouched_and_text_literal(name: str, goto: str, shown: str) -> None:
+    session = f"hostile-{name.split('.')[0]}"
+    command = (
+        f"cd {REPO} && TCVIEW_PREVIEW=auto {sys.executable} -m tcview.cli open "
+        f"{HOSTILE / name} --goto {goto}"
+    )
+    _tmux("new-session", "-d", "-s", session, "-x", "160", "-y", "45", "sleep 30")
+    _tmux("set-option", "-t", session, "remain-on-exit", "on")
+    try:
+        title = _tmux("display-message", "-p", "-t", session, "#{pane_title}")
+        _tmux("respawn-pane", "-k", "-t", session, command)
+        deadline = time.monotonic() + 20
+        screen = ""
+        while time.monotonic() < deadline:
+            screen = _tmux("capture-pane", "-p", "-t", session)
+            if shown in screen:
+                break
+            time.sleep(0.2)
+        assert shown in screen, screen
+        assert _tmux("display-message", "-p", "-t", session, "#{pane_title}") == title
+        _tmux("send-keys", "-t", session, "q")
+        time.sleep(0.5)
+        assert _tmux("display-message", "-p", "-t", session, "#{pane_title}") == title
+    finally:
+        _tmux("kill-session", "-t", session)
+
+
+def test_the_app_writes_nothing_into_a_read_only_trace(tmp_path: Path) -> None:
+    from ui_helpers import ready, sync
+
+    from tcview.ui.app import TcviewApp
+
+    root = tmp_path / "ro"
+    shutil.copytree(SAMPLES / "gpu_triton_user", root)
+    before = _listing(root)
+    for p in sorted(root.rglob("*"), key=lambda p: -len(p.parts)):
+        p.chmod(0o555 if p.is_dir() else 0o444)
+    root.chmod(0o555)
+
+    @sync
+    async def browse() -> None:
+        app = TcviewApp(str(root), follow=True)
+        async with app.run_test(size=(120, 40)) as pilot:
+            await ready(app, pilot)
+            for key in ("j", "j", "enter", "j", "K", "escape", "t", "escape", "o", "escape"):
+                await pilot.press(key)
+            await pilot.pause(0.3)
+
+    try:
+        browse()
+        assert _listing(root) == before
+    finally:
+        for p in [root, *root.rglob("*")]:
+            p.chmod(0o755 if p.is_dir() else 0o644)
