@@ -11,7 +11,16 @@ from pathlib import Path
 from typing import Any
 
 from .handlers import Sink
-from .model import BreakGroup, CacheEvent, Compile, Failure, GraphBreak, Kernel, Recompile
+from .model import (
+    BreakGroup,
+    CacheEvent,
+    Compile,
+    Failure,
+    GraphBreak,
+    Kernel,
+    Recompile,
+    group_breaks,
+)
 from .tracefile import HEADER, TraceFile
 
 CHUNK = 4 << 20
@@ -233,14 +242,7 @@ class TraceSet(Sink):
         return runs
 
     def grouped_breaks(self) -> list[BreakGroup]:
-        groups: dict[tuple[str, str], BreakGroup] = {}
-        for gb in self.breaks:
-            g = groups.get(gb.group_key)
-            if g is None:
-                groups[gb.group_key] = BreakGroup(gb.reason, gb.location, [gb])
-            else:
-                g.breaks.append(gb)
-        return sorted(groups.values(), key=lambda g: -g.count)
+        return group_breaks(self.breaks)
 
     def counts(self) -> dict[str, int]:
         """The four numbers of the status bar."""

@@ -221,6 +221,18 @@ class BreakGroup:
         return self.breaks[0]
 
 
+def group_breaks(breaks: list[GraphBreak]) -> list[BreakGroup]:
+    """Graph breaks de-duplicated by (reason, location), the most frequent first."""
+    groups: dict[tuple[str, str], BreakGroup] = {}
+    for gb in breaks:
+        g = groups.get(gb.group_key)
+        if g is None:
+            groups[gb.group_key] = BreakGroup(gb.reason, gb.location, [gb])
+        else:
+            g.breaks.append(gb)
+    return sorted(groups.values(), key=lambda g: -g.count)
+
+
 @dataclass(eq=False)
 class Recompile:
     compile: Compile

@@ -44,6 +44,7 @@ from .model import (
     Kernel,
     Recompile,
     Record,
+    group_breaks,
 )
 
 Progress = Callable[[int, int], None]
@@ -504,8 +505,10 @@ class TextRun(Run):
 
     @property
     def label(self) -> str:
-        return super().label.replace(f"run {self.index + 1}", f"TORCH_LOGS {self.name}", 1).replace(
-            "no records", "no messages"
+        return (
+            super()
+            .label.replace(f"run {self.index + 1}", f"TORCH_LOGS {self.name}", 1)
+            .replace("no records", "no messages")
         )
 
 
@@ -853,14 +856,7 @@ class TextLog:
         return [d for rec in self.records_of("fusion") for d in fusion_decisions(rec.source, rec)]
 
     def grouped_breaks(self) -> list[BreakGroup]:
-        groups: dict[tuple[str, str], BreakGroup] = {}
-        for gb in self.breaks:
-            g = groups.get(gb.group_key)
-            if g is None:
-                groups[gb.group_key] = BreakGroup(gb.reason, gb.location, [gb])
-            else:
-                g.breaks.append(gb)
-        return sorted(groups.values(), key=lambda g: -g.count)
+        return group_breaks(self.breaks)
 
     def unknown_kinds(self) -> Counter:
         total: Counter = Counter()

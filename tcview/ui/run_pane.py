@@ -36,6 +36,7 @@ from .app import LIVE_TICK, TICK, StatusBar, TcviewApp
 from .loader import FollowLoader
 from .reader import Reader
 from .tree import TraceTree
+from .viewer import SCROLL_BINDINGS
 
 MAX_LINES = 20_000  # lines kept in the pane, as many as the session keeps
 QUIT_KILL_AFTER_S = 3.0  # after the stop escalation's own time, when quitting
@@ -50,16 +51,7 @@ LAYOUTS = ("split", "full", "hidden")  # what `R` cycles through
 class OutputView(ScrollView, can_focus=True):
     """The job's output: only visible lines are rendered; follows the end unless scrolled up."""
 
-    BINDINGS = [
-        Binding("up,k", "line(-1)", "Up", show=False),
-        Binding("down,j", "line(1)", "Down", show=False),
-        Binding("left,h", "column(-4)", "Left", show=False),
-        Binding("right,l", "column(4)", "Right", show=False),
-        Binding("pageup", "page(-1)", "Page up", show=False),
-        Binding("pagedown,space", "page(1)", "Page down", show=False),
-        Binding("home,g", "top", "Top", show=False),
-        Binding("end,G", "bottom", "Bottom", show=False),
-    ]
+    BINDINGS = SCROLL_BINDINGS
 
     DEFAULT_CSS = """
     OutputView { background: $surface; }

@@ -107,19 +107,23 @@ def compact_segments(segments: list[Segment]) -> list[Segment]:
     return out
 
 
+# The keys of a line view: shared by the code viewer and the run pane's output.
+SCROLL_BINDINGS = [
+    Binding("up,k", "line(-1)", "Up", show=False),
+    Binding("down,j", "line(1)", "Down", show=False),
+    Binding("left,h", "column(-4)", "Left", show=False),
+    Binding("right,l", "column(4)", "Right", show=False),
+    Binding("pageup", "page(-1)", "Page up", show=False),
+    Binding("pagedown,space", "page(1)", "Page down", show=False),
+    Binding("home,g", "top", "Top", show=False),
+    Binding("end,G", "bottom", "Bottom", show=False),
+]
+
+
 class CodeView(ScrollView, can_focus=True):
     """Shows a Document: gutter with line numbers, highlighting, search, horizontal scroll."""
 
-    BINDINGS = [
-        Binding("up,k", "line(-1)", "Up", show=False),
-        Binding("down,j", "line(1)", "Down", show=False),
-        Binding("left,h", "column(-4)", "Left", show=False),
-        Binding("right,l", "column(4)", "Right", show=False),
-        Binding("pageup", "page(-1)", "Page up", show=False),
-        Binding("pagedown,space", "page(1)", "Page down", show=False),
-        Binding("home,g", "top", "Top", show=False),
-        Binding("end,G", "bottom", "Bottom", show=False),
-    ]
+    BINDINGS = SCROLL_BINDINGS
 
     DEFAULT_CSS = """
     CodeView { background: $surface; }
