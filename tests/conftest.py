@@ -52,6 +52,8 @@ def shared_run_dirs() -> list[Path]:
     if root is None:
         return []
     return sorted(
-        p for group in ("h200-torch2.11", "cpu-torch2.13") for p in (root / group).iterdir()
+        p
+        for group in ("h200-torch2.11", "cpu-torch2.13")
+        for p in (root / group).iterdir()
         if p.is_dir()
     )
