@@ -38,6 +38,17 @@ def find_text_log(directory: Path) -> Path | None:
     return None
 
 
+def run_dir_skipped(
+    root: Path, skipped: list[tuple[Path, str]], log: Path
+) -> list[tuple[Path, str]]:
+    """A run directory's skipped files, less its log and the files a run holds beside it."""
+    return [
+        (p, why)
+        for p, why in skipped
+        if p != log and not (p.parent == root and p.name in RUN_FILES)
+    ]
+
+
 def load_source(path: str, progress: Progress | None = None) -> Any:
     """A TraceSet for traces (with `.text` for a run directory's log), or a TextLog."""
     kind = detect(path)
@@ -52,11 +63,7 @@ def load_source(path: str, progress: Progress | None = None) -> Any:
             from .textlog import TextLog
 
             ts.text = TextLog.load(str(log))
-            ts.skipped = [
-                (p, why)
-                for p, why in ts.skipped
-                if p != log and not (p.parent == Path(path) and p.name in RUN_FILES)
-            ]
+            ts.skipped = run_dir_skipped(Path(path), ts.skipped, log)
             if not ts.files and ts.text is not None:
                 return ts.text
     return ts

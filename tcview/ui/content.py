@@ -516,7 +516,7 @@ def model_summary(model: Any, title: str) -> list[Text]:
     out.append(Text(""))
     out.append(
         Text(
-            "keys: ? help · b breaks · r recompiles · k kernels · t time · ctrl+p jump", style="dim"
+            "keys: ? help · b breaks · r recompiles · K kernels · t time · ctrl+p jump", style="dim"
         )
     )
     return out

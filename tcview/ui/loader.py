@@ -12,7 +12,7 @@ from pathlib import Path
 from typing import Any
 
 from ..trace.index import TraceSet, discover
-from ..trace.source import detect, find_text_log, load_source
+from ..trace.source import detect, find_text_log, load_source, run_dir_skipped
 
 CHUNK = 4 << 20
 
@@ -77,7 +77,7 @@ class Loader:
                 text = TextLog.load(str(log))
                 with self.lock:
                     ts.text = text
-                    ts.skipped = [(p, why) for p, why in ts.skipped if p != log]
+                    ts.skipped = run_dir_skipped(root, ts.skipped, log)
                     if not ts.files and text is not None:
                         self.model = text
 
