@@ -314,3 +314,22 @@ def test_without_orjson_the_index_is_the_same(monkeypatch: pytest.MonkeyPatch) -
     fast = TraceSet.load(path).summary_counts()
     monkeypatch.setattr(tracefile, "loads", tracefile._loads_json)
     assert TraceSet.load(path).summary_counts() == fast
+
+
+def test_overlong_lines_are_counted_not_kept(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from tcview.trace import tracefile
+
+    monkeypatch.setattr(tracefile, "MAX_LINE", 100_000)  # real headers stay under it
+    cut = GOOD.index(b"\nV", 50000) + 1
+    data = GOOD[:cut] + b"junk" * 75_000 + b"\n" + b"\t" + b"p" * 400_000 + b"\n" + GOOD[cut:]
+    path = _write(tmp_path, data)
+    chunked = _index(path, list(range(0, len(data), 40_000)), settle=False)
+    assert len(chunked.unparsed) == count([path])["unparsed_lines"] == 1
+    assert chunked.unparsed[0][0] == cut
+    for cuts in (
+        [cut + 10, cut + 70_000, cut + 150_000, cut + 300_000],
+        range(0, len(data), 17_77),
+    ):
+        assert _snapshot(_index(path, list(cuts) + [cut + 1], settle=True)) == _snapshot(chunked)

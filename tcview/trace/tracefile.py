@@ -21,6 +21,7 @@ import re
 import sys
 from array import array
 from collections import Counter
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
@@ -63,6 +64,8 @@ LINE = re.compile(
 KERNEL_DEF = re.compile(rb"^\t([A-Za-z_]\w*) = async_compile\.([A-Za-z_]\w*)\(", re.M)
 RANK_IN_NAME = re.compile(r"rank_(\d+)")
 HAS_PAYLOAD = b'"has_payload": "'
+MD5_HEX = re.compile(rb"[0-9a-f]{32}")
+MAX_LINE = 64 << 20  # longer lines are counted (as unparsed lines) but not kept or parsed
 
 _INVALID = object()
 
@@ -85,7 +88,7 @@ try:  # optional speed-up (tcview[fast]); the result is the same as json's
             value = orjson.loads(data)
         except (orjson.JSONDecodeError, RecursionError):
             return _loads_json(data)  # json accepts a little more (NaN, invalid UTF-8)
-        if len(data) > 2000 and data.count(b"[") + data.count(b"{") > 500:
+        if len(data) > 900 and data.count(b"[") + data.count(b"{") > 450:
             return _loads_json(data)  # json refuses deep nesting that orjson takes
         return value
 
@@ -121,6 +124,9 @@ class TraceFile:
         self.display = display or str(path)
         self.pos = 0  # bytes consumed from the file
         self._pending = b"\n"  # a virtual newline before the first line
+        self._more: list[bytes] = []  # further pieces of a partial line (no copying per feed)
+        self._more_len = 0
+        self._skipping = False  # inside a line longer than MAX_LINE
         self._open: Record | None = None
         self._open_scan = 0  # offset up to which the open record's payload was scanned
         self._kernel_count = 0  # kernels found in the open record
@@ -133,7 +139,7 @@ class TraceFile:
         self.records: list[Record] = []  # every record except chromium events
         self.chromium: array = array("q")  # header offsets of chromium events
         self.minor: array = array("q")  # header offsets of MINOR_KINDS records
-        self.unparsed: list[tuple[int, int]] = []  # (offset, line number)
+        self.unparsed = LineRefs()  # (offset, line number) of each unparsed line
         self.strings: dict[Any, str] = {}
         self.kinds: Counter = Counter()
         self.artifacts: Counter = Counter()
@@ -169,30 +175,52 @@ class TraceFile:
             return
         start = self.pos  # file offset of data[0]
         self.pos += len(data)
-        pending = self._pending
         first = data.find(b"\n")
         if first < 0:
-            self._pending = pending + data
+            if not self._skipping:
+                self._more.append(data)
+                self._more_len += len(data)
+                if self._more_len + len(self._pending) > MAX_LINE:
+                    self._overlong()
         else:
-            # The line cut at the last feed, completed without copying all of `data`.
-            head = pending + data[:first]
-            if len(head) > 1:
-                self._scan(head + b"\n", start - len(pending), len(head))
+            if self._skipping:  # the rest of an overlong line: not kept
+                self._skipping = False
+                self._open_scan = max(self._open_scan, start + first)
+            else:
+                # The line cut at the last feed, completed without copying all of `data`.
+                head = self._pending + b"".join(self._more) + data[:first]
+                if len(head) > 1:
+                    self._scan(head + b"\n", start - (len(head) - first), len(head))
+            self._more, self._more_len = [], 0
             cut = data.rfind(b"\n")
             if cut > first:
                 self._scan(data, start, cut, lo=first)
             self._pending = data[cut:]
+            if len(self._pending) > MAX_LINE:
+                self._overlong()
         if settle:
             self._settle_open()
         self.version += 1
 
+    def _overlong(self) -> None:
+        """A line past MAX_LINE: counted (as unparsed unless a payload line), not kept."""
+        first = (self._pending[1:2] or (self._more[0][:1] if self._more else b"")) or b"\t"
+        start = self.pos - self._more_len - (len(self._pending) - 1)
+        if first != b"\t":
+            if self._open is not None:
+                self._close_open()
+            self.unparsed.append((start, self.lineno_of(start)))
+            self.sink.unparsed(self, start, self.unparsed[-1][1])
+        self._pending, self._more, self._more_len = b"\n", [], 0
+        self._skipping = True
+
     def finish(self) -> None:
         """The file is complete: index a trailing line that has no newline."""
-        tail = self._pending
+        tail = b"" if self._skipping else self._pending + b"".join(self._more)
         if len(tail) > 1:
             base = self.pos - len(tail)
             self._scan(tail + b"\n", base, len(tail), eof_line=True)
-        self._pending = b"\n"
+        self._pending, self._more, self._more_len, self._skipping = b"\n", [], 0, False
         rec = self._open
         if rec is not None and rec.md5 and not rec.closed and rec.md5_ok() is False:
             self.truncated += 1
@@ -202,7 +230,7 @@ class TraceFile:
 
     @property
     def pending_bytes(self) -> int:
-        return len(self._pending) - 1
+        return len(self._pending) - 1 + self._more_len
 
     def _scan(self, buf: bytes, base: int, cut: int, eof_line: bool = False, lo: int = 0) -> None:
         """Index the complete lines of buf[lo:cut + 1]; buf[lo] and buf[cut] are newlines."""
@@ -306,8 +334,9 @@ class TraceFile:
         if i >= 0:
             j = i + len(HAS_PAYLOAD)
             k = js.find(b'"', j)
-            if k > j:
-                md5 = js[j:k].decode("ascii", "replace")
+            # Blank only a real md5: cutting anything else could make broken JSON parse.
+            if k == j + 32 and MD5_HEX.fullmatch(js, j, k):
+                md5 = js[j:k].decode("ascii")
                 key = js[:j] + js[k:]
         info = self._cache.get(key)
         if info is None:
@@ -396,7 +425,7 @@ class TraceFile:
     def _settle_open(self) -> None:
         """Close the last record when its payload is complete (its md5 matches)."""
         rec = self._open
-        if rec is None or rec.closed or not rec.md5 or len(self._pending) > 1:
+        if rec is None or rec.closed or not rec.md5 or self.pending_bytes:
             return
         if hashlib.md5(self.read_payload(rec)).hexdigest() == rec.md5:
             self._close_open()
@@ -532,6 +561,29 @@ class TraceFile:
 
     def __repr__(self) -> str:
         return f"<TraceFile {self.display}>"
+
+
+class LineRefs(Sequence):
+    """(offset, line number) pairs in two arrays: millions of junk lines stay small."""
+
+    def __init__(self) -> None:
+        self.offsets = array("q")
+        self.linenos = array("q")
+
+    def append(self, ref: tuple[int, int]) -> None:
+        self.offsets.append(ref[0])
+        self.linenos.append(ref[1])
+
+    def __len__(self) -> int:
+        return len(self.offsets)
+
+    def __getitem__(self, i: Any) -> Any:
+        if isinstance(i, slice):
+            return [(o, n) for o, n in zip(self.offsets[i], self.linenos[i], strict=True)]
+        return (self.offsets[i], self.linenos[i])
+
+    def __eq__(self, other: object) -> bool:
+        return list(self) == list(other) if isinstance(other, (list, LineRefs)) else NotImplemented
 
 
 def _first_ts(buf: bytes, lo: int, cut: int) -> str | None:
