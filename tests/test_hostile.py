@@ -285,3 +285,44 @@ def test_the_app_writes_nothing_into_a_read_only_trace(tmp_path: Path) -> None:
     finally:
         for p in [root, *root.rglob("*")]:
             p.chmod(0o755 if p.is_dir() else 0o644)
+
+
+def test_markup_in_names_titles_search_and_palette_does_not_break_the_app(tmp_path: Path) -> None:
+    from ui_helpers import ready, sync
+
+    from tcview.ui.app import TcviewApp
+
+    sys.path.insert(0, str(HOSTILE))
+    try:
+        from make_hostile import PREFIX, record
+    finally:
+        sys.path.pop(0)
+    ids = {"frame_id": "[/]", "frame_compile_id": 0, "attempt": 0}
+    path = tmp_path / "x[" / "y]" / "dedicated_log_torch_trace_[/b].log".replace("/", "")
+    path.parent.mkdir(parents=True)
+    path.write_bytes(
+        record({"artifact": {"name": "[/]", "encoding": "string"}, **ids}, "[/] [red]x")
+        + record({"[/bold]": {}, **ids}, "[/]")
+        + record({"inductor_output_code": {}, **ids}, "k_0 = async_compile.triton('k', '''\n''')")
+        + (PREFIX + "[/] not json\n").encode()
+    )
+
+    @sync
+    async def browse() -> None:
+        app = TcviewApp(str(path.parent))
+        async with app.run_test(size=(100, 30), notifications=True) as pilot:
+            await ready(app, pilot)
+            for key in ("j", "enter", "j", "j", "enter", "j", "enter", "j", "enter", "tab"):
+                await pilot.press(key)
+                await pilot.pause(0.05)
+            await pilot.press("slash", "[", "/", "]", "enter")
+            await pilot.pause(0.2)
+            await pilot.press("escape", "escape", "ctrl+p", "[", "/")
+            await pilot.pause(0.5)
+            await pilot.press("escape")
+            for key in ("b", "escape", "K", "escape", "o", "escape", "f", "escape"):
+                await pilot.press(key)
+                await pilot.pause(0.1)
+            assert app.is_running
+
+    browse()

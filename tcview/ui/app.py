@@ -260,7 +260,10 @@ class TcviewApp(App[int]):
         self._newest = None
         if self.follow_newest:
             self._select_newest()
-        self.notify("following the newest compile" if self.follow_newest else "view stays put")
+        self.notify(
+            markup=False,
+            message="following the newest compile" if self.follow_newest else "view stays put",
+        )
         self._update_status()
 
     def records_shown(self) -> int:
@@ -278,10 +281,19 @@ class TcviewApp(App[int]):
                 tree.refresh_model()
         self._update_status()
         if self.loader.error:
-            self.notify(safe_line(self.loader.error), title="could not read", severity="error")
+            self.notify(
+                markup=False,
+                message=safe_line(self.loader.error),
+                title="could not read",
+                severity="error",
+            )
         if self.goto_target:
             if not self._goto(self.goto_target):
-                self.notify(f"--goto {safe_line(self.goto_target)}: not found", severity="warning")
+                self.notify(
+                    markup=False,
+                    message=f"--goto {safe_line(self.goto_target)}: not found",
+                    severity="warning",
+                )
             self.goto_target = None
         elif tree.cursor_line < 0 or self._last_item is None:
             self._show_now(tree.root.data)
@@ -369,7 +381,9 @@ class TcviewApp(App[int]):
             node = self.main_tree.cursor_node
             if node is not None:
                 self._show_now(node.data)
-        self.notify("preview as you move" if self.auto_preview else "preview on enter")
+        self.notify(
+            markup=False, message="preview as you move" if self.auto_preview else "preview on enter"
+        )
 
     def _show_now(self, item: Item | None) -> None:
         if item is None or item is self._last_item:

@@ -9,6 +9,7 @@ from typing import Any
 
 from textual.command import DiscoveryHit, Hit, Hits, Provider
 from textual.content import Content
+from textual.markup import escape
 
 from ..safe import safe_line
 
@@ -60,7 +61,9 @@ class TraceCommands(Provider):
 
     async def discover(self) -> Hits:
         for text, kind, help_text, obj in self.candidates[:MAX_HITS]:
-            yield DiscoveryHit(_content(text), partial(self._open, kind, obj), text, help_text)
+            yield DiscoveryHit(
+                _content(text), partial(self._open, kind, obj), text, escape(help_text)
+            )
 
     async def search(self, query: str) -> Hits:
         matcher = self.matcher(query)
@@ -81,7 +84,11 @@ class TraceCommands(Provider):
             if score > 0:
                 hits += 1
                 yield Hit(
-                    score, _content(text, offsets), partial(self._open, kind, obj), text, help_text
+                    score,
+                    _content(text, offsets),
+                    partial(self._open, kind, obj),
+                    text,
+                    escape(help_text),  # Textual reads a hit's help as markup
                 )
                 if hits >= MAX_HITS:
                     return

@@ -56,4 +56,9 @@ class Reader(Vertical):
         event.stop()
         self.close_search()
         if event.value and not self.viewer.search(event.value):
-            self.app.notify(f"not found: {safe_line(event.value)}", severity="warning", timeout=2)
+            self.app.notify(
+                markup=False,
+                message=f"not found: {safe_line(event.value)}",
+                severity="warning",
+                timeout=2,
+            )

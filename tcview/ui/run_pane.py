@@ -238,7 +238,7 @@ class RunApp(TcviewApp, inherit_bindings=False):
         self.set_interval(LIVE_TICK, self._run_tick)
 
     def _title_output(self) -> None:
-        self.output.border_title = safe_line(f"output · {self.launcher.spec.display}")
+        self.output.border_title = Text(safe_line(f"output · {self.launcher.spec.display}"))
 
     # ------------------------------------------------------------ polling the job
 
@@ -271,7 +271,8 @@ class RunApp(TcviewApp, inherit_bindings=False):
         self._update_status()
         if not self.quitting:
             self.notify(
-                f"job {status.text}: r reruns it, q quits",
+                markup=False,
+                message=f"job {status.text}: r reruns it, q quits",
                 severity="information" if status.exit_code == 0 else "warning",
             )
 
@@ -292,15 +293,18 @@ class RunApp(TcviewApp, inherit_bindings=False):
             return
         if session.status.stopping:
             session.kill()
-            self.notify("killing the job now (SIGKILL)", severity="warning")
+            self.notify(markup=False, message="killing the job now (SIGKILL)", severity="warning")
         else:
             session.stop()
             grace = self.launcher.options.grace_s
-            self.notify(f"stopping the job: SIGINT, then SIGTERM and SIGKILL {grace:g}s apart")
+            self.notify(
+                markup=False,
+                message=f"stopping the job: SIGINT, then SIGTERM and SIGKILL {grace:g}s apart",
+            )
         self._update_status()
 
     def action_rerun_busy(self) -> None:
-        self.notify("the job is still running: x stops it, then r reruns it")
+        self.notify(markup=False, message="the job is still running: x stops it, then r reruns it")
 
     def action_rerun(self) -> None:
         if not self.session.done:
@@ -309,10 +313,12 @@ class RunApp(TcviewApp, inherit_bindings=False):
         try:
             fresh = self.session.rerun()
         except LaunchError as exc:
-            self.notify(safe_line(str(exc)), title="cannot rerun", severity="error")
+            self.notify(
+                markup=False, message=safe_line(str(exc)), title="cannot rerun", severity="error"
+            )
             return
         self._follow_session(fresh)
-        self.notify(safe_line(f"rerunning into {fresh.run_dir}"))
+        self.notify(markup=False, message=safe_line(f"rerunning into {fresh.run_dir}"))
 
     def _follow_session(self, session: RunSession) -> None:
         """Point the browser, the output and the status at a new session."""

@@ -151,7 +151,7 @@ class CodeView(ScrollView, can_focus=True):
         self.doc = doc
         self._lines.clear()
         self._safe.clear()
-        self.border_title = safe_line(doc.title)
+        self.border_title = Text(safe_line(doc.title))  # Text: never read as markup
         self._set_virtual_size(Size(self._content_width(doc) + self.gutter_width, doc.count))
         self.matches, self._by_line, self.match_index = [], {}, -1
         if keep_search and self.query_text:
@@ -311,9 +311,9 @@ class CodeView(ScrollView, can_focus=True):
         if not self.query_text:
             self.border_subtitle = ""
         elif not self.matches:
-            self.border_subtitle = f"/{safe_line(self.query_text)}: no match"
+            self.border_subtitle = Text(f"/{safe_line(self.query_text)}: no match")
         else:
-            self.border_subtitle = (
+            self.border_subtitle = Text(
                 f"/{safe_line(self.query_text)}: {self.match_index + 1}/{len(self.matches)}"
             )
 
