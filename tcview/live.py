@@ -53,6 +53,9 @@ class Follower:
         self._stdin_fd: int | None = None
         self._identity: dict[str, tuple[int, int]] = {}
         self.kind = detect(path) if path != "-" else "stdin"
+        self._stream_path: str | None = None
+        if self.kind == "stream":  # a FIFO or a <(...) pipe: read it like stdin
+            self._stream_path, self.kind = path, "stdin"
         if self.kind == "missing":
             self.kind = "text" if _looks_like_log_name(path) else "trace-dir"
         self.model: Any = self._empty_model()
@@ -338,6 +341,12 @@ class Follower:
 
     def _read_pipe(self) -> None:
         fd = self._stdin_fd if self._stdin_fd is not None else 0
+        if self._stream_path is not None:
+            try:
+                fd = os.open(self._stream_path, os.O_RDONLY)  # waits for a writer: not on the UI
+            except OSError as exc:
+                self.notices.append(f"cannot read {self._stream_path}: {exc.strerror or exc}")
+                return
         model = self.model
         while not self._stop.is_set():
             try:

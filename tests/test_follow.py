@@ -191,3 +191,26 @@ def test_pipe_follow_equals_file(tmp_path: Path) -> None:
     follower.stop()
     os.close(r)
     assert _summary(follower.model) == _summary(load_source(str(src)))
+
+
+def test_fifo_is_read_as_a_stream_not_sniffed(tmp_path: Path) -> None:
+    src = SAMPLES / "cpu_breaks_recompiles" / "torch_logs.txt"
+    trace = next((SAMPLES / "cpu_breaks_recompiles" / "trace").iterdir())
+    for data_file in (src, trace):
+        fifo = tmp_path / f"fifo-{data_file.suffix}"
+        os.mkfifo(fifo)
+        writer = threading.Thread(target=lambda p=fifo, d=data_file: p.write_bytes(d.read_bytes()))
+        writer.start()
+        got = _summary(load_source(str(fifo)))
+        writer.join()
+        want = _summary(load_source(str(data_file)))
+        keys = ("compiles", "graph_breaks", "recompiles", "kernels", "records")
+        assert {k: got.get(k) for k in keys} == {k: want.get(k) for k in keys}
+    fifo = tmp_path / "live-fifo"
+    os.mkfifo(fifo)
+    follower = Follower(str(fifo))
+    follower.start()
+    fifo.write_bytes(src.read_bytes())
+    assert _wait_until(lambda: "input ended" in follower.notices)
+    follower.stop()
+    assert _summary(follower.model) == _summary(load_source(str(src)))

@@ -2,7 +2,11 @@
 
 from __future__ import annotations
 
+import atexit
 import os
+import shutil
+import stat
+import tempfile
 from pathlib import Path
 from typing import Any
 
@@ -16,10 +20,15 @@ RUN_FILES = frozenset(
 
 
 def detect(path: str) -> str:
-    """'stdin', 'trace-dir', 'run-dir', 'trace-file', 'text' or 'missing'."""
+    """'stdin', 'stream', 'trace-dir', 'run-dir', 'trace-file', 'text' or 'missing'.
+
+    A 'stream' is a FIFO, a device or a `<(...)` pipe: read once, never sniffed.
+    """
     if path == "-":
         return "stdin"
     p = Path(path)
+    if is_stream(p):
+        return "stream"
     if p.is_dir():
         return "run-dir" if find_text_log(p) is not None else "trace-dir"
     if not p.exists():
@@ -27,6 +36,30 @@ def detect(path: str) -> str:
     if p.name.startswith("dedicated_log_torch_trace") or sniff_trace(p) is None:
         return "trace-file"
     return "text"
+
+
+def is_stream(path: Path) -> bool:
+    try:
+        mode = path.stat().st_mode
+    except OSError:
+        return False
+    return not (stat.S_ISREG(mode) or stat.S_ISDIR(mode))
+
+
+def spool(path: str) -> Path:
+    """Copy a stream into a temporary file (removed at exit), so records can point into it."""
+    fd, name = tempfile.mkstemp(prefix="tcview-stream-", suffix=".log")
+    atexit.register(_remove, name)
+    with open(path, "rb") as src, os.fdopen(fd, "wb") as dst:
+        shutil.copyfileobj(src, dst, 1 << 20)
+    return Path(name)
+
+
+def _remove(name: str) -> None:
+    try:
+        os.unlink(name)
+    except OSError:
+        pass
 
 
 def find_text_log(directory: Path) -> Path | None:
@@ -52,6 +85,12 @@ def run_dir_skipped(
 def load_source(path: str, progress: Progress | None = None) -> Any:
     """A TraceSet for traces (with `.text` for a run directory's log), or a TextLog."""
     kind = detect(path)
+    if kind == "stream":
+        copy = spool(path)
+        model = load_source(str(copy), progress=progress)
+        if hasattr(model, "display"):
+            model.display = path
+        return model
     if kind in ("stdin", "text"):
         from .textlog import TextLog
 

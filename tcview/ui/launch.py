@@ -8,6 +8,7 @@ import sys
 from pathlib import Path
 
 from ..trace.index import TRACE_NAME_PREFIX
+from ..trace.source import detect
 
 SEARCH_DEPTH = 4
 SKIP_DIRS = {".git", "node_modules", "__pycache__", ".venv", "venv", "site-packages", ".tox"}
@@ -82,6 +83,8 @@ def open_app(args: argparse.Namespace) -> int:
             print("tcview open -: no terminal to read keys from", file=sys.stderr)
             return 2
         follow = True
+    elif detect(path) == "stream":
+        follow = True  # a FIFO or <(...): read it as it comes, like a pipe on stdin
     elif not os.path.exists(path) and not follow:
         print(f"tcview: no such file or directory: {path}", file=sys.stderr)
         return 2

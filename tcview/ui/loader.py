@@ -51,7 +51,7 @@ class Loader:
         kind = detect(self.path)
         if kind == "missing":
             raise FileNotFoundError(self.path)
-        if kind in ("stdin", "text"):
+        if kind in ("stdin", "text", "stream"):
             model = load_source(self.path, progress=self._progress)
             with self.lock:
                 self.model = model
