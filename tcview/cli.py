@@ -39,9 +39,17 @@ def load_source(path: str, progress=None):
 
 
 def cmd_summary(args: argparse.Namespace) -> int:
-    from .trace.summary import fail_on, summary_json, summary_text
+    from .trace.summary import FAIL_ON_KINDS, fail_on, summary_json, summary_text
 
     path = args.path
+    kinds = [k.strip() for k in (args.fail_on or "").split(",") if k.strip()]
+    unknown = [k for k in kinds if k not in FAIL_ON_KINDS]
+    if unknown:
+        print(
+            f"tcview: --fail-on takes {','.join(FAIL_ON_KINDS)}; not: {','.join(unknown)}",
+            file=sys.stderr,
+        )
+        return 2
     if path != "-" and not os.path.exists(path):
         print(f"tcview: no such file or directory: {path}", file=sys.stderr)
         return 2
@@ -53,8 +61,7 @@ def cmd_summary(args: argparse.Namespace) -> int:
         print(json.dumps(data, indent=2, sort_keys=False))
     else:
         print(safe_text(summary_text(ts, verify=args.verify)))
-    if args.fail_on:
-        kinds = [k.strip() for k in args.fail_on.split(",") if k.strip()]
+    if kinds:
         present = fail_on(data, kinds)
         if present:
             print(f"tcview: found {', '.join(present)}", file=sys.stderr)

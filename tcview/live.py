@@ -52,6 +52,7 @@ class Follower:
         self._thread: threading.Thread | None = None
         self._stdin_fd: int | None = None
         self._identity: dict[str, tuple[int, int]] = {}
+        self._not_traces: dict[str, tuple[int, int, int]] = {}
         self.kind = detect(path) if path != "-" else "stdin"
         self._stream_path: str | None = None
         if self.kind == "stream":  # a FIFO or a <(...) pipe: read it like stdin
@@ -116,7 +117,7 @@ class Follower:
         return changed
 
     def _run(self) -> None:
-        self._start_observer()
+        self._try_start_observer()
         last_scan = 0.0
         while not self._stop.is_set():
             self._wake.wait(timeout=self.interval if self.poll else RESCAN_S)
@@ -125,7 +126,7 @@ class Follower:
                 break
             switched = self._watching != self._watch_target()
             if switched:
-                self._start_observer()  # the root appeared (or vanished): watch it instead
+                self._try_start_observer()  # the root appeared (or vanished): watch it instead
             now = time.monotonic()
             full = switched or now - last_scan >= (self.interval if self.poll else RESCAN_S)
             try:
@@ -135,7 +136,7 @@ class Follower:
                 else:
                     changed = self._step_dirty()
             except Exception as exc:  # noqa: BLE001 - the follower must never die
-                self.notices.append(f"follow error: {type(exc).__name__}: {exc}")
+                self.note(f"follow error: {type(exc).__name__}: {exc}")
                 changed = True
             if changed and self.on_update is not None:
                 self.on_update()
@@ -165,6 +166,19 @@ class Follower:
             target = target.parent
         return str(target)
 
+    def _try_start_observer(self) -> None:
+        try:
+            self._start_observer()
+        except Exception as exc:  # noqa: BLE001 - e.g. the directory vanished meanwhile
+            self.note(f"cannot watch {self.path}: {exc}; polling")
+            self._watching = None
+
+    def note(self, text: str) -> None:
+        """Add a notice once (a repeating error must not grow the list)."""
+        if text not in self.notices[-20:]:
+            self.notices.append(text)
+            del self.notices[:-100]
+
     def _start_observer(self) -> None:
         target = self._watch_target()
         if target is None or target == self._watching:
@@ -180,10 +194,9 @@ class Follower:
 
         class Handler(FileSystemEventHandler):
             def on_any_event(self, event: Any) -> None:
-                for attr in ("src_path", "dest_path"):
-                    value = getattr(event, attr, "")
-                    if value:
-                        follower._dirty.add(os.fsdecode(value))
+                paths = [getattr(event, a, "") for a in ("src_path", "dest_path")]
+                with follower.lock:
+                    follower._dirty.update(os.fsdecode(p) for p in paths if p)
                 follower._wake.set()
 
         recursive = Path(target) == self.root and self.root.is_dir()
@@ -223,9 +236,20 @@ class Follower:
             return True
         if p.name.startswith(TRACE_NAME_PREFIX):
             return True
-        if p.stat().st_size == 0:
+        try:
+            st = p.stat()
+        except OSError:
             return False
-        return sniff_trace(p) is None
+        if st.st_size == 0:
+            return False
+        # A file that is not a trace is sniffed again only when it changes.
+        stamp = (st.st_ino, st.st_size, st.st_mtime_ns)
+        if self._not_traces.get(str(p)) == stamp:
+            return False
+        if sniff_trace(p) is None:
+            return True
+        self._not_traces[str(p)] = stamp
+        return False
 
     def _files_to_check(self) -> list[Path]:
         root = self.root
@@ -290,9 +314,7 @@ class Follower:
                         target.feed(data)
                     changed = True
         except OSError as exc:
-            note = f"cannot read {path}: {exc.strerror or exc}"
-            if note not in self.notices:
-                self.notices.append(note)
+            self.note(f"cannot read {path}: {exc.strerror or exc}")
             return False
         return changed
 
@@ -316,12 +338,13 @@ class Follower:
 
     def rebuild(self, why: str) -> None:
         """Start over from disk: the way to stay exact after truncation or replacement."""
-        self.notices.append(f"re-indexed: {why}")
+        self.note(f"re-indexed: {why}")
         fresh = self._empty_model()
-        old, self.model = self.model, fresh
-        self.rebuilds += 1
-        if isinstance(old, TraceSet):
-            old.close()
+        with self.lock:  # readers hold the lock while they read from the old files
+            old, self.model = self.model, fresh
+            self.rebuilds += 1
+            if isinstance(old, TraceSet):
+                old.close()
         for path in self._files_to_check():
             self._read(path)
 

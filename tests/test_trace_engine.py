@@ -297,6 +297,13 @@ def test_summary_cli_json_and_fail_on(tmp_path: Path) -> None:
         cwd=REPO,
     )
     assert ok.returncode == 0
+    typo = subprocess.run(
+        [sys.executable, "-m", "tcview.cli", "summary", "--fail-on", "graph_break", str(sample)],
+        capture_output=True,
+        text=True,
+        cwd=REPO,
+    )
+    assert typo.returncode == 2 and "graph_breaks" in typo.stderr
     text = subprocess.run(
         [sys.executable, "-m", "tcview.cli", "summary", str(sample)],
         capture_output=True,
