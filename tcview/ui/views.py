@@ -10,7 +10,7 @@ from collections import Counter
 from typing import Any
 
 from rich.text import Text
-from textual import on
+from textual import on, work
 from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import Vertical
@@ -505,9 +505,13 @@ OTHER_LIMIT = 100_000
 
 
 def other_output(model: Any) -> list[str]:
+    """Unparsed lines and text-log output, at most OTHER_LIMIT in all (read from disk)."""
     lines: list[str] = []
     for tf in list(getattr(model, "files", [])):
-        for offset, lineno in list(getattr(tf, "unparsed", []))[:OTHER_LIMIT]:
+        unparsed = getattr(tf, "unparsed", None)
+        if not unparsed:
+            continue
+        for offset, lineno in unparsed[: OTHER_LIMIT - len(lines)]:
             raw = tf.line_at(offset, 1 << 16).decode("utf-8", "replace")
             lines.append(f"{tf.display}:{lineno}: {raw}")
     for log in (model, getattr(model, "text", None)):
@@ -515,7 +519,7 @@ def other_output(model: Any) -> list[str]:
         if other is None:
             continue
         name = getattr(log, "display", "log")
-        for i in range(min(len(other), OTHER_LIMIT)):
+        for i in range(min(len(other), OTHER_LIMIT - len(lines))):
             line = other[i]
             lines.append(f"{name}:{line.lineno}: {line.text}")
     return lines
@@ -534,12 +538,21 @@ class OtherView(Screen):
         yield Footer()
 
     def on_mount(self) -> None:
+        self.query_one("#view-head", Static).update(Text("Other output  reading…", style="dim"))
+        self._load()
+
+    @work(thread=True, group="other", exclusive=True, exit_on_error=False, description="other")
+    def _load(self) -> None:
+        """Read the lines off the UI thread (they come from disk, one read each)."""
         app: Any = self.app
         model = app.model
         lines: list[str] = []
         if model is not None:
             with app.lock:
                 lines = other_output(model)
+        app.call_from_thread(self._show, lines)
+
+    def _show(self, lines: list[str]) -> None:
         head = Text.assemble(
             ("Other output", "bold"),
             "  ",
