@@ -51,7 +51,10 @@ class Loader:
         kind = detect(self.path)
         if kind == "missing":
             raise FileNotFoundError(self.path)
-        if kind in ("stdin", "text", "stream"):
+        if kind == "text":
+            self._read_text(Path(self.path))
+            return
+        if kind in ("stdin", "stream"):
             model = load_source(self.path, progress=self._progress)
             with self.lock:
                 self.model = model
@@ -80,6 +83,25 @@ class Loader:
                     ts.skipped = run_dir_skipped(root, ts.skipped, log)
                     if not ts.files and text is not None:
                         self.model = text
+
+    def _read_text(self, path: Path) -> None:
+        """A TORCH_LOGS capture, in chunks, so that quitting stops it."""
+        from ..trace.textlog import TextLog
+
+        log = TextLog(str(path))
+        self.total = _size(path)
+        with self.lock:
+            self.model = log
+        with open(path, "rb") as fh:
+            while not self.cancelled:
+                chunk = fh.read(CHUNK)
+                if not chunk:
+                    break
+                with self.lock:
+                    log.feed(chunk, spool=False)
+                self.done += len(chunk)
+        with self.lock:
+            log.finish()
 
     def _read(self, ts: TraceSet, tf: Any) -> None:
         try:
