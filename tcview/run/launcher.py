@@ -488,15 +488,17 @@ class RunSession:
             pipe.close()
 
     def _emit_lines(self, stream: str, pending: bytearray) -> None:
+        start = 0
         while True:
-            cut = pending.find(b"\n")
+            cut = pending.find(b"\n", start)
             if cut < 0:
-                if len(pending) >= _MAX_PENDING:
-                    self._deliver(stream, bytes(pending))
-                    pending.clear()
-                return
-            self._deliver(stream, bytes(pending[:cut]))
-            del pending[: cut + 1]
+                break
+            self._deliver(stream, bytes(pending[start:cut]))
+            start = cut + 1
+        del pending[:start]  # once per chunk, not once per line
+        if len(pending) >= _MAX_PENDING:
+            self._deliver(stream, bytes(pending))
+            pending.clear()
 
     def _deliver(self, stream: str, raw: bytes) -> None:
         text = raw.decode("utf-8", "replace").rstrip("\r")
