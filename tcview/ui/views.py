@@ -333,6 +333,9 @@ class KernelsView(TableView):
             hay = f"{k.name.lower()} {kind} {k.method.lower()}"
             if words and not all(w in hay for w in words):
                 continue
+            if len(out) >= ROW_LIMIT:
+                out.append(([], k))  # counted, never shown: no cells to build
+                continue
             comp = k.compile
             out.append(
                 (
