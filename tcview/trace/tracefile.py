@@ -246,6 +246,8 @@ class TraceFile:
                 self._close_open()
             if ts_b is not None:
                 last = ts_b
+                if self.first_ts is None:
+                    self.first_ts = ts_b.decode()
                 if pid_b not in pids:
                     self._new_pid(pid_b)
                 if rank_b is not None:
@@ -269,8 +271,6 @@ class TraceFile:
         if n_chromium:
             self.kinds["chromium_event"] += n_chromium
         if last is not None:
-            if self.first_ts is None:
-                self.first_ts = _first_ts(buf, lo, cut)
             self._last_ts_b = last
         if self._open is not None:
             self._extend_open(buf, base, cut + 1)
@@ -584,11 +584,6 @@ class LineRefs(Sequence):
 
     def __eq__(self, other: object) -> bool:
         return list(self) == list(other) if isinstance(other, (list, LineRefs)) else NotImplemented
-
-
-def _first_ts(buf: bytes, lo: int, cut: int) -> str | None:
-    m = HEADER.search(buf, lo, cut + 1)
-    return m.group(2).decode() if m else None
 
 
 Derived = tuple  # (kind, meta, key, attempt, name, rank, md5 field, well-typed)
