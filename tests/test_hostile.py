@@ -326,3 +326,29 @@ def test_markup_in_names_titles_search_and_palette_does_not_break_the_app(tmp_pa
             assert app.is_running
 
     browse()
+
+
+@pytest.mark.parametrize("path", CASES, ids=lambda p: p.name)
+def test_every_hostile_file_can_be_browsed(path: Path) -> None:
+    from ui_helpers import ready, sync
+
+    from tcview.ui.app import TcviewApp
+
+    @sync
+    async def browse() -> None:
+        app = TcviewApp(str(path))
+        async with app.run_test(size=(100, 30), notifications=True) as pilot:
+            await ready(app, pilot)
+            for key in ("j", "enter", "j", "enter", "j", "enter", "j", "enter", "G", "enter"):
+                await pilot.press(key)
+                await pilot.pause(0.05)
+            await pilot.press("tab", "pagedown", "end", "right", "right", "tab")
+            for key in ("b", "escape", "r", "escape", "K", "escape", "f", "escape", "t", "escape"):
+                await pilot.press(key)
+                await pilot.pause(0.05)
+            await pilot.press("o")
+            await pilot.pause(0.3)
+            await pilot.press("escape")
+            assert app.is_running
+
+    browse()
