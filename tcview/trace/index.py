@@ -6,6 +6,7 @@ import os
 import threading
 from collections import Counter
 from collections.abc import Callable, Iterable
+from contextlib import nullcontext
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -28,6 +29,37 @@ TRACE_NAME_PREFIX = "dedicated_log_torch_trace"
 SNIFF_LIMIT = 4 << 20
 
 Progress = Callable[[int, int], None]
+
+
+@dataclass
+class Hooks:
+    """How a long load shares a model that grows (the UI indexes in a worker thread).
+
+    `publish` gets the model as soon as it exists; every change to it is made under `lock`;
+    `stop` ends the load early (the model is then finished as far as it got).
+    """
+
+    progress: Progress | None = None
+    lock: Any = field(default_factory=nullcontext)
+    stop: Callable[[], bool] = lambda: False
+    publish: Callable[[Any], None] = lambda model: None
+
+
+def read_chunks(
+    path: Path, feed: Callable[[bytes], None], hooks: Hooks, done: int = 0, total: int = 0
+) -> int:
+    """Feed a file to an index in chunks, each under the hooks' lock; returns bytes done."""
+    with open(path, "rb") as fh:
+        while not hooks.stop():
+            chunk = fh.read(CHUNK)
+            if not chunk:
+                break
+            with hooks.lock:
+                feed(chunk)
+            done += len(chunk)
+            if hooks.progress is not None:
+                hooks.progress(done, total)
+    return done
 
 
 def sniff_trace(path: Path) -> str | None:
@@ -169,32 +201,34 @@ class TraceSet(Sink):
         return next((f for f in self.files if f.path == path), None)
 
     @classmethod
-    def load(cls, path: str | os.PathLike, progress: Progress | None = None) -> TraceSet:
-        """Index every trace file under `path` in one go."""
+    def load(
+        cls, path: str | os.PathLike, progress: Progress | None = None, hooks: Hooks | None = None
+    ) -> TraceSet:
+        """Index every trace file under `path`."""
+        hooks = hooks or Hooks(progress)
         root = Path(path)
         ts = cls(root)
         found, ts.skipped = discover(root)
+        hooks.publish(ts)
         total = sum(_size(p) for p in found)
         done = 0
         for p in found:
-            tf = ts.add_file(p)
-            done = ts.read_file(tf, progress, done, total)
+            if hooks.stop():
+                break
+            with hooks.lock:
+                tf = ts.add_file(p)
+            done = ts.read_file(tf, hooks, done, total)
         return ts
 
-    def read_file(
-        self, tf: TraceFile, progress: Progress | None = None, done: int = 0, total: int = 0
-    ) -> int:
+    def read_file(self, tf: TraceFile, hooks: Hooks, done: int = 0, total: int = 0) -> int:
         try:
-            with open(tf.path, "rb") as fh:
-                while chunk := fh.read(CHUNK):
-                    tf.feed(chunk, settle=False)
-                    done += len(chunk)
-                    if progress is not None:
-                        progress(done, total)
+            done = read_chunks(tf.path, lambda c: tf.feed(c, settle=False), hooks, done, total)
         except OSError as exc:
-            tf.problems.append(f"read error: {exc.strerror or exc}")
-        tf.finish()
-        self.version += 1
+            with hooks.lock:
+                tf.problems.append(f"read error: {exc.strerror or exc}")
+        with hooks.lock:
+            tf.finish()
+            self.version += 1
         return done
 
     # ------------------------------------------------------------ sink

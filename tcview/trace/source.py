@@ -7,10 +7,11 @@ import os
 import shutil
 import stat
 import tempfile
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
-from .index import Progress, TraceSet, discover, sniff_trace
+from .index import Hooks, Progress, TraceSet, discover, sniff_trace
 
 TEXT_LOG_NAMES = ("torch_logs.txt", "torch_logs.log", "stderr.txt", "logs.txt")
 # Files a run directory holds beside its trace (tcview run, the shared runs); not reported.
@@ -82,29 +83,36 @@ def run_dir_skipped(
     ]
 
 
-def load_source(path: str, progress: Progress | None = None) -> Any:
-    """A TraceSet for traces (with `.text` for a run directory's log), or a TextLog."""
+def load_source(path: str, progress: Progress | None = None, hooks: Hooks | None = None) -> Any:
+    """A TraceSet for traces (with `.text` for a run directory's log), or a TextLog.
+
+    With `hooks`, the model is published at once and grows under their lock (the UI).
+    """
+    hooks = hooks or Hooks(progress)
     kind = detect(path)
+    if kind == "missing":
+        raise FileNotFoundError(path)
     if kind == "stream":
         copy = spool(path)
-        model = load_source(str(copy), progress=progress)
+        model = load_source(str(copy), hooks=hooks)
         if hasattr(model, "display"):
             model.display = path
         return model
-    if kind in ("stdin", "text"):
-        from .textlog import TextLog
+    from .textlog import TextLog
 
-        return TextLog.load(path, progress=progress)
-    ts = TraceSet.load(path, progress=progress)
-    if kind == "run-dir":
+    if kind in ("stdin", "text"):
+        return TextLog.load(path, hooks=hooks)
+    ts = TraceSet.load(path, hooks=hooks)
+    if kind == "run-dir" and not hooks.stop():
         log = find_text_log(Path(path))
         if log is not None:
-            from .textlog import TextLog
-
-            ts.text = TextLog.load(str(log))
-            ts.skipped = run_dir_skipped(Path(path), ts.skipped, log)
-            if not ts.files and ts.text is not None:
-                return ts.text
+            text = TextLog.load(str(log), hooks=replace(hooks, publish=lambda model: None))
+            with hooks.lock:
+                ts.text = text
+                ts.skipped = run_dir_skipped(Path(path), ts.skipped, log)
+            if not ts.files:
+                hooks.publish(text)
+                return text
     return ts
 
 

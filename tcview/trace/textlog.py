@@ -33,7 +33,7 @@ from typing import Any, NamedTuple
 
 from .compile_id import CompileKey, parse_compile_id
 from .facts import parse_graph_break
-from .index import Run
+from .index import Hooks, Run, read_chunks
 from .model import (
     BreakGroup,
     CacheEvent,
@@ -553,20 +553,34 @@ class TextLog:
     # ---------------------------------------------------------------- loading
 
     @classmethod
-    def load(cls, path: str | os.PathLike, progress: Progress | None = None) -> TextLog:
+    def load(
+        cls, path: str | os.PathLike, progress: Progress | None = None, hooks: Hooks | None = None
+    ) -> TextLog:
         """Index a capture; "-" reads stdin, spooled to a temporary file."""
+        hooks = hooks or Hooks(progress)
         if str(path) == "-":
             log = cls(None, "<stdin>")
-            _feed_from(log, sys.stdin.buffer, progress, 0)
+            hooks.publish(log)
+            read = lambda: sys.stdin.buffer.read(CHUNK)  # noqa: E731
+            done = 0
+            while not hooks.stop() and (chunk := read()):
+                with hooks.lock:
+                    log.feed(chunk)
+                done += len(chunk)
+                if hooks.progress is not None:
+                    hooks.progress(done, 0)
         else:
             log = cls(path)
-            total = _size(Path(path))
+            hooks.publish(log)
             try:
-                with open(path, "rb") as fh:
-                    _feed_from(log, fh, progress, total, spool=False)
+                read_chunks(
+                    Path(path), lambda c: log.feed(c, spool=False), hooks, 0, _size(Path(path))
+                )
             except OSError as exc:
-                log.skipped.append((Path(path), f"unreadable: {exc.strerror or exc}"))
-        log.finish()
+                with hooks.lock:
+                    log.skipped.append((Path(path), f"unreadable: {exc.strerror or exc}"))
+        with hooks.lock:
+            log.finish()
         return log
 
     def feed(self, data: bytes, spool: bool | None = None) -> None:
@@ -904,17 +918,6 @@ class TextLog:
 
     def __repr__(self) -> str:
         return f"<TextLog {self.display}>"
-
-
-def _feed_from(
-    log: TextLog, fh: Any, progress: Progress | None, total: int, spool: bool | None = None
-) -> None:
-    done = 0
-    while chunk := fh.read(CHUNK):
-        log.feed(chunk, spool=spool)
-        done += len(chunk)
-        if progress is not None:
-            progress(done, total)
 
 
 def _size(p: Path) -> int:

@@ -1,20 +1,17 @@
 """Index a source in a worker thread while the UI already shows what is indexed so far.
 
-The model is mutated only under `lock`; the UI takes the same lock to read it. Trace files
-are fed in small chunks so the UI never waits long for the lock.
+The model layer's own load does the work (`load_source` with `Hooks`): it publishes the model
+at once and feeds it in chunks, each under `lock`, which the UI takes to read it.
 """
 
 from __future__ import annotations
 
 import threading
 import time
-from pathlib import Path
 from typing import Any
 
-from ..trace.index import TraceSet, discover
-from ..trace.source import detect, find_text_log, load_source, run_dir_skipped
-
-CHUNK = 4 << 20
+from ..trace.index import Hooks
+from ..trace.source import load_source
 
 
 class Loader:
@@ -48,84 +45,13 @@ class Loader:
             self.finished = True
 
     def _run(self) -> None:
-        kind = detect(self.path)
-        if kind == "missing":
-            raise FileNotFoundError(self.path)
-        if kind == "text":
-            self._read_text(Path(self.path))
-            return
-        if kind in ("stdin", "stream"):
-            model = load_source(self.path, progress=self._progress)
-            with self.lock:
-                self.model = model
-            return
-        root = Path(self.path)
-        ts = TraceSet(root)
-        found, skipped = discover(root)
-        ts.skipped = skipped
-        self.total = sum(_size(p) for p in found)
+        hooks = Hooks(self._progress, self.lock, lambda: self.cancelled, self._publish)
+        model = load_source(self.path, hooks=hooks)
+        self._publish(model)
+
+    def _publish(self, model: Any) -> None:
         with self.lock:
-            self.model = ts
-        for p in found:
-            if self.cancelled:
-                return
-            with self.lock:
-                tf = ts.add_file(p)
-            self._read(ts, tf)
-        if kind == "run-dir":
-            log = find_text_log(root)
-            if log is not None:
-                from ..trace.textlog import TextLog
-
-                text = TextLog.load(str(log))
-                with self.lock:
-                    ts.text = text
-                    ts.skipped = run_dir_skipped(root, ts.skipped, log)
-                    if not ts.files and text is not None:
-                        self.model = text
-
-    def _read_text(self, path: Path) -> None:
-        """A TORCH_LOGS capture, in chunks, so that quitting stops it."""
-        from ..trace.textlog import TextLog
-
-        log = TextLog(str(path))
-        self.total = _size(path)
-        with self.lock:
-            self.model = log
-        with open(path, "rb") as fh:
-            while not self.cancelled:
-                chunk = fh.read(CHUNK)
-                if not chunk:
-                    break
-                with self.lock:
-                    log.feed(chunk, spool=False)
-                self.done += len(chunk)
-        with self.lock:
-            log.finish()
-
-    def _read(self, ts: TraceSet, tf: Any) -> None:
-        try:
-            with open(tf.path, "rb") as fh:
-                while not self.cancelled:
-                    chunk = fh.read(CHUNK)
-                    if not chunk:
-                        break
-                    with self.lock:
-                        tf.feed(chunk, settle=False)
-                    self.done += len(chunk)
-        except OSError as exc:
-            with self.lock:
-                tf.problems.append(f"read error: {exc.strerror or exc}")
-        with self.lock:
-            tf.finish()
-            ts.version += 1
-
-
-def _size(p: Path) -> int:
-    try:
-        return p.stat().st_size
-    except OSError:
-        return 0
+            self.model = model
 
 
 class FollowLoader:
