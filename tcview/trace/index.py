@@ -13,14 +13,13 @@ from typing import Any
 
 from .handlers import Sink
 from .model import (
-    BreakGroup,
     CacheEvent,
     Compile,
+    Facts,
     Failure,
     GraphBreak,
     Kernel,
     Recompile,
-    group_breaks,
 )
 from .tracefile import HEADER, TraceFile
 
@@ -165,19 +164,12 @@ class Run:
         return f"run {self.index + 1} · {when} · pid {pid_text or '?'}"
 
 
-class TraceSet(Sink):
+class TraceSet(Sink, Facts):
     """All trace files of one input, with the facts derived from them."""
 
     def __init__(self, root: str | os.PathLike | None = None) -> None:
+        Facts.__init__(self)
         self.root = Path(root) if root is not None else None
-        self.files: list[TraceFile] = []
-        self.skipped: list[tuple[Path, str]] = []
-        self.compiles: list[Compile] = []
-        self.breaks: list[GraphBreak] = []
-        self.recompiles: list[Recompile] = []
-        self.failures: list[Failure] = []
-        self.cache_events: list[CacheEvent] = []
-        self.kernels: list[Kernel] = []
         self.version = 0
         self.text: Any = None  # a run directory's TORCH_LOGS capture (a TextLog)
         # Taken by follow mode while it feeds bytes, and by readers that iterate the model.
@@ -275,14 +267,6 @@ class TraceSet(Sink):
                 runs.append(Run(len(runs), directory, group))
         return runs
 
-    def grouped_breaks(self) -> list[BreakGroup]:
-        return group_breaks(self.breaks)
-
-    def counts(self) -> dict[str, int]:
-        """The four numbers of the status bar."""
-        s = self.summary_counts()
-        return {k: s[k] for k in ("compiles", "graph_breaks", "recompiles", "kernels")}
-
     def summary_counts(self, verify: bool = False) -> dict[str, Any]:
         files = self.files
         artifacts: Counter = Counter()
@@ -320,12 +304,6 @@ class TraceSet(Sink):
     def verify(self) -> int:
         """Hash every payload; returns the number of mismatches."""
         return sum(tf.verify() for tf in self.files)
-
-    def unknown_kinds(self) -> Counter:
-        total: Counter = Counter()
-        for tf in self.files:
-            total.update(tf.unknown)
-        return total
 
     def close(self) -> None:
         for tf in self.files:

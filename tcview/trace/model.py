@@ -233,6 +233,37 @@ def group_breaks(breaks: list[GraphBreak]) -> list[BreakGroup]:
     return sorted(groups.values(), key=lambda g: -g.count)
 
 
+class Facts:
+    """What one input yielded, in arrival order: shared by TraceSet and TextLog."""
+
+    def __init__(self) -> None:
+        self.files: list[Any] = []  # TraceFiles, or one object per logging process
+        self.skipped: list[tuple[Path, str]] = []
+        self.compiles: list[Compile] = []
+        self.breaks: list[GraphBreak] = []
+        self.recompiles: list[Recompile] = []
+        self.failures: list[Failure] = []
+        self.cache_events: list[CacheEvent] = []
+        self.kernels: list[Kernel] = []
+
+    def summary_counts(self, verify: bool = False) -> dict[str, Any]:
+        raise NotImplementedError
+
+    def counts(self) -> dict[str, int]:
+        """The four numbers of the status bar, as `summary --json` has them."""
+        s = self.summary_counts()
+        return {k: s[k] for k in ("compiles", "graph_breaks", "recompiles", "kernels")}
+
+    def grouped_breaks(self) -> list[BreakGroup]:
+        return group_breaks(self.breaks)
+
+    def unknown_kinds(self) -> Counter:
+        total: Counter = Counter()
+        for f in self.files:
+            total.update(f.unknown)
+        return total
+
+
 @dataclass(eq=False)
 class Recompile:
     compile: Compile

@@ -35,16 +35,15 @@ from .compile_id import CompileKey, parse_compile_id
 from .facts import parse_graph_break
 from .index import Hooks, Run, read_chunks
 from .model import (
-    BreakGroup,
     CacheEvent,
     Compile,
+    Facts,
     Failure,
     Frame,
     GraphBreak,
     Kernel,
     Recompile,
     Record,
-    group_breaks,
 )
 
 Progress = Callable[[int, int], None]
@@ -515,10 +514,11 @@ class TextRun(Run):
 # ---------------------------------------------------------------------- the log
 
 
-class TextLog:
-    """A TORCH_LOGS capture indexed into the trace model; quacks like a TraceSet."""
+class TextLog(Facts):
+    """A TORCH_LOGS capture indexed into the same model objects as a TraceSet."""
 
     def __init__(self, path: str | os.PathLike | None = None, display: str | None = None) -> None:
+        Facts.__init__(self)
         self.path = Path(path) if path is not None else None
         self.display = display or (str(path) if path is not None else "<stdin>")
         self.root = self.path
@@ -531,17 +531,9 @@ class TextLog:
         self.finished = False
         self.version = 0
 
-        self.files: list[ProcessLog] = []
         self._procs: dict[tuple[bytes | None, bytes], ProcessLog] = {}
         self._keys: dict[bytes, tuple[CompileKey, int] | None] = {}
         self.other = OtherLines(self)
-        self.compiles: list[Compile] = []
-        self.breaks: list[GraphBreak] = []
-        self.recompiles: list[Recompile] = []
-        self.failures: list[Failure] = []
-        self.cache_events: list[CacheEvent] = []
-        self.kernels: list[Kernel] = []
-        self.skipped: list[tuple[Path, str]] = []
         self.by_kind: dict[str, list[Record]] = {}
         self.output_codes = 0
         self.message_lines = 0
@@ -868,20 +860,6 @@ class TextLog:
     def fusion_decisions(self) -> list[FusionDecision]:
         """Inductor's fusion choices (read from the `fusion` messages on demand)."""
         return [d for rec in self.records_of("fusion") for d in fusion_decisions(rec.source, rec)]
-
-    def grouped_breaks(self) -> list[BreakGroup]:
-        return group_breaks(self.breaks)
-
-    def unknown_kinds(self) -> Counter:
-        total: Counter = Counter()
-        for proc in self.files:
-            total.update(proc.unknown)
-        return total
-
-    def counts(self) -> dict[str, int]:
-        """The four numbers of the status bar."""
-        s = self.summary_counts()
-        return {k: s[k] for k in ("compiles", "graph_breaks", "recompiles", "kernels")}
 
     def summary_counts(self, verify: bool = False) -> dict[str, Any]:
         ranks = sorted({r for proc in self.files for r in proc.ranks})
