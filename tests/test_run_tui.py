@@ -20,6 +20,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from run_helpers import alive, assert_group_gone, job_pids, wait_for
 from ui_helpers import REPO, counts_text, summary_json, sync
 
 from tcview.run.launcher import Launcher, PythonInfo, RunOptions, build_spec, group_members
@@ -52,38 +53,6 @@ def launcher_for(tmp_path: Path, *argv: str, grace_s: float = 1.0) -> Launcher:
     launcher = Launcher(spec, RunOptions(run_dir=tmp_path / "D", grace_s=grace_s))
     launcher.python_info = PythonInfo(spec.python)  # skip the probe: these jobs need no torch
     return launcher
-
-
-def alive(pid: int) -> bool:
-    """In the process table and not a zombie."""
-    try:
-        stat = Path(f"/proc/{pid}/stat").read_bytes()
-    except OSError:
-        return False
-    return stat[stat.rfind(b")") + 2 :].split()[0] != b"Z"
-
-
-def wait_for(predicate: Any, timeout: float = 10.0) -> bool:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if predicate():
-            return True
-        time.sleep(0.05)
-    return bool(predicate())
-
-
-def job_pids(run_dir: Path) -> list[int]:
-    """long_job.py's first line: its pid and its grandchild's."""
-    out = run_dir / "stdout.txt"
-    assert wait_for(lambda: out.is_file() and b"pids " in out.read_bytes()), "job did not start"
-    first = out.read_bytes().split(b"\n", 1)[0].decode()
-    return [int(x) for x in first.split()[1:]]
-
-
-def assert_nothing_left(pgid: int, pids: list[int]) -> None:
-    assert wait_for(lambda: not group_members(pgid) and not any(alive(p) for p in pids)), (
-        f"left behind: group {pgid} {group_members(pgid)}, alive {[p for p in pids if alive(p)]}"
-    )
 
 
 async def until(pilot: Any, predicate: Any, timeout: float = 15.0) -> bool:
@@ -154,7 +123,7 @@ async def test_x_stops_a_long_job_and_leaves_nothing(tmp_path: Path) -> None:
         assert await until(pilot, lambda: "stopping…" in app.status_left or session.done)
         assert await until(pilot, lambda: session.done)
         assert await until(pilot, lambda: app.status_left.startswith(("killed", "exited")))
-        assert_nothing_left(session.pid, pids)
+        assert_group_gone(session.pid, pids)
         assert "x" not in app.screen.active_bindings
         await pilot.press("q")
 
@@ -179,7 +148,7 @@ async def test_q_asks_first_then_stops_the_job(tmp_path: Path) -> None:
         await until(pilot, lambda: not app.is_running, timeout=10)
     assert session.done
     assert session.status.text == "killed (SIGTERM)"  # SIGINT was ignored
-    assert_nothing_left(session.pid, pids)
+    assert_group_gone(session.pid, pids)
 
 
 @sync

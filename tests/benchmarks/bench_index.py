@@ -62,19 +62,22 @@ def build(out: Path, files: list[Path], size: int) -> int:
 
 
 def measure(cmd: list[str]) -> tuple[float, float, str]:
-    """Wall seconds, peak RSS in MB, stdout of one command run in a fresh child."""
+    """Wall seconds, peak RSS in MB (of the child and its children), stdout of one command."""
     script = (
         "import resource, subprocess, sys, time, json\n"
         "t = time.perf_counter()\n"
-        "p = subprocess.run(sys.argv[1:], stdout=subprocess.PIPE, stderr=subprocess.DEVNULL)\n"
+        "p = subprocess.run(sys.argv[1:], stdout=subprocess.PIPE, stderr=subprocess.PIPE)\n"
         "dt = time.perf_counter() - t\n"
         "rss = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss / 1024\n"
-        "print(json.dumps([dt, rss, p.returncode, p.stdout.decode(errors='replace')[-4000:]]))\n"
+        "print(json.dumps([dt, rss, p.returncode, p.stdout.decode(errors='replace'),"
+        " p.stderr.decode(errors='replace')[-4000:]]))\n"
     )
-    out = subprocess.run([sys.executable, "-c", script, *cmd], capture_output=True, text=True)
-    dt, rss, rc, stdout = json.loads(out.stdout)
+    out = subprocess.run(
+        [sys.executable, "-c", script, *cmd], capture_output=True, text=True, cwd=REPO
+    )
+    dt, rss, rc, stdout, stderr = json.loads(out.stdout)
     if rc != 0:
-        raise SystemExit(f"{cmd[0]} failed with exit {rc}")
+        raise SystemExit(f"{' '.join(cmd[:4])} failed with exit {rc}:\n{stderr}")
     return dt, rss, stdout
 
 

@@ -23,7 +23,6 @@ import asyncio
 import json
 import resource
 import shutil
-import subprocess
 import sys
 import tempfile
 import time
@@ -36,21 +35,14 @@ sys.path.insert(0, str(REPO))
 sys.path.insert(0, str(REPO / "tests"))
 sys.path.insert(0, str(HERE.parent))
 
+from bench_index import measure  # noqa: E402
+from ui_helpers import ready  # noqa: E402
+
 LIMIT_MB = 300
 SIZE = (120, 40)
 
 
 # ---------------------------------------------------------------- the browsing child
-
-
-async def _wait(app: Any, pilot: Any, limit: float = 1200.0) -> None:
-    from ui_helpers import settle
-
-    waited = 0.0
-    while not (app.loader.finished and app.loaded_at is not None) and waited < limit:
-        await pilot.pause(0.2)
-        waited += 0.2
-    await settle(app, pilot)
 
 
 async def _browse(path: str, trace_malloc: bool) -> dict[str, Any]:
@@ -62,7 +54,7 @@ async def _browse(path: str, trace_malloc: bool) -> dict[str, Any]:
     start = time.perf_counter()
     app = TcviewApp(path)
     async with app.run_test(size=SIZE) as pilot:
-        await _wait(app, pilot)
+        await ready(app, pilot, limit=1200.0)
         steps["indexed"] = time.perf_counter() - start
 
         tree = app.main_tree
@@ -139,26 +131,6 @@ def _top_allocations(count: int = 15) -> list[str]:
 
 
 # ---------------------------------------------------------------- the parent
-
-
-def measure(cmd: list[str]) -> tuple[float, float, str]:
-    """Wall seconds, peak RSS in MB (of the child and its children), stdout of one command."""
-    script = (
-        "import resource, subprocess, sys, time, json\n"
-        "t = time.perf_counter()\n"
-        "p = subprocess.run(sys.argv[1:], stdout=subprocess.PIPE, stderr=subprocess.PIPE)\n"
-        "dt = time.perf_counter() - t\n"
-        "rss = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss / 1024\n"
-        "print(json.dumps([dt, rss, p.returncode, p.stdout.decode(errors='replace')[-20000:],"
-        " p.stderr.decode(errors='replace')[-4000:]]))\n"
-    )
-    out = subprocess.run(
-        [sys.executable, "-c", script, *cmd], capture_output=True, text=True, cwd=REPO
-    )
-    dt, rss, rc, stdout, stderr = json.loads(out.stdout)
-    if rc != 0:
-        raise SystemExit(f"{' '.join(cmd[:4])} failed with exit {rc}:\n{stderr}")
-    return dt, rss, stdout
 
 
 def _browse_cmd(trace: Path, trace_malloc: bool) -> list[str]:
