@@ -166,6 +166,7 @@ class TcviewApp(App[int]):
         )
         self._newest: Any = None
         self._records_shown = 0
+        self._status_state: tuple = ()
         self._versions: tuple = ()
         self._show_timer: Any = None
         self._last_item: Item | None = None
@@ -313,13 +314,18 @@ class TcviewApp(App[int]):
                 sum(getattr(f, "version", 0) for f in model.files),
                 getattr(getattr(model, "text", None), "version", 0),
             )
-            if versions != self._versions:
+            changed = versions != self._versions
+            if changed:
                 self._versions = versions
                 if tree.root.data is None or tree.root.data.obj is not model:
                     tree.set_model(model)
                 else:
                     tree.refresh_model()
-        self._update_status()
+        # The counts walk every compile: only when something moved (a live tick is 10 Hz).
+        state = (versions, len(getattr(self.loader, "notices", ())), self.loader.finished)
+        if changed or state != self._status_state:
+            self._status_state = state
+            self._update_status()
         if self.goto_target and self._goto(self.goto_target):
             self.goto_target = None
 
