@@ -142,7 +142,8 @@ class Rank:
 class Run:
     index: int
     directory: str
-    files: list[TraceFile]
+    files: list[Any]  # TraceFiles, or a capture's per-process logs
+    name: str = ""  # shown in place of "run N"
 
     @property
     def ranks(self) -> list[Rank]:
@@ -161,7 +162,7 @@ class Run:
         pid_text = ",".join(map(str, pids[:4])) + ("…" if len(pids) > 4 else "")
         start = self.start
         when = f"{start[:2]}-{start[2:4]} {start[5:13]}" if start else "no records"
-        return f"run {self.index + 1} · {when} · pid {pid_text or '?'}"
+        return f"{self.name or f'run {self.index + 1}'} · {when} · pid {pid_text or '?'}"
 
 
 class TraceSet(Sink, Facts):

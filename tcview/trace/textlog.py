@@ -496,21 +496,6 @@ def fusion_decisions(proc: ProcessLog, rec: Record) -> list[FusionDecision]:
 # ---------------------------------------------------------------------- views
 
 
-@dataclass(eq=False)
-class TextRun(Run):
-    """The processes of one capture, labelled as a TORCH_LOGS run."""
-
-    name: str = ""
-
-    @property
-    def label(self) -> str:
-        return (
-            super()
-            .label.replace(f"run {self.index + 1}", f"TORCH_LOGS {self.name}", 1)
-            .replace("no records", "no messages")
-        )
-
-
 # ---------------------------------------------------------------------- the log
 
 
@@ -845,10 +830,10 @@ class TextLog(Facts):
         return bool(self.message_lines == 0 and self._torchish)
 
     @property
-    def runs(self) -> list[TextRun]:
+    def runs(self) -> list[Run]:
         name = self.path.name if self.path is not None else "<stdin>"
         directory = str(self.path.parent) if self.path is not None else "<stdin>"
-        return [TextRun(0, directory, list(self.files), name)]
+        return [Run(0, directory, list(self.files), f"TORCH_LOGS {name}")]
 
     def records_of(self, kind: str) -> list[Record]:
         """Every message of a kind (an artifact tag, or step/dynamic/cache/log...)."""
