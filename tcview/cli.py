@@ -7,9 +7,8 @@ import json
 import os
 import sys
 import time
-from pathlib import Path
 
-from .safe import safe_text
+from .safe import safe_line, safe_text
 
 
 def _progress_printer(enabled: bool):
@@ -39,6 +38,7 @@ def load_source(path: str, progress=None):
 
 
 def cmd_summary(args: argparse.Namespace) -> int:
+    from .trace.source import NotATrace
     from .trace.summary import FAIL_ON_KINDS, fail_on, summary_json, summary_text
 
     path = args.path
@@ -53,9 +53,13 @@ def cmd_summary(args: argparse.Namespace) -> int:
     if path != "-" and not os.path.exists(path):
         print(f"tcview: no such file or directory: {path}", file=sys.stderr)
         return 2
-    big = path != "-" and _total_size(Path(path)) > 64 << 20
-    show = sys.stderr.isatty() or big
-    ts = load_source(path, progress=_progress_printer(show and not args.quiet))
+    # `\r` progress only where a terminal shows it: never in CI logs or redirected stderr.
+    show = (args.progress or sys.stderr.isatty()) and not args.quiet
+    try:
+        ts = load_source(path, progress=_progress_printer(show))
+    except NotATrace as exc:
+        print(f"tcview: {safe_line(path)}: {exc}", file=sys.stderr)
+        return 2
     data = summary_json(ts, verify=args.verify)
     if args.json:
         print(json.dumps(data, indent=2, sort_keys=False))
@@ -67,19 +71,6 @@ def cmd_summary(args: argparse.Namespace) -> int:
             print(f"tcview: found {', '.join(present)}", file=sys.stderr)
             return 1
     return 0
-
-
-def _total_size(path: Path) -> int:
-    if path.is_file():
-        return path.stat().st_size
-    total = 0
-    for root, _dirs, files in os.walk(path):
-        for name in files:
-            try:
-                total += (Path(root) / name).stat().st_size
-            except OSError:
-                pass
-    return total
 
 
 def cmd_open(args: argparse.Namespace) -> int:
@@ -123,6 +114,11 @@ def build_parser() -> argparse.ArgumentParser:
         help="exit 1 if any of these exist: graph_breaks,recompiles,failures",
     )
     p_sum.add_argument("-q", "--quiet", action="store_true", help="no progress on stderr")
+    p_sum.add_argument(
+        "--progress",
+        action="store_true",
+        help="progress on stderr even when it is not a terminal",
+    )
     p_sum.set_defaults(func=cmd_summary)
 
     p_run = sub.add_parser("run", help="run a script under tracing and watch it live")
@@ -150,7 +146,10 @@ def build_parser() -> argparse.ArgumentParser:
 
 def main(argv: list[str] | None = None) -> int:
     parser = build_parser()
-    args = parser.parse_args(argv)
+    if argv is None:
+        argv = sys.argv[1:]
+    # Bare `tcview` opens what `tcview open` would: $TORCH_TRACE or the newest trace under `.`.
+    args = parser.parse_args(argv or ["open"])
     try:
         return int(args.func(args) or 0)
     except KeyboardInterrupt:

@@ -9,6 +9,7 @@ from dataclasses import dataclass, field
 _BREAK_AT = re.compile(r"Graph break(?: \(user stack suppressed[^)]*\))? in user code at (\S+)")
 _URL = re.compile(r"https?://\S+gb\d+\S*|https?://\S+")
 _FRAME_LINE = re.compile(r'^\s*File "([^"]+)", line (\d+), in (.+)$')
+_INTERNAL_TRACEBACK = "Traceback (most recent call last)"
 
 
 @dataclass
@@ -33,6 +34,10 @@ def parse_graph_break(text: str) -> BreakText:
     in_user = False
     for line in lines:
         stripped = line.strip()
+        if stripped.startswith(_INTERNAL_TRACEBACK):
+            # Dynamo's own traceback follows, ending in the exception, whose text repeats the
+            # explanation and every hint: the fields come from the message above it only.
+            break
         if line.startswith("Graph Break Reason:"):
             in_reason = True
             first = line[len("Graph Break Reason:") :].strip()
@@ -61,9 +66,7 @@ def parse_graph_break(text: str) -> BreakText:
             in_reason = False
             continue
         if in_user:
-            if stripped.startswith("Traceback (most recent call last)") or (
-                stripped and not line.startswith(" ")
-            ):
+            if stripped and not line.startswith(" "):
                 in_user = False
             elif stripped:
                 fm = _FRAME_LINE.match(line)

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import atexit
 import os
+import re
 import shutil
 import stat
 import tempfile
@@ -12,6 +13,7 @@ from pathlib import Path
 from typing import Any
 
 from .index import Hooks, Progress, TraceSet, discover, sniff_trace
+from .tracefile import HEADER
 
 TEXT_LOG_NAMES = ("torch_logs.txt", "torch_logs.log", "stderr.txt", "logs.txt")
 # Files a run directory holds beside its trace (tcview run, the shared runs); not reported.
@@ -20,10 +22,22 @@ RUN_FILES = frozenset(
 )
 
 
-def detect(path: str) -> str:
-    """'stdin', 'stream', 'trace-dir', 'run-dir', 'trace-file', 'text' or 'missing'.
+# A file is 'other' (neither a trace nor TORCH_LOGS text) when its first bytes hold no log prefix
+# and look binary: a NUL byte, or more than this share of characters that text does not have.
+BINARY_SNIFF = 64 << 10
+BINARY_SHARE = 0.10
+_NOT_TEXT = re.compile("[\x00-\x08\x0e-\x1a\x1c-\x1f\x7f\ufffd]")
 
-    A 'stream' is a FIFO, a device or a `<(...)` pipe: read once, never sniffed.
+
+class NotATrace(ValueError):
+    """The input is neither a trace nor TORCH_LOGS text; the message says what it looks like."""
+
+
+def detect(path: str) -> str:
+    """'stdin', 'stream', 'trace-dir', 'run-dir', 'trace-file', 'text', 'other' or 'missing'.
+
+    A 'stream' is a FIFO, a device or a `<(...)` pipe: read once, never sniffed. 'other' is a
+    file that is neither format (see `looks_binary`).
     """
     if path == "-":
         return "stdin"
@@ -36,7 +50,53 @@ def detect(path: str) -> str:
         return "missing"
     if p.name.startswith("dedicated_log_torch_trace") or sniff_trace(p) is None:
         return "trace-file"
-    return "text"
+    return "other" if looks_binary(_head(p, BINARY_SNIFF)) else "text"
+
+
+def looks_binary(head: bytes) -> bool:
+    """True for the first bytes of a file that is not text: no trace or log prefix in them,
+    and a NUL byte or more than BINARY_SHARE characters that are neither printable nor
+    whitespace nor ESC (colour codes), invalid UTF-8 included."""
+    if not head or HEADER.search(head):
+        return False
+    if b"\0" in head:
+        return True
+    text = head.decode("utf-8", "replace")
+    return len(_NOT_TEXT.findall(text)) > BINARY_SHARE * len(text)
+
+
+def describe_other(path: Path) -> str:
+    """What a file of neither format looks like: its size and first bytes, shown safely."""
+    head = _head(path, 16)
+    try:
+        size = path.stat().st_size
+    except OSError:
+        size = len(head)
+    hexes = " ".join(f"{b:02x}" for b in head[:8]) + (" …" if size > 8 else "")
+    shown = "".join(_ascii(b) for b in head) + ("…" if size > len(head) else "")
+    return f'not a trace or TORCH_LOGS capture: {size_text(size)}, starts with {hexes} ("{shown}")'
+
+
+def _ascii(byte: int) -> str:
+    if byte in (0x22, 0x5C):  # " and \
+        return "\\" + chr(byte)
+    return chr(byte) if 0x20 <= byte < 0x7F else f"\\x{byte:02x}"
+
+
+def size_text(size: int) -> str:
+    """1.2 MB, 12.3 kB, 812 bytes."""
+    for unit, scale in (("GB", 1e9), ("MB", 1e6), ("kB", 1e3)):
+        if size >= scale:
+            return f"{size / scale:.1f} {unit}"
+    return f"{size} byte{'s' if size != 1 else ''}"
+
+
+def _head(path: Path, limit: int) -> bytes:
+    try:
+        with open(path, "rb") as fh:
+            return fh.read(limit)
+    except OSError:
+        return b""
 
 
 def is_stream(path: Path) -> bool:
@@ -92,6 +152,8 @@ def load_source(path: str, progress: Progress | None = None, hooks: Hooks | None
     kind = detect(path)
     if kind == "missing":
         raise FileNotFoundError(path)
+    if kind == "other":
+        raise NotATrace(describe_other(Path(path)))
     if kind == "stream":
         copy = spool(path)
         model = load_source(str(copy), hooks=hooks)
