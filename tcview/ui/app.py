@@ -14,16 +14,20 @@ from textual.binding import Binding
 from textual.containers import Horizontal
 from textual.css.query import NoMatches
 from textual.reactive import reactive
+from textual.timer import Timer
 from textual.widgets import Footer, Static, Tree
+from textual.widgets.tree import TreeNode
 from textual.worker import get_current_worker
 
 from ..safe import safe_line
 from ..trace.compile_id import parse_compile_id
 from .content import (
     Document,
+    InputState,
     compile_summary,
     counts_line,
     frame_summary,
+    input_state,
     kernel_doc,
     lit,
     model_summary,
@@ -31,11 +35,12 @@ from .content import (
     styled_doc,
 )
 from .loader import FollowLoader, Loader
+from .messages import ModelMoved
 from .reader import Reader
 from .tree import Item, TraceTree
 
 TICK = 0.2  # seconds between model refreshes while indexing
-LIVE_TICK = 0.1  # follow mode: at most ten redraws a second, however fast the data moves
+LIVE_GAP = 0.05  # follow mode: at most 20 redraws a second, however fast the data moves
 
 
 class StatusBar(Horizontal):
@@ -97,9 +102,26 @@ def doc_for(item: Item, model: Any, source: str) -> Document:
         return styled_doc("records", lines)
     if kind == "file":
         return styled_doc(obj.display, file_summary(obj))
+    summary = model.summary_counts() if model is not None else {}
+    return overview_doc(model, source, summary)
+
+
+def overview_doc(
+    model: Any,
+    source: str,
+    summary: dict[str, Any],
+    state: InputState | None = None,
+    error: str = "",
+) -> Document:
+    """The right-hand pane when no item is picked: the counts of `summary` (the snapshot the
+    status bar shows), and what the input holds (waiting, nothing found, could not read)."""
+    source = "stdin" if source == "-" else source
+    if error:
+        lines = [lit(source, "bold"), lit(f"could not read: {error}", "bold red")]
+        return styled_doc(source, lines)
     if model is None:
-        return styled_doc("", [Text("indexing…")])
-    return styled_doc(source, model_summary(model, source))
+        return styled_doc(source, [lit(source, "bold"), Text("indexing…")])
+    return styled_doc(source, model_summary(model, source, summary, state))
 
 
 def file_summary(tf: Any) -> list[Text]:
@@ -162,14 +184,21 @@ class TcviewApp(App[int]):
         self.follow_newest = False
         self.auto_preview = preview_as_you_move()
         self.loader: Any = (
-            FollowLoader(path, poll=poll, stdin_fd=stdin_fd) if self.follow else Loader(path, model)
+            FollowLoader(path, poll=poll, stdin_fd=stdin_fd, on_update=self.model_moved)
+            if self.follow
+            else Loader(path, model)
         )
         self._newest: Any = None
         self._records_shown = 0
+        self._input_state: InputState | None = None
         self._status_state: tuple = ()
         self._versions: tuple = ()
         self._show_timer: Any = None
         self._last_item: Item | None = None
+        self._ticker: Timer | None = None  # while indexing: progress and growth
+        self._live_timer: Timer | None = None  # a live redraw held back by LIVE_GAP
+        self._live_at = 0.0
+        self._quiet_cursor: TreeNode[Item] | None = None
         self.loaded_at: float | None = None
         self.first_frame_at: float | None = None
         self.started_at = time.monotonic()
@@ -201,14 +230,14 @@ class TcviewApp(App[int]):
         tree.stable = self.follow
         tree.border_title = "compiles"
         tree.focus()
-        self._update_status()
+        self._last_item = tree.root.data  # the overview, until an item is picked
         if self.loader.finished:
             self._model_ready()
         else:
+            self.refresh_counts()
+            self._update_status()
             self._index()
             self._ticker = self.set_interval(TICK, self._tick)
-        if self.follow:
-            self.set_interval(LIVE_TICK, self._live_tick)
         self.call_after_refresh(self._first_frame)
         self._warm_up()
 
@@ -226,15 +255,36 @@ class TcviewApp(App[int]):
     @work(thread=True, group="index", exit_on_error=False, description="index")
     def _index(self) -> None:
         self.loader.run()
+        self.model_moved()  # done: show it now, not at the next tick
 
     def _tick(self) -> None:
         self.refresh_model()
-        if self.loader.finished:
+        if self.loader.finished and self._ticker is not None:
             self._ticker.stop()
+            self._ticker = None
             self._model_ready()
 
-    def _live_tick(self) -> None:
-        if not self.loader.finished or not self.screen_stack:
+    def model_moved(self) -> None:
+        """Tell the app that the model moved; callable from any thread. Bursts merge."""
+        self.post_message(ModelMoved())
+
+    @on(ModelMoved)
+    def _model_moved(self) -> None:
+        if self._ticker is not None:
+            self._tick()  # still indexing (or just done): the tick's work
+            return
+        if self._live_timer is not None:
+            return  # a redraw is already due
+        wait = self._live_at + LIVE_GAP - time.monotonic()
+        if wait > 0:
+            self._live_timer = self.set_timer(wait, self._live_refresh)
+        else:
+            self._live_refresh()
+
+    def _live_refresh(self) -> None:
+        self._live_timer = None
+        self._live_at = time.monotonic()
+        if not self.screen_stack:
             return
         try:
             self.refresh_model()
@@ -280,6 +330,9 @@ class TcviewApp(App[int]):
                 tree.set_model(self.model)
             else:
                 tree.refresh_model()
+        if self._last_item is None:
+            self._last_item = tree.root.data
+        self.refresh_counts()
         self._update_status()
         if self.loader.error:
             self.notify(
@@ -296,8 +349,16 @@ class TcviewApp(App[int]):
                     severity="warning",
                 )
             self.goto_target = None
-        elif tree.cursor_line < 0 or self._last_item is None:
-            self._show_now(tree.root.data)
+        self._first_row()
+
+    def _first_row(self) -> None:
+        """Put the cursor on the first row (so that ↓ goes to the second), without showing it:
+        the overview stays until the user moves."""
+        tree = self.main_tree
+        if tree.cursor_line >= 0 or tree.last_line < 0:
+            return
+        self._quiet_cursor = tree.get_node_at_line(0)
+        tree.cursor_line = 0
 
     def refresh_model(self) -> None:
         """Pick up what the model gained since the last call; the tree grows in place."""
@@ -321,13 +382,40 @@ class TcviewApp(App[int]):
                     tree.set_model(model)
                 else:
                     tree.refresh_model()
-        # The counts walk every compile: only when something moved (a live tick is 10 Hz).
+        # The counts walk every compile: only when something moved.
         state = (versions, len(getattr(self.loader, "notices", ())), self.loader.finished)
         if changed or state != self._status_state:
             self._status_state = state
+            self.refresh_counts()
             self._update_status()
         if self.goto_target and self._goto(self.goto_target):
             self.goto_target = None
+        self._first_row()
+
+    def awaits_input(self) -> bool:
+        """Whether more input may come (follow mode): an empty input is then "waiting"."""
+        return self.follow
+
+    def refresh_counts(self) -> None:
+        """The status bar's counts and, when it is shown, the overview: from one snapshot of
+        the model, updated in the same refresh so that they never disagree."""
+        model = self.model
+        overview = self._last_item is not None and self._last_item.kind == "root"
+        loader = self.loader
+        with self.lock:
+            summary = model.summary_counts() if model is not None else {}
+            done = loader.finished
+            state = input_state(model, self.source_path, self.awaits_input(), done)
+            doc = None
+            if overview:
+                error = loader.error if done and loader.error else ""
+                doc = overview_doc(model, self.source_path, summary, state, error)
+        self._records_shown = summary.get("records", 0)
+        self._input_state = state
+        self.status_right = counts_line(summary)
+        if doc is not None:
+            self.workers.cancel_group(self, "content")  # an older item must not replace it
+            self._show_doc(doc, keep_position=True)
 
     def _update_status(self) -> None:
         # Mode and progress first: the path is what gets cut on a narrow terminal.
@@ -337,6 +425,8 @@ class TcviewApp(App[int]):
         notices = getattr(self.loader, "notices", None)
         if notices:
             parts.append(notices[-1])
+        if self._input_state is not None:
+            parts.append(self._input_state.brief)
         loader = self.loader
         if not loader.finished:
             if loader.total:
@@ -351,21 +441,15 @@ class TcviewApp(App[int]):
         parts.append(self.source_path)
         left = " · ".join(parts)
         self.status_left = safe_line(left)
-        model = self.model
-        if model is not None:
-            with self.lock:
-                counts = model.counts()
-                self._records_shown = sum(
-                    sum(getattr(f, "kinds", {}).values()) for f in getattr(model, "files", [])
-                )
-            self.status_right = counts_line(counts)
-        else:
-            self.status_right = counts_line({})
 
     # ------------------------------------------------------------ showing items
 
     @on(Tree.NodeHighlighted, "#tree")
     def _highlighted(self, event: Tree.NodeHighlighted[Item]) -> None:
+        if event.node is self._quiet_cursor:
+            self._quiet_cursor = None  # the first row, highlighted at start: keep the overview
+            return
+        self._quiet_cursor = None
         if self._show_timer is not None:
             self._show_timer.stop()
         item = event.node.data
@@ -395,7 +479,10 @@ class TcviewApp(App[int]):
         if item is None or item is self._last_item:
             return
         self._last_item = item
-        self._build_doc(item)
+        if item.kind == "root":
+            self.refresh_counts()  # the overview comes with the counts it shows
+        else:
+            self._build_doc(item)
 
     @work(thread=True, group="content", exclusive=True, exit_on_error=False, description="show")
     def _build_doc(self, item: Item) -> None:
@@ -407,8 +494,8 @@ class TcviewApp(App[int]):
         if not get_current_worker().is_cancelled:
             self.call_from_thread(self._show_doc, doc)
 
-    def _show_doc(self, doc: Document) -> None:
-        self.screen_stack[0].query_one("#reader", Reader).show(doc)
+    def _show_doc(self, doc: Document, keep_position: bool = False) -> None:
+        self.screen_stack[0].query_one("#reader", Reader).show(doc, keep_position)
 
     def show_item(self, item: Item) -> None:
         """Show now, bypassing the highlight debounce."""

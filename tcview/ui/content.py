@@ -9,13 +9,14 @@ import json
 import re
 from collections import Counter, OrderedDict
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, NamedTuple
 
 from rich.text import Text
 
 from ..safe import safe_line
 from ..trace.facts import short_guard
 from ..trace.kernels import KernelSpan, split_output_code
+from ..trace.textlog import TextLog
 
 GRAPH_KINDS = frozenset(
     """dynamo_output_graph aot_forward_graph aot_backward_graph aot_joint_graph
@@ -475,16 +476,66 @@ def counts_line(counts: dict[str, int]) -> str:
     )
 
 
-def model_summary(model: Any, title: str) -> list[Text]:
+class InputState(NamedTuple):
+    """An input that holds nothing yet: what to say in the overview, in the status bar (which
+    shows the path anyway), and why."""
+
+    text: str
+    brief: str
+    help: str = ""
+
+
+def input_state(model: Any, source: str, live: bool, finished: bool) -> InputState | None:
+    """What to say while the input holds nothing: waiting for it (live), or that there is
+    nothing; None once it holds something, or while a one-shot read is still going."""
+    if model is None or not (live or finished):
+        return None
+    if isinstance(model, TextLog):
+        if model.pos:
+            return None
+        if model.path is None:  # stdin, or a pipe read like it
+            if model.finished:
+                return InputState("stdin ended without input", "no input")
+            return InputState(
+                "waiting for input on stdin…",
+                "waiting for input…",
+                "TORCH_LOGS text is indexed as it comes through the pipe.",
+            )
+        if live:
+            return InputState(f"waiting for input in {source}…", "waiting for input…")
+        return InputState(f"{source} is empty", "empty")
+    if model.files:
+        return None
+    if live:
+        return InputState(
+            f"waiting for traces in {source}…",
+            "waiting for traces…",
+            "Trace files (dedicated_log_torch_trace_*.log) are shown as they appear.",
+        )
+    return InputState(
+        f"no trace found in {source}",
+        "no trace found",
+        "tcview reads the dedicated_log_torch_trace_*.log files that TORCH_TRACE=DIR writes,"
+        " and TORCH_LOGS captures (e.g. torch_logs.txt).",
+    )
+
+
+def model_summary(
+    model: Any, title: str, summary: dict[str, Any] | None = None, state: InputState | None = None
+) -> list[Text]:
+    """The overview: `summary` (model.summary_counts(), the status bar's snapshot), the top
+    breaks and slowest compiles; `state` says the input is empty (see `input_state`)."""
+    s = model.summary_counts() if summary is None else summary
     out = [Text(safe_line(title), style="bold")]
-    try:
-        s = model.summary_counts()
-    except Exception:  # noqa: BLE001 - a text log may not have every count
-        s = dict(model.counts())
-    out.append(Text(counts_line(model.counts()), style="bold"))
+    if state is not None:
+        out.append(lit(state.text, "bold yellow"))
+        if state.help:
+            out.append(Text(state.help, style="dim"))
+    out.append(Text(counts_line(s), style="bold"))
     out.append(Text(""))
-    for key, value in s.items():
-        out.append(Text.assemble(lit(str(key).ljust(16), "dim"), lit(value)))
+    if state is None:
+        for key, value in s.items():
+            out.append(Text.assemble(lit(str(key).ljust(16), "dim"), lit(value)))
     groups = model.grouped_breaks() if hasattr(model, "grouped_breaks") else []
     if groups:
         out.append(Text(""))
@@ -515,8 +566,6 @@ def model_summary(model: Any, title: str) -> list[Text]:
             out.append(Text.assemble("  ", lit(path), "  ", lit(why, "dim")))
     out.append(Text(""))
     out.append(
-        Text(
-            "keys: ? help · b breaks · r recompiles · K kernels · t time · ctrl+p jump", style="dim"
-        )
+        Text("? help · b breaks · r recompiles · K kernels · t time · ctrl+p jump", style="dim")
     )
     return out

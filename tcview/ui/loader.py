@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import threading
 import time
+from collections.abc import Callable
 from typing import Any
 
 from ..trace.index import Hooks
@@ -55,13 +56,22 @@ class Loader:
 
 
 class FollowLoader:
-    """Follow mode: a `Follower` grows the model; the app reads it under the same lock."""
+    """Follow mode: a `Follower` grows the model; the app reads it under the same lock.
 
-    def __init__(self, path: str, poll: bool = False, stdin_fd: int | None = None) -> None:
+    `on_update` is called (in the follower's thread) each time the model moved.
+    """
+
+    def __init__(
+        self,
+        path: str,
+        poll: bool = False,
+        stdin_fd: int | None = None,
+        on_update: Callable[[], None] | None = None,
+    ) -> None:
         from ..live import Follower
 
         self.path = path
-        self.follower = Follower(path, poll=poll)
+        self.follower = Follower(path, poll=poll, on_update=on_update)
         self.stdin_fd = stdin_fd
         self.done = 0
         self.total = 0

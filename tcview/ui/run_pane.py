@@ -1,8 +1,9 @@
 """`tcview run` in the TUI: the job's output in a Run pane, its status, stop, quit and rerun.
 
-The browser follows the run directory (follow mode) while the job writes it. The job's output
-is polled from the session (`lines_since`) on the UI thread ten times a second, so no launcher
-thread ever touches a widget.
+The browser follows the run directory (follow mode) while the job writes it. The launcher's
+threads only post messages (`OutputArrived`, merged while one is pending, and `JobEnded`); the
+UI thread then reads the new lines with `lines_since`, so no launcher thread touches a widget.
+A one-second timer runs the status bar's clock while the job runs; nothing polls.
 """
 
 from __future__ import annotations
@@ -20,7 +21,7 @@ from rich.cells import cell_len
 from rich.segment import Segment
 from rich.style import Style
 from rich.text import Text
-from textual import work
+from textual import on, work
 from textual.app import App, ComposeResult
 from textual.binding import Binding
 from textual.containers import Horizontal, Vertical
@@ -28,12 +29,14 @@ from textual.geometry import Size
 from textual.screen import ModalScreen
 from textual.scroll_view import ScrollView
 from textual.strip import Strip
+from textual.timer import Timer
 from textual.widgets import Footer, Static
 
 from ..run.launcher import Launcher, LaunchError, OutputLine, RunSession, kill_all
 from ..safe import safe_line
-from .app import LIVE_TICK, TICK, StatusBar, TcviewApp
+from .app import TICK, StatusBar, TcviewApp
 from .loader import FollowLoader
+from .messages import JobEnded, OutputArrived
 from .reader import Reader
 from .tree import TraceTree
 from .viewer import SCROLL_BINDINGS
@@ -41,6 +44,7 @@ from .viewer import SCROLL_BINDINGS
 MAX_LINES = 20_000  # lines kept in the pane, as many as the session keeps
 QUIT_KILL_AFTER_S = 3.0  # after the stop escalation's own time, when quitting
 SIGNAL_EXIT_DEADLINE_S = 5.0  # a signalled tcview ends this long after the job, at the latest
+CLOCK_S = 1.0  # the status bar's elapsed time while the job runs
 _ANSI_SHOWN = re.compile("\u241b\\[[0-?]*[ -/]*[@-~]")  # colour codes, after safe_line made ESC ␛
 _STDERR = Style(color="dark_orange")
 _STDERR_MARK = Segment("▎", Style(color="dark_orange"))
@@ -219,6 +223,8 @@ class RunApp(TcviewApp, inherit_bindings=False):
         self._seq = 0
         self._ended = False
         self._run_text = ""
+        self._output_pending = False  # an OutputArrived is on its way: no need for another
+        self._clock: Timer | None = None
 
     @property
     def output(self) -> OutputView:
@@ -235,23 +241,59 @@ class RunApp(TcviewApp, inherit_bindings=False):
     # Textual calls on_mount / on_unmount of every class in the MRO, this one first: no super().
     def on_mount(self) -> None:
         self._title_output()
-        self.set_interval(LIVE_TICK, self._run_tick)
+        self.launcher.on_line = self._line_written
+        self.launcher.on_exit = self._session_ended
+        self._start_clock()
+        # What the job wrote, or how it ended, before the callbacks were in place.
+        self._line_written(None)
+        if self.session.done:
+            self._session_ended(self.session)
 
     def _title_output(self) -> None:
         self.output.border_title = Text(safe_line(f"output · {self.launcher.spec.display}"))
 
-    # ------------------------------------------------------------ polling the job
+    # ------------------------------------------------------------ told by the job's threads
 
-    def _run_tick(self) -> None:
-        session = self.session
-        lines, self._seq = session.lines_since(self._seq)
+    def _line_written(self, line: OutputLine | None) -> None:
+        """A launcher thread delivered a line: one message until the UI has read them."""
+        if self._output_pending:
+            return
+        self._output_pending = True
+        self.post_message(OutputArrived())
+
+    def _session_ended(self, session: RunSession) -> None:
+        self.post_message(JobEnded(session))
+
+    @on(OutputArrived)
+    def _read_output(self) -> None:
+        # Cleared before reading: a line delivered from now on posts again, or is read here.
+        self._output_pending = False
+        lines, self._seq = self.session.lines_since(self._seq)
         if lines:
             self.output.append(lines)
-        if session.done and not self._ended:
-            self._ended = True
-            self._job_ended()
+
+    @on(JobEnded)
+    def _ended_message(self, message: JobEnded) -> None:
+        if message.session is not self.session or self._ended:
+            return  # a previous run's session, or already handled
+        self._read_output()
+        self._ended = True
+        if self._clock is not None:
+            self._clock.stop()
+            self._clock = None
+        self.refresh_counts()  # no longer waiting for traces
+        self._job_ended()
+
+    def _start_clock(self) -> None:
+        if self._clock is None:
+            self._clock = self.set_interval(CLOCK_S, self._tick_clock)
+
+    def _tick_clock(self) -> None:
         if self.run_status_text() != self._run_text:
             self._update_status()
+
+    def awaits_input(self) -> bool:
+        return not self.session.done
 
     def run_status_text(self) -> str:
         status = self.session.status
@@ -332,7 +374,7 @@ class RunApp(TcviewApp, inherit_bindings=False):
         self._seq = 0
         self._ended = False
         self.source_path = str(session.run_dir)
-        self.loader = FollowLoader(self.source_path, poll=self.poll)
+        self.loader = FollowLoader(self.source_path, poll=self.poll, on_update=self.model_moved)
         while len(self.screen_stack) > 1:
             self.pop_screen()
         tree = self.main_tree
@@ -348,6 +390,8 @@ class RunApp(TcviewApp, inherit_bindings=False):
         self._title_output()
         self._index()
         self._ticker = self.set_interval(TICK, self._tick)
+        self._start_clock()
+        self._read_output()
         self.refresh_bindings()
         self._update_status()
 
@@ -404,6 +448,8 @@ class RunApp(TcviewApp, inherit_bindings=False):
         self.call_from_thread(self.exit)
 
     def on_unmount(self) -> None:
+        self.launcher.on_line = None
+        self.launcher.on_exit = None
         model = self.model
         if model is not None:
             with self.lock:

@@ -270,6 +270,9 @@ def children_of(item: Item, stable: bool = False) -> list[Spec]:
         runs = getattr(obj, "runs", None)
         if runs is None:
             return _file_content(list(getattr(obj, "files", [])))
+        # A run without files (a pipe or a capture before its first log line) has no rows
+        # yet: the overview says that the input is awaited.
+        runs = [run for run in runs if run.files]
         if len(runs) == 1 and not stable:
             return _run_children(runs[0])
         out = []

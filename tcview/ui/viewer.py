@@ -8,6 +8,7 @@ from collections import OrderedDict
 from pygments.lexer import Lexer
 from pygments.lexers import get_lexer_by_name
 from pygments.token import _TokenType
+from rich.cells import cell_len, get_character_cell_size
 from rich.segment import Segment
 from rich.style import Style
 from rich.syntax import PygmentsSyntaxTheme
@@ -67,6 +68,47 @@ def highlight_line(text: str, language: str | None) -> Text:
     return line
 
 
+def wrap_spans(plain: str, width: int, indent: int = 0) -> list[tuple[int, int]]:
+    """(start, end) of the display rows of one line: the first row `width` cells wide, the
+    next ones `width - indent`. A row ends after a space when one fits, else inside a word;
+    the spaces where a row breaks are not shown."""
+    n = len(plain)
+    ascii_only = plain.isascii()
+    if width <= 0 or (n if ascii_only else cell_len(plain)) <= width:
+        return [(0, n)]
+    spans: list[tuple[int, int]] = []
+    pos, avail = 0, width
+    while pos < n:
+        end = _fit(plain, pos, avail, ascii_only)
+        if end >= n:
+            spans.append((pos, n))
+            break
+        if plain[end] == " ":
+            stop = end
+        else:
+            space = plain.rfind(" ", pos + 1, end)
+            stop = space + 1 if space > pos else max(end, pos + 1)
+        spans.append((pos, stop))
+        pos = stop
+        while pos < n and plain[pos] == " ":
+            pos += 1
+        avail = max(width - indent, 1)
+    return spans
+
+
+def _fit(plain: str, pos: int, cells: int, ascii_only: bool) -> int:
+    """The largest end such that plain[pos:end] takes at most `cells` cells."""
+    if ascii_only:
+        return min(len(plain), pos + cells)
+    used, end = 0, pos
+    while end < len(plain):
+        used += get_character_cell_size(plain[end])
+        if used > cells:
+            break
+        end += 1
+    return end
+
+
 def _blank_key(style: Style | None) -> tuple[object, ...]:
     """What decides how a run of spaces looks: not the text colour, unless reversed."""
     if style is None:
@@ -121,7 +163,12 @@ SCROLL_BINDINGS = [
 
 
 class CodeView(ScrollView, can_focus=True):
-    """Shows a Document: gutter with line numbers, highlighting, search, horizontal scroll."""
+    """Shows a Document: gutter with line numbers, highlighting, search, horizontal scroll.
+
+    A styled document (summaries, tables, break details) wraps its long lines into display
+    rows instead: computed when it is shown and when the width changes, never per frame.
+    Code is never wrapped (it scrolls sideways), so a long output code costs nothing here.
+    """
 
     BINDINGS = SCROLL_BINDINGS
 
@@ -144,21 +191,78 @@ class CodeView(ScrollView, can_focus=True):
         self.matches: list[tuple[int, int, int]] = []  # (line, start, end)
         self.match_index = -1
         self._by_line: dict[int, list[tuple[int, int, int]]] = {}
+        # Wrapped documents: (line, start, end, indent) of each display row, the first row of
+        # each line, and the width they were wrapped to. None: one row per line.
+        self._rows: list[tuple[int, int, int, int]] | None = None
+        self._line_rows: list[int] = []
+        self._wrap_width = 0
 
     # ------------------------------------------------------------ content
 
-    def show(self, doc: Document, keep_search: bool = False) -> None:
+    def show(self, doc: Document, keep_search: bool = False, keep_position: bool = False) -> None:
+        """Show `doc`; `keep_position` keeps the scroll offset (a refreshed overview)."""
         self.doc = doc
         self._lines.clear()
         self._safe.clear()
         self.border_title = Text(safe_line(doc.title))  # Text: never read as markup
-        self._set_virtual_size(Size(self._content_width(doc) + self.gutter_width, doc.count))
+        self._wrap()
         self.matches, self._by_line, self.match_index = [], {}, -1
         if keep_search and self.query_text:
             self._find(self.query_text)
         self._update_subtitle()
-        top = max(0, doc.focus - 2) if doc.focus else 0
-        self.scroll_to(0, top, animate=False, immediate=True, force=True)
+        if not keep_position:
+            top = max(0, self.row_of(doc.focus) - 2) if doc.focus else 0
+            self.scroll_to(0, top, animate=False, immediate=True, force=True)
+        self.refresh()
+
+    @property
+    def row_count(self) -> int:
+        return len(self._rows) if self._rows is not None else self.doc.count
+
+    def row_of(self, line: int, offset: int = 0) -> int:
+        """The display row that shows character `offset` of `line`."""
+        if self._rows is None or not 0 <= line < len(self._line_rows):
+            return line
+        row = self._line_rows[line]
+        last = self._line_rows[line + 1] if line + 1 < len(self._line_rows) else len(self._rows)
+        while row + 1 < last and self._rows[row + 1][1] <= offset:
+            row += 1
+        return row
+
+    def _wrap_to(self) -> int:
+        """The width styled lines wrap to (the vertical scrollbar's column kept free)."""
+        return self.content_region.width - self.styles.scrollbar_size_vertical
+
+    def _wrap(self) -> None:
+        """Split a styled document's lines into display rows at the current width."""
+        doc = self.doc
+        width = self._wrap_to()
+        self._wrap_width = width
+        if doc.styled is None or width <= 0:
+            self._rows, self._line_rows = None, []
+            self._set_virtual_size(Size(self._content_width(doc) + self.gutter_width, doc.count))
+            return
+        rows: list[tuple[int, int, int, int]] = []
+        firsts: list[int] = []
+        for index, text in enumerate(doc.styled):
+            plain = text.plain
+            firsts.append(len(rows))
+            if len(plain) <= width and (plain.isascii() or text.cell_len <= width):
+                rows.append((index, 0, len(plain), 0))
+                continue
+            indent = min(len(plain) - len(plain.lstrip(" ")) + 2, width // 2)
+            for start, end in wrap_spans(plain, width, indent):
+                rows.append((index, start, end, indent if start else 0))
+        self._rows, self._line_rows = rows, firsts
+        self._set_virtual_size(Size(width, len(rows)))
+
+    def on_resize(self) -> None:
+        if self.doc.styled is None or self._wrap_to() == self._wrap_width:
+            return
+        top = self.scroll_offset.y
+        anchor = self._rows[top][:2] if self._rows and top < len(self._rows) else (0, 0)
+        self._wrap()
+        self.scroll_to(0, self.row_of(*anchor), animate=False, immediate=True, force=True)
         self.refresh()
 
     def _set_virtual_size(self, size: Size) -> None:
@@ -227,12 +331,22 @@ class CodeView(ScrollView, can_focus=True):
         index = scroll_y + y
         width = self.scrollable_content_region.width
         base = self.rich_style
-        if index >= self.doc.count:
+        if index >= self.row_count:
             return Strip.blank(width, base)
         gutter = self.gutter_width
         text_width = max(width - gutter, 0)
-        line = self.line_text(index)
+        indent = 0
+        if self._rows is not None:
+            index, start, end, indent = self._rows[index]
+            line = self.line_text(index)
+            if start or end < len(line):
+                line = line[start:end]
+            scroll_x = 0
+        else:
+            line = self.line_text(index)
         content = Strip(line.render(self.app.console), line.cell_len)
+        if indent:
+            content = Strip.join([Strip.blank(indent), content])
         content = content.crop_extend(scroll_x, scroll_x + text_width, None)
         if gutter:
             number = f"{self.doc.first_lineno + index:>{gutter - 2}} │"
@@ -297,11 +411,14 @@ class CodeView(ScrollView, can_focus=True):
         self._lines.clear()
         height = self.scrollable_content_region.height or 10
         width = self.scrollable_content_region.width - self.gutter_width
+        row = self.row_of(line, start)
         y = self.scroll_offset.y
-        if not (y <= line < y + height):
-            y = max(0, line - height // 3)
+        if not (y <= row < y + height):
+            y = max(0, row - height // 3)
         x = self.scroll_offset.x
-        if not (x <= start and end <= x + max(width, 1)):
+        if self._rows is not None:
+            x = 0
+        elif not (x <= start and end <= x + max(width, 1)):
             x = max(0, start - 8)
         self.scroll_to(x, y, animate=False, immediate=True, force=True)
         self._update_subtitle()
@@ -336,7 +453,13 @@ class CodeView(ScrollView, can_focus=True):
         self.scroll_to(y=self.max_scroll_y, animate=False, immediate=True)
 
     def visible_text(self) -> list[str]:
-        """The plain text of the lines on screen (for tests)."""
+        """The plain text of the rows on screen (for tests)."""
         top = self.scroll_offset.y
         height = self.scrollable_content_region.height
-        return [self.doc.plain(i) for i in range(top, min(top + height, self.doc.count))]
+        rows = range(top, min(top + height, self.row_count))
+        if self._rows is None:
+            return [self.doc.plain(i) for i in rows]
+        return [
+            self.doc.plain(line)[start:end]
+            for line, start, end, _ in map(self._rows.__getitem__, rows)
+        ]

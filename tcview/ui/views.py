@@ -1,7 +1,8 @@
 """Full-screen views: graph breaks, recompiles, kernels, failures, compile time, other output.
 
 Each view is a table of rows over the model, with the detail of the highlighted row below.
-Enter jumps to the compile (or, for kernels, to the kernel's source) in the tree.
+Enter jumps to the compile (or, for kernels, to the kernel's source) in the tree. The rows
+(and the head above them) are built in a worker; the UI thread only fills the table.
 """
 
 from __future__ import annotations
@@ -16,6 +17,7 @@ from textual.binding import Binding
 from textual.containers import Vertical
 from textual.screen import Screen
 from textual.widgets import DataTable, Footer, Input, Static
+from textual.worker import get_current_worker
 
 from ..trace.facts import short_guard
 from .content import (
@@ -102,20 +104,31 @@ class TableView(Screen):
         return Text.assemble((self.TITLE, "bold"), "  ", (self.HELP, "dim"))
 
     def reload(self) -> None:
+        """Rebuild the rows off the UI thread; a newer reload replaces one still running."""
+        self._build_rows()
+
+    @work(thread=True, group="rows", exclusive=True, exit_on_error=False, description="rows")
+    def _build_rows(self) -> None:
+        with self.app.lock:  # type: ignore[attr-defined]
+            rows = self.rows() if self.model is not None else []
+            head = self.head()
+        if not get_current_worker().is_cancelled:
+            self.app.call_from_thread(self._fill, rows, head)
+
+    def cancelled(self) -> bool:
+        """True in a rows worker that a newer reload replaced (rows() may stop early)."""
+        return get_current_worker().is_cancelled
+
+    def _fill(self, rows: list[Row], head: Text) -> None:
+        if not self.is_attached:
+            return  # closed meanwhile
         table = self.query_one(DataTable)
         table.clear()
         self.objects = []
-        model = self.model
-        if model is None:
-            rows: list[Row] = []
-        else:
-            with self.app.lock:  # type: ignore[attr-defined]
-                rows = self.rows()
         shown = rows[:ROW_LIMIT]
         for i, (cells, obj) in enumerate(shown):
             table.add_row(*cells, key=str(i))
             self.objects.append(obj)
-        head = self.head()
         if len(rows) > ROW_LIMIT:
             head.append(f"  (first {ROW_LIMIT} of {len(rows)} shown)", style="yellow")
         if not rows:
@@ -325,10 +338,18 @@ class KernelsView(TableView):
             id="kernel-filter",
         )
 
+    words: list[str] = []  # the filter, read on the UI thread before each reload
+
+    def reload(self) -> None:
+        self.words = self.query_one("#kernel-filter", Input).value.lower().split()
+        super().reload()
+
     def rows(self) -> list[Row]:
-        words = self.query_one("#kernel-filter", Input).value.lower().split()
+        words = self.words
         out: list[Row] = []
-        for k in list(self.model.kernels):
+        for i, k in enumerate(list(self.model.kernels)):
+            if i % 1000 == 999 and self.cancelled():
+                return []  # a newer keystroke: its rows are what counts
             kind = k.kind
             hay = f"{k.name.lower()} {kind} {k.method.lower()}"
             if words and not all(w in hay for w in words):
