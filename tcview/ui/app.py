@@ -120,7 +120,8 @@ def overview_doc(
         lines = [lit(source, "bold"), lit(f"could not read: {error}", "bold red")]
         return styled_doc(source, lines)
     if model is None:
-        return styled_doc(source, [lit(source, "bold"), Text("indexing…")])
+        lines = [lit(source, "bold"), Text("indexing…"), Text(counts_line(summary), style="bold")]
+        return styled_doc(source, lines)
     return styled_doc(source, model_summary(model, source, summary, state))
 
 
