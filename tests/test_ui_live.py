@@ -204,6 +204,19 @@ async def test_first_row_is_highlighted_and_down_goes_to_the_second(
         assert second is not None and viewer(app).doc.title != app.source_path
 
 
+@sync
+async def test_enter_on_the_first_row_shows_it(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("TCVIEW_PREVIEW", "auto")
+    app = TcviewApp(str(CPU_SAMPLE))
+    async with app.run_test(size=SIZE) as pilot:
+        await ready(app, pilot)
+        first = app.query_one(TraceTree).get_node_at_line(0).data
+        assert first is not None and first.kind == "frame"
+        await pilot.press("enter")
+        await settle(app, pilot)
+        assert viewer(app).doc.title == f"frame {first.obj.label}"
+
+
 # ---------------------------------------------------------------- 10.10: wrapping
 
 

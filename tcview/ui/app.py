@@ -393,6 +393,11 @@ class TcviewApp(App[int]):
             self.goto_target = None
         self._first_row()
 
+    @property
+    def overview_shown(self) -> bool:
+        """The reader shows the overview (no item picked since the start)."""
+        return self._last_item is not None and self._last_item.kind == "root"
+
     def awaits_input(self) -> bool:
         """Whether more input may come (follow mode): an empty input is then "waiting"."""
         return self.follow
@@ -401,7 +406,7 @@ class TcviewApp(App[int]):
         """The status bar's counts and, when it is shown, the overview: from one snapshot of
         the model, updated in the same refresh so that they never disagree."""
         model = self.model
-        overview = self._last_item is not None and self._last_item.kind == "root"
+        overview = self.overview_shown
         loader = self.loader
         with self.lock:
             summary = model.summary_counts() if model is not None else {}
@@ -463,8 +468,8 @@ class TcviewApp(App[int]):
         if not event.node.allow_expand:
             self._show_now(event.node.data)
             self.screen_stack[0].query_one("#reader", Reader).viewer.focus()
-        elif not self.auto_preview:
-            self._show_now(event.node.data)
+        elif not self.auto_preview or self.overview_shown:
+            self._show_now(event.node.data)  # also the first row, highlighted but not yet shown
 
     def action_toggle_preview(self) -> None:
         self.auto_preview = not self.auto_preview
