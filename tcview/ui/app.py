@@ -16,7 +16,6 @@ from textual.css.query import NoMatches
 from textual.reactive import reactive
 from textual.timer import Timer
 from textual.widgets import Footer, Static, Tree
-from textual.widgets.tree import TreeNode
 from textual.worker import get_current_worker
 
 from ..safe import safe_line
@@ -199,7 +198,8 @@ class TcviewApp(App[int]):
         self._ticker: Timer | None = None  # while indexing: progress and growth
         self._live_timer: Timer | None = None  # a live redraw held back by LIVE_GAP
         self._live_at = 0.0
-        self._quiet_cursor: TreeNode[Item] | None = None
+        # The cursor is still where _first_row put it: highlights there keep the overview.
+        self._cursor_placed = False
         self.loaded_at: float | None = None
         self.first_frame_at: float | None = None
         self.started_at = time.monotonic()
@@ -358,7 +358,7 @@ class TcviewApp(App[int]):
         tree = self.main_tree
         if tree.cursor_line >= 0 or tree.last_line < 0:
             return
-        self._quiet_cursor = tree.get_node_at_line(0)
+        self._cursor_placed = True
         tree.cursor_line = 0
 
     def refresh_model(self) -> None:
@@ -452,10 +452,12 @@ class TcviewApp(App[int]):
 
     @on(Tree.NodeHighlighted, "#tree")
     def _highlighted(self, event: Tree.NodeHighlighted[Item]) -> None:
-        if event.node is self._quiet_cursor:
-            self._quiet_cursor = None  # the first row, highlighted at start: keep the overview
-            return
-        self._quiet_cursor = None
+        if self._cursor_placed:
+            # The first row, highlighted at start (perhaps again, as the tree grew in place):
+            # the overview stays until the cursor leaves it.
+            if self.main_tree.cursor_line == 0:
+                return
+            self._cursor_placed = False
         if self._show_timer is not None:
             self._show_timer.stop()
         item = event.node.data
@@ -525,6 +527,7 @@ class TcviewApp(App[int]):
             node = tree.reveal(obj, kind)
         if node is None:
             return False
+        self._cursor_placed = False
         while len(self.screen_stack) > 1:
             self.pop_screen()
         tree.reveal_node(node)
