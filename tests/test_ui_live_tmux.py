@@ -49,8 +49,8 @@ def terminal() -> Iterator[Callable[[str, Path], str]]:
     def start(command: str, cwd: Path) -> str:
         session = f"live-{uuid.uuid4().hex[:8]}"
         env = f"PYTHONPATH={shlex.quote(str(REPO))} TCVIEW_PREVIEW=auto"
-        # COLUMNS and LINES can reach the pane's environment with stale values (80x24, seen
-        # under pytest); they would override the 120x40 that the terminal reports.
+        # A tmux server started from an xdist worker hands its COLUMNS=80 LINES=24 to every
+        # pane (see conftest.py): they would override the 120x40 that the terminal reports.
         _tmux(
             "new-session", "-d", "-s", session, "-x", "120", "-y", "40",
             f"cd {shlex.quote(str(cwd))} && unset COLUMNS LINES && export {env} && {command}",
