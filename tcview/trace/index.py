@@ -5,7 +5,7 @@ from __future__ import annotations
 import os
 import threading
 from collections import Counter
-from collections.abc import Callable, Iterable
+from collections.abc import Callable
 from contextlib import nullcontext
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -316,8 +316,3 @@ def _size(p: Path) -> int:
         return p.stat().st_size
     except OSError:
         return 0
-
-
-def all_records(ts: TraceSet) -> Iterable:
-    for tf in ts.files:
-        yield from tf.records

@@ -9,8 +9,6 @@ from .model import kernel_kind
 
 KERNEL_DEF = re.compile(r"^([A-Za-z_]\w*) = async_compile\.([A-Za-z_]\w*)\(", re.M)
 _END = re.compile(r"^.*?'''\s*(?:,[^\n]*)?\)\s*$")
-_CALL_DEF = re.compile(r"^(\s*)def call\(", re.M)
-_EXTERN = re.compile(r"\bextern_kernels\.(\w+)\(")
 
 
 @dataclass
@@ -56,23 +54,6 @@ def _span_end(lines: list[str], start: int) -> int:
     return start
 
 
-def call_body(text: str) -> tuple[int, int] | None:
-    """Character span of the wrapper's ``def call(`` body, if any."""
-    m = _CALL_DEF.search(text)
-    if not m:
-        return None
-    indent = len(m.group(1))
-    start = m.start()
-    pos = text.find("\n", m.end())
-    while pos != -1:
-        nxt = text.find("\n", pos + 1)
-        line = text[pos + 1 : nxt if nxt != -1 else len(text)]
-        if line.strip() and len(line) - len(line.lstrip()) <= indent:
-            return start, pos
-        pos = nxt
-    return start, len(text)
-
-
 def launch_order(text: str, spans: list[KernelSpan]) -> dict[str, int]:
     """Kernel name -> index of its first launch, outside the kernels' own sources.
 
@@ -92,14 +73,6 @@ def launch_order(text: str, spans: list[KernelSpan]) -> dict[str, int]:
         for m in pattern.finditer(line):
             order.setdefault(m.group(1), len(order))
     return order
-
-
-def extern_calls(text: str) -> list[str]:
-    """Library kernels (cuBLAS etc.) called from call(), in order."""
-    span = call_body(text)
-    if span is None:
-        return []
-    return _EXTERN.findall(text, span[0], span[1])
 
 
 def _line_starts(text: str) -> list[int]:

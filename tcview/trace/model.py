@@ -12,13 +12,9 @@ import re
 from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Protocol
+from typing import Any
 
 from .compile_id import CompileKey, attempt_text
-
-
-class PayloadSource(Protocol):
-    def read_payload(self, record: Record) -> bytes: ...
 
 
 class Record:

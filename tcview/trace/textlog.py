@@ -148,9 +148,6 @@ class LogMeta:
         self.ts = ts
         self.where = where
 
-    def as_dict(self) -> dict[str, str]:
-        return {"level": self.level, "ts": self.ts, "where": self.where}
-
     def __repr__(self) -> str:
         return f"<LogMeta {self.level} {self.ts} {self.where}>"
 
@@ -838,9 +835,6 @@ class TextLog(Facts):
     def records_of(self, kind: str) -> list[Record]:
         """Every message of a kind (an artifact tag, or step/dynamic/cache/log...)."""
         return self.by_kind.get(kind, [])
-
-    def compile_of(self, rec: Record) -> Compile | None:
-        return _comp(rec.source, rec)
 
     def fusion_decisions(self) -> list[FusionDecision]:
         """Inductor's fusion choices (read from the `fusion` messages on demand)."""

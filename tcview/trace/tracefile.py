@@ -456,13 +456,6 @@ class TraceFile:
             return record.meta
         return header.get(record.kind, record.meta) if isinstance(header, dict) else header
 
-    def header(self, record: Record) -> Any:
-        """The whole header JSON of a record, read from disk."""
-        line = self.header_line(record)
-        m = HEADER.match(line)
-        value = loads(line[m.end() :]) if m else _INVALID
-        return None if value is _INVALID else value
-
     def line_at(self, offset: int, limit: int = 1 << 20) -> bytes:
         data = self.read(offset, offset + limit)
         return data.split(b"\n", 1)[0]
