@@ -48,10 +48,6 @@ class Sink:
 Handler = Callable[[Any, Record], None]
 
 
-def _comp(tf: Any, rec: Record) -> Compile | None:
-    return tf.compiles.get(rec.key) if rec.key is not None else None
-
-
 # ------------------------------------------------------------------ header handlers
 
 
@@ -65,7 +61,7 @@ def h_str(tf: Any, rec: Record) -> None:
 
 
 def h_dynamo_start(tf: Any, rec: Record) -> None:
-    comp = _comp(tf, rec)
+    comp = rec.compile
     if comp is None or comp.frame is None or comp.frame.stack:
         return
     stack = rec.meta.get("stack") if isinstance(rec.meta, dict) else None
@@ -94,7 +90,7 @@ def h_metrics(tf: Any, rec: Record) -> None:
     failed = rec.kind == "compilation_metrics" and bool(meta.get("fail_type"))
     if failed:
         tf.failure_count += 1
-    comp = _comp(tf, rec)
+    comp = rec.compile
     if comp is not None:
         comp.metric_records.append(rec)
         if rec.kind == "compilation_metrics":
@@ -120,7 +116,7 @@ def h_artifact(tf: Any, rec: Record) -> None:
     for prefix in ("fx_graph_cache_", "aotautograd_cache_"):
         if name.startswith(prefix):
             result = name[len(prefix) :]
-            comp = _comp(tf, rec)
+            comp = rec.compile
             event = CacheEvent(comp, prefix[:-7], result, rec)
             if comp is not None:
                 comp.cache.append(event)
@@ -155,7 +151,7 @@ def on_header(tf: Any, rec: Record) -> None:
 def c_graph_break(tf: Any, rec: Record) -> None:
     text = rec.payload()
     parsed = parse_graph_break(text)
-    comp = _comp(tf, rec)
+    comp = rec.compile
     gb = GraphBreak(
         comp,
         rec,
@@ -172,7 +168,7 @@ def c_graph_break(tf: Any, rec: Record) -> None:
 
 
 def c_recompile(tf: Any, rec: Record) -> None:
-    comp = _comp(tf, rec)
+    comp = rec.compile
     if comp is None:
         return
     reasons = parse_recompile_reasons(rec.payload())

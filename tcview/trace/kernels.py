@@ -2,12 +2,13 @@
 
 from __future__ import annotations
 
+import bisect
 import re
 from dataclasses import dataclass
 
-from .model import kernel_kind
+from .model import KERNEL_DEF, NOT_KERNEL_METHODS, kernel_kind
 
-KERNEL_DEF = re.compile(r"^([A-Za-z_]\w*) = async_compile\.([A-Za-z_]\w*)\(", re.M)
+_KERNEL_LINE = re.compile("^" + KERNEL_DEF, re.M)
 _END = re.compile(r"^.*?'''\s*(?:,[^\n]*)?\)\s*$")
 
 
@@ -32,8 +33,8 @@ def split_output_code(text: str) -> list[KernelSpan]:
     lines = text.split("\n")
     offsets = _line_starts(text)
     spans: list[KernelSpan] = []
-    for m in KERNEL_DEF.finditer(text):
-        if m.group(2) == "wait":
+    for m in _KERNEL_LINE.finditer(text):
+        if m.group(2) in NOT_KERNEL_METHODS:
             continue
         start = _line_of(offsets, m.start())
         spans.append(KernelSpan(m.group(1), m.group(2), start, _span_end(lines, start)))
@@ -63,7 +64,7 @@ def launch_order(text: str, spans: list[KernelSpan]) -> dict[str, int]:
         return {}
     names = sorted({s.name for s in spans}, key=len, reverse=True)
     pattern = re.compile(r"\b(" + "|".join(map(re.escape, names)) + r")(?:\.run)?\(")
-    inside = set()
+    inside: set[int] = set()
     for s in spans:
         inside.update(range(s.start, s.end + 1))
     order: dict[str, int] = {}
@@ -85,6 +86,4 @@ def _line_starts(text: str) -> list[int]:
 
 
 def _line_of(starts: list[int], offset: int) -> int:
-    import bisect
-
     return bisect.bisect_right(starts, offset) - 1

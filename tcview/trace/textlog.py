@@ -26,29 +26,31 @@ import tempfile
 from array import array
 from collections import Counter
 from collections.abc import Callable, Iterator, Sequence
-from dataclasses import dataclass, field
 from datetime import datetime
 from pathlib import Path
-from typing import Any, NamedTuple
+from typing import IO, Any, overload
 
 from .compile_id import CompileKey, parse_compile_id
 from .facts import parse_graph_break
-from .index import Hooks, Run, read_chunks
+from .load import CHUNK, Hooks, Progress, file_size, read_chunks
 from .model import (
+    KERNEL_DEF,
     CacheEvent,
     Compile,
-    Facts,
     Failure,
     Frame,
+    FusionDecision,
     GraphBreak,
     Kernel,
+    Lock,
+    LogMeta,
+    LogSource,
+    Model,
+    OtherLine,
     Recompile,
     Record,
+    Run,
 )
-
-Progress = Callable[[int, int], None]
-
-CHUNK = 4 << 20
 
 # An optional launcher tag (torchrun --tee writes "[default0]:") comes before the rank prefix.
 PREFIX = re.compile(
@@ -56,7 +58,7 @@ PREFIX = re.compile(
     rb"(?: \[(!?\d+(?:/\d+)*(?:_\d+)?)\])?(?: \[__([\w.]+)\])?"
 )
 ANSI = re.compile(rb"\x1b\[[0-?]*[ -/]*[@-~]|\x1b\][^\x07\x1b\n]*(?:\x07|\x1b\\)?|\x1b[@-Z\\-_]")
-KERNEL_DEF = re.compile(rb"([A-Za-z_]\w*) = async_compile\.([A-Za-z_]\w*)\(")
+KERNEL_LINE = re.compile(KERNEL_DEF.encode())  # in a message's text
 # Lines that look like torch logging in some other format (TORCH_LOGS_FORMAT).
 TORCHISH = re.compile(
     rb"torch\._(?:dynamo|inductor|functorch)|\|__\w+\||TRACED GRAPH|Output code|"
@@ -138,27 +140,7 @@ def ts_seconds(ts: str) -> float | None:
     return ((days * 24 + h) * 60 + m) * 60 + s + float("0." + (frac or "0"))
 
 
-class LogMeta:
-    """What the prefix of a message says besides its compile id and tag."""
-
-    __slots__ = ("level", "ts", "where")
-
-    def __init__(self, level: str, ts: str, where: str) -> None:
-        self.level = level
-        self.ts = ts
-        self.where = where
-
-    def __repr__(self) -> str:
-        return f"<LogMeta {self.level} {self.ts} {self.where}>"
-
-
-class OtherLine(NamedTuple):
-    lineno: int
-    offset: int
-    text: str
-
-
-class OtherLines(Sequence):
+class OtherLines(Sequence[OtherLine]):
     """Lines that are not part of a TORCH_LOGS message, in order; text is read on demand."""
 
     def __init__(self, log: TextLog) -> None:
@@ -175,7 +157,13 @@ class OtherLines(Sequence):
     def __len__(self) -> int:
         return len(self.linenos)
 
-    def __getitem__(self, i: Any) -> Any:
+    @overload
+    def __getitem__(self, i: int) -> OtherLine: ...
+
+    @overload
+    def __getitem__(self, i: slice) -> list[OtherLine]: ...
+
+    def __getitem__(self, i: int | slice) -> OtherLine | list[OtherLine]:
         if isinstance(i, slice):
             return [self[j] for j in range(*i.indices(len(self)))]
         raw = self._log.read(self.offsets[i], self.ends[i])
@@ -188,30 +176,20 @@ class OtherLines(Sequence):
             yield self[i]
 
 
-class ProcessLog:
-    """The messages of one process, (rank, pid); plays the part of a TraceFile."""
+class ProcessLog(LogSource):
+    """The messages of one process, (rank, pid): the log source a TraceFile is for traces."""
 
     def __init__(self, log: TextLog, rank: int | None, pid: int) -> None:
+        display = f"pid {pid}" if rank is None else f"rank {rank} · pid {pid}"
+        LogSource.__init__(self, display, log.path)
         self.log = log
-        self.rank = rank
-        self.pid = pid
-        self.pids = {pid}
-        self.ranks: set[int] = set() if rank is None else {rank}
-        self.display = f"pid {pid}" if rank is None else f"rank {rank} · pid {pid}"
-        self.path = log.path
-        self.records: list[Record] = []
+        self._rank = rank
+        self._pid = pid
+        self.pids.add(pid)
+        if rank is not None:
+            self.ranks.add(rank)
         self.unparsed: list[tuple[int, int]] = []  # other output is kept on the TextLog
-        self.kinds: Counter = Counter()
-        self.artifacts: Counter = Counter()
-        self.unknown: Counter = Counter()
-        self.compiles: dict[CompileKey, Compile] = {}
-        self.frames: dict[tuple, Frame] = {}
-        self.kernels: list[Kernel] = []
-        self.first_ts: str | None = None
-        self.last_ts: str | None = None
-        self.failure_count = 0
-        self.problems: list[str] = []
-        self.version = 0
+        self._last_ts: str | None = None
         # The message being extended: its record, prefix and close handler.
         self.open: Record | None = None
         self.open_prefix = b""
@@ -219,6 +197,18 @@ class ProcessLog:
         self.open_close: Closer | None = None
         self.kernel_count = 0
         self.step_span: dict[CompileKey, list[float]] = {}
+
+    @property
+    def rank(self) -> int | None:
+        return self._rank
+
+    @property
+    def pid(self) -> int | None:
+        return self._pid
+
+    @property
+    def last_ts(self) -> str | None:
+        return self._last_ts
 
     def read_payload(self, record: Record) -> bytes:
         """The message's lines with the prefix removed, joined with newlines."""
@@ -234,10 +224,17 @@ class ProcessLog:
         return self.log.lineno_of(offset)
 
     def close(self) -> None:
-        pass
+        pass  # the TextLog holds the file
 
     def __repr__(self) -> str:
         return f"<ProcessLog {self.display}>"
+
+
+def log_meta(rec: Record) -> LogMeta:
+    """The prefix facts of a message (every record of a ProcessLog has them)."""
+    if not isinstance(rec.meta, LogMeta):
+        raise TypeError(f"{rec!r} is not a TORCH_LOGS message")
+    return rec.meta
 
 
 def message_payload(raw: bytes) -> bytes:
@@ -265,12 +262,8 @@ Starter = Callable[["TextLog", ProcessLog, Record, bytes], "Closer | None"]
 Closer = Callable[["TextLog", ProcessLog, Record], None]
 
 
-def _comp(proc: ProcessLog, rec: Record) -> Compile | None:
-    return proc.compiles.get(rec.key) if rec.key is not None else None
-
-
 def start_break(log: TextLog, proc: ProcessLog, rec: Record, text: bytes) -> Closer:
-    comp = _comp(proc, rec)
+    comp = rec.compile
     location = text.split(b" in user code at ", 1)[-1].split(b" ", 1)[0].decode("utf-8", "replace")
     gb = GraphBreak(comp, rec, "", location)
     if comp is not None:
@@ -293,7 +286,7 @@ _RECOMPILING = re.compile(r"Recompiling function (\S+) in (.+):(\d+)\s*$")
 
 
 def start_recompile(log: TextLog, proc: ProcessLog, rec: Record, text: bytes) -> Closer | None:
-    comp = _comp(proc, rec)
+    comp = rec.compile
     if comp is None:  # no compile id on the line: a stand-in that is not counted as a compile
         comp = Compile(proc, CompileKey())
     m = _RECOMPILING.match(text.decode("utf-8", "replace"))
@@ -337,7 +330,7 @@ _STEP = re.compile(r"Step (\d): torchdynamo start tracing (\S+) (.+):(\d+)\s*$")
 
 
 def start_step(log: TextLog, proc: ProcessLog, rec: Record, text: bytes) -> None:
-    comp = _comp(proc, rec)
+    comp = rec.compile
     if comp is None:
         return
     m = _STEP.match(text.decode("utf-8", "replace"))
@@ -348,7 +341,7 @@ def start_step(log: TextLog, proc: ProcessLog, rec: Record, text: bytes) -> None
             m.group(3),
             int(m.group(4)),
         )
-    seconds = ts_seconds(rec.meta.ts)
+    seconds = ts_seconds(log_meta(rec).ts)
     if seconds is None:
         return
     span = proc.step_span.setdefault(comp.key, [seconds, seconds, 0])
@@ -369,7 +362,7 @@ _LIMIT_FUNCTION = re.compile(r"function: '([^']*)' \((.*)\)")
 
 
 def start_recompile_limit(log: TextLog, proc: ProcessLog, rec: Record, text: bytes) -> Closer:
-    comp = _comp(proc, rec)
+    comp = rec.compile
     failure = Failure(
         comp, "recompile limit", text.decode("utf-8", "replace"), "", rec, "torch_logs"
     )
@@ -397,11 +390,11 @@ _EXC_LINE = re.compile(
 def start_wont_convert(log: TextLog, proc: ProcessLog, rec: Record, text: bytes) -> Closer | None:
     # At INFO it is a frame Dynamo skips on purpose (generators, a recompile limit already
     # reported); a warning is a compile that failed and fell back to eager.
-    if rec.meta.level == "I" or rec.meta.level == "V":
+    if log_meta(rec).level in ("I", "V"):
         return None
     m = _WONT.match(text.decode("utf-8", "replace"))
     where = f"{m.group(2)}:{m.group(3)}" if m else ""
-    failure = Failure(_comp(proc, rec), "WON'T CONVERT", "", where, rec, "torch_logs")
+    failure = Failure(rec.compile, "WON'T CONVERT", "", where, rec, "torch_logs")
     proc.failure_count += 1
     log.failures.append(failure)
 
@@ -426,7 +419,7 @@ def start_cache(log: TextLog, proc: ProcessLog, rec: Record, text: bytes) -> Non
     if m is None:
         return
     cache = "fx_graph" if m.group(1) == b"fx graph" else "aotautograd"
-    comp = _comp(proc, rec)
+    comp = rec.compile
     event = CacheEvent(comp, cache, m.group(2).decode(), rec)
     if comp is not None:
         comp.cache.append(event)
@@ -467,20 +460,9 @@ def proc_compile(log: TextLog, proc: ProcessLog, key: CompileKey) -> Compile:
 _FUSION = re.compile(r"^(fusing|cannot fuse) (\S+) with (\S+?)(?::\s*(.*))?$")
 
 
-@dataclass(eq=False)
-class FusionDecision:
-    """One ``fusing A with B`` or ``cannot fuse A with B: why`` line of the fusion log."""
-
-    compile: Compile | None = field(repr=False)
-    record: Record = field(repr=False)
-    first: str = ""
-    second: str = ""
-    fused: bool = False
-    reason: str = ""
-
-
-def fusion_decisions(proc: ProcessLog, rec: Record) -> list[FusionDecision]:
-    comp = _comp(proc, rec)
+def fusion_decisions(rec: Record) -> list[FusionDecision]:
+    """The decisions of one `fusion` message."""
+    comp = rec.compile
     out = []
     for line in rec.payload().split("\n"):
         m = _FUSION.match(line.strip())
@@ -496,44 +478,53 @@ def fusion_decisions(proc: ProcessLog, rec: Record) -> list[FusionDecision]:
 # ---------------------------------------------------------------------- the log
 
 
-class TextLog(Facts):
+class TextLog(Model):
     """A TORCH_LOGS capture indexed into the same model objects as a TraceSet."""
 
-    def __init__(self, path: str | os.PathLike | None = None, display: str | None = None) -> None:
-        Facts.__init__(self)
+    files: list[ProcessLog]
+    other: OtherLines
+
+    def __init__(
+        self,
+        path: str | os.PathLike[str] | None = None,
+        display: str | None = None,
+        lock: Lock | None = None,
+    ) -> None:
         self.path = Path(path) if path is not None else None
-        self.display = display or (str(path) if path is not None else "<stdin>")
-        self.root = self.path
+        shown = display or (str(path) if path is not None else "<stdin>")
+        Model.__init__(self, shown, self.path, lock)
+        self.files = []
+        self.other = OtherLines(self)
         self._fd: int | None = None
-        self._spool: Any = None  # temporary file holding fed bytes when there is no path
+        self._spool: IO[bytes] | None = None  # holds fed bytes when there is no path
         self.pos = 0  # bytes consumed
         self._pending: list[bytes] = []
         self._pending_len = 0
         self._lines = 0
         self.finished = False
-        self.version = 0
 
         self._procs: dict[tuple[bytes | None, bytes], ProcessLog] = {}
         self._keys: dict[bytes, tuple[CompileKey, int] | None] = {}
-        self.other = OtherLines(self)
-        self.by_kind: dict[str, list[Record]] = {}
         self.output_codes = 0
         self.message_lines = 0
         self.blank_other = 0
         self._torchish = 0
         self._last: ProcessLog | None = None  # process of the last message line
-        self.text: TextLog | None = None  # TraceSet has it for a run directory's log
 
     # ---------------------------------------------------------------- loading
 
     @classmethod
     def load(
-        cls, path: str | os.PathLike, progress: Progress | None = None, hooks: Hooks | None = None
+        cls,
+        path: str | os.PathLike[str],
+        progress: Progress | None = None,
+        hooks: Hooks | None = None,
+        display: str | None = None,
     ) -> TextLog:
         """Index a capture; "-" reads stdin, spooled to a temporary file."""
         hooks = hooks or Hooks(progress)
         if str(path) == "-":
-            log = cls(None, "<stdin>")
+            log = cls(None, display or "<stdin>")
             hooks.publish(log)
             read = lambda: sys.stdin.buffer.read(CHUNK)  # noqa: E731
             done = 0
@@ -544,12 +535,11 @@ class TextLog(Facts):
                 if hooks.progress is not None:
                     hooks.progress(done, 0)
         else:
-            log = cls(path)
+            log = cls(path, display)
             hooks.publish(log)
             try:
-                read_chunks(
-                    Path(path), lambda c: log.feed(c, spool=False), hooks, 0, _size(Path(path))
-                )
+                size = file_size(Path(path))
+                read_chunks(Path(path), lambda c: log.feed(c, spool=False), hooks, 0, size)
             except OSError as exc:
                 with hooks.lock:
                     log.skipped.append((Path(path), f"unreadable: {exc.strerror or exc}"))
@@ -663,7 +653,9 @@ class TextLog(Facts):
         elif self.message_lines == 0 and TORCHISH.search(line):
             self._torchish += 1
 
-    def _message_line(self, line: bytes, m: re.Match, lineno: int, offset: int, end: int) -> None:
+    def _message_line(
+        self, line: bytes, m: re.Match[bytes], lineno: int, offset: int, end: int
+    ) -> None:
         self.message_lines += 1
         rank_b, pid_b = m.group(1), m.group(4)
         proc = self._procs.get((rank_b, pid_b))
@@ -686,7 +678,14 @@ class TextLog(Facts):
         self._start(proc, line, m, t, lineno, offset, end)
 
     def _start(
-        self, proc: ProcessLog, line: bytes, m: re.Match, t: int, lineno: int, offset: int, end: int
+        self,
+        proc: ProcessLog,
+        line: bytes,
+        m: re.Match[bytes],
+        t: int,
+        lineno: int,
+        offset: int,
+        end: int,
     ) -> None:
         tag_b = m.group(8)
         text = line[t:]
@@ -708,16 +707,15 @@ class TextLog(Facts):
         ts = m.group(3).decode("ascii")
         where = sys.intern(f"{m.group(5).decode('utf-8', 'replace')}:{int(m.group(6))}")
         meta = LogMeta(m.group(2).decode("ascii"), ts, where)
-        rec = Record(proc, offset, lineno, offset, kind, meta, key, attempt or 0, None, kind)
+        comp = proc_compile(self, proc, key) if key is not None else None
+        rec = Record(proc, offset, lineno, offset, kind, meta, comp, attempt or 0, None, kind)
         rec.end = end
         if proc.first_ts is None:
             proc.first_ts = ts
-        proc.last_ts = ts
+        proc._last_ts = ts
         proc.records.append(rec)
         proc.kinds[kind] += 1
-        self.by_kind.setdefault(kind, []).append(rec)
-        if key is not None:
-            comp = proc_compile(self, proc, key)
+        if comp is not None:
             comp.records.append(rec)
             comp.attempts[attempt or 0] += 1
         proc.open = rec
@@ -743,10 +741,10 @@ class TextLog(Facts):
         return "log"
 
     def _kernel_line(self, proc: ProcessLog, rec: Record, line: bytes, t: int) -> None:
-        km = KERNEL_DEF.match(line, t)
+        km = KERNEL_LINE.match(line, t)
         if km is None or km.group(2) == b"wait":
             return
-        comp = _comp(proc, rec)
+        comp = rec.compile
         kernel = Kernel(
             km.group(1).decode("utf-8", "replace"),
             km.group(2).decode("ascii", "replace"),
@@ -817,7 +815,6 @@ class TextLog(Facts):
 
     @property
     def notices(self) -> list[str]:
-        """Things the user must know to read the result (e.g. a custom log format)."""
         if self.message_lines == 0 and self._torchish:
             return [CUSTOM_FORMAT_NOTICE.format(n=len(self.other))]
         return []
@@ -833,29 +830,46 @@ class TextLog(Facts):
         return [Run(0, directory, list(self.files), f"TORCH_LOGS {name}")]
 
     def records_of(self, kind: str) -> list[Record]:
-        """Every message of a kind (an artifact tag, or step/dynamic/cache/log...)."""
-        return self.by_kind.get(kind, [])
+        # Every process reads the same file: in file order across processes.
+        return sorted(super().records_of(kind), key=lambda r: r.offset)
 
-    def fusion_decisions(self) -> list[FusionDecision]:
-        """Inductor's fusion choices (read from the `fusion` messages on demand)."""
-        return [d for rec in self.records_of("fusion") for d in fusion_decisions(rec.source, rec)]
+    def fusion_decisions(self, compile: Compile | None = None) -> list[FusionDecision]:
+        """Inductor's fusion choices, read from the `fusion` messages on demand: all of them,
+        or those of one compile (of this log, or the same compile seen in a trace)."""
+        if compile is None:
+            records = self.records_of("fusion")
+        else:
+            records = [r for c in self.same_compiles(compile) for r in c.records_of("fusion")]
+        return [d for rec in records for d in fusion_decisions(rec)]
+
+    def same_compiles(self, compile: Compile) -> list[Compile]:
+        """`compile` when it is one of this log's; else this log's compiles with its id in a
+        process of its pids (a run directory's trace and text log the same compiles)."""
+        if any(compile.file is proc for proc in self.files):
+            return [compile]
+        pids = compile.file.pids
+        return [
+            c
+            for proc in self.files
+            if proc.pid in pids
+            for c in proc.compiles.values()
+            if c.key == compile.key
+        ]
 
     def summary_counts(self, verify: bool = False) -> dict[str, Any]:
         ranks = sorted({r for proc in self.files for r in proc.ranks})
         cache = Counter(e.result for e in self.cache_events if e.cache == "fx_graph")
+        facts = self.compile_counts()
         out: dict[str, Any] = {
             "files": len(self.files),
             "records": sum(len(proc.records) for proc in self.files),
-            "compiles": sum(len(proc.compiles) for proc in self.files),
-            "frames": sum(
-                len({k.frame for k in proc.compiles if k.frame_id is not None})
-                for proc in self.files
-            ),
+            "compiles": facts["compiles"],
+            "frames": facts["frames"],
             "recompiles": len(self.recompiles),
             "graph_breaks": len(self.breaks),
             "failures": len(self.failures),
             "output_codes": self.output_codes,
-            "kernels": len(self.kernels),
+            "kernels": facts["kernels"],
             "unparsed_lines": len(self.other) - self.blank_other,
             "ranks": ranks,
             "fx_graph_cache": {r: cache[r] for r in ("hit", "miss", "bypass")},
@@ -875,10 +889,3 @@ class TextLog(Facts):
 
     def __repr__(self) -> str:
         return f"<TextLog {self.display}>"
-
-
-def _size(p: Path) -> int:
-    try:
-        return p.stat().st_size
-    except OSError:
-        return 0
