@@ -286,20 +286,23 @@ _RECOMPILING = re.compile(r"Recompiling function (\S+) in (.+):(\d+)\s*$")
 
 
 def start_recompile(log: TextLog, proc: ProcessLog, rec: Record, text: bytes) -> Closer | None:
+    """``Recompiling function f in FILE:LINE``: the guard failures that made compile 0/N."""
     comp = rec.compile
-    if comp is None:  # no compile id on the line: a stand-in that is not counted as a compile
-        comp = Compile(proc, CompileKey())
+    if comp is None:  # no compile id on the line: nothing to attach the reasons to
+        return None
     m = _RECOMPILING.match(text.decode("utf-8", "replace"))
     if m and comp.frame is not None and comp.frame.co_name is None:
         comp.frame.co_name, comp.frame.co_filename = m.group(1), m.group(2)
         comp.frame.co_firstlineno = int(m.group(3))
-    rc = Recompile(comp, [], rec)
-    if comp.recompile is None:
-        comp.recompile = rc
-    log.recompiles.append(rc)
 
     def close(log: TextLog, proc: ProcessLog, rec: Record) -> None:
-        rc.reasons = parse_guard_failures(rec.payload())
+        reasons = parse_guard_failures(rec.payload())
+        if comp.recompile is None:  # a message under an id that is not a recompile's
+            comp.recompile = Recompile(comp, reasons, rec)
+            log.recompiles.append(comp.recompile)
+        else:
+            comp.recompile.reasons = reasons
+            comp.recompile.record = rec
 
     return close
 
@@ -452,6 +455,9 @@ def proc_compile(log: TextLog, proc: ProcessLog, key: CompileKey) -> Compile:
         frame.compiles.append(comp)
         comp.frame = frame
     log.compiles.append(comp)
+    if key.is_recompile:  # counted whether or not the recompiles log says why
+        comp.recompile = Recompile(comp)
+        log.recompiles.append(comp.recompile)
     return comp
 
 
@@ -865,7 +871,7 @@ class TextLog(Model):
             "records": sum(len(proc.records) for proc in self.files),
             "compiles": facts["compiles"],
             "frames": facts["frames"],
-            "recompiles": len(self.recompiles),
+            "recompiles": facts["recompiles"],
             "graph_breaks": len(self.breaks),
             "failures": len(self.failures),
             "output_codes": self.output_codes,
