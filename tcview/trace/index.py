@@ -7,20 +7,9 @@ from collections import Counter
 from pathlib import Path
 from typing import Any
 
-from .handlers import Sink
+from .builder import Builder
 from .load import Hooks, Progress, file_size, read_chunks
-from .model import (
-    CacheEvent,
-    Compile,
-    Failure,
-    GraphBreak,
-    Kernel,
-    Lock,
-    LogSource,
-    Model,
-    Recompile,
-    Run,
-)
+from .model import Lock, LogSource, Model, Run
 from .textlog import TextLog
 from .tracefile import HEADER, TraceFile
 
@@ -95,7 +84,7 @@ def discover(path: Path) -> tuple[list[Path], list[tuple[Path, str]]]:
     return found, skipped
 
 
-class TraceSet(Sink, Model):
+class TraceSet(Model):
     """All trace files of one input, with the facts derived from them."""
 
     files: list[TraceFile]
@@ -111,6 +100,7 @@ class TraceSet(Sink, Model):
         Model.__init__(self, display or (str(root) if root is not None else ""), path, lock)
         self.files = []
         self.other = ()
+        self.builder = Builder(self)  # every file reports its facts to this model
 
     # ------------------------------------------------------------ building
 
@@ -121,8 +111,7 @@ class TraceSet(Sink, Model):
                 display = str(path.relative_to(self.root))
             except ValueError:
                 pass
-        tf = TraceFile(path, display)
-        tf.sink = self
+        tf = TraceFile(path, display, self.builder)
         self.files.append(tf)
         return tf
 
@@ -169,26 +158,6 @@ class TraceSet(Sink, Model):
             tf.finish()
             self.version += 1
         return done
-
-    # ------------------------------------------------------------ sink
-
-    def compile(self, comp: Compile) -> None:
-        self.compiles.append(comp)
-
-    def graph_break(self, gb: GraphBreak) -> None:
-        self.breaks.append(gb)
-
-    def recompile(self, rc: Recompile) -> None:
-        self.recompiles.append(rc)
-
-    def failure(self, failure: Failure) -> None:
-        self.failures.append(failure)
-
-    def cache(self, event: CacheEvent) -> None:
-        self.cache_events.append(event)
-
-    def kernel(self, kernel: Kernel) -> None:
-        self.kernels.append(kernel)
 
     # ------------------------------------------------------------ views
 

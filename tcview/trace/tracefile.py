@@ -24,19 +24,10 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any, Literal, NamedTuple, overload
 
+from .builder import Builder
 from .compile_id import PLAIN_TYPES, CompileKey, IdPart, id_part, key_from_header
-from .handlers import Sink, on_close, on_header
-from .model import (
-    KERNEL_DEF,
-    Compile,
-    Frame,
-    JsonValue,
-    Kernel,
-    LogSource,
-    Recompile,
-    Record,
-    payload_from_region,
-)
+from .handlers import CLOSE_HANDLERS, HEADER_HANDLERS, KNOWN_KINDS
+from .model import KERNEL_DEF, Compile, JsonValue, LogSource, Record, payload_from_region
 
 CONTEXT_KEYS = frozenset(
     {
@@ -126,12 +117,22 @@ _SLIM_STR = 400
 
 
 class TraceFile(LogSource):
-    """Index of one trace file; also the payload source of its records."""
+    """Index of one trace file; also the payload source of its records.
+
+    Facts go through `builder` (the TraceSet's, so that they reach its lists; a file indexed
+    on its own gets a builder of its own).
+    """
 
     path: Path
 
-    def __init__(self, path: str | os.PathLike[str], display: str | None = None) -> None:
+    def __init__(
+        self,
+        path: str | os.PathLike[str],
+        display: str | None = None,
+        builder: Builder | None = None,
+    ) -> None:
         LogSource.__init__(self, display or str(path), Path(path))
+        self.builder = builder if builder is not None else Builder()
         self.pos = 0  # bytes consumed from the file
         self._pending = b"\n"  # a virtual newline before the first line
         self._more: list[bytes] = []  # further pieces of a partial line (no copying per feed)
@@ -139,9 +140,8 @@ class TraceFile(LogSource):
         self._skipping = False  # inside a line longer than MAX_LINE
         self._open: Record | None = None
         self._open_scan = 0  # offset up to which the open record's payload was scanned
-        self._kernel_count = 0  # kernels found in the open record
         self._cache: dict[bytes, Derived] = {}
-        self._chromium: dict[bytes, Compile | Literal[False]] = {}  # context keys -> compile
+        self._chromium = self.builder.memo()  # a chromium header's context keys -> compile
         self._fd: int | None = None
         self._marks: list[tuple[int, int]] = [(0, 1)]  # known (offset, line number)
 
@@ -158,8 +158,6 @@ class TraceFile(LogSource):
         self.name_rank = int(m.group(1)) if m else None
         if self.name_rank is not None:
             self.ranks.add(self.name_rank)
-        # Replaced by the owner (TraceSet) so that derived facts reach the aggregate.
-        self.sink: Sink = Sink()
 
     # ---------------------------------------------------------------- feeding
 
@@ -277,7 +275,7 @@ class TraceFile(LogSource):
             self.ranks.add(rank)
         comp: Compile | Literal[False] = False
         if key is not None:
-            comp = self.compiles.get(key) or self._new_compile(key)
+            comp = self.builder.compile_for(self, key)
         if len(self._chromium) < _CACHE_MAX:
             self._chromium[seg] = comp
         return comp
@@ -294,22 +292,14 @@ class TraceFile(LogSource):
             return
         if rec.kind == "inductor_output_code":
             for m in KERNEL_LINE.finditer(buf, max(lo, 0), upto):
-                self._kernel(rec, m.group(1), m.group(2))
+                name, method = (
+                    m.group(1).decode("utf-8", "replace"),
+                    m.group(2).decode("ascii", "replace"),
+                )
+                self.builder.kernel(self, rec, name, method)
         end = min(base + upto, self.pos)
         rec.end = end
         self._open_scan = base + upto
-
-    def _kernel(self, rec: Record, name_b: bytes, method_b: bytes) -> None:
-        method = method_b.decode("ascii", "replace")
-        if method == "wait":
-            return
-        comp = rec.compile
-        kernel = Kernel(name_b.decode("utf-8", "replace"), method, rec, self._kernel_count, comp)
-        self._kernel_count += 1
-        self.kernels.append(kernel)
-        if comp is not None:
-            comp.kernels.append(kernel)
-        self.sink.kernel(kernel)
 
     def _unparsed(self, buf: bytes, base: int, s: int, e: int) -> None:
         if not buf[s:e].strip():
@@ -356,23 +346,19 @@ class TraceFile(LogSource):
             if rank is not None:
                 self.ranks.add(rank)
             if key is not None:
-                (self.compiles.get(key) or self._new_compile(key)).minor += 1
+                self.builder.compile_for(self, key).minor += 1
             self._open = None
             return
         if md5 is None:
             md5 = md5_field
         if rank is not None:
             self.ranks.add(rank)
-        comp = None
-        if key is not None:
-            comp = self.compiles.get(key)
-            if comp is None:
-                comp = self._new_compile(key)
+        comp = self.builder.compile_for(self, key) if key is not None else None
         rec = Record(self, offset, -1, hdr_end, kind, meta, comp, attempt, md5, name)
         self.kinds[kind] += 1
         if name is not None and kind == "artifact":
             self.artifacts[name] += 1
-        self._open, self._open_scan, self._kernel_count = rec, hdr_end, 0
+        self._open, self._open_scan = rec, hdr_end
         if kind == "chromium_event":
             # An oddly shaped chromium header: count it like the fast path does.
             self.chromium.append(offset)
@@ -384,27 +370,13 @@ class TraceFile(LogSource):
         if comp is not None:
             comp.records.append(rec)
             comp.attempts[attempt] += 1
-        on_header(self, rec)
+        handler = HEADER_HANDLERS.get(kind)
+        if handler is not None:
+            self.builder.run(handler, self, rec)
+        elif kind not in KNOWN_KINDS:
+            self.unknown[kind] += 1
         if md5 is None:
-            rec.closed = True
-            on_close(self, rec)
-
-    def _new_compile(self, key: CompileKey) -> Compile:
-        comp = Compile(self, key, order=len(self.compiles))
-        self.compiles[key] = comp
-        fkey = key.frame
-        if key.frame_id is not None:
-            frame = self.frames.get(fkey)
-            if frame is None:
-                frame = Frame(self, fkey)
-                self.frames[fkey] = frame
-            frame.compiles.append(comp)
-            comp.frame = frame
-        self.sink.compile(comp)
-        if key.is_recompile:
-            comp.recompile = Recompile(comp)
-            self.sink.recompile(comp.recompile)
-        return comp
+            self._close(rec)
 
     def _close_open(self) -> None:
         rec = self._open
@@ -412,8 +384,15 @@ class TraceFile(LogSource):
             return
         self._open = None
         if not rec.closed:
-            rec.closed = True
-            on_close(self, rec)
+            self._close(rec)
+
+    def _close(self, rec: Record) -> None:
+        """The record's payload is complete (or it has none)."""
+        rec.closed = True
+        if rec.kind == "artifact" and rec.name is not None:
+            handler = CLOSE_HANDLERS.get(rec.name)
+            if handler is not None:
+                self.builder.run(handler, self, rec)
 
     def _settle_open(self) -> None:
         """Close the last record when its payload is complete (its md5 matches)."""
