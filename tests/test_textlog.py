@@ -591,3 +591,43 @@ def test_generated_captures_match_the_independent_counter(data: bytes, sizes: li
     finally:
         one.close()
         split.close()
+
+
+@pytest.mark.parametrize(
+    "table,kind,phase",
+    [("HEADER_HANDLERS", "step", "header"), ("CLOSE_HANDLERS", "graph_breaks", "close")],
+)
+def test_a_message_handler_that_raises_is_damage_not_the_end(
+    monkeypatch: pytest.MonkeyPatch, table: str, kind: str, phase: str
+) -> None:
+    """Issue 11 item 3 for TORCH_LOGS text: one damage entry, every other count unchanged."""
+    from tcview.trace import textmessages
+    from tcview.trace.builder import Builder
+    from tcview.trace.model import Record
+    from tcview.trace.summary import summary_json
+    from tcview.trace.textproc import ProcessLog
+
+    clean = TextLog.load(str(DYNAMO_RECOMPILE))
+    target = clean.records_of(kind)[1]
+    handler = getattr(textmessages, table)[kind]
+
+    def boom(b: Builder, proc: ProcessLog, rec: Record) -> None:
+        if rec.offset == target.offset:
+            raise ValueError("boom\nsecond line")
+        handler(b, proc, rec)
+
+    monkeypatch.setitem(getattr(textmessages, table), kind, boom)
+    hurt = TextLog.load(str(DYNAMO_RECOMPILE))
+    got, want = summary_json(hurt), summary_json(clean)
+    assert got["damage"].pop("handler_errors") == 1 and want["damage"].pop("handler_errors") == 0
+    assert got == want
+    (error,) = hurt.handler_errors()
+    assert (error.offset, error.lineno, error.kind, error.phase, error.error) == (
+        target.offset,
+        target.lineno,
+        kind,
+        phase,
+        "ValueError",
+    )
+    assert error.text.endswith(f"{kind} ({phase} handler): ValueError: boom second line")
+    assert len(hurt.records_of(kind)) == len(clean.records_of(kind))

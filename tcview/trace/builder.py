@@ -21,14 +21,17 @@ from .model import (
     Failure,
     Frame,
     GraphBreak,
+    HandlerError,
     Kernel,
     LogSource,
+    Phase,
     Recompile,
     Record,
 )
 
 S = TypeVar("S", bound=LogSource)
 Handler: TypeAlias = Callable[["Builder", S, Record], None]
+MESSAGE_MAX = 2000  # an exception's message is kept up to this many characters
 # Bytes that name a compile (a trace header's context keys) -> its compile, False for none.
 Memo: TypeAlias = dict[bytes, Compile | Literal[False]]
 
@@ -140,5 +143,12 @@ class Builder:
 
     # ------------------------------------------------------------ handlers
 
-    def run(self, handler: Handler[S], source: S, rec: Record) -> None:
-        handler(self, source, rec)
+    def run(self, handler: Handler[S], source: S, rec: Record, phase: Phase) -> None:
+        """Run a handler on a record; one that raises is recorded on the source as damage
+        (the record stays, the facts it would have made may be missing) and the load goes on.
+        """
+        try:
+            handler(self, source, rec)
+        except Exception as exc:  # noqa: BLE001 - a handler's bug must not end the load
+            error = HandlerError(rec, phase, type(exc).__name__, str(exc)[:MESSAGE_MAX])
+            source.handler_errors.append(error)

@@ -20,7 +20,7 @@ from collections.abc import Sequence
 from contextlib import AbstractContextManager
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, NamedTuple, TypeAlias
+from typing import Any, Literal, NamedTuple, TypeAlias
 
 from .compile_id import CompileKey, FrameKey, IdPart, attempt_text
 from .facts import BreakText
@@ -29,6 +29,8 @@ from .facts import BreakText
 JsonValue: TypeAlias = dict[str, Any] | list[Any] | str | int | float | bool | None
 # What guards a model that grows while it is read (an RLock; follow mode and the UI share one).
 Lock: TypeAlias = AbstractContextManager[Any]
+# When a handler runs: "header" when its record starts, "close" when its payload is complete.
+Phase: TypeAlias = Literal["header", "close"]
 
 
 class LogMeta:
@@ -449,6 +451,36 @@ class OtherLine(NamedTuple):
     text: str
 
 
+@dataclass(eq=False)
+class HandlerError:
+    """A handler that raised on one record: the record is kept, facts from it may be missing."""
+
+    record: Record
+    phase: Phase
+    error: str  # the exception's type
+    message: str
+
+    @property
+    def kind(self) -> str:
+        return self.record.label
+
+    @property
+    def offset(self) -> int:
+        return self.record.offset
+
+    @property
+    def lineno(self) -> int:
+        return self.record.lineno
+
+    @property
+    def text(self) -> str:
+        message = " ".join(self.message.split("\n"))
+        return (
+            f"{self.record.source.display}:{self.lineno}: {self.kind} ({self.phase} handler): "
+            f"{self.error}: {message}"
+        )
+
+
 # ---------------------------------------------------------------------- log sources
 
 
@@ -479,6 +511,7 @@ class LogSource(ABC):
         self.first_ts: str | None = None
         self.failure_count = 0
         self.problems: list[str] = []
+        self.handler_errors: list[HandlerError] = []  # records whose handler raised
         self.version = 0  # bumped whenever the index changes
 
     @property
@@ -641,6 +674,10 @@ class Model(Facts, ABC):
     def records_of(self, kind: str) -> list[Record]:
         """Every record of a kind or artifact name (a message tag for text), in file order."""
         return [r for f in self.files for r in f.records if r.kind == kind or r.name == kind]
+
+    def handler_errors(self) -> list[HandlerError]:
+        """Records whose handler raised (the load went on without their facts)."""
+        return [e for f in self.files for e in f.handler_errors]
 
     def fusion_decisions(self, compile: Compile | None = None) -> list[FusionDecision]:
         """Inductor's fusion choices (all, or one compile's), from the TORCH_LOGS text."""

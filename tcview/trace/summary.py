@@ -30,6 +30,7 @@ def damage(ts: Model, counts: dict[str, Any]) -> dict[str, int]:
         "truncated_records": sum(f.truncated for f in files),
         "missing_strings": sum(f.missing_strings for f in files),
         "unreadable_files": sum(1 for _p, why in ts.skipped if why.startswith("unreadable")),
+        "handler_errors": len(ts.handler_errors()),
     }
     if "md5_mismatches" in counts:
         out["md5_mismatches"] = counts["md5_mismatches"]
@@ -126,6 +127,8 @@ def summary_text(ts: Model, verify: bool = False, width: int = 100) -> str:
     if hurt:
         add("")
         add("Damage: " + ", ".join(f"{k.replace('_', ' ')} {v}" for k, v in hurt.items()))
+        for error in ts.handler_errors()[:20]:
+            add(f"  {error.text}")
     if s["unknown_kinds"]:
         add("")
         add("Unknown event kinds: " + ", ".join(f"{k} ×{n}" for k, n in s["unknown_kinds"].items()))

@@ -295,7 +295,7 @@ class TextLog(Model):
         if proc.open_handled:
             handler = HEADER_HANDLERS.get(kind)
             if handler is not None:
-                self.builder.run(handler, proc, rec)
+                self.builder.run(handler, proc, rec, "header")
         if kind == "output_code":
             self._kernel_line(proc, rec, line, t)
 
@@ -316,7 +316,7 @@ class TextLog(Model):
         if proc.open_handled:
             handler = CLOSE_HANDLERS.get(rec.kind)
             if handler is not None:
-                self.builder.run(handler, proc, rec)
+                self.builder.run(handler, proc, rec, "close")
         proc.open_fact = None
 
     def _new_process(self, rank_b: bytes | None, pid_b: bytes) -> ProcessLog:

@@ -372,7 +372,7 @@ class TraceFile(LogSource):
             comp.attempts[attempt] += 1
         handler = HEADER_HANDLERS.get(kind)
         if handler is not None:
-            self.builder.run(handler, self, rec)
+            self.builder.run(handler, self, rec, "header")
         elif kind not in KNOWN_KINDS:
             self.unknown[kind] += 1
         if md5 is None:
@@ -392,7 +392,7 @@ class TraceFile(LogSource):
         if rec.kind == "artifact" and rec.name is not None:
             handler = CLOSE_HANDLERS.get(rec.name)
             if handler is not None:
-                self.builder.run(handler, self, rec)
+                self.builder.run(handler, self, rec, "close")
 
     def _settle_open(self) -> None:
         """Close the last record when its payload is complete (its md5 matches)."""
