@@ -388,3 +388,44 @@ def test_a_handler_that_raises_is_damage_not_the_end(
     assert error.record is next(r for r in hurt.files[0].records if r.offset == target.offset)
     assert f":{target.lineno}: {name} ({phase} handler): RuntimeError: boom" in error.text
     assert len(hurt.records_of(name)) == len(clean.records_of(name))  # the record is kept
+
+
+def test_compile_identity_lives_in_one_method() -> None:
+    """Every lookup of a compile by id goes through Builder.compile_for, the chromium fast path
+    included: a builder that changes what an id names (as reset() episodes will) mid-file, and
+    forgets its memos, gets every later record and chromium event on its new compiles."""
+    from tcview.trace.compile_id import CompileKey as Key
+    from tcview.trace.model import Compile, LogSource
+
+    class Episodes(Builder):
+        def __init__(self) -> None:
+            super().__init__()
+            self.episode = 0
+            self.made: dict[tuple[int, Key], Compile] = {}
+
+        def compile_for(self, source: LogSource, key: Key) -> Compile:
+            comp = self.made.get((self.episode, key))
+            if comp is None:
+                comp = self.made[(self.episode, key)] = Compile(source, key)
+            return comp
+
+        def next_episode(self) -> None:
+            self.episode += 1
+            self.forget()
+
+    data = SPLIT_FILE.read_bytes()
+    cut = data.index(b"\nV", len(data) // 2) + 1
+    builder = Episodes()
+    tf = TraceFile(SPLIT_FILE, builder=builder)
+    tf.feed(data[:cut])
+    first = len(tf.records), len(tf.chromium)
+    builder.next_episode()
+    tf.feed(data[cut:])
+    tf.finish()
+    earlier = [c for (episode, _), c in builder.made.items() if episode == 0]
+    later = [c for (episode, _), c in builder.made.items() if episode == 1]
+    keyed = [r for r in tf.records[first[0] :] if r.key is not None]
+    assert keyed and all(any(r.compile is c for c in later) for r in keyed)
+    assert all(at < cut for c in earlier for at in c.chromium_at)
+    assert all(at >= cut for c in later for at in c.chromium_at)
+    assert sum(c.chromium for c in later) > 0
