@@ -631,3 +631,26 @@ def test_a_message_handler_that_raises_is_damage_not_the_end(
     )
     assert error.text.endswith(f"{kind} ({phase} handler): ValueError: boom second line")
     assert len(hurt.records_of(kind)) == len(clean.records_of(kind))
+
+
+def test_a_trace_compile_offers_the_fusion_decisions_of_its_run_text_log() -> None:
+    """model.fusion_decisions(compile): a run directory's TraceSet finds a compile's decisions
+    in its TORCH_LOGS capture (same pid, same id); without a capture there are none."""
+    from conftest import SAMPLES
+
+    run = SAMPLES / "gpu_tinyblock"
+    ts = load_source(str(run))
+    assert isinstance(ts, TraceSet) and ts.text is not None
+    (comp,) = ts.compiles
+    decisions = ts.fusion_decisions(comp)
+
+    def plain(found: list) -> list[tuple]:
+        return [(d.record.offset, d.first, d.second, d.fused, d.reason) for d in found]
+
+    assert plain(decisions) == plain(ts.fusion_decisions()) == plain(ts.text.fusion_decisions())
+    assert decisions and any(d.fused for d in decisions)
+    for d in decisions:
+        assert d.compile is not None and d.compile.key == comp.key
+        assert d.compile.file.pid in comp.file.pids and d.compile is not comp
+    assert plain(ts.text.fusion_decisions(decisions[0].compile)) == plain(decisions)
+    assert TraceSet.load(run / "trace").fusion_decisions(comp) == []
