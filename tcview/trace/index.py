@@ -115,10 +115,12 @@ class TraceSet(Model):
         self.files.append(tf)
         return tf
 
-    def add_text(self, text: TextLog, skipped: list[tuple[Path, str]]) -> None:
-        """Attach a run directory's TORCH_LOGS capture; `skipped` no longer names its files."""
+    def add_text(self, text: TextLog, skipped: list[tuple[Path, str]] | None = None) -> None:
+        """Attach a run directory's TORCH_LOGS capture (and, when given, the skipped files
+        without it and the files a run directory holds beside its trace)."""
         self.text = text
-        self.skipped = skipped
+        if skipped is not None:
+            self.skipped = skipped
         self.version += 1
 
     def file_for(self, path: Path) -> TraceFile | None:
