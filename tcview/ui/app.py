@@ -14,7 +14,7 @@ from textual.binding import Binding
 from textual.containers import Horizontal
 from textual.css.query import NoMatches
 from textual.reactive import reactive
-from textual.widgets import Footer, Static, Tree
+from textual.widgets import Footer, Tree
 from textual.worker import get_current_worker
 
 from ..safe import safe_line
@@ -32,30 +32,11 @@ from .content import (
 )
 from .loader import FollowLoader, Loader
 from .reader import Reader
+from .status import StatusBar
 from .tree import Item, TraceTree
 
 TICK = 0.2  # seconds between model refreshes while indexing
 LIVE_TICK = 0.1  # follow mode: at most ten redraws a second, however fast the data moves
-
-
-class StatusBar(Horizontal):
-    """Source and mode on the left, the four counts on the right."""
-
-    def compose(self) -> ComposeResult:
-        yield Static(id="status-left")
-        yield Static(id="status-right")
-
-    def on_mount(self) -> None:
-        self.watch(self.app, "status_left", self._left)
-        self.watch(self.app, "status_right", self._right)
-
-    def _left(self, value: str) -> None:
-        self.query_one("#status-left", Static).update(
-            Text(value, no_wrap=True, overflow="ellipsis")
-        )
-
-    def _right(self, value: str) -> None:
-        self.query_one("#status-right", Static).update(Text(value, no_wrap=True))
 
 
 def resolve_target(model: Any, target: str) -> tuple[str, Any] | None:

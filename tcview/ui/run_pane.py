@@ -32,9 +32,10 @@ from textual.widgets import Footer, Static
 
 from ..run.launcher import Launcher, LaunchError, OutputLine, RunSession, kill_all
 from ..safe import safe_line
-from .app import LIVE_TICK, TICK, StatusBar, TcviewApp
+from .app import LIVE_TICK, TICK, TcviewApp
 from .loader import FollowLoader
 from .reader import Reader
+from .status import StatusBar
 from .tree import TraceTree
 from .viewer import SCROLL_BINDINGS
 

@@ -33,6 +33,7 @@ from .content import (
     styled_doc,
 )
 from .reader import Reader
+from .status import StatusBar
 
 ROW_LIMIT = 5000
 Row = tuple[list[Text], Any]
@@ -78,8 +79,6 @@ class TableView(Screen):
             table: DataTable = DataTable(id="view-table", cursor_type="row", zebra_stripes=True)
             yield table
             yield Reader(id="view-detail")
-        from .app import StatusBar
-
         yield StatusBar()
         yield Footer()
 
@@ -535,8 +534,6 @@ class OtherView(Screen):
     def compose(self) -> ComposeResult:
         yield Static(id="view-head", classes="view-head")
         yield Reader(id="other-reader")
-        from .app import StatusBar
-
         yield StatusBar()
         yield Footer()
 
