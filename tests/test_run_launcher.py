@@ -13,7 +13,6 @@ from pathlib import Path
 import pytest
 from run_helpers import alive, assert_group_gone, job_pids
 
-from tcview.run.cli import status_line
 from tcview.run.launcher import (
     Launcher,
     LaunchError,
@@ -24,6 +23,7 @@ from tcview.run.launcher import (
     build_spec,
     group_members,
 )
+from tcview.run.report import status_line
 
 REPO = Path(__file__).resolve().parent.parent
 LONG_JOB = REPO / "tests" / "fixtures" / "jobs" / "long_job.py"
@@ -169,7 +169,7 @@ def test_status_line() -> None:
     st = RunStatus("exited", 12, 3.25, returncode=0)
     counts = {"compiles": 4, "graph_breaks": 3, "recompiles": 1, "kernels": 2}
     assert status_line(st, counts) == (
-        "exited 0 · 3.2s · compiles 4 · graph breaks 3 · recompiles 1 · kernels 2"
+        "exited 0 · 3.2s · compiles 4 · breaks 3 · recompiles 1 · kernels 2"
     )
     assert RunStatus("running", 12, 75.0).text == "running pid 12 · 1:15"
     killed = RunStatus("killed", 12, 1.0, signal="SIGTERM")

@@ -10,9 +10,9 @@ import pytest
 from ui_helpers import CPU_SAMPLE, GPU_SAMPLE, counts_text, summary_json
 
 from tcview.trace.source import load_source
+from tcview.trace.summary import counts_line
 from tcview.ui.app import resolve_target
 from tcview.ui.content import (
-    counts_line,
     kernel_doc,
     metrics_table,
     record_doc,

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import os
 import time
-from pathlib import Path
 from typing import Any
 
 from rich.text import Text
@@ -19,10 +18,10 @@ from textual.worker import get_current_worker
 
 from ..safe import safe_line
 from ..trace.compile_id import parse_compile_id
+from ..trace.summary import counts_line
 from .content import (
     Document,
     compile_summary,
-    counts_line,
     frame_summary,
     kernel_doc,
     lit,
@@ -475,14 +474,3 @@ def preview_as_you_move() -> bool:
     if setting in ("auto", "enter"):
         return setting == "auto"
     return not (os.environ.get("SSH_CONNECTION") or os.environ.get("SSH_TTY"))
-
-
-def default_title(path: str) -> str:
-    return Path(path).name or path
-
-
-def run_live(launcher: Any, fail_on: list[str]) -> int:
-    """`tcview run` in the TUI: the browser follows the job's run directory (see run_pane)."""
-    from .run_pane import run_live as run
-
-    return run(launcher, fail_on)

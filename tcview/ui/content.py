@@ -16,6 +16,7 @@ from rich.text import Text
 from ..safe import safe_line
 from ..trace.facts import short_guard
 from ..trace.kernels import KernelSpan, split_output_code
+from ..trace.summary import counts_line
 
 GRAPH_KINDS = frozenset(
     """dynamo_output_graph aot_forward_graph aot_backward_graph aot_joint_graph
@@ -465,14 +466,6 @@ def frame_summary(frame: Any) -> list[Text]:
         for sf in frame.stack[-16:]:
             out.append(Text.assemble("  ", lit(f"{sf.filename}:{sf.line}"), " in ", lit(sf.name)))
     return out
-
-
-def counts_line(counts: dict[str, int]) -> str:
-    """Exactly the status-bar form, from model.counts()."""
-    return (
-        f"compiles {counts.get('compiles', 0)} · breaks {counts.get('graph_breaks', 0)}"
-        f" · recompiles {counts.get('recompiles', 0)} · kernels {counts.get('kernels', 0)}"
-    )
 
 
 def model_summary(model: Any, title: str) -> list[Text]:

@@ -31,6 +31,7 @@ from textual.strip import Strip
 from textual.widgets import Footer, Static
 
 from ..run.launcher import Launcher, LaunchError, OutputLine, RunSession, kill_all
+from ..run.report import load_counts, status_line
 from ..safe import safe_line
 from .app import LIVE_TICK, TICK, TcviewApp
 from .loader import FollowLoader
@@ -470,8 +471,6 @@ def run_live(launcher: Launcher, fail_on: list[str]) -> int:
     session = launcher.sessions[-1]
     status = session.wait(5.0) or session.status
     code = status.exit_code if status.exit_code is not None else 1
-    from ..run.cli import load_counts, status_line
-
     print(status_line(status, app.final_counts))
     if fail_on:
         _, summary, _ = load_counts(session.run_dir)
