@@ -23,7 +23,9 @@ import pytest
 from run_helpers import alive, assert_group_gone, job_pids, wait_for
 from ui_helpers import REPO, counts_text, summary_json, sync
 
-from tcview.run.launcher import Launcher, PythonInfo, RunOptions, build_spec, group_members
+from tcview.run._supervisor import group_members
+from tcview.run.session import Launcher
+from tcview.run.spec import PythonInfo, RunOptions, build_spec
 from tcview.ui.run_pane import ConfirmStop, OutputView, RunApp
 
 JOBS = REPO / "tests" / "fixtures" / "jobs"

@@ -8,17 +8,10 @@ from dataclasses import replace
 from pathlib import Path
 
 from ..trace.summary import parse_fail_on
-from .launcher import (
-    DEFAULT_LOGS,
-    Launcher,
-    LaunchError,
-    RunOptions,
-    RunSession,
-    RunStatus,
-    build_spec,
-    install_cleanup,
-)
+from .cleanup import install_cleanup
 from .report import finish_report
+from .session import Launcher, RunSession, RunStatus
+from .spec import DEFAULT_LOGS, LaunchError, RunOptions, build_spec
 
 
 def run_command(args: argparse.Namespace) -> int:

@@ -14,7 +14,7 @@ from ..safe import safe_text
 from ..trace.index import TraceSet
 from ..trace.source import load_source
 from ..trace.summary import counts_line, summary_json, summary_text
-from .launcher import RunSession, RunStatus
+from .session import RunSession, RunStatus
 
 
 @dataclass(frozen=True)

@@ -30,8 +30,10 @@ from textual.scroll_view import ScrollView
 from textual.strip import Strip
 from textual.widgets import Footer, Static
 
-from ..run.launcher import Launcher, LaunchError, OutputLine, RunSession, kill_all
+from ..run.cleanup import kill_all
 from ..run.report import load_counts, status_line
+from ..run.session import Launcher, OutputLine, RunSession
+from ..run.spec import LaunchError
 from ..safe import safe_line
 from .app import LIVE_TICK, TICK, TcviewApp
 from .loader import FollowLoader
