@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import threading
 import time
 from typing import Any
 
@@ -13,6 +14,7 @@ from textual.binding import Binding
 from textual.containers import Horizontal
 from textual.css.query import NoMatches
 from textual.reactive import reactive
+from textual.timer import Timer
 from textual.widgets import Footer, Tree
 from textual.worker import get_current_worker
 
@@ -140,6 +142,7 @@ class TcviewApp(App[int]):
         self.goto_target = goto
         self.follow = follow or path == "-"
         self.follow_newest = False
+        self.poll = poll
         self.auto_preview = preview_as_you_move()
         self.loader: Any = (
             FollowLoader(path, poll=poll, stdin_fd=stdin_fd) if self.follow else Loader(path, model)
@@ -149,6 +152,7 @@ class TcviewApp(App[int]):
         self._status_state: tuple = ()
         self._versions: tuple = ()
         self._show_timer: Any = None
+        self._ticker: Timer | None = None
         self._last_item: Item | None = None
         self.loaded_at: float | None = None
         self.first_frame_at: float | None = None
@@ -210,8 +214,35 @@ class TcviewApp(App[int]):
     def _tick(self) -> None:
         self.refresh_model()
         if self.loader.finished:
-            self._ticker.stop()
+            if self._ticker is not None:
+                self._ticker.stop()
             self._model_ready()
+
+    def switch_source(self, path: str) -> None:
+        """Show another source from now on (e.g. a rerun's directory): a new loader, tree
+        and status; the old loader stops in the background."""
+        old = self.loader
+        old.cancelled = True
+        threading.Thread(target=old.stop, name="tcview-loader-stop", daemon=True).start()
+        if self._ticker is not None:
+            self._ticker.stop()
+        self.source_path = path
+        self.loader = FollowLoader(path, poll=self.poll) if self.follow else Loader(path)
+        while len(self.screen_stack) > 1:
+            self.pop_screen()
+        tree = self.main_tree
+        tree.mark_new = False  # what the new source has at first is not "new"
+        tree.new_keys.clear()
+        with self.lock:
+            tree.set_model(self.model)
+        self._versions = ()
+        self._last_item = None
+        self._newest = None
+        self.loaded_at = None
+        self._index()
+        self._ticker = self.set_interval(TICK, self._tick)
+        self.refresh_bindings()
+        self._update_status()
 
     def _live_tick(self) -> None:
         if not self.loader.finished or not self.screen_stack:
@@ -457,10 +488,7 @@ class TcviewApp(App[int]):
             reader.viewer.next_match(step)
 
     def on_unmount(self) -> None:
-        self.loader.cancelled = True
-        stop = getattr(self.loader, "stop", None)
-        if stop is not None:
-            stop()
+        self.loader.stop()
 
 
 def preview_as_you_move() -> bool:

@@ -53,6 +53,10 @@ class Loader:
         with self.lock:
             self.model = model
 
+    def stop(self) -> None:
+        """Ask the load to end at its next chunk."""
+        self.cancelled = True
+
 
 class FollowLoader:
     """Follow mode: a `Follower` grows the model; the app reads it under the same lock."""

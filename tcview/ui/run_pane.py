@@ -35,8 +35,7 @@ from ..run.report import load_counts, status_line
 from ..run.session import Launcher, OutputLine, RunSession
 from ..run.spec import LaunchError
 from ..safe import safe_line
-from .app import LIVE_TICK, TICK, TcviewApp
-from .loader import FollowLoader
+from .app import LIVE_TICK, TcviewApp
 from .reader import Reader
 from .status import StatusBar
 from .tree import TraceTree
@@ -215,7 +214,6 @@ class RunApp(TcviewApp, inherit_bindings=False):
         super().__init__(str(session.run_dir), follow=True, poll=poll)
         self.launcher = launcher
         self.session = session
-        self.poll = poll
         self.layout_mode = "split"
         self.quitting = False
         self.signalled: int | None = None  # 128 + signal when SIGTERM/SIGHUP ended tcview
@@ -326,34 +324,12 @@ class RunApp(TcviewApp, inherit_bindings=False):
 
     def _follow_session(self, session: RunSession) -> None:
         """Point the browser, the output and the status at a new session."""
-        old = self.loader
-        old.cancelled = True
-        threading.Thread(target=old.stop, name="tcview-follow-stop", daemon=True).start()
-        ticker = getattr(self, "_ticker", None)
-        if ticker is not None:
-            ticker.stop()
         self.session = session
         self._seq = 0
         self._ended = False
-        self.source_path = str(session.run_dir)
-        self.loader = FollowLoader(self.source_path, poll=self.poll)
-        while len(self.screen_stack) > 1:
-            self.pop_screen()
-        tree = self.main_tree
-        tree.mark_new = False
-        tree.new_keys.clear()
-        with self.lock:
-            tree.set_model(self.model)
-        self._versions = ()
-        self._last_item = None
-        self._newest = None
-        self.loaded_at = None
         self.output.clear()
         self._title_output()
-        self._index()
-        self._ticker = self.set_interval(TICK, self._tick)
-        self.refresh_bindings()
-        self._update_status()
+        self.switch_source(str(session.run_dir))
 
     def action_output(self) -> None:
         """Cycle the Run pane: beside the browser, full screen, hidden."""
