@@ -5,15 +5,17 @@ from __future__ import annotations
 import os
 import threading
 import time
+from dataclasses import replace
 from typing import Any
 
 from rich.text import Text
 from textual import on, work
 from textual.app import App, ComposeResult
 from textual.binding import Binding
-from textual.containers import Horizontal
+from textual.containers import Horizontal, ScrollableContainer
 from textual.css.query import NoMatches
 from textual.reactive import reactive
+from textual.screen import Screen
 from textual.timer import Timer
 from textual.widgets import Footer, Tree
 from textual.worker import get_current_worker
@@ -31,10 +33,13 @@ from .content import (
     record_doc,
     styled_doc,
 )
+from .help import HelpPlace, HelpScreen, bindings_of
 from .loader import FollowLoader, Loader
-from .reader import Reader
+from .reader import Reader, SearchBox
 from .status import StatusBar
 from .tree import Item, TraceTree
+from .viewer import CodeView
+from .views import VIEWS, OtherView, TableView, TimeView, ViewTable
 
 TICK = 0.2  # seconds between model refreshes while indexing
 LIVE_TICK = 0.1  # follow mode: at most ten redraws a second, however fast the data moves
@@ -99,27 +104,102 @@ def file_summary(tf: Any) -> list[Text]:
     return out
 
 
+# Textual's own app keys (ctrl+q quits, ctrl+c says how), with ids like every tcview key.
+TEXTUAL_BINDINGS = [
+    replace(binding, id=f"textual.{binding.action.replace('_', '-')}")
+    for binding in App.BINDINGS
+    if isinstance(binding, Binding)
+]
+QUIT = Binding("q", "quit", "Quit", id="app.quit", tooltip="quit (tcview run: asks first)")
+# The browser's keys, in footer order. A binding's tooltip is its line in the help (`?`).
+BROWSE_BINDINGS = [
+    Binding("question_mark", "help", "Help", key_display="?", id="app.help", tooltip="this help"),
+    Binding(
+        "b",
+        "view('breaks')",
+        "Breaks",
+        id="view.breaks",
+        tooltip="graph breaks, de-duplicated: counts, reason, hints, location",
+    ),
+    Binding(
+        "r",
+        "view('recompiles')",
+        "Recompiles",
+        id="view.recompiles",
+        tooltip="recompiles: per frame, each compile and the guard that failed",
+    ),
+    Binding(
+        "K",
+        "view('kernels')",
+        "Kernels",
+        id="view.kernels",
+        tooltip="kernels: every kernel; type to filter by name or kind",
+    ),
+    Binding("f", "view('failures')", "Failures", id="view.failures", tooltip="failures"),
+    Binding(
+        "t",
+        "view('time')",
+        "Time",
+        id="view.time",
+        tooltip="compile time: per compile and per phase",
+    ),
+    Binding(
+        "o",
+        "view('other')",
+        "Other",
+        id="view.other",
+        tooltip="other output: text-log lines and unparsed lines",
+    ),
+    Binding(
+        "slash",
+        "search",
+        "Search",
+        key_display="/",
+        id="app.search",
+        tooltip="search the text shown (ignores case unless you type capitals)",
+    ),
+    Binding(
+        "escape",
+        "back",
+        "Back",
+        show=False,
+        id="app.back",
+        tooltip="back to the tree (from a view or the search box)",
+    ),
+    Binding(
+        "F",
+        "toggle_follow",
+        "Follow newest",
+        id="app.follow",
+        tooltip="live: keep the newest compile selected, or the view where it is",
+    ),
+    Binding(
+        "p",
+        "toggle_preview",
+        "Preview",
+        show=False,
+        id="app.preview",
+        tooltip="preview as you move, or only on enter (the default over SSH)",
+    ),
+    # Declared here (Textual adds the same binding otherwise) to give it an id and help text.
+    Binding(
+        App.COMMAND_PALETTE_BINDING,
+        "command_palette",
+        "palette",
+        show=False,
+        priority=True,
+        id="app.palette",
+        tooltip="jump to a compile id, kernel or file",
+    ),
+]
+
+
 class TcviewApp(App[int]):
     CSS_PATH = "app.tcss"
     TITLE = "tcview"
     ENABLE_COMMAND_PALETTE = True
 
-    BINDINGS = [
-        Binding("q", "quit", "Quit"),
-        Binding("question_mark", "help", "Help", key_display="?"),
-        Binding("b", "view('breaks')", "Breaks"),
-        Binding("r", "view('recompiles')", "Recompiles"),
-        Binding("K", "view('kernels')", "Kernels"),
-        Binding("f", "view('failures')", "Failures"),
-        Binding("t", "view('time')", "Time"),
-        Binding("o", "view('other')", "Other"),
-        Binding("slash", "search", "Search", key_display="/"),
-        Binding("n", "next_match(1)", "Next match", show=False),
-        Binding("N", "next_match(-1)", "Previous match", show=False),
-        Binding("escape", "back", "Back", show=False),
-        Binding("F", "toggle_follow", "Follow newest", id="follow"),
-        Binding("p", "toggle_preview", "Preview", id="preview", show=False),
-    ]
+    BINDINGS = [QUIT, *BROWSE_BINDINGS, *TEXTUAL_BINDINGS]
 
     status_left: reactive[str] = reactive("")
     status_right: reactive[str] = reactive("")
@@ -451,8 +531,6 @@ class TcviewApp(App[int]):
         return True
 
     def action_view(self, name: str) -> None:
-        from .views import VIEWS
-
         screen_cls = VIEWS[name]
         if len(self.screen_stack) > 1:
             current = self.screen
@@ -469,9 +547,50 @@ class TcviewApp(App[int]):
             self.main_tree.focus()
 
     def action_help(self) -> None:
-        from .help import HelpScreen
+        self.push_screen(HelpScreen(self.help_places()))
 
-        self.push_screen(HelpScreen())
+    @classmethod
+    def help_places(cls) -> list[HelpPlace]:
+        """Where this app's keys live, for the help: each place's bindings and notes."""
+        return [
+            HelpPlace(
+                "Anywhere",
+                [*bindings_of(cls), *bindings_of(Screen)],
+                [("mouse", "click to select, wheel to scroll")],
+            ),
+            HelpPlace(
+                "Scrolling (where no pane below binds the key)", bindings_of(ScrollableContainer)
+            ),
+            HelpPlace(
+                "Tree",
+                bindings_of(TraceTree),
+                [("new", "live: marks what arrived since you opened; gone once visited")],
+            ),
+            HelpPlace(
+                "Viewer",
+                [*bindings_of(CodeView), *bindings_of(SearchBox, inherited=False)],
+                [("search box", "enter finds; the usual editing keys")],
+            ),
+            HelpPlace(
+                "Views (b r K f t o)",
+                [
+                    *bindings_of(TableView),
+                    *bindings_of(ViewTable),
+                    *bindings_of(TimeView, inherited=False),
+                    *bindings_of(OtherView, inherited=False),
+                ],
+                [("kernels view", "type to filter by name or kind; ↓ to the list")],
+            ),
+            HelpPlace(
+                "Status bar",
+                [],
+                [
+                    ("left", "job status (tcview run), static or live, indexing progress, path"),
+                    ("right", "compiles · breaks · recompiles · kernels, as `tcview summary`"),
+                ],
+            ),
+            HelpPlace("Help", bindings_of(HelpScreen)),
+        ]
 
     def _reader(self) -> Reader | None:
         readers = list(self.screen.query(Reader))
@@ -481,11 +600,6 @@ class TcviewApp(App[int]):
         reader = self._reader()
         if reader is not None:
             reader.open_search()
-
-    def action_next_match(self, step: int) -> None:
-        reader = self._reader()
-        if reader is not None:
-            reader.viewer.next_match(step)
 
     def on_unmount(self) -> None:
         self.loader.stop()

@@ -14,6 +14,7 @@ import sys
 import threading
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
+from dataclasses import replace
 from typing import Any
 
 from rich.cells import cell_len
@@ -21,7 +22,7 @@ from rich.segment import Segment
 from rich.style import Style
 from rich.text import Text
 from textual import work
-from textual.app import App, ComposeResult
+from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import Horizontal, Vertical
 from textual.geometry import Size
@@ -35,7 +36,8 @@ from ..run.report import load_counts, status_line
 from ..run.session import Launcher, OutputLine, RunSession
 from ..run.spec import LaunchError
 from ..safe import safe_line
-from .app import LIVE_TICK, TcviewApp
+from .app import BROWSE_BINDINGS, LIVE_TICK, QUIT, TEXTUAL_BINDINGS, TcviewApp
+from .help import HelpPlace, bindings_of
 from .reader import Reader
 from .status import StatusBar
 from .tree import TraceTree
@@ -170,8 +172,8 @@ class ConfirmStop(ModalScreen[bool]):
     """`q` while the job runs: stop it and quit?"""
 
     BINDINGS = [
-        Binding("y,enter", "answer(True)", "Stop and quit"),
-        Binding("n,escape", "answer(False)", "Keep running"),
+        Binding("y,enter", "answer(True)", "Stop and quit", id="confirm.yes"),
+        Binding("n,escape", "answer(False)", "Keep running", id="confirm.no"),
     ]
 
     def __init__(self, question: str) -> None:
@@ -187,28 +189,63 @@ class ConfirmStop(ModalScreen[bool]):
         self.dismiss(yes)
 
 
-def _browse(*keys: str) -> list[Binding]:
-    """The browser's own bindings for these keys."""
-    return [b for b in TcviewApp.BINDINGS if isinstance(b, Binding) and b.key in keys]
+RUN_BINDINGS = [
+    Binding(
+        "x",
+        "stop",
+        "Stop",
+        id="run.stop",
+        tooltip="stop the job: SIGINT, then SIGTERM, then SIGKILL (x again: now)",
+    ),
+    Binding(
+        "r",
+        "rerun",
+        "Rerun",
+        id="run.rerun",
+        tooltip="after the job ended: rerun it into a new run directory",
+    ),
+    # While the job runs `rerun` is disabled (and out of the footer); this one says why.
+    Binding(
+        "r",
+        "rerun_busy",
+        "Rerun",
+        show=False,
+        id="run.rerun-busy",
+        tooltip="while the job runs: says that x stops it first",
+    ),
+    Binding(
+        "R",
+        "output",
+        "Output",
+        id="run.output",
+        tooltip="the job's output: beside the browser, full screen, hidden",
+    ),
+]
+# Run mode's keys for the browser's bindings: `r` reruns here, so Recompiles moves to `c`.
+RUN_KEYMAP = {"view.recompiles": "c"}
+RUN_HIDDEN = {"app.search"}  # out of the footer, which has 120 columns for the run keys
+
+
+def run_mode(bindings: list[Binding]) -> list[Binding]:
+    """The browser's bindings with run mode's keys (RUN_KEYMAP) and footer (RUN_HIDDEN)."""
+    out = []
+    for binding in bindings:
+        if binding.id in RUN_KEYMAP:
+            binding = binding.with_key(RUN_KEYMAP[binding.id])
+        if binding.id in RUN_HIDDEN:
+            binding = replace(binding, show=False)
+        out.append(binding)
+    return out
 
 
 class RunApp(TcviewApp, inherit_bindings=False):
     """The browser following a job's run directory, plus the job's output and controls."""
 
     # Run keys first: the footer shows bindings in this order (it has 120 columns for them).
-    # `r` reruns here, so the Recompiles view moves to `c`.
-    BINDINGS = [
-        *App.BINDINGS,
-        Binding("q", "quit", "Quit"),
-        Binding("x", "stop", "Stop"),
-        Binding("r", "rerun", "Rerun"),
-        Binding("r", "rerun_busy", show=False),  # while the job runs: say why not
-        Binding("R", "output", "Output"),
-        *_browse("question_mark", "b"),
-        Binding("c", "view('recompiles')", "Recompiles"),
-        *_browse("K", "f", "t", "o", "n", "N", "escape", "F"),
-        Binding("slash", "search", "Search", show=False),  # in the help; keeps the footer short
-    ]
+    # Textual's own keymap (App.set_keymap) would do the key change at run time, but it drops
+    # every binding that shares a remapped key (the rerun on `r`) and moves remapped keys to
+    # the end of the footer, so the keymap is applied here, by binding id.
+    BINDINGS = [QUIT, *RUN_BINDINGS, *run_mode(BROWSE_BINDINGS), *TEXTUAL_BINDINGS]
 
     def __init__(self, launcher: Launcher, session: RunSession, poll: bool = False) -> None:
         super().__init__(str(session.run_dir), follow=True, poll=poll)
@@ -221,6 +258,29 @@ class RunApp(TcviewApp, inherit_bindings=False):
         self._seq = 0
         self._ended = False
         self._run_text = ""
+
+    @classmethod
+    def help_places(cls) -> list[HelpPlace]:
+        run_ids = {binding.id for binding in RUN_BINDINGS}
+        places = super().help_places()
+        anywhere = places[0]
+        app_keys = bindings_of(cls)
+        run = HelpPlace(
+            "Run (tcview run)",
+            [
+                *[b for b in app_keys if b.id in run_ids],
+                *bindings_of(OutputView),
+                *bindings_of(ConfirmStop, inherited=False),
+            ],
+            [
+                ("output", "the viewer's keys; stderr lines marked orange; G follows the end"),
+                ("colours", "the job's colours are shown; other escape codes are not sent"),
+            ],
+        )
+        places[0] = replace(
+            anywhere, bindings=[b for b in anywhere.bindings if b.id not in run_ids]
+        )
+        return [*places[:-2], run, *places[-2:]]  # before the status bar and the help
 
     @property
     def output(self) -> OutputView:

@@ -323,12 +323,42 @@ def children_of(item: Item, stable: bool = False) -> list[Spec]:
 
 class TraceTree(Tree[Item]):
     BINDINGS = [
-        Binding("j", "cursor_down", "Down", show=False),
-        Binding("k", "cursor_up", "Up", show=False),
-        Binding("g", "scroll_home", "Top", show=False),
-        Binding("G", "scroll_end", "Bottom", show=False),
-        Binding("right,l", "expand_or_down", "Expand", show=False),
-        Binding("left,h", "collapse_or_parent", "Collapse", show=False),
+        Binding("down,j", "cursor_down", "Down", show=False, id="tree.down", tooltip="move down"),
+        Binding("up,k", "cursor_up", "Up", show=False, id="tree.up", tooltip="move up"),
+        Binding(
+            "enter",
+            "select_cursor",
+            "Open",
+            show=False,
+            id="tree.open",
+            tooltip="expand, or open the item in the viewer",
+        ),
+        Binding(
+            "space",
+            "toggle_node",
+            "Toggle",
+            show=False,
+            id="tree.toggle",
+            tooltip="expand or collapse",
+        ),
+        Binding(
+            "right,l",
+            "expand_or_down",
+            "Expand",
+            show=False,
+            id="tree.expand",
+            tooltip="expand (or move down)",
+        ),
+        Binding(
+            "left,h",
+            "collapse_or_parent",
+            "Collapse",
+            show=False,
+            id="tree.collapse",
+            tooltip="collapse (or go to the parent)",
+        ),
+        Binding("home,g", "scroll_home", "Top", show=False, id="tree.top", tooltip="first"),
+        Binding("end,G", "scroll_end", "Bottom", show=False, id="tree.bottom", tooltip="last"),
     ]
 
     def __init__(self, *, id: str | None = None) -> None:

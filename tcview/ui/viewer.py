@@ -109,21 +109,41 @@ def compact_segments(segments: list[Segment]) -> list[Segment]:
 
 # The keys of a line view: shared by the code viewer and the run pane's output.
 SCROLL_BINDINGS = [
-    Binding("up,k", "line(-1)", "Up", show=False),
-    Binding("down,j", "line(1)", "Down", show=False),
-    Binding("left,h", "column(-4)", "Left", show=False),
-    Binding("right,l", "column(4)", "Right", show=False),
-    Binding("pageup", "page(-1)", "Page up", show=False),
-    Binding("pagedown,space", "page(1)", "Page down", show=False),
-    Binding("home,g", "top", "Top", show=False),
-    Binding("end,G", "bottom", "Bottom", show=False),
+    Binding("up,k", "line(-1)", "Up", show=False, id="scroll.up", tooltip="scroll a line up"),
+    Binding(
+        "down,j", "line(1)", "Down", show=False, id="scroll.down", tooltip="scroll a line down"
+    ),
+    Binding(
+        "left,h",
+        "column(-4)",
+        "Left",
+        show=False,
+        id="scroll.left",
+        tooltip="scroll sideways (long lines)",
+    ),
+    Binding(
+        "right,l",
+        "column(4)",
+        "Right",
+        show=False,
+        id="scroll.right",
+        tooltip="scroll sideways (long lines)",
+    ),
+    Binding("pageup", "page(-1)", "Page up", show=False, id="scroll.page-up"),
+    Binding("pagedown,space", "page(1)", "Page down", show=False, id="scroll.page-down"),
+    Binding("home,g", "top", "Top", show=False, id="scroll.top"),
+    Binding("end,G", "bottom", "Bottom", show=False, id="scroll.bottom"),
 ]
 
 
 class CodeView(ScrollView, can_focus=True):
     """Shows a Document: gutter with line numbers, highlighting, search, horizontal scroll."""
 
-    BINDINGS = SCROLL_BINDINGS
+    BINDINGS = [
+        *SCROLL_BINDINGS,
+        Binding("n", "next_match(1)", "Next match", show=False, id="viewer.next-match"),
+        Binding("N", "next_match(-1)", "Previous match", show=False, id="viewer.previous-match"),
+    ]
 
     DEFAULT_CSS = """
     CodeView { background: $surface; }
@@ -283,6 +303,9 @@ class CodeView(ScrollView, can_focus=True):
                 self._by_line.setdefault(index, []).append(hit)
             if len(self.matches) > 100_000:
                 break
+
+    def action_next_match(self, step: int) -> None:
+        self.next_match(step)
 
     def next_match(self, step: int = 1) -> None:
         if not self.matches:

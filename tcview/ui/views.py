@@ -53,6 +53,21 @@ def _frame_name(comp: Any) -> str:
     return str(m.get("co_name") or "")
 
 
+class ViewTable(DataTable):
+    """A view's table: Enter goes to the row's compile (or kernel source)."""
+
+    BINDINGS = [
+        Binding(
+            "enter",
+            "select_cursor",
+            "Go to",
+            show=False,
+            id="view.go-to",
+            tooltip="go to the compile in the tree, or show the kernel's source",
+        ),
+    ]
+
+
 class TableView(Screen):
     """A table of rows and the detail of the highlighted row."""
 
@@ -61,11 +76,11 @@ class TableView(Screen):
     AUTO_FOCUS = "#view-table"
     COLUMNS: tuple[str, ...] = ()
     BINDINGS = [
-        Binding("escape", "close", "Back to tree"),
-        Binding("j", "row(1)", show=False),
-        Binding("k", "row(-1)", show=False),
-        Binding("g", "edge(0)", show=False),
-        Binding("G", "edge(1)", show=False),
+        Binding("escape", "close", "Back to tree", id="view.close"),
+        Binding("j", "row(1)", "Down", show=False, id="view.down", tooltip="next row"),
+        Binding("k", "row(-1)", "Up", show=False, id="view.up", tooltip="previous row"),
+        Binding("g", "edge(0)", "First", show=False, id="view.first", tooltip="first row"),
+        Binding("G", "edge(1)", "Last", show=False, id="view.last", tooltip="last row"),
     ]
 
     def __init__(self) -> None:
@@ -76,7 +91,7 @@ class TableView(Screen):
         yield Static(id="view-head", classes="view-head")
         with Vertical(id="view-body"):
             yield from self.compose_top()
-            table: DataTable = DataTable(id="view-table", cursor_type="row", zebra_stripes=True)
+            table = ViewTable(id="view-table", cursor_type="row", zebra_stripes=True)
             yield table
             yield Reader(id="view-detail")
         yield StatusBar()
@@ -440,7 +455,9 @@ class TimeView(TableView):
     TITLE = "Compile time"
     HELP = "s: sort by time / by order · enter: go to the compile · esc: back"
     COLUMNS = ("compile", "time", "", "frame")
-    BINDINGS = [*TableView.BINDINGS, Binding("s", "sort", "Sort")]
+    BINDINGS = [
+        Binding("s", "sort", "Sort", id="time.sort", tooltip="sort by time, or by order"),
+    ]
     by_time = True
 
     def rows(self) -> list[Row]:
@@ -528,7 +545,7 @@ def other_output(model: Any) -> list[str]:
 
 
 class OtherView(Screen):
-    BINDINGS = [Binding("escape", "close", "Back to tree")]
+    BINDINGS = [Binding("escape", "close", "Back to tree", id="view.close")]
     AUTO_FOCUS = "Reader CodeView"
 
     def compose(self) -> ComposeResult:
