@@ -7,11 +7,13 @@ from __future__ import annotations
 
 import json
 import re
-from collections import Counter, OrderedDict
+import threading
+from collections import Counter
 from dataclasses import dataclass, field
 from typing import Any
 
 from rich.text import Text
+from textual.cache import LRUCache
 
 from ..safe import safe_line
 from ..trace.facts import short_guard
@@ -110,23 +112,27 @@ def styled_doc(title: str, lines: list[Text]) -> Document:
 
 
 class OutputCodeCache:
-    """Decoded output code and its kernel spans, for the last few records shown."""
+    """Decoded output code and its kernel spans, for the last few records shown.
+
+    Keyed by the record and its end (a live record may still grow); the value holds the
+    record, so its id cannot be reused while cached. Workers and the UI thread share it.
+    """
 
     def __init__(self, size: int = 6) -> None:
-        self.size = size
-        self._items: OrderedDict[int, tuple[Any, int, list[str], list[KernelSpan]]] = OrderedDict()
+        self._items: LRUCache[tuple[int, int], tuple[Any, list[str], list[KernelSpan]]]
+        self._items = LRUCache(size)
+        self._lock = threading.Lock()  # LRUCache is not thread-safe
 
     def get(self, record: Any) -> tuple[list[str], list[KernelSpan]]:
-        key = id(record)
-        hit = self._items.get(key)
-        if hit is not None and hit[0] is record and hit[1] == record.end:
-            self._items.move_to_end(key)
-            return hit[2], hit[3]
+        key = (id(record), record.end)
+        with self._lock:
+            hit = self._items.get(key)
+        if hit is not None and hit[0] is record:
+            return hit[1], hit[2]
         text = record.payload()
         lines, spans = text.split("\n"), split_output_code(text)
-        self._items[key] = (record, record.end, lines, spans)
-        while len(self._items) > self.size:
-            self._items.popitem(last=False)
+        with self._lock:
+            self._items.set(key, (record, lines, spans))
         return lines, spans
 
 

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import re
-from collections import OrderedDict
 
 from pygments.lexer import Lexer
 from pygments.lexers import get_lexer_by_name
@@ -13,6 +12,7 @@ from rich.style import Style
 from rich.syntax import PygmentsSyntaxTheme
 from rich.text import Text
 from textual.binding import Binding
+from textual.cache import LRUCache
 from textual.geometry import Size
 from textual.message import Message
 from textual.scroll_view import ScrollView
@@ -23,7 +23,8 @@ from .content import Document
 
 HIGHLIGHT_LIMIT = 4000  # longer lines are shown plain
 DISPLAY_LIMIT = 200_000  # longer lines are cut, with a marker
-CACHE_LINES = 600
+CACHE_LINES = 600  # highlighted lines kept (several screens of them)
+CACHE_SAFE = 4 * CACHE_LINES  # safe plain lines kept (search reads many)
 
 _LEXERS: dict[str, Lexer] = {}
 _THEME = PygmentsSyntaxTheme("monokai")
@@ -158,8 +159,8 @@ class CodeView(ScrollView, can_focus=True):
     def __init__(self, *, id: str | None = None, classes: str | None = None) -> None:
         super().__init__(id=id, classes=classes)
         self.doc = Document("")
-        self._lines: OrderedDict[int, Text] = OrderedDict()
-        self._safe: dict[int, str] = {}
+        self._line_cache: LRUCache[int, Text] = LRUCache(CACHE_LINES)
+        self._safe_cache: LRUCache[int, str] = LRUCache(CACHE_SAFE)
         self.query_text = ""
         self.matches: list[tuple[int, int, int]] = []  # (line, start, end)
         self.match_index = -1
@@ -169,8 +170,8 @@ class CodeView(ScrollView, can_focus=True):
 
     def show(self, doc: Document, keep_search: bool = False) -> None:
         self.doc = doc
-        self._lines.clear()
-        self._safe.clear()
+        self._line_cache.clear()
+        self._safe_cache.clear()
         self.border_title = Text(safe_line(doc.title))  # Text: never read as markup
         self._set_virtual_size(Size(self._content_width(doc) + self.gutter_width, doc.count))
         self.matches, self._by_line, self.match_index = [], {}, -1
@@ -211,18 +212,15 @@ class CodeView(ScrollView, can_focus=True):
         return len(str(self.doc.first_lineno + max(self.doc.count - 1, 0))) + 2
 
     def safe(self, index: int) -> str:
-        text = self._safe.get(index)
+        text = self._safe_cache.get(index)
         if text is None:
             text = display_line(self.doc.plain(index))
-            if len(self._safe) > 4 * CACHE_LINES:
-                self._safe.clear()
-            self._safe[index] = text
+            self._safe_cache.set(index, text)
         return text
 
     def line_text(self, index: int) -> Text:
-        cached = self._lines.get(index)
+        cached = self._line_cache.get(index)
         if cached is not None:
-            self._lines.move_to_end(index)
             return cached
         if self.doc.styled is not None:
             text = self.doc.styled[index]
@@ -235,9 +233,7 @@ class CodeView(ScrollView, can_focus=True):
             for hit in hits:
                 style = "black on yellow" if hit == current else "reverse"
                 text.stylize(style, hit[1], hit[2])
-        self._lines[index] = text
-        if len(self._lines) > CACHE_LINES:
-            self._lines.popitem(last=False)
+        self._line_cache.set(index, text)
         return text
 
     # ------------------------------------------------------------ rendering
@@ -286,7 +282,7 @@ class CodeView(ScrollView, can_focus=True):
     def _find(self, text: str) -> None:
         self.matches = []
         self._by_line = {}
-        self._lines.clear()
+        self._line_cache.clear()
         if not text:
             return
         flags = 0 if any(c.isupper() for c in text) else re.IGNORECASE
@@ -317,7 +313,7 @@ class CodeView(ScrollView, can_focus=True):
 
     def _goto_match(self) -> None:
         line, start, end = self.matches[self.match_index]
-        self._lines.clear()
+        self._line_cache.clear()
         height = self.scrollable_content_region.height or 10
         width = self.scrollable_content_region.width - self.gutter_width
         y = self.scroll_offset.y
