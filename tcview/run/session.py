@@ -48,8 +48,13 @@ State = Literal["starting", "running", "exited", "killed"]
 class OutputLine:
     seq: int  # increasing over both streams of one session
     stream: Literal["stdout", "stderr"]
-    text: str  # safe for a terminal (safe_line); the files keep the raw bytes
+    raw: str  # as the job wrote it, escape sequences included: never print it as is
     time: float  # time.time()
+
+    @property
+    def text(self) -> str:
+        """The line made safe for a terminal (escape codes shown, not obeyed)."""
+        return safe_line(self.raw)
 
 
 @dataclass(frozen=True)
@@ -363,7 +368,7 @@ class RunSession:
         if len(text) > _MAX_DISPLAY:
             text = text[:_MAX_DISPLAY] + f" … ({len(text) - _MAX_DISPLAY} more characters)"
         with self._line_lock:
-            line = OutputLine(self._seq, stream, safe_line(text), time.time())  # type: ignore[arg-type]
+            line = OutputLine(self._seq, stream, text, time.time())  # type: ignore[arg-type]
             self._seq += 1
             self._lines.append(line)
             callback = self.launcher.on_line

@@ -8,7 +8,6 @@ thread ever touches a widget.
 from __future__ import annotations
 
 import os
-import re
 import signal
 import sys
 import threading
@@ -17,7 +16,6 @@ from contextlib import contextmanager
 from dataclasses import replace
 from typing import Any
 
-from rich.cells import cell_len
 from rich.segment import Segment
 from rich.style import Style
 from rich.text import Text
@@ -35,7 +33,7 @@ from ..run.cleanup import kill_all
 from ..run.report import load_counts, status_line
 from ..run.session import Launcher, OutputLine, RunSession
 from ..run.spec import LaunchError
-from ..safe import safe_line
+from ..safe import colours_only, safe_line
 from .app import BROWSE_BINDINGS, LIVE_TICK, QUIT, TEXTUAL_BINDINGS, TcviewApp
 from .help import HelpPlace, bindings_of
 from .reader import Reader
@@ -46,11 +44,20 @@ from .viewer import SCROLL_BINDINGS
 MAX_LINES = 20_000  # lines kept in the pane, as many as the session keeps
 QUIT_KILL_AFTER_S = 3.0  # after the stop escalation's own time, when quitting
 SIGNAL_EXIT_DEADLINE_S = 5.0  # a signalled tcview ends this long after the job, at the latest
-_ANSI_SHOWN = re.compile("\u241b\\[[0-?]*[ -/]*[@-~]")  # colour codes, after safe_line made ESC ␛
 _STDERR = Style(color="dark_orange")
 _STDERR_MARK = Segment("▎", Style(color="dark_orange"))
 _STDOUT_MARK = Segment(" ")
 LAYOUTS = ("split", "full", "hidden")  # what `R` cycles through
+
+
+def output_text(line: OutputLine) -> Text:
+    """A line of the job's output in its own colours; every other escape sequence is dropped
+    and the control characters are shown (␇), so nothing else reaches the terminal."""
+    text = Text.from_ansi(colours_only(line.raw), no_wrap=True, end="", tab_size=4)
+    text.expand_tabs()
+    if line.stream == "stderr":
+        text.style = _STDERR  # under the job's own colours
+    return text
 
 
 class OutputView(ScrollView, can_focus=True):
@@ -64,7 +71,7 @@ class OutputView(ScrollView, can_focus=True):
 
     def __init__(self, *, id: str | None = None) -> None:
         super().__init__(id=id)
-        self.lines: list[tuple[str, str]] = []  # (stream, text already made safe)
+        self.lines: list[tuple[str, Text]] = []  # (stream, the line in the job's colours)
         # Keep the last line in view. Only the user's scrolling changes it: a horizontal
         # scrollbar appearing must not count as "scrolled up".
         self.stick = True
@@ -74,9 +81,9 @@ class OutputView(ScrollView, can_focus=True):
         if not new:
             return
         for line in new:
-            text = _ANSI_SHOWN.sub("", line.text)
+            text = output_text(line)
             self.lines.append((line.stream, text))
-            self._width = max(self._width, cell_len(text) + 2)
+            self._width = max(self._width, text.cell_len + 2)
         dropped = len(self.lines) - MAX_LINES
         if dropped > 0:
             del self.lines[:dropped]
@@ -106,9 +113,8 @@ class OutputView(ScrollView, can_focus=True):
         base = self.rich_style
         if index >= len(self.lines):
             return Strip.blank(width, base)
-        stream, text = self.lines[index]
+        stream, line = self.lines[index]
         err = stream == "stderr"
-        line = Text(text, style=_STDERR if err else "", no_wrap=True, end="")
         content = Strip(line.render(self.app.console), line.cell_len)
         content = content.crop_extend(scroll_x, scroll_x + max(width - 1, 0), None)
         mark = Strip([_STDERR_MARK if err else _STDOUT_MARK], 1)
@@ -129,7 +135,7 @@ class OutputView(ScrollView, can_focus=True):
         """The plain text of the lines on screen (for tests)."""
         top = self.scroll_offset.y
         height = self.scrollable_content_region.height
-        return [text for _, text in self.lines[top : top + height]]
+        return [text.plain for _, text in self.lines[top : top + height]]
 
     # ------------------------------------------------------------ actions
 
