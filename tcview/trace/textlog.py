@@ -31,6 +31,7 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any, NamedTuple
 
+from ..safe import ANSI_BYTES as ANSI  # one escape-sequence pattern, in tcview/safe.py
 from .compile_id import CompileKey, parse_compile_id
 from .facts import parse_graph_break
 from .index import Hooks, Run, read_chunks
@@ -55,7 +56,6 @@ PREFIX = re.compile(
     rb"(?:\[(?!rank\d)[A-Za-z_][\w-]*\]:)?(?:\[rank(\d+)\]:)?([A-Z])(\d{4} \d\d:\d\d:\d\d\.\d+) +(\d+) ([^\]\n]*?):(\d+)\]"
     rb"(?: \[(!?\d+(?:/\d+)*(?:_\d+)?)\])?(?: \[__([\w.]+)\])?"
 )
-ANSI = re.compile(rb"\x1b\[[0-?]*[ -/]*[@-~]|\x1b\][^\x07\x1b\n]*(?:\x07|\x1b\\)?|\x1b[@-Z\\-_]")
 KERNEL_DEF = re.compile(rb"([A-Za-z_]\w*) = async_compile\.([A-Za-z_]\w*)\(")
 # Lines that look like torch logging in some other format (TORCH_LOGS_FORMAT).
 TORCHISH = re.compile(
