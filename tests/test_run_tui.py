@@ -24,6 +24,7 @@ import pytest
 from rich.console import Console
 from rich.style import Style
 from run_helpers import alive, assert_group_gone, job_pids, wait_for
+from textual import events
 from ui_helpers import REPO, counts_text, summary_json, sync
 
 from tcview.run._supervisor import group_members
@@ -154,6 +155,14 @@ async def test_output_is_live_safe_and_follows_the_end(tmp_path: Path) -> None:
         assert "bye" in output_of(app) and "bye" not in view.visible_text()
         await pilot.press("G")
         assert view.visible_text()[-1] == "bye"
+        # The wheel: up leaves the end, down back to the end follows it again.
+        view.post_message(events.MouseScrollUp(view, 1, 1, 0, -1, 0, False, False, False))
+        await pilot.pause(0.1)
+        assert not view.stick and view.scroll_offset.y < view.max_scroll_y
+        for _ in range(5):
+            view.post_message(events.MouseScrollDown(view, 1, 1, 0, 1, 0, False, False, False))
+        await pilot.pause(0.2)
+        assert view.stick and view.scroll_offset.y == view.max_scroll_y
         # After the exit, the run stays browsable; `x` is gone from the footer, `r` is there.
         bindings = app.screen.active_bindings
         assert "x" not in bindings and bindings["r"].binding.action == "rerun"

@@ -51,8 +51,8 @@ class TraceCommands(Provider):
     def _open(self, kind: str, obj: Any) -> None:
         app: Any = self.app
         if kind == "file":
-            tree = app.query_one("#tree")
-            node = next((n for n in tree._by_key.values() if n.data and n.data.obj is obj), None)
+            tree = app.main_tree
+            node = tree.node_showing(obj)
             if node is not None:
                 tree.reveal_node(node)
                 app.show_item(node.data)

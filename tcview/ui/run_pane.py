@@ -19,7 +19,7 @@ from typing import Any
 from rich.segment import Segment
 from rich.style import Style
 from rich.text import Text
-from textual import work
+from textual import events, work
 from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import Horizontal, Vertical
@@ -160,14 +160,13 @@ class OutputView(ScrollView, can_focus=True):
     def action_bottom(self) -> None:
         self._scrolled(y=self.max_scroll_y)
 
-    def _on_mouse_scroll_up(self, event: Any) -> None:
-        super()._on_mouse_scroll_up(event)
-        self.stick = False
+    # Textual calls these before its own handler (on Widget) scrolls the view.
+    def on_mouse_scroll_up(self, event: events.MouseScrollUp) -> None:
+        self.stick = False  # the wheel up leaves the end
         self._update_subtitle()
 
-    def _on_mouse_scroll_down(self, event: Any) -> None:
-        super()._on_mouse_scroll_down(event)
-        self.call_after_refresh(self._restick)
+    def on_mouse_scroll_down(self, event: events.MouseScrollDown) -> None:
+        self.call_after_refresh(self._restick)  # back at the end: follow it again
 
     def _restick(self) -> None:
         self.stick = self.scroll_offset.y >= self.max_scroll_y

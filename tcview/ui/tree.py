@@ -374,7 +374,7 @@ class TraceTree(Tree[Item]):
     # ------------------------------------------------------------ building
 
     def get_label_width(self, node: TreeNode[Item]) -> int:
-        return node._label.cell_len + (2 if node._allow_expand else 0)
+        return node.label.cell_len + (2 if node.allow_expand else 0)
 
     def set_model(self, model: Any) -> None:
         self.root.data = Item("root", model, "root", loaded=False)
@@ -535,6 +535,10 @@ class TraceTree(Tree[Item]):
     def node_for(self, key: Any) -> TreeNode[Item] | None:
         return self._by_key.get(key)
 
+    def node_showing(self, obj: object) -> TreeNode[Item] | None:
+        """A loaded node that stands for `obj` (a trace file, say), if there is one."""
+        return next((n for n in self._by_key.values() if n.data and n.data.obj is obj), None)
+
     def reveal(self, target: Any, kind: str) -> TreeNode[Item] | None:
         """Expand the path to a compile, kernel or record and return its node."""
         chain: list[Callable[[Item], bool]] = []
@@ -592,7 +596,7 @@ class TraceTree(Tree[Item]):
         while parent is not None and parent is not self.root:
             parent.expand()
             parent = parent.parent
-        _ = self._tree_lines  # lay out the lines so the node has a line number
+        _ = self.last_line  # lays out the lines, so that the node has its line number
         self.move_cursor(node)
         self.scroll_to_node(node, animate=False)
 

@@ -191,6 +191,9 @@ class CodeView(ScrollView, can_focus=True):
         """
         if size == self.virtual_size:
             return
+        # Textual's one private call in tcview: no public API updates the scrollbars without
+        # that layout (measured: 8.4 KB per item shown instead of 10.3 KB, 120x40). Pinned to
+        # textual 8.2.x; if it goes, the public assignment below still works.
         update = getattr(self, "_scroll_update", None)
         if update is None or not self.container_size:
             self.virtual_size = size
