@@ -218,13 +218,6 @@ def json_lines(value: Any) -> list[str]:
         return [repr(value)]
 
 
-def header_text(rec: Any) -> str:
-    try:
-        return rec.source.header_line(rec).decode("utf-8", "replace")
-    except Exception:  # noqa: BLE001 - a display helper; the file may be gone
-        return ""
-
-
 # ---------------------------------------------------------------- kernels
 
 _DEF = re.compile(r"^\s*(?:async\s+)?def \w+\(")
@@ -256,11 +249,6 @@ def kernel_doc(kernel: Any) -> Document:
     title += f" · lines {span.start + 1}-{span.end + 1}{launch}"
     regions = [(1, len(body) - 2, "cpp")] if span.kind == "cpp" else []
     return Document(title, body, "python", span.start + 1, focus, regions=regions)
-
-
-def kernel_def_line(kernel: Any) -> str | None:
-    doc = kernel_doc(kernel)
-    return doc.lines[doc.focus] if doc.lines else None
 
 
 # ---------------------------------------------------------------- tables and summaries

@@ -7,7 +7,6 @@ at once and feeds it in chunks, each under `lock`, which the UI takes to read it
 from __future__ import annotations
 
 import threading
-import time
 from typing import Any
 
 from ..trace.index import Hooks
@@ -23,8 +22,6 @@ class Loader:
         self.total = 0
         self.finished = model is not None
         self.error: str | None = None
-        self.started = time.monotonic()
-        self.elapsed = 0.0
         self.cancelled = False
 
     @property
@@ -41,7 +38,6 @@ class Loader:
         except Exception as exc:  # noqa: BLE001 - shown in the UI instead of a crash
             self.error = f"{type(exc).__name__}: {exc}"
         finally:
-            self.elapsed = time.monotonic() - self.started
             self.finished = True
 
     def _run(self) -> None:
@@ -71,8 +67,6 @@ class FollowLoader:
         self.total = 0
         self.finished = False
         self.error: str | None = None
-        self.started = time.monotonic()
-        self.elapsed = 0.0
         self.cancelled = False
 
     @property
@@ -99,7 +93,6 @@ class FollowLoader:
         except Exception as exc:  # noqa: BLE001 - shown in the UI instead of a crash
             self.error = f"{type(exc).__name__}: {exc}"
         finally:
-            self.elapsed = time.monotonic() - self.started
             self.finished = True
         if not self.cancelled:
             self.follower.start(stdin_fd=self.stdin_fd)
