@@ -27,6 +27,7 @@ from .content import (
     Document,
     compile_summary,
     frame_summary,
+    fusion_of,
     kernel_doc,
     lit,
     model_summary,
@@ -69,7 +70,7 @@ def resolve_target(model: Any, target: str) -> tuple[str, Any] | None:
 def doc_for(item: Item, model: Any, source: str) -> Document:
     kind, obj = item.kind, item.obj
     if kind == "compile":
-        return styled_doc(f"compile {obj.id_text}", compile_summary(obj))
+        return styled_doc(f"compile {obj.id_text}", compile_summary(obj, fusion_of(model, obj)))
     if kind == "frame":
         return styled_doc(f"frame {obj.label}", frame_summary(obj))
     if kind == "record":

@@ -9,6 +9,7 @@ import json
 import re
 import threading
 from collections import Counter
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -19,6 +20,7 @@ from ..safe import safe_line
 from ..trace.facts import short_guard
 from ..trace.kernels import KernelSpan, split_output_code
 from ..trace.summary import counts_line
+from ..trace.textlog import FusionDecision, TextLog
 
 GRAPH_KINDS = frozenset(
     """dynamo_output_graph aot_forward_graph aot_backward_graph aot_joint_graph
@@ -33,6 +35,7 @@ METRIC_KINDS = frozenset(
 )
 JSON_LIMIT = 32 << 20
 SUMMARY_ROWS = 500  # compiles listed in a frame summary
+FUSION_ROWS = 40  # fused pairs, and reasons for not fusing, listed in a compile's detail
 STATUS_STYLE = {
     "ok": "green",
     "graph break": "yellow",
@@ -342,7 +345,41 @@ def bar(value: float, top: float, width: int, style: str) -> Text:
     return Text(text.ljust(width), style=style)
 
 
-def compile_summary(comp: Any) -> list[Text]:
+def fusion_of(model: Any, comp: Any) -> list[FusionDecision]:
+    """Inductor's fusion decisions for this compile, from the TORCH_LOGS text (a TextLog, or
+    a run directory's `text`). The trace's compile and the log's are separate objects: they
+    are matched by compile id."""
+    log = model if isinstance(model, TextLog) or model is None else model.text
+    if log is None:
+        return []
+    return [
+        d
+        for d in log.fusion_decisions()
+        if d.compile is comp or (d.compile is not None and d.compile.id_text == comp.id_text)
+    ]
+
+
+def fusion_lines(decisions: Sequence[FusionDecision]) -> list[Text]:
+    """The fused pairs, then the reasons the others were not fused, with counts."""
+    fused = [d for d in decisions if d.fused]
+    why = Counter(d.reason or "(no reason given)" for d in decisions if not d.fused)
+    out = [
+        Text(""),
+        Text(
+            f"fusion decisions ({len(fused)} fused, {len(decisions) - len(fused)} not)",
+            style="bold underline",
+        ),
+    ]
+    for d in fused[:FUSION_ROWS]:
+        out.append(Text.assemble(("  fused  ", "green"), lit(f"{d.first} + {d.second}")))
+    if len(fused) > FUSION_ROWS:
+        out.append(Text(f"  … {len(fused) - FUSION_ROWS} more fused", style="dim"))
+    for reason, n in why.most_common(FUSION_ROWS):
+        out.append(Text.assemble((f"  {n:>5}× not fused: ", "dim"), lit(reason)))
+    return out
+
+
+def compile_summary(comp: Any, fusion: Sequence[FusionDecision] = ()) -> list[Text]:
     out: list[Text] = []
     head = Text.assemble(
         ("compile ", "bold"), lit(comp.id_text, "bold"), "  ", status_text(comp.status)
@@ -426,6 +463,8 @@ def compile_summary(comp: Any) -> list[Text]:
                 f"{len(comp.kernels)} in {len(comp.output_codes)} output code(s): {desc}",
             )
         )
+    if fusion:
+        out.extend(fusion_lines(fusion))
     if frame is not None and frame.stack:
         out.append(Text(""))
         out.append(Text("user stack", style="bold underline"))
