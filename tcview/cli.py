@@ -8,11 +8,16 @@ import os
 import sys
 import time
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from .safe import safe_text
 
+if TYPE_CHECKING:
+    from .trace.index import Progress, TraceSet
+    from .trace.textlog import TextLog
 
-def _progress_printer(enabled: bool):
+
+def _progress_printer(enabled: bool) -> Progress | None:
     if not enabled:
         return None
     state = {"last": 0.0}
@@ -31,7 +36,7 @@ def _progress_printer(enabled: bool):
     return progress
 
 
-def load_source(path: str, progress=None):
+def load_source(path: str, progress: Progress | None = None) -> TraceSet | TextLog:
     """Load whatever `path` is: a trace directory, a trace file, a TORCH_LOGS capture, '-'."""
     from .trace.source import load_source as _load
 

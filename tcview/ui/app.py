@@ -6,7 +6,8 @@ import os
 import threading
 import time
 from dataclasses import replace
-from typing import Any
+from threading import RLock
+from typing import TypeAlias
 
 from rich.text import Text
 from textual import on, work
@@ -22,6 +23,7 @@ from textual.worker import get_current_worker
 
 from ..safe import safe_line
 from ..trace.compile_id import parse_compile_id
+from ..trace.model import Compile, Frame, Kernel, Record
 from ..trace.summary import counts_line
 from .content import (
     Document,
@@ -36,27 +38,33 @@ from .content import (
 )
 from .help import HelpPlace, HelpScreen, bindings_of
 from .loader import FollowLoader, Loader
+from .models import LogFile, Model, ProcessLog, TraceFile, TraceSet
+from .palette import TraceCommands
 from .reader import Reader, SearchBox
 from .status import StatusBar
 from .tree import Item, TraceTree
 from .viewer import CodeView
 from .views import VIEWS, OtherView, TableView, TimeView, ViewTable
 
+LOG_FILES = (TraceFile, ProcessLog)  # LogFile, for isinstance
 TICK = 0.2  # seconds between model refreshes while indexing
 LIVE_TICK = 0.1  # follow mode: at most ten redraws a second, however fast the data moves
 
 
-def resolve_target(model: Any, target: str) -> tuple[str, Any] | None:
+Target: TypeAlias = Compile | Kernel | Record  # what the tree can reveal
+
+
+def resolve_target(model: Model, target: str) -> tuple[str, Compile | Kernel] | None:
     """A compile id (0/1, [0/1], !0/1/0) or a kernel name -> (kind, object)."""
     target = target.strip()
     parsed = parse_compile_id(target)
     if parsed is not None:
         key = parsed[0]
-        for tf in list(getattr(model, "files", [])):
+        for tf in list(model.files):
             comp = tf.compiles.get(key)
             if comp is not None:
                 return "compile", comp
-    kernels = list(getattr(model, "kernels", []))
+    kernels = list(model.kernels)
     for k in kernels:
         if k.name == target:
             return "kernel", k
@@ -67,36 +75,36 @@ def resolve_target(model: Any, target: str) -> tuple[str, Any] | None:
     return None
 
 
-def doc_for(item: Item, model: Any, source: str) -> Document:
-    kind, obj = item.kind, item.obj
-    if kind == "compile":
+def doc_for(item: Item, model: Model | None, source: str) -> Document:
+    obj = item.obj
+    if isinstance(obj, Compile):
         return styled_doc(f"compile {obj.id_text}", compile_summary(obj, fusion_of(model, obj)))
-    if kind == "frame":
+    if isinstance(obj, Frame):
         return styled_doc(f"frame {obj.label}", frame_summary(obj))
-    if kind == "record":
+    if isinstance(obj, Record):
         return record_doc(obj)
-    if kind == "kernel":
+    if isinstance(obj, Kernel):
         return kernel_doc(obj)
-    if kind in ("group", "others"):
+    if isinstance(obj, list) or (item.kind == "others" and isinstance(obj, LOG_FILES)):
         records = obj if isinstance(obj, list) else [r for r in obj.records if r.key is None]
         lines = [Text(f"{len(records)} records", style="bold"), Text("")]
         for rec in records[:2000]:
             lines.append(lit(f"line {rec.lineno:>8}  {rec.label}  {rec.compile_text}"))
         return styled_doc("records", lines)
-    if kind == "file":
+    if isinstance(obj, LOG_FILES):
         return styled_doc(obj.display, file_summary(obj))
     if model is None:
         return styled_doc("", [Text("indexing…")])
     return styled_doc(source, model_summary(model, source))
 
 
-def file_summary(tf: Any) -> list[Text]:
+def file_summary(tf: LogFile) -> list[Text]:
     out = [lit(tf.display, "bold"), lit(f"path      {tf.path}")]
     out.append(lit(f"records   {len(tf.records)}   compiles {len(tf.compiles)}"))
     out.append(lit(f"unparsed  {len(tf.unparsed)} lines"))
-    for problem in getattr(tf, "problems", [])[:20]:
+    for problem in tf.problems[:20]:
         out.append(lit(f"problem   {problem}", "red"))
-    kinds = getattr(tf, "kinds", None)
+    kinds = tf.kinds
     if kinds:
         out.append(Text(""))
         out.append(Text("record kinds", style="bold underline"))
@@ -199,6 +207,7 @@ class TcviewApp(App[int]):
     CSS_PATH = "app.tcss"
     TITLE = "tcview"
     ENABLE_COMMAND_PALETTE = True
+    COMMANDS = App.COMMANDS | {TraceCommands}
 
     BINDINGS = [QUIT, *BROWSE_BINDINGS, *TEXTUAL_BINDINGS]
 
@@ -210,14 +219,11 @@ class TcviewApp(App[int]):
         path: str,
         goto: str | None = None,
         follow: bool = False,
-        model: Any = None,
+        model: Model | None = None,
         poll: bool = False,
         stdin_fd: int | None = None,
     ) -> None:
         super().__init__()
-        from .palette import TraceCommands
-
-        self.COMMANDS = App.COMMANDS | {TraceCommands}
         self.animation_level = "none"
         self.source_path = path
         self.goto_target = goto
@@ -225,14 +231,14 @@ class TcviewApp(App[int]):
         self.follow_newest = False
         self.poll = poll
         self.auto_preview = preview_as_you_move()
-        self.loader: Any = (
+        self.loader: Loader | FollowLoader = (
             FollowLoader(path, poll=poll, stdin_fd=stdin_fd) if self.follow else Loader(path, model)
         )
-        self._newest: Any = None
+        self._newest: Compile | None = None
         self._records_shown = 0
         self._status_state: tuple = ()
         self._versions: tuple = ()
-        self._show_timer: Any = None
+        self._show_timer: Timer | None = None
         self._ticker: Timer | None = None
         self._last_item: Item | None = None
         self.loaded_at: float | None = None
@@ -240,11 +246,11 @@ class TcviewApp(App[int]):
         self.started_at = time.monotonic()
 
     @property
-    def model(self) -> Any:
+    def model(self) -> Model | None:
         return self.loader.model
 
     @property
-    def lock(self) -> Any:
+    def lock(self) -> RLock:
         return self.loader.lock
 
     @property
@@ -337,7 +343,7 @@ class TcviewApp(App[int]):
 
     def _select_newest(self) -> None:
         with self.lock:
-            compiles = getattr(self.model, "compiles", None) or []
+            compiles = self.model.compiles if self.model is not None else []
             newest = compiles[-1] if compiles else None
         if newest is not None and newest is not self._newest:
             self._newest = newest
@@ -399,12 +405,13 @@ class TcviewApp(App[int]):
             self._update_status()
             return
         with self.lock:
+            text = model.text if isinstance(model, TraceSet) else None  # TODO(model): .text
             versions = (
                 id(model),
-                getattr(model, "version", 0),
+                model.version,
                 len(model.files),
-                sum(getattr(f, "version", 0) for f in model.files),
-                getattr(getattr(model, "text", None), "version", 0),
+                sum(f.version for f in model.files),
+                text.version if text is not None else 0,
             )
             changed = versions != self._versions
             if changed:
@@ -414,7 +421,7 @@ class TcviewApp(App[int]):
                 else:
                     tree.refresh_model()
         # The counts walk every compile: only when something moved (a live tick is 10 Hz).
-        state = (versions, len(getattr(self.loader, "notices", ())), self.loader.finished)
+        state = (versions, len(self.loader.notices), self.loader.finished)
         if changed or state != self._status_state:
             self._status_state = state
             self._update_status()
@@ -426,7 +433,7 @@ class TcviewApp(App[int]):
         parts = ["live" if self.follow else "static"]
         if self.follow_newest:
             parts.append("following newest")
-        notices = getattr(self.loader, "notices", None)
+        notices = self.loader.notices
         if notices:
             parts.append(notices[-1])
         loader = self.loader
@@ -447,9 +454,7 @@ class TcviewApp(App[int]):
         if model is not None:
             with self.lock:
                 counts = model.counts()
-                self._records_shown = sum(
-                    sum(getattr(f, "kinds", {}).values()) for f in getattr(model, "files", [])
-                )
+                self._records_shown = sum(sum(f.kinds.values()) for f in model.files)
             self.status_right = counts_line(counts)
         else:
             self.status_right = counts_line({})
@@ -517,7 +522,7 @@ class TcviewApp(App[int]):
         self.reveal(*found)
         return True
 
-    def reveal(self, kind: str, obj: Any) -> bool:
+    def reveal(self, kind: str, obj: Target) -> bool:
         """Select a compile, kernel or record in the tree and show it."""
         tree = self.main_tree
         with self.lock:
@@ -527,7 +532,8 @@ class TcviewApp(App[int]):
         while len(self.screen_stack) > 1:
             self.pop_screen()
         tree.reveal_node(node)
-        self.show_item(node.data)
+        if node.data is not None:
+            self.show_item(node.data)
         tree.focus()
         return True
 
@@ -541,7 +547,7 @@ class TcviewApp(App[int]):
         else:
             self.push_screen(screen_cls())
 
-    def action_back(self) -> None:
+    async def action_back(self) -> None:
         if len(self.screen_stack) > 1:
             self.pop_screen()
         else:

@@ -11,7 +11,6 @@ import threading
 from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import Any
 
 from rich.text import Text
 from textual.cache import LRUCache
@@ -19,8 +18,10 @@ from textual.cache import LRUCache
 from ..safe import safe_line
 from ..trace.facts import short_guard
 from ..trace.kernels import KernelSpan, split_output_code
+from ..trace.model import Compile, Frame, Kernel, Record
 from ..trace.summary import counts_line
 from ..trace.textlog import FusionDecision, TextLog
+from .models import Model
 
 GRAPH_KINDS = frozenset(
     """dynamo_output_graph aot_forward_graph aot_backward_graph aot_joint_graph
@@ -102,7 +103,7 @@ class Document:
         return self.lines[index]
 
 
-def lit(text: Any, style: str = "") -> Text:
+def lit(text: object, style: str = "") -> Text:
     """Trace text as a literal, terminal-safe Text (never parsed as markup)."""
     return Text(safe_line(str(text)), style=style)
 
@@ -122,11 +123,11 @@ class OutputCodeCache:
     """
 
     def __init__(self, size: int = 6) -> None:
-        self._items: LRUCache[tuple[int, int], tuple[Any, list[str], list[KernelSpan]]]
+        self._items: LRUCache[tuple[int, int], tuple[Record, list[str], list[KernelSpan]]]
         self._items = LRUCache(size)
         self._lock = threading.Lock()  # LRUCache is not thread-safe
 
-    def get(self, record: Any) -> tuple[list[str], list[KernelSpan]]:
+    def get(self, record: Record) -> tuple[list[str], list[KernelSpan]]:
         key = (id(record), record.end)
         with self._lock:
             hit = self._items.get(key)
@@ -149,7 +150,7 @@ def cpp_regions(spans: list[KernelSpan], offset: int = 0) -> list[tuple[int, int
 # ---------------------------------------------------------------- records
 
 
-def record_title(rec: Any) -> str:
+def record_title(rec: Record) -> str:
     parts = [record_name(rec), rec.compile_text]
     try:
         parts.append(f"line {rec.lineno}")
@@ -158,7 +159,7 @@ def record_title(rec: Any) -> str:
     return " · ".join(p for p in parts if p)
 
 
-def record_name(rec: Any) -> str:
+def record_name(rec: Record) -> str:
     label = rec.label
     return {
         "dynamo_output_graph": "Dynamo graph",
@@ -181,7 +182,7 @@ def record_name(rec: Any) -> str:
     }.get(label, label)
 
 
-def record_doc(rec: Any) -> Document:
+def record_doc(rec: Record) -> Document:
     """The payload of one record, highlighted by kind; metrics as a table."""
     title = record_title(rec)
     if rec.kind in METRIC_KINDS and isinstance(rec.meta, dict):
@@ -214,7 +215,7 @@ def _looks_like_python(label: str, text: str) -> bool:
     return label.endswith("_graph") or label.endswith("graph_runnable") or "def forward(" in text
 
 
-def json_lines(value: Any) -> list[str]:
+def json_lines(value: object) -> list[str]:
     try:
         return json.dumps(value, indent=2, ensure_ascii=False, default=repr).split("\n")
     except (ValueError, TypeError, RecursionError):
@@ -227,17 +228,17 @@ _DEF = re.compile(r"^\s*(?:async\s+)?def \w+\(")
 _CPP_ENTRY = re.compile(r'^\s*(?:extern "C"|void kernel\()')
 
 
-def kernel_span(kernel: Any) -> tuple[list[str], KernelSpan | None]:
+def kernel_span(kernel: Kernel) -> tuple[list[str], KernelSpan | None]:
     lines, spans = OUTPUT_CODES.get(kernel.output)
     same = [s for s in spans if s.name == kernel.name]
     if not same:
         return lines, None
-    index = getattr(kernel, "index", 0)
+    index = kernel.index
     exact = [s for i, s in enumerate(spans) if s.name == kernel.name and i == index]
     return lines, (exact or same)[0]
 
 
-def kernel_doc(kernel: Any) -> Document:
+def kernel_doc(kernel: Kernel) -> Document:
     """The kernel's own lines of the output code, scrolled to its ``def``."""
     lines, span = kernel_span(kernel)
     comp = kernel.compile.id_text if kernel.compile is not None else kernel.output.compile_text
@@ -267,7 +268,7 @@ def fmt_seconds(value: float | None) -> str:
     return f"{value * 1000:.0f}ms" if value >= 0.001 else f"{value * 1e6:.0f}µs"
 
 
-def _metric_value(key: str, value: Any) -> str:
+def _metric_value(key: str, value: object) -> str:
     if isinstance(value, bool) or value is None:
         return str(value)
     if isinstance(value, (int, float)):
@@ -312,17 +313,16 @@ def status_text(status: str) -> Text:
     return Text(status, style=STATUS_STYLE.get(status, ""))
 
 
-def phase_times(comp: Any, detailed: bool = True) -> list[tuple[str, float, int]]:
+def phase_times(comp: Compile, detailed: bool = True) -> list[tuple[str, float, int]]:
     """(label, seconds, depth) of one compile's phases: from its chromium events when
     `detailed` (read from disk), else from the times in its compilation metrics."""
-    model_phases = getattr(comp, "phases", None) if detailed else None
-    if callable(model_phases):
+    if detailed:
         try:
-            got = model_phases()
-            if got:
-                return [(str(a), float(b), int(c)) for a, b, c in got]
-        except Exception:  # noqa: BLE001 - an optional model hook
-            pass
+            got = comp.phases()
+        except (OSError, ValueError):  # the file went away, or an event is broken
+            got = []
+        if got:
+            return got
     m = comp.metrics or {}
     out = []
     for key, label, div, depth in PHASES:
@@ -345,7 +345,7 @@ def bar(value: float, top: float, width: int, style: str) -> Text:
     return Text(text.ljust(width), style=style)
 
 
-def fusion_of(model: Any, comp: Any) -> list[FusionDecision]:
+def fusion_of(model: Model | None, comp: Compile) -> list[FusionDecision]:
     """Inductor's fusion decisions for this compile, from the TORCH_LOGS text (a TextLog, or
     a run directory's `text`). The trace's compile and the log's are separate objects: they
     are matched by compile id."""
@@ -379,7 +379,7 @@ def fusion_lines(decisions: Sequence[FusionDecision]) -> list[Text]:
     return out
 
 
-def compile_summary(comp: Any, fusion: Sequence[FusionDecision] = ()) -> list[Text]:
+def compile_summary(comp: Compile, fusion: Sequence[FusionDecision] = ()) -> list[Text]:
     out: list[Text] = []
     head = Text.assemble(
         ("compile ", "bold"), lit(comp.id_text, "bold"), "  ", status_text(comp.status)
@@ -473,7 +473,7 @@ def compile_summary(comp: Any, fusion: Sequence[FusionDecision] = ()) -> list[Te
     return out
 
 
-def frame_summary(frame: Any) -> list[Text]:
+def frame_summary(frame: Frame) -> list[Text]:
     out = [
         Text.assemble(("frame ", "bold"), lit(frame.label, "bold"), f"  [{frame.id_text}]"),
         Text.assemble(("status  ", "dim"), status_text(frame.status)),
@@ -501,17 +501,14 @@ def frame_summary(frame: Any) -> list[Text]:
     return out
 
 
-def model_summary(model: Any, title: str) -> list[Text]:
+def model_summary(model: Model, title: str) -> list[Text]:
     out = [Text(safe_line(title), style="bold")]
-    try:
-        s = model.summary_counts()
-    except Exception:  # noqa: BLE001 - a text log may not have every count
-        s = dict(model.counts())
+    s = model.summary_counts()
     out.append(Text(counts_line(model.counts()), style="bold"))
     out.append(Text(""))
     for key, value in s.items():
         out.append(Text.assemble(lit(str(key).ljust(16), "dim"), lit(value)))
-    groups = model.grouped_breaks() if hasattr(model, "grouped_breaks") else []
+    groups = model.grouped_breaks()
     if groups:
         out.append(Text(""))
         out.append(Text("top graph breaks  (b for all)", style="bold yellow underline"))
@@ -519,7 +516,7 @@ def model_summary(model: Any, title: str) -> list[Text]:
             out.append(Text.assemble(f"  {g.count:>4}× ", lit(g.reason, "bold")))
             if g.location:
                 out.append(Text.assemble("        at ", lit(g.first.short_location, "yellow")))
-    timed = [c for c in getattr(model, "compiles", []) if c.compile_time_s]
+    timed = [c for c in model.compiles if c.compile_time_s]
     if timed:
         out.append(Text(""))
         out.append(Text("slowest compiles  (t for all)", style="bold underline"))
@@ -533,7 +530,7 @@ def model_summary(model: Any, title: str) -> list[Text]:
                     lit(label),
                 )
             )
-    skipped = getattr(model, "skipped", [])
+    skipped = model.skipped
     if skipped:
         out.append(Text(""))
         out.append(Text(f"skipped files ({len(skipped)})", style="bold underline"))

@@ -7,17 +7,18 @@ at once and feeds it in chunks, each under `lock`, which the UI takes to read it
 from __future__ import annotations
 
 import threading
-from typing import Any
+from threading import RLock
 
 from ..trace.index import Hooks
 from ..trace.source import load_source
+from .models import Model
 
 
 class Loader:
-    def __init__(self, path: str, model: Any = None) -> None:
+    def __init__(self, path: str, model: Model | None = None) -> None:
         self.path = path
         self.lock = threading.RLock()
-        self.model: Any = model
+        self.model: Model | None = model
         self.done = 0
         self.total = 0
         self.finished = model is not None
@@ -45,7 +46,12 @@ class Loader:
         model = load_source(self.path, hooks=hooks)
         self._publish(model)
 
-    def _publish(self, model: Any) -> None:
+    @property
+    def notices(self) -> list[str]:
+        """What the user must know about the input (none for a one-shot load)."""
+        return []
+
+    def _publish(self, model: Model) -> None:
         with self.lock:
             self.model = model
 
@@ -70,11 +76,11 @@ class FollowLoader:
         self.cancelled = False
 
     @property
-    def model(self) -> Any:
+    def model(self) -> Model:
         return self.follower.model
 
     @property
-    def lock(self) -> Any:
+    def lock(self) -> RLock:
         return self.follower.lock
 
     @property

@@ -11,10 +11,11 @@ import os
 import signal
 import sys
 import threading
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import replace
-from typing import Any
+from types import FrameType
+from typing import Any, TypeAlias
 
 from rich.segment import Segment
 from rich.style import Style
@@ -41,6 +42,7 @@ from .status import StatusBar
 from .tree import TraceTree
 from .viewer import SCROLL_BINDINGS
 
+SignalHandler: TypeAlias = Callable[[int, FrameType | None], Any] | int | signal.Handlers | None
 MAX_LINES = 20_000  # lines kept in the pane, as many as the session keeps
 QUIT_KILL_AFTER_S = 3.0  # after the stop escalation's own time, when quitting
 SIGNAL_EXIT_DEADLINE_S = 5.0  # a signalled tcview ends this long after the job, at the latest
@@ -63,7 +65,7 @@ def output_text(line: OutputLine) -> Text:
 class OutputView(ScrollView, can_focus=True):
     """The job's output: only visible lines are rendered; follows the end unless scrolled up."""
 
-    BINDINGS = SCROLL_BINDINGS
+    BINDINGS = [*SCROLL_BINDINGS]
 
     DEFAULT_CSS = """
     OutputView { background: $surface; }
@@ -465,9 +467,9 @@ def _signals_end(app: RunApp) -> Iterator[None]:
     if threading.current_thread() is not threading.main_thread():
         yield
         return
-    previous: dict[int, Any] = {}
+    previous: dict[signal.Signals, SignalHandler] = {}
 
-    def on_signal(signum: int, frame: object) -> None:
+    def on_signal(signum: int, frame: FrameType | None) -> None:
         kill_all()
         code = 128 + signum
         app.signalled = code
