@@ -16,9 +16,18 @@ from .model import Model
 from .textlog import TextLog
 
 TEXT_LOG_NAMES = ("torch_logs.txt", "torch_logs.log", "stderr.txt", "logs.txt")
-# Files a run directory holds beside its trace (tcview run, the shared runs); not reported.
+# Files a run directory holds beside its trace and its log (`tcview run` writes run.json,
+# through run.json.tmp, and stdout.txt; the shared runs the others); not reported as skipped.
 RUN_FILES = frozenset(
-    {"run.json", "stdout.txt", "command.txt", "script.py", "stdout_typescript.txt", "versions.txt"}
+    {
+        "run.json",
+        "run.json.tmp",
+        "stdout.txt",
+        "command.txt",
+        "script.py",
+        "stdout_typescript.txt",
+        "versions.txt",
+    }
 )
 
 

@@ -3,12 +3,30 @@
 from __future__ import annotations
 
 from collections import Counter
+from collections.abc import Mapping
 from typing import Any
 
 from .facts import short_guard
 from .model import KERNEL_KINDS, Model, short_location
 
 FAIL_ON_KINDS = ("graph_breaks", "recompiles", "failures")
+
+
+def parse_fail_on(text: str | None) -> list[str]:
+    """The kinds of a ``--fail-on`` value (comma-separated); ValueError names unknown ones."""
+    kinds = [k.strip() for k in (text or "").split(",") if k.strip()]
+    unknown = [k for k in kinds if k not in FAIL_ON_KINDS]
+    if unknown:
+        raise ValueError(f"--fail-on: unknown {', '.join(unknown)} (use {','.join(FAIL_ON_KINDS)})")
+    return kinds
+
+
+def counts_line(counts: Mapping[str, int]) -> str:
+    """The four counts in one line, as the status bar and `tcview run` show them."""
+    return (
+        f"compiles {counts.get('compiles', 0)} · breaks {counts.get('graph_breaks', 0)}"
+        f" · recompiles {counts.get('recompiles', 0)} · kernels {counts.get('kernels', 0)}"
+    )
 
 
 def summary_json(ts: Model, verify: bool = False) -> dict[str, Any]:

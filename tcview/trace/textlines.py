@@ -20,6 +20,7 @@ from datetime import datetime
 from pathlib import Path
 from typing import IO, overload
 
+from ..safe import ANSI_BYTES as ANSI  # one escape-sequence pattern, in tcview/safe.py
 from .load import CHUNK
 from .model import OtherLine
 
@@ -28,7 +29,6 @@ PREFIX = re.compile(
     rb"(?:\[(?!rank\d)[A-Za-z_][\w-]*\]:)?(?:\[rank(\d+)\]:)?([A-Z])(\d{4} \d\d:\d\d:\d\d\.\d+) +(\d+) ([^\]\n]*?):(\d+)\]"
     rb"(?: \[(!?\d+(?:/\d+)*(?:_\d+)?)\])?(?: \[__([\w.]+)\])?"
 )
-ANSI = re.compile(rb"\x1b\[[0-?]*[ -/]*[@-~]|\x1b\][^\x07\x1b\n]*(?:\x07|\x1b\\)?|\x1b[@-Z\\-_]")
 # Lines that look like torch logging in some other format (TORCH_LOGS_FORMAT).
 TORCHISH = re.compile(
     rb"torch\._(?:dynamo|inductor|functorch)|\|__\w+\||TRACED GRAPH|Output code|"
