@@ -7,11 +7,16 @@ import json
 import os
 import sys
 import time
+from typing import TYPE_CHECKING
 
 from .safe import safe_line, safe_text
 
+if TYPE_CHECKING:
+    from .trace import Model
+    from .trace.load import Progress
 
-def _progress_printer(enabled: bool):
+
+def _progress_printer(enabled: bool) -> Progress | None:
     if not enabled:
         return None
     state = {"last": 0.0}
@@ -30,7 +35,7 @@ def _progress_printer(enabled: bool):
     return progress
 
 
-def load_source(path: str, progress=None):
+def load_source(path: str, progress: Progress | None = None) -> Model:
     """Load whatever `path` is: a trace directory, a trace file, a TORCH_LOGS capture, '-'."""
     from .trace.source import load_source as _load
 
@@ -39,16 +44,13 @@ def load_source(path: str, progress=None):
 
 def cmd_summary(args: argparse.Namespace) -> int:
     from .trace.source import NotATrace
-    from .trace.summary import FAIL_ON_KINDS, fail_on, summary_json, summary_text
+    from .trace.summary import fail_on, parse_fail_on, summary_json, summary_text
 
     path = args.path
-    kinds = [k.strip() for k in (args.fail_on or "").split(",") if k.strip()]
-    unknown = [k for k in kinds if k not in FAIL_ON_KINDS]
-    if unknown:
-        print(
-            f"tcview: --fail-on takes {','.join(FAIL_ON_KINDS)}; not: {','.join(unknown)}",
-            file=sys.stderr,
-        )
+    try:
+        kinds = parse_fail_on(args.fail_on)
+    except ValueError as exc:
+        print(f"tcview: {exc}", file=sys.stderr)
         return 2
     if path != "-" and not os.path.exists(path):
         print(f"tcview: no such file or directory: {path}", file=sys.stderr)

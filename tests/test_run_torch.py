@@ -19,7 +19,7 @@ pytestmark = pytest.mark.skipif(
     importlib.util.find_spec("torch") is None, reason="torch is not importable here"
 )
 STATUS = re.compile(
-    r"^exited (\d+) · [\d.]+s · compiles (\d+) · graph breaks (\d+) · recompiles (\d+) · "
+    r"^exited (\d+) · [\d.]+s · compiles (\d+) · breaks (\d+) · recompiles (\d+) · "
     r"kernels (\d+)$",
     re.M,
 )

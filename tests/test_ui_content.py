@@ -10,15 +10,16 @@ import pytest
 from ui_helpers import CPU_SAMPLE, GPU_SAMPLE, counts_text, summary_json
 
 from tcview.trace.source import load_source
-from tcview.ui.app import resolve_target
+from tcview.trace.summary import counts_line
+from tcview.ui.app import doc_for, resolve_target
 from tcview.ui.content import (
-    counts_line,
     kernel_doc,
     metrics_table,
     record_doc,
 )
 from tcview.ui.launch import NO_INPUT_HELP, newest_trace_dir, open_app, resolve_path
 from tcview.ui.loader import Loader
+from tcview.ui.tree import Item
 from tcview.ui.viewer import highlight_line
 
 
@@ -26,6 +27,22 @@ def test_counts_line_matches_summary_json() -> None:
     data = summary_json(GPU_SAMPLE)
     ts = load_source(str(GPU_SAMPLE))
     assert counts_line(ts.counts()) == counts_text(data)
+
+
+def test_compile_detail_shows_the_fusion_decisions_of_the_text_log() -> None:
+    """A run directory (trace/ + torch_logs.txt with `fusion` messages): the compile's detail
+    lists what Inductor fused and, counted by reason, what it did not."""
+    model = load_source(str(GPU_SAMPLE))  # the run directory, not its trace/
+    comp = next(c for c in model.compiles if c.id_text == "0/0")
+    doc = doc_for(Item("compile", comp, "c"), model, str(GPU_SAMPLE))
+    shown = [doc.plain(i) for i in range(doc.count)]
+    assert "fusion decisions (2 fused, 5 not)" in shown
+    assert "  fused  op0 + op1" in shown and "  fused  op0_op1 + op3" in shown
+    assert "      5× not fused: intermediate nodes between node1 & node2" in shown
+    trace_only = load_source(str(GPU_SAMPLE / "trace"))  # no text log: no fusion section
+    comp = next(c for c in trace_only.compiles if c.id_text == "0/0")
+    doc = doc_for(Item("compile", comp, "c"), trace_only, "trace")
+    assert not any("fusion" in doc.plain(i) for i in range(doc.count))
 
 
 @pytest.mark.parametrize("sample", [GPU_SAMPLE, CPU_SAMPLE])

@@ -16,9 +16,11 @@ import pytest
 from conftest import FIXTURES, SAMPLES
 from ui_helpers import CPU_SAMPLE, counts_text, ready, settle, summary_json, sync
 
-import tcview.trace.index
+import tcview.trace.load
 from tcview.replay import replay
-from tcview.run.launcher import Launcher, PythonInfo, RunOptions, build_spec
+from tcview.run.session import Launcher
+from tcview.run.spec import PythonInfo, RunOptions, build_spec
+from tcview.trace import Model
 from tcview.ui.app import TcviewApp
 from tcview.ui.loader import Loader
 from tcview.ui.reader import Reader
@@ -134,7 +136,7 @@ async def test_overview_counts_move_with_the_status_bar_while_indexing(
     shared_traces: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     # Index in many small, slow steps, as a big trace would go.
-    monkeypatch.setattr(tcview.trace.index, "CHUNK", 16 << 10)
+    monkeypatch.setattr(tcview.trace.load, "CHUNK", 16 << 10)
     progress = Loader._progress
 
     def slow(self: Loader, done: int, total: int) -> None:
@@ -304,9 +306,9 @@ async def test_kernel_rows_are_built_off_the_ui_thread(monkeypatch: pytest.Monke
     threads: list[threading.Thread] = []
     rows = KernelsView.rows
 
-    def recording(self: KernelsView) -> Any:
+    def recording(self: KernelsView, model: Model) -> Any:
         threads.append(threading.current_thread())
-        return rows(self)
+        return rows(self, model)
 
     monkeypatch.setattr(KernelsView, "rows", recording)
     app = TcviewApp(str(SAMPLES / "gpu_tinyblock"))
@@ -349,11 +351,12 @@ async def test_run_pane_is_told_about_output_and_the_end(tmp_path: Path) -> None
     session.lines_since = counting  # type: ignore[method-assign]
     app = RunApp(launcher, session)
     async with app.run_test(size=SIZE) as pilot:
-        assert await until(pilot, lambda: "line 49" in [t for _, t in app.output.lines])
+        shown = lambda: [text.plain for _, text in app.output.lines]  # noqa: E731
+        assert await until(pilot, lambda: "line 49" in shown())
         quiet_from = time.monotonic()
         await pilot.pause(1.0)  # the job sleeps: no output, nothing to read
         assert [t for t in calls if t > quiet_from] == []
         assert await until(pilot, lambda: "exited 0" in app.status_left)
-        assert app.output.lines[-1] == ("stdout", "bye")
+        assert shown()[-1] == "bye"
         assert overview_counts(app) == app.status_right
         await pilot.press("q")

@@ -1,6 +1,7 @@
-"""An independent, deliberately naive counter for TORCH_LOGS text, written from issue 3's spec.
+"""An independent, deliberately naive counter for TORCH_LOGS text, written from issue 3's spec
+(and issue 10's rule for recompiles).
 
-It shares no code with tcview.trace.textlog: one regex per line over the whole decoded text.
+It shares no code with tcview.trace: one regex per line over the whole decoded text.
 """
 
 from __future__ import annotations
@@ -13,6 +14,8 @@ LINE = re.compile(
     r"(?: \[(!?[\d/_]+)\])?(?: \[__(\w+)\])? ?(.*)$"
 )
 KERNEL = re.compile(r"^([A-Za-z_]\w*) = async_compile\.(\w+)\(")
+# In a compile id without its attempt, the last "a/b" is frame_id/frame_compile_id.
+FRAME_COMPILE_ID = re.compile(r"(\d+)/(\d+)$")
 BREAKS = (
     "Graph break in user code at",
     "Graph break (user stack suppressed due to duplicate graph break) in user code at",
@@ -20,9 +23,13 @@ BREAKS = (
 
 
 def count_text(data: bytes) -> dict[str, int]:
-    """compiles, graph_breaks, recompiles and kernels as issue 3 defines them."""
+    """compiles, graph_breaks, recompiles and kernels as issues 3 and 10 define them.
+
+    A compile is a distinct (rank, pid, compile id without `_N`); a recompile is such a compile
+    whose frame_compile_id is above 0, whatever messages mention it.
+    """
     compiles: set[tuple] = set()
-    breaks = recompiles = kernels = 0
+    breaks = kernels = 0
     for line in data.decode("utf-8", "replace").split("\n"):
         m = LINE.match(ANSI.sub("", line).rstrip("\r"))
         if m is None:
@@ -32,14 +39,15 @@ def count_text(data: bytes) -> dict[str, int]:
             compiles.add((rank, pid, re.sub(r"_\d+$", "", cid)))
         if tag == "graph_breaks" and text.startswith(BREAKS):
             breaks += 1
-        elif tag in ("recompiles", "recompiles_verbose") and text.startswith(
-            "Recompiling function"
-        ):
-            recompiles += 1
         elif tag == "output_code":
             km = KERNEL.match(text)
             if km and km.group(2) != "wait":
                 kernels += 1
+    recompiles = 0
+    for _rank, _pid, cid in compiles:
+        m = FRAME_COMPILE_ID.search(cid)
+        if m is not None and int(m.group(2)) > 0:
+            recompiles += 1
     return {
         "compiles": len(compiles),
         "graph_breaks": breaks,

@@ -3,17 +3,30 @@
 from __future__ import annotations
 
 import re
-from typing import Any, NamedTuple
+from typing import Any, NamedTuple, TypeAlias
+
+# A part of a compile id as a header gives it: an int normally; hostile headers may carry any
+# JSON value there, which is kept hashable (lists and objects become their repr).
+IdPart: TypeAlias = int | float | str | None
+# The types a well-formed header gives every id key: read without further checks.
+PLAIN_TYPES = (int, type(None))
 
 _TEXT = re.compile(r"^\[?(?:!(\d+)(?:/)?)?(?:(\d+)/(\d+))?(?:_(\d+))?\]?$")
+
+
+class FrameKey(NamedTuple):
+    """Identifies one frame (code object) inside one process."""
+
+    autograd_id: IdPart = None
+    frame_id: IdPart = None
 
 
 class CompileKey(NamedTuple):
     """Identifies one compile inside one process; attempts are merged."""
 
-    autograd_id: Any = None
-    frame_id: Any = None
-    frame_compile_id: Any = None
+    autograd_id: IdPart = None
+    frame_id: IdPart = None
+    frame_compile_id: IdPart = None
 
     @property
     def text(self) -> str:
@@ -25,23 +38,23 @@ class CompileKey(NamedTuple):
         return "/".join(parts) or "-"
 
     @property
-    def frame(self) -> tuple[Any, Any]:
-        return (self.autograd_id, self.frame_id)
+    def frame(self) -> FrameKey:
+        return FrameKey(self.autograd_id, self.frame_id)
 
     @property
     def is_recompile(self) -> bool:
         fc = self.frame_compile_id
         return isinstance(fc, int) and not isinstance(fc, bool) and fc > 0
 
-    def sort_key(self) -> tuple:
+    def sort_key(self) -> tuple[tuple[int, int | str], ...]:
         return tuple((0, v) if isinstance(v, int) else (1, str(v)) for v in self)
 
 
-def _show(value: Any) -> str:
+def _show(value: IdPart) -> str:
     return "?" if value is None else str(value)
 
 
-def attempt_text(key: CompileKey, attempt: Any) -> str:
+def attempt_text(key: CompileKey, attempt: IdPart) -> str:
     """``0/0`` for attempt 0, ``0/0_1`` for attempt 1."""
     if attempt in (None, 0):
         return key.text
@@ -62,29 +75,20 @@ def parse_compile_id(text: str) -> tuple[CompileKey, int] | None:
     return key, int(attempt) if attempt else 0
 
 
-def key_from_header(header: dict) -> CompileKey | None:
+def key_from_header(header: dict[str, Any]) -> CompileKey | None:
     """The compile a header record belongs to, or None (records with no compile id)."""
     if "frame_id" not in header and "compiled_autograd_id" not in header:
         return None
     ca = header.get("compiled_autograd_id")
     fid = header.get("frame_id")
     fcid = header.get("frame_compile_id")
-    if type(ca) in _PLAIN and type(fid) in _PLAIN and type(fcid) in _PLAIN:
+    if type(ca) in PLAIN_TYPES and type(fid) in PLAIN_TYPES and type(fcid) in PLAIN_TYPES:
         return CompileKey(ca, fid, fcid)
-    return CompileKey(
-        _hashable(header.get("compiled_autograd_id")),
-        _hashable(header.get("frame_id")),
-        _hashable(header.get("frame_compile_id")),
-    )
+    return CompileKey(id_part(ca), id_part(fid), id_part(fcid))
 
 
-_PLAIN = (int, type(None))
-
-
-def _hashable(value: Any) -> Any:
-    # Hostile headers may carry lists or dicts where ints belong.
-    try:
-        hash(value)
-    except TypeError:
-        return repr(value)
-    return value
+def id_part(value: Any) -> IdPart:
+    """A header's id value as a hashable id part (hostile headers may carry lists or dicts)."""
+    if value is None or isinstance(value, (int, float, str)):
+        return value
+    return repr(value)

@@ -1,4 +1,8 @@
-"""The model every source feeds: records, files, frames, compiles and derived facts.
+"""The declared model: what a log source and a model offer, and the objects they hold.
+
+A `LogSource` is one stream of records: a `TraceFile`, or one process (`ProcessLog`) of a
+TORCH_LOGS capture. A `Model` is what one input yields: a `TraceSet` or a `TextLog`. The UI,
+`summary` and follow mode read these two types only.
 
 Records keep byte offsets only; payload text is read on demand through the record's source.
 Derived facts (graph breaks, recompiles, failures, cache events, kernels) are plain objects that
@@ -9,20 +13,46 @@ from __future__ import annotations
 
 import hashlib
 import re
+import threading
+from abc import ABC, abstractmethod
 from collections import Counter
+from collections.abc import Sequence
+from contextlib import AbstractContextManager
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Protocol
+from typing import Any, Literal, NamedTuple, TypeAlias
 
-from .compile_id import CompileKey, attempt_text
+from .compile_id import CompileKey, FrameKey, IdPart, attempt_text
+from .facts import BreakText
+
+# A header's JSON value (a record's `meta`, a compilation_metrics dict, a stack frame's line).
+JsonValue: TypeAlias = dict[str, Any] | list[Any] | str | int | float | bool | None
+# What guards a model that grows while it is read (an RLock; follow mode and the UI share one).
+Lock: TypeAlias = AbstractContextManager[Any]
+# When a handler runs: "header" when its record starts, "close" when its payload is complete.
+Phase: TypeAlias = Literal["header", "close"]
 
 
-class PayloadSource(Protocol):
-    def read_payload(self, record: Record) -> bytes: ...
+class LogMeta:
+    """What the prefix of a TORCH_LOGS message says besides its compile id and tag."""
+
+    __slots__ = ("level", "ts", "where")
+
+    def __init__(self, level: str, ts: str, where: str) -> None:
+        self.level = level
+        self.ts = ts
+        self.where = where
+
+    def __repr__(self) -> str:
+        return f"<LogMeta {self.level} {self.ts} {self.where}>"
 
 
 class Record:
-    """One structured event: a header plus optional payload, located by byte offsets."""
+    """One event: a trace record (header plus optional payload) or a TORCH_LOGS message.
+
+    `meta` is the header's JSON value for a trace record (slimmed when big: `full_meta()` reads
+    it all), a `LogMeta` for a message. `compile` is the compile the record's id names.
+    """
 
     __slots__ = (
         "source",
@@ -33,7 +63,7 @@ class Record:
         "kind",
         "name",
         "meta",
-        "key",
+        "compile",
         "attempt",
         "md5",
         "closed",
@@ -41,14 +71,14 @@ class Record:
 
     def __init__(
         self,
-        source: Any,
+        source: LogSource,
         offset: int,
         lineno: int,
         hdr_end: int,
         kind: str,
-        meta: Any,
-        key: CompileKey | None,
-        attempt: Any,
+        meta: JsonValue | LogMeta,
+        compile: Compile | None,
+        attempt: IdPart,
         md5: str | None,
         name: str | None = None,
     ) -> None:
@@ -60,10 +90,14 @@ class Record:
         self.kind = kind
         self.name = name
         self.meta = meta
-        self.key = key
+        self.compile = compile
         self.attempt = attempt
         self.md5 = md5
         self.closed = False
+
+    @property
+    def key(self) -> CompileKey | None:
+        return self.compile.key if self.compile is not None else None
 
     @property
     def label(self) -> str:
@@ -78,12 +112,12 @@ class Record:
 
     def full_meta(self) -> Any:
         """The event's value with nothing dropped (big headers are slimmed in memory)."""
-        full = getattr(self.source, "full_meta", None)
-        return full(self) if full is not None else self.meta
+        return self.source.full_meta(self)
 
     @property
     def compile_text(self) -> str:
-        return attempt_text(self.key, self.attempt) if self.key else "-"
+        key = self.key
+        return attempt_text(key, self.attempt) if key is not None else "-"
 
     def payload_bytes(self) -> bytes:
         return self.source.read_payload(self)
@@ -110,7 +144,7 @@ def payload_from_region(raw: bytes) -> bytes:
 @dataclass
 class StackFrame:
     filename: str
-    line: Any
+    line: JsonValue
     name: str
 
     @property
@@ -132,13 +166,13 @@ def is_torch_internal(filename: str) -> bool:
 class Frame:
     """A Python frame that Dynamo compiled (one code object), within one process."""
 
-    file: Any
-    key: tuple[Any, Any]  # (compiled_autograd_id, frame_id)
+    file: LogSource
+    key: FrameKey
     stack: list[StackFrame] = field(default_factory=list)
     compiles: list[Compile] = field(default_factory=list)
     co_name: str | None = None
     co_filename: str | None = None
-    co_firstlineno: Any = None
+    co_firstlineno: JsonValue = None
 
     @property
     def user_frame(self) -> StackFrame | None:
@@ -197,6 +231,15 @@ class GraphBreak:
     def short_location(self) -> str:
         return short_location(self.location)
 
+    def fill(self, parsed: BreakText) -> None:
+        """Take the fields parsed from the whole message (a location only when it has one)."""
+        self.reason = parsed.reason
+        self.location = parsed.location or self.location
+        self.explanation = parsed.explanation
+        self.hints = parsed.hints
+        self.url = parsed.url
+        self.user_stack = parsed.user_stack
+
 
 def short_location(location: str) -> str:
     """``/a/b/train.py:12`` -> ``train.py:12``."""
@@ -233,37 +276,6 @@ def group_breaks(breaks: list[GraphBreak]) -> list[BreakGroup]:
     return sorted(groups.values(), key=lambda g: -g.count)
 
 
-class Facts:
-    """What one input yielded, in arrival order: shared by TraceSet and TextLog."""
-
-    def __init__(self) -> None:
-        self.files: list[Any] = []  # TraceFiles, or one object per logging process
-        self.skipped: list[tuple[Path, str]] = []
-        self.compiles: list[Compile] = []
-        self.breaks: list[GraphBreak] = []
-        self.recompiles: list[Recompile] = []
-        self.failures: list[Failure] = []
-        self.cache_events: list[CacheEvent] = []
-        self.kernels: list[Kernel] = []
-
-    def summary_counts(self, verify: bool = False) -> dict[str, Any]:
-        raise NotImplementedError
-
-    def counts(self) -> dict[str, int]:
-        """The four numbers of the status bar, as `summary --json` has them."""
-        s = self.summary_counts()
-        return {k: s[k] for k in ("compiles", "graph_breaks", "recompiles", "kernels")}
-
-    def grouped_breaks(self) -> list[BreakGroup]:
-        return group_breaks(self.breaks)
-
-    def unknown_kinds(self) -> Counter:
-        total: Counter = Counter()
-        for f in self.files:
-            total.update(f.unknown)
-        return total
-
-
 @dataclass(eq=False)
 class Recompile:
     compile: Compile
@@ -278,7 +290,7 @@ class Failure:
     reason: str
     location: str = ""
     record: Record | None = None
-    source: str = "compilation_metrics"  # or dynamo_error
+    source: str = "compilation_metrics"  # or dynamo_error, torch_logs
 
     @property
     def is_recompile_limit(self) -> bool:
@@ -294,6 +306,11 @@ class CacheEvent:
 
 
 KERNEL_KINDS = ("pointwise", "reduction", "persistent", "template", "cpp", "user", "other")
+# A kernel definition in output code: ``NAME = async_compile.METHOD(`` (groups: name, method).
+# One pattern text, compiled for str or bytes, with or without the payload's tab, where used.
+KERNEL_DEF = r"([A-Za-z_]\w*) = async_compile\.([A-Za-z_]\w*)\("
+# async_compile methods that define no kernel (``async_compile.wait(globals())``).
+NOT_KERNEL_METHODS = frozenset({"wait"})
 
 
 def kernel_kind(name: str, kind: str) -> str:
@@ -319,7 +336,7 @@ def kernel_kind(name: str, kind: str) -> str:
 class Kernel:
     name: str
     method: str  # async_compile.<method>
-    output: Record  # the inductor_output_code record
+    output: Record  # the output code record (or message) that defines it
     index: int  # position among this output code's kernels
     compile: Compile | None = None
 
@@ -330,12 +347,12 @@ class Kernel:
 
 @dataclass(eq=False)
 class Compile:
-    file: Any
+    file: LogSource
     key: CompileKey
     frame: Frame | None = None
     records: list[Record] = field(default_factory=list)
-    attempts: Counter = field(default_factory=Counter)  # attempt -> record count
-    metrics: dict | None = None
+    attempts: Counter[IdPart] = field(default_factory=Counter)  # attempt -> record count
+    metrics: dict[str, Any] | None = None
     metric_records: list[Record] = field(default_factory=list)
     breaks: list[GraphBreak] = field(default_factory=list)
     recompile: Recompile | None = None
@@ -346,6 +363,7 @@ class Compile:
     chromium_at: list[int] = field(default_factory=list)  # their header offsets
     minor: int = 0  # describe_* records (inputs' fake-tensor metadata), read on demand
     order: int = 0
+    _phases: list[tuple[str, float, int]] | None = field(default=None, init=False, repr=False)
 
     @property
     def id_text(self) -> str:
@@ -384,11 +402,9 @@ class Compile:
 
     def phases(self) -> list[tuple[str, float, int]]:
         """(phase, seconds, depth) from this compile's chromium B/E events, in start order."""
-        cached = getattr(self, "_phases", None)
-        if cached is not None:
-            return cached
-        read = getattr(self.file, "chromium_payloads", None)
-        events = read(self.chromium_at) if read is not None and self.chromium_at else []
+        if self._phases is not None:
+            return self._phases
+        events = self.file.chromium_payloads(self.chromium_at) if self.chromium_at else []
         out: list[tuple[str, float, int]] = []
         open_: list[tuple[str, float, int]] = []  # (name, ts, index in out)
         for ev in events:
@@ -413,3 +429,260 @@ class Compile:
     @property
     def output_codes(self) -> list[Record]:
         return [r for r in self.records if r.kind in ("inductor_output_code", "output_code")]
+
+
+@dataclass(eq=False)
+class FusionDecision:
+    """One ``fusing A with B`` or ``cannot fuse A with B: why`` line of the fusion log."""
+
+    compile: Compile | None = field(repr=False)
+    record: Record = field(repr=False)
+    first: str = ""
+    second: str = ""
+    fused: bool = False
+    reason: str = ""
+
+
+class OtherLine(NamedTuple):
+    """A line of a capture that is not part of a TORCH_LOGS message (read from disk)."""
+
+    lineno: int
+    offset: int
+    text: str
+
+
+@dataclass(eq=False)
+class HandlerError:
+    """A handler that raised on one record: the record is kept, facts from it may be missing."""
+
+    record: Record
+    phase: Phase
+    error: str  # the exception's type
+    message: str
+
+    @property
+    def kind(self) -> str:
+        return self.record.label
+
+    @property
+    def offset(self) -> int:
+        return self.record.offset
+
+    @property
+    def lineno(self) -> int:
+        return self.record.lineno
+
+    @property
+    def text(self) -> str:
+        message = " ".join(self.message.split("\n"))
+        return (
+            f"{self.record.source.display}:{self.lineno}: {self.kind} ({self.phase} handler): "
+            f"{self.error}: {message}"
+        )
+
+
+# ---------------------------------------------------------------------- log sources
+
+
+class LogSource(ABC):
+    """One stream of records and what was indexed from it: a trace file, or one process of a
+    TORCH_LOGS capture. Records read their payload, header line and line number through it."""
+
+    # Damage only a trace file can have; a text source keeps these at 0.
+    bad_headers: int = 0  # header JSON that parsed but is not a well-typed record
+    truncated: int = 0  # a last record whose payload is incomplete when the file ends
+    missing_strings: int = 0  # stack frames naming a string-table id never defined
+    deleted: bool = False  # set by follow mode when the file is gone from disk
+    finished: bool = False  # the input is complete (a last partial line was indexed)
+    unparsed: Sequence[tuple[int, int]]  # (offset, line number) of each unparsed line
+
+    def __init__(self, display: str, path: Path | None) -> None:
+        self.display = display
+        self.path = path
+        self.records: list[Record] = []
+        self.compiles: dict[CompileKey, Compile] = {}
+        self.frames: dict[FrameKey, Frame] = {}
+        self.kernels: list[Kernel] = []
+        self.kinds: Counter[str] = Counter()
+        self.artifacts: Counter[str] = Counter()
+        self.unknown: Counter[str] = Counter()
+        self.ranks: set[int] = set()
+        self.pids: set[int] = set()
+        self.first_ts: str | None = None
+        self.failure_count = 0
+        self.problems: list[str] = []
+        self.handler_errors: list[HandlerError] = []  # records whose handler raised
+        self.version = 0  # bumped whenever the index changes
+
+    @property
+    @abstractmethod
+    def rank(self) -> int | None: ...
+
+    @property
+    @abstractmethod
+    def pid(self) -> int | None: ...
+
+    @property
+    @abstractmethod
+    def last_ts(self) -> str | None: ...
+
+    @abstractmethod
+    def read_payload(self, record: Record) -> bytes:
+        """The record's payload (a message's text without its line prefixes)."""
+
+    @abstractmethod
+    def header_line(self, record: Record) -> bytes:
+        """The record's first line as it is on disk (cleaned of escapes for text)."""
+
+    @abstractmethod
+    def line_at(self, offset: int, limit: int = 1 << 20) -> bytes:
+        """The line starting at `offset`, at most `limit` bytes."""
+
+    @abstractmethod
+    def lineno_of(self, offset: int) -> int:
+        """1-based line number of the line starting at `offset`."""
+
+    def full_meta(self, record: Record) -> Any:
+        """The record's value with nothing dropped; sources that slim values override it."""
+        return record.meta
+
+    def chromium_payloads(self, offsets: Sequence[int]) -> list[dict[str, Any]]:
+        """The Chrome trace events of the chromium_event records at `offsets` (traces only)."""
+        return []
+
+    @abstractmethod
+    def close(self) -> None:
+        """Release the file handle, if any."""
+
+
+@dataclass(eq=False)
+class Rank:
+    rank: int | None
+    files: list[LogSource] = field(default_factory=list)
+
+    @property
+    def label(self) -> str:
+        return "no rank" if self.rank is None else f"rank {self.rank}"
+
+
+@dataclass(eq=False)
+class Run:
+    """The sources of one launch (a directory's files with overlapping times, or a capture)."""
+
+    index: int
+    directory: str
+    files: list[LogSource]
+    name: str = ""  # shown in place of "run N"
+
+    @property
+    def ranks(self) -> list[Rank]:
+        by: dict[int | None, Rank] = {}
+        for tf in self.files:
+            by.setdefault(tf.rank, Rank(tf.rank)).files.append(tf)
+        return sorted(by.values(), key=lambda r: (r.rank is None, r.rank or 0))
+
+    @property
+    def start(self) -> str:
+        return min((f.first_ts for f in self.files if f.first_ts), default="")
+
+    @property
+    def label(self) -> str:
+        pids = sorted({p for f in self.files for p in f.pids})
+        pid_text = ",".join(map(str, pids[:4])) + ("…" if len(pids) > 4 else "")
+        start = self.start
+        when = f"{start[:2]}-{start[2:4]} {start[5:13]}" if start else "no records"
+        return f"{self.name or f'run {self.index + 1}'} · {when} · pid {pid_text or '?'}"
+
+
+# ---------------------------------------------------------------------- models
+
+
+class Facts:
+    """The facts one input yielded, in arrival order (what a `Builder` appends to)."""
+
+    def __init__(self) -> None:
+        self.compiles: list[Compile] = []
+        self.breaks: list[GraphBreak] = []
+        self.recompiles: list[Recompile] = []
+        self.failures: list[Failure] = []
+        self.cache_events: list[CacheEvent] = []
+        self.kernels: list[Kernel] = []
+
+
+class Model(Facts, ABC):
+    """What one input yielded: a `TraceSet` (trace files) or a `TextLog` (a TORCH_LOGS capture).
+
+    Every change is made under `lock`; readers of a model that grows take it too, and compare
+    `version` (and the files' versions) to know when to redraw.
+    """
+
+    files: Sequence[LogSource]
+    other: Sequence[OtherLine]  # output that is not a log message (empty for traces)
+    text: Model | None = None  # a run directory's TORCH_LOGS capture, beside its traces
+
+    def __init__(self, display: str, root: Path | None, lock: Lock | None = None) -> None:
+        Facts.__init__(self)
+        self.display = display
+        self.root = root
+        self.skipped: list[tuple[Path, str]] = []  # inputs not read, and why
+        self.version = 0
+        self.lock: Lock = lock if lock is not None else threading.RLock()
+
+    @property
+    @abstractmethod
+    def runs(self) -> list[Run]: ...
+
+    @abstractmethod
+    def summary_counts(self, verify: bool = False) -> dict[str, Any]:
+        """The counts of `summary --json` (its definitions are in the README)."""
+
+    @abstractmethod
+    def verify(self) -> int:
+        """Hash every payload; returns the number of mismatches (0 for text)."""
+
+    @property
+    def notices(self) -> list[str]:
+        """Things the user must know to read the result (e.g. a custom log format)."""
+        return []
+
+    def counts(self) -> dict[str, int]:
+        """The four numbers of the status bar, as `summary --json` has them."""
+        s = self.summary_counts()
+        return {k: s[k] for k in ("compiles", "graph_breaks", "recompiles", "kernels")}
+
+    def compile_counts(self) -> dict[str, int]:
+        """compiles, frames, recompiles and kernels, counted the same way for both formats."""
+        files = self.files
+        return {
+            "compiles": sum(len(f.compiles) for f in files),
+            "frames": sum(
+                len({k.frame for k in f.compiles if k.frame_id is not None}) for f in files
+            ),
+            "recompiles": sum(1 for f in files for k in f.compiles if k.is_recompile),
+            "kernels": sum(len(f.kernels) for f in files),
+        }
+
+    def grouped_breaks(self) -> list[BreakGroup]:
+        return group_breaks(self.breaks)
+
+    def unknown_kinds(self) -> Counter[str]:
+        total: Counter[str] = Counter()
+        for f in self.files:
+            total.update(f.unknown)
+        return total
+
+    def records_of(self, kind: str) -> list[Record]:
+        """Every record of a kind or artifact name (a message tag for text), in file order."""
+        return [r for f in self.files for r in f.records if r.kind == kind or r.name == kind]
+
+    def handler_errors(self) -> list[HandlerError]:
+        """Records whose handler raised (the load went on without their facts)."""
+        return [e for f in self.files for e in f.handler_errors]
+
+    def fusion_decisions(self, compile: Compile | None = None) -> list[FusionDecision]:
+        """Inductor's fusion choices (all, or one compile's), from the TORCH_LOGS text."""
+        return self.text.fusion_decisions(compile) if self.text is not None else []
+
+    def close(self) -> None:
+        for f in self.files:
+            f.close()

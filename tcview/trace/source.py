@@ -10,15 +10,26 @@ import stat
 import tempfile
 from dataclasses import replace
 from pathlib import Path
-from typing import Any
 
-from .index import Hooks, Progress, TraceSet, discover, sniff_trace
+from .index import TraceSet, discover, sniff_trace
+from .load import Hooks, Progress
+from .model import Model
+from .textlog import TextLog
 from .tracefile import HEADER
 
 TEXT_LOG_NAMES = ("torch_logs.txt", "torch_logs.log", "stderr.txt", "logs.txt")
-# Files a run directory holds beside its trace (tcview run, the shared runs); not reported.
+# Files a run directory holds beside its trace and its log (`tcview run` writes run.json,
+# through run.json.tmp, and stdout.txt; the shared runs the others); not reported as skipped.
 RUN_FILES = frozenset(
-    {"run.json", "stdout.txt", "command.txt", "script.py", "stdout_typescript.txt", "versions.txt"}
+    {
+        "run.json",
+        "run.json.tmp",
+        "stdout.txt",
+        "command.txt",
+        "script.py",
+        "stdout_typescript.txt",
+        "versions.txt",
+    }
 )
 
 
@@ -143,7 +154,12 @@ def run_dir_skipped(
     ]
 
 
-def load_source(path: str, progress: Progress | None = None, hooks: Hooks | None = None) -> Any:
+def load_source(
+    path: str,
+    progress: Progress | None = None,
+    hooks: Hooks | None = None,
+    display: str | None = None,
+) -> Model:
     """A TraceSet for traces (with `.text` for a run directory's log), or a TextLog.
 
     With `hooks`, the model is published at once and grows under their lock (the UI).
@@ -155,27 +171,20 @@ def load_source(path: str, progress: Progress | None = None, hooks: Hooks | None
     if kind == "other":
         raise NotATrace(describe_other(Path(path)))
     if kind == "stream":
-        copy = spool(path)
-        model = load_source(str(copy), hooks=hooks)
-        if hasattr(model, "display"):
-            model.display = path
-        return model
-    from .textlog import TextLog
-
+        return load_source(str(spool(path)), hooks=hooks, display=display or path)
     if kind in ("stdin", "text"):
-        return TextLog.load(path, hooks=hooks)
-    ts = TraceSet.load(path, hooks=hooks)
+        return TextLog.load(path, hooks=hooks, display=display)
+    ts = TraceSet.load(path, hooks=hooks, display=display)
     if kind == "run-dir" and not hooks.stop():
         log = find_text_log(Path(path))
         if log is not None:
             text = TextLog.load(str(log), hooks=replace(hooks, publish=lambda model: None))
             with hooks.lock:
-                ts.text = text
-                ts.skipped = run_dir_skipped(Path(path), ts.skipped, log)
+                ts.add_text(text, run_dir_skipped(Path(path), ts.skipped, log))
             if not ts.files:
                 hooks.publish(text)
                 return text
     return ts
 
 
-__all__ = ["detect", "discover", "find_text_log", "load_source", "os"]
+__all__ = ["detect", "discover", "find_text_log", "load_source"]

@@ -3,29 +3,35 @@
 from __future__ import annotations
 
 import os
+import threading
 import time
-from pathlib import Path
-from typing import Any
+from dataclasses import replace
+from threading import RLock
+from typing import Any, TypeAlias
 
 from rich.text import Text
 from textual import on, work
 from textual.app import App, ComposeResult
 from textual.binding import Binding
-from textual.containers import Horizontal
+from textual.containers import Horizontal, ScrollableContainer
 from textual.css.query import NoMatches
 from textual.reactive import reactive
+from textual.screen import Screen
 from textual.timer import Timer
-from textual.widgets import Footer, Static, Tree
+from textual.widgets import Footer, Tree
 from textual.worker import get_current_worker
 
 from ..safe import safe_line
+from ..trace import LogSource, Model
 from ..trace.compile_id import parse_compile_id
+from ..trace.model import Compile, Frame, Kernel, Record
+from ..trace.summary import counts_line
 from .content import (
     Document,
     InputState,
     compile_summary,
-    counts_line,
     frame_summary,
+    fusion_of,
     input_state,
     kernel_doc,
     lit,
@@ -33,46 +39,34 @@ from .content import (
     record_doc,
     styled_doc,
 )
+from .help import HelpPlace, HelpScreen, bindings_of
 from .loader import FollowLoader, Loader
 from .messages import ModelMoved
-from .reader import Reader
+from .palette import TraceCommands
+from .reader import Reader, SearchBox
+from .status import StatusBar
 from .tree import Item, TraceTree
+from .viewer import CodeView
+from .views import VIEWS, OtherView, TableView, TimeView, ViewTable
 
 TICK = 0.2  # seconds between model refreshes while indexing
 LIVE_GAP = 0.05  # follow mode: at most 20 redraws a second, however fast the data moves
 
 
-class StatusBar(Horizontal):
-    """Source and mode on the left, the four counts on the right."""
-
-    def compose(self) -> ComposeResult:
-        yield Static(id="status-left")
-        yield Static(id="status-right")
-
-    def on_mount(self) -> None:
-        self.watch(self.app, "status_left", self._left)
-        self.watch(self.app, "status_right", self._right)
-
-    def _left(self, value: str) -> None:
-        self.query_one("#status-left", Static).update(
-            Text(value, no_wrap=True, overflow="ellipsis")
-        )
-
-    def _right(self, value: str) -> None:
-        self.query_one("#status-right", Static).update(Text(value, no_wrap=True))
+Target: TypeAlias = Compile | Kernel | Record  # what the tree can reveal
 
 
-def resolve_target(model: Any, target: str) -> tuple[str, Any] | None:
+def resolve_target(model: Model, target: str) -> tuple[str, Compile | Kernel] | None:
     """A compile id (0/1, [0/1], !0/1/0) or a kernel name -> (kind, object)."""
     target = target.strip()
     parsed = parse_compile_id(target)
     if parsed is not None:
         key = parsed[0]
-        for tf in list(getattr(model, "files", [])):
+        for tf in list(model.files):
             comp = tf.compiles.get(key)
             if comp is not None:
                 return "compile", comp
-    kernels = list(getattr(model, "kernels", []))
+    kernels = list(model.kernels)
     for k in kernels:
         if k.name == target:
             return "kernel", k
@@ -83,30 +77,30 @@ def resolve_target(model: Any, target: str) -> tuple[str, Any] | None:
     return None
 
 
-def doc_for(item: Item, model: Any, source: str) -> Document:
-    kind, obj = item.kind, item.obj
-    if kind == "compile":
-        return styled_doc(f"compile {obj.id_text}", compile_summary(obj))
-    if kind == "frame":
+def doc_for(item: Item, model: Model | None, source: str) -> Document:
+    obj = item.obj
+    if isinstance(obj, Compile):
+        return styled_doc(f"compile {obj.id_text}", compile_summary(obj, fusion_of(model, obj)))
+    if isinstance(obj, Frame):
         return styled_doc(f"frame {obj.label}", frame_summary(obj))
-    if kind == "record":
+    if isinstance(obj, Record):
         return record_doc(obj)
-    if kind == "kernel":
+    if isinstance(obj, Kernel):
         return kernel_doc(obj)
-    if kind in ("group", "others"):
+    if isinstance(obj, list) or (item.kind == "others" and isinstance(obj, LogSource)):
         records = obj if isinstance(obj, list) else [r for r in obj.records if r.key is None]
         lines = [Text(f"{len(records)} records", style="bold"), Text("")]
         for rec in records[:2000]:
             lines.append(lit(f"line {rec.lineno:>8}  {rec.label}  {rec.compile_text}"))
         return styled_doc("records", lines)
-    if kind == "file":
+    if isinstance(obj, LogSource):
         return styled_doc(obj.display, file_summary(obj))
     summary = model.summary_counts() if model is not None else {}
     return overview_doc(model, source, summary)
 
 
 def overview_doc(
-    model: Any,
+    model: Model | None,
     source: str,
     summary: dict[str, Any],
     state: InputState | None = None,
@@ -124,13 +118,13 @@ def overview_doc(
     return styled_doc(source, model_summary(model, source, summary, state))
 
 
-def file_summary(tf: Any) -> list[Text]:
+def file_summary(tf: LogSource) -> list[Text]:
     out = [lit(tf.display, "bold"), lit(f"path      {tf.path}")]
     out.append(lit(f"records   {len(tf.records)}   compiles {len(tf.compiles)}"))
     out.append(lit(f"unparsed  {len(tf.unparsed)} lines"))
-    for problem in getattr(tf, "problems", [])[:20]:
+    for problem in tf.problems[:20]:
         out.append(lit(f"problem   {problem}", "red"))
-    kinds = getattr(tf, "kinds", None)
+    kinds = tf.kinds
     if kinds:
         out.append(Text(""))
         out.append(Text("record kinds", style="bold underline"))
@@ -139,27 +133,103 @@ def file_summary(tf: Any) -> list[Text]:
     return out
 
 
+# Textual's own app keys (ctrl+q quits, ctrl+c says how), with ids like every tcview key.
+TEXTUAL_BINDINGS = [
+    replace(binding, id=f"textual.{binding.action.replace('_', '-')}")
+    for binding in App.BINDINGS
+    if isinstance(binding, Binding)
+]
+QUIT = Binding("q", "quit", "Quit", id="app.quit", tooltip="quit (tcview run: asks first)")
+# The browser's keys, in footer order. A binding's tooltip is its line in the help (`?`).
+BROWSE_BINDINGS = [
+    Binding("question_mark", "help", "Help", key_display="?", id="app.help", tooltip="this help"),
+    Binding(
+        "b",
+        "view('breaks')",
+        "Breaks",
+        id="view.breaks",
+        tooltip="graph breaks, de-duplicated: counts, reason, hints, location",
+    ),
+    Binding(
+        "r",
+        "view('recompiles')",
+        "Recompiles",
+        id="view.recompiles",
+        tooltip="recompiles: per frame, each compile and the guard that failed",
+    ),
+    Binding(
+        "K",
+        "view('kernels')",
+        "Kernels",
+        id="view.kernels",
+        tooltip="kernels: every kernel; type to filter by name or kind",
+    ),
+    Binding("f", "view('failures')", "Failures", id="view.failures", tooltip="failures"),
+    Binding(
+        "t",
+        "view('time')",
+        "Time",
+        id="view.time",
+        tooltip="compile time: per compile and per phase",
+    ),
+    Binding(
+        "o",
+        "view('other')",
+        "Other",
+        id="view.other",
+        tooltip="other output: text-log lines and unparsed lines",
+    ),
+    Binding(
+        "slash",
+        "search",
+        "Search",
+        key_display="/",
+        id="app.search",
+        tooltip="search the text shown (ignores case unless you type capitals)",
+    ),
+    Binding(
+        "escape",
+        "back",
+        "Back",
+        show=False,
+        id="app.back",
+        tooltip="back to the tree (from a view or the search box)",
+    ),
+    Binding(
+        "F",
+        "toggle_follow",
+        "Follow newest",
+        id="app.follow",
+        tooltip="live: keep the newest compile selected, or the view where it is",
+    ),
+    Binding(
+        "p",
+        "toggle_preview",
+        "Preview",
+        show=False,
+        id="app.preview",
+        tooltip="preview as you move, or only on enter (the default over SSH)",
+    ),
+    # Declared here (Textual adds the same binding otherwise) to give it an id and help text.
+    Binding(
+        App.COMMAND_PALETTE_BINDING,
+        "command_palette",
+        "palette",
+        show=False,
+        priority=True,
+        id="app.palette",
+        tooltip="jump to a compile id, kernel or file",
+    ),
+]
+
+
 class TcviewApp(App[int]):
     CSS_PATH = "app.tcss"
     TITLE = "tcview"
     ENABLE_COMMAND_PALETTE = True
+    COMMANDS = App.COMMANDS | {TraceCommands}
 
-    BINDINGS = [
-        Binding("q", "quit", "Quit"),
-        Binding("question_mark", "help", "Help", key_display="?"),
-        Binding("b", "view('breaks')", "Breaks"),
-        Binding("r", "view('recompiles')", "Recompiles"),
-        Binding("K", "view('kernels')", "Kernels"),
-        Binding("f", "view('failures')", "Failures"),
-        Binding("t", "view('time')", "Time"),
-        Binding("o", "view('other')", "Other"),
-        Binding("slash", "search", "Search", key_display="/"),
-        Binding("n", "next_match(1)", "Next match", show=False),
-        Binding("N", "next_match(-1)", "Previous match", show=False),
-        Binding("escape", "back", "Back", show=False),
-        Binding("F", "toggle_follow", "Follow newest", id="follow"),
-        Binding("p", "toggle_preview", "Preview", id="preview", show=False),
-    ]
+    BINDINGS = [QUIT, *BROWSE_BINDINGS, *TEXTUAL_BINDINGS]
 
     status_left: reactive[str] = reactive("")
     status_right: reactive[str] = reactive("")
@@ -169,35 +239,33 @@ class TcviewApp(App[int]):
         path: str,
         goto: str | None = None,
         follow: bool = False,
-        model: Any = None,
+        model: Model | None = None,
         poll: bool = False,
         stdin_fd: int | None = None,
     ) -> None:
         super().__init__()
-        from .palette import TraceCommands
-
-        self.COMMANDS = App.COMMANDS | {TraceCommands}
         self.animation_level = "none"
         self.source_path = path
         self.goto_target = goto
         self.follow = follow or path == "-"
         self.follow_newest = False
+        self.poll = poll
         self.auto_preview = preview_as_you_move()
-        self.loader: Any = (
+        self.loader: Loader | FollowLoader = (
             FollowLoader(path, poll=poll, stdin_fd=stdin_fd, on_update=self.model_moved)
             if self.follow
             else Loader(path, model)
         )
-        self._newest: Any = None
+        self._newest: Compile | None = None
         self._records_shown = 0
         self._input_state: InputState | None = None
         self._status_state: tuple = ()
         self._versions: tuple = ()
-        self._show_timer: Any = None
-        self._last_item: Item | None = None
+        self._show_timer: Timer | None = None
         self._ticker: Timer | None = None  # while indexing: progress and growth
         self._live_timer: Timer | None = None  # a live redraw held back by LIVE_GAP
         self._live_at = 0.0
+        self._last_item: Item | None = None
         # The cursor is still where _first_row put it: highlights there keep the overview.
         self._cursor_placed = False
         self.loaded_at: float | None = None
@@ -205,11 +273,11 @@ class TcviewApp(App[int]):
         self.started_at = time.monotonic()
 
     @property
-    def model(self) -> Any:
+    def model(self) -> Model | None:
         return self.loader.model
 
     @property
-    def lock(self) -> Any:
+    def lock(self) -> RLock:
         return self.loader.lock
 
     @property
@@ -270,7 +338,7 @@ class TcviewApp(App[int]):
         self.post_message(ModelMoved())
 
     @on(ModelMoved)
-    def _model_moved(self) -> None:
+    def _schedule_redraw(self) -> None:
         if self._ticker is not None:
             self._tick()  # still indexing (or just done): the tick's work
             return
@@ -281,6 +349,37 @@ class TcviewApp(App[int]):
             self._live_timer = self.set_timer(wait, self._live_refresh)
         else:
             self._live_refresh()
+
+    def switch_source(self, path: str) -> None:
+        """Show another source from now on (e.g. a rerun's directory): a new loader, tree
+        and status; the old loader stops in the background."""
+        old = self.loader
+        old.cancelled = True
+        threading.Thread(target=old.stop, name="tcview-loader-stop", daemon=True).start()
+        if self._ticker is not None:
+            self._ticker.stop()
+        self.source_path = path
+        self.loader = (
+            FollowLoader(path, poll=self.poll, on_update=self.model_moved)
+            if self.follow
+            else Loader(path)
+        )
+        while len(self.screen_stack) > 1:
+            self.pop_screen()
+        tree = self.main_tree
+        tree.mark_new = False  # what the new source has at first is not "new"
+        tree.new_keys.clear()
+        with self.lock:
+            tree.set_model(self.model)
+        self._versions = ()
+        self._last_item = None
+        self._newest = None
+        self.loaded_at = None
+        self._index()
+        self._ticker = self.set_interval(TICK, self._tick)
+        self.refresh_bindings()
+        self.refresh_counts()
+        self._update_status()
 
     def _live_refresh(self) -> None:
         self._live_timer = None
@@ -296,7 +395,7 @@ class TcviewApp(App[int]):
 
     def _select_newest(self) -> None:
         with self.lock:
-            compiles = getattr(self.model, "compiles", None) or []
+            compiles = self.model.compiles if self.model is not None else []
             newest = compiles[-1] if compiles else None
         if newest is not None and newest is not self._newest:
             self._newest = newest
@@ -369,12 +468,13 @@ class TcviewApp(App[int]):
             self._update_status()
             return
         with self.lock:
+            text = model.text
             versions = (
                 id(model),
-                getattr(model, "version", 0),
+                model.version,
                 len(model.files),
-                sum(getattr(f, "version", 0) for f in model.files),
-                getattr(getattr(model, "text", None), "version", 0),
+                sum(f.version for f in model.files),
+                text.version if text is not None else 0,
             )
             changed = versions != self._versions
             if changed:
@@ -384,7 +484,7 @@ class TcviewApp(App[int]):
                 else:
                     tree.refresh_model()
         # The counts walk every compile: only when something moved.
-        state = (versions, len(getattr(self.loader, "notices", ())), self.loader.finished)
+        state = (versions, len(self.loader.notices), self.loader.finished)
         if changed or state != self._status_state:
             self._status_state = state
             self.refresh_counts()
@@ -428,7 +528,7 @@ class TcviewApp(App[int]):
         parts = ["live" if self.follow else "static"]
         if self.follow_newest:
             parts.append("following newest")
-        notices = getattr(self.loader, "notices", None)
+        notices = self.loader.notices
         if notices:
             parts.append(notices[-1])
         if self._input_state is not None:
@@ -520,7 +620,7 @@ class TcviewApp(App[int]):
         self.reveal(*found)
         return True
 
-    def reveal(self, kind: str, obj: Any) -> bool:
+    def reveal(self, kind: str, obj: Target) -> bool:
         """Select a compile, kernel or record in the tree and show it."""
         tree = self.main_tree
         with self.lock:
@@ -531,13 +631,12 @@ class TcviewApp(App[int]):
         while len(self.screen_stack) > 1:
             self.pop_screen()
         tree.reveal_node(node)
-        self.show_item(node.data)
+        if node.data is not None:
+            self.show_item(node.data)
         tree.focus()
         return True
 
     def action_view(self, name: str) -> None:
-        from .views import VIEWS
-
         screen_cls = VIEWS[name]
         if len(self.screen_stack) > 1:
             current = self.screen
@@ -547,16 +646,57 @@ class TcviewApp(App[int]):
         else:
             self.push_screen(screen_cls())
 
-    def action_back(self) -> None:
+    async def action_back(self) -> None:
         if len(self.screen_stack) > 1:
             self.pop_screen()
         else:
             self.main_tree.focus()
 
     def action_help(self) -> None:
-        from .help import HelpScreen
+        self.push_screen(HelpScreen(self.help_places()))
 
-        self.push_screen(HelpScreen())
+    @classmethod
+    def help_places(cls) -> list[HelpPlace]:
+        """Where this app's keys live, for the help: each place's bindings and notes."""
+        return [
+            HelpPlace(
+                "Anywhere",
+                [*bindings_of(cls), *bindings_of(Screen)],
+                [("mouse", "click to select, wheel to scroll")],
+            ),
+            HelpPlace(
+                "Scrolling (where no pane below binds the key)", bindings_of(ScrollableContainer)
+            ),
+            HelpPlace(
+                "Tree",
+                bindings_of(TraceTree),
+                [("new", "live: marks what arrived since you opened; gone once visited")],
+            ),
+            HelpPlace(
+                "Viewer",
+                [*bindings_of(CodeView), *bindings_of(SearchBox, inherited=False)],
+                [("search box", "enter finds; the usual editing keys")],
+            ),
+            HelpPlace(
+                "Views (b r K f t o)",
+                [
+                    *bindings_of(TableView),
+                    *bindings_of(ViewTable),
+                    *bindings_of(TimeView, inherited=False),
+                    *bindings_of(OtherView, inherited=False),
+                ],
+                [("kernels view", "type to filter by name or kind; ↓ to the list")],
+            ),
+            HelpPlace(
+                "Status bar",
+                [],
+                [
+                    ("left", "job status (tcview run), static or live, indexing progress, path"),
+                    ("right", "compiles · breaks · recompiles · kernels, as `tcview summary`"),
+                ],
+            ),
+            HelpPlace("Help", bindings_of(HelpScreen)),
+        ]
 
     def _reader(self) -> Reader | None:
         readers = list(self.screen.query(Reader))
@@ -567,16 +707,8 @@ class TcviewApp(App[int]):
         if reader is not None:
             reader.open_search()
 
-    def action_next_match(self, step: int) -> None:
-        reader = self._reader()
-        if reader is not None:
-            reader.viewer.next_match(step)
-
     def on_unmount(self) -> None:
-        self.loader.cancelled = True
-        stop = getattr(self.loader, "stop", None)
-        if stop is not None:
-            stop()
+        self.loader.stop()
 
 
 def preview_as_you_move() -> bool:
@@ -590,14 +722,3 @@ def preview_as_you_move() -> bool:
     if setting in ("auto", "enter"):
         return setting == "auto"
     return not (os.environ.get("SSH_CONNECTION") or os.environ.get("SSH_TTY"))
-
-
-def default_title(path: str) -> str:
-    return Path(path).name or path
-
-
-def run_live(launcher: Any, fail_on: list[str]) -> int:
-    """`tcview run` in the TUI: the browser follows the job's run directory (see run_pane)."""
-    from .run_pane import run_live as run
-
-    return run(launcher, fail_on)

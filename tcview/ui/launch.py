@@ -71,11 +71,11 @@ def _reattach_tty() -> bool:
 
 
 def open_app(args: argparse.Namespace) -> int:
-    path = resolve_path(getattr(args, "path", None))
+    path = resolve_path(args.path)
     if path is None:
         print(NO_INPUT_HELP, file=sys.stderr, end="")
         return 2
-    follow = bool(getattr(args, "follow", False))
+    follow = bool(args.follow)
     stdin_fd = None
     kind = detect(path)
     if kind == "other":
@@ -100,9 +100,9 @@ def open_app(args: argparse.Namespace) -> int:
 
     app = TcviewApp(
         path,
-        goto=getattr(args, "goto", None),
+        goto=args.goto,
         follow=follow,
-        poll=bool(getattr(args, "poll", False)),
+        poll=bool(args.poll),
         stdin_fd=stdin_fd,
     )
     app.run()

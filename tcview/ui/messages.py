@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING
 from textual.message import Message
 
 if TYPE_CHECKING:
-    from ..run.launcher import RunSession
+    from ..run.session import RunSession
 
 
 class Merging(Message):

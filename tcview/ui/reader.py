@@ -14,7 +14,9 @@ from .viewer import CodeView
 
 
 class SearchBox(Input):
-    BINDINGS = [Binding("escape", "cancel", "Cancel", show=False)]
+    BINDINGS = [
+        Binding("escape", "cancel", "Cancel", show=False, id="search.cancel", tooltip="close"),
+    ]
 
     def action_cancel(self) -> None:
         reader = self.parent

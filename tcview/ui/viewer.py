@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import re
-from collections import OrderedDict
 
 from pygments.lexer import Lexer
 from pygments.lexers import get_lexer_by_name
@@ -14,6 +13,7 @@ from rich.style import Style
 from rich.syntax import PygmentsSyntaxTheme
 from rich.text import Text
 from textual.binding import Binding
+from textual.cache import LRUCache
 from textual.geometry import Size
 from textual.message import Message
 from textual.scroll_view import ScrollView
@@ -24,7 +24,8 @@ from .content import Document
 
 HIGHLIGHT_LIMIT = 4000  # longer lines are shown plain
 DISPLAY_LIMIT = 200_000  # longer lines are cut, with a marker
-CACHE_LINES = 600
+CACHE_LINES = 600  # highlighted lines kept (several screens of them)
+CACHE_SAFE = 4 * CACHE_LINES  # safe plain lines kept (search reads many)
 
 _LEXERS: dict[str, Lexer] = {}
 _THEME = PygmentsSyntaxTheme("monokai")
@@ -151,14 +152,30 @@ def compact_segments(segments: list[Segment]) -> list[Segment]:
 
 # The keys of a line view: shared by the code viewer and the run pane's output.
 SCROLL_BINDINGS = [
-    Binding("up,k", "line(-1)", "Up", show=False),
-    Binding("down,j", "line(1)", "Down", show=False),
-    Binding("left,h", "column(-4)", "Left", show=False),
-    Binding("right,l", "column(4)", "Right", show=False),
-    Binding("pageup", "page(-1)", "Page up", show=False),
-    Binding("pagedown,space", "page(1)", "Page down", show=False),
-    Binding("home,g", "top", "Top", show=False),
-    Binding("end,G", "bottom", "Bottom", show=False),
+    Binding("up,k", "line(-1)", "Up", show=False, id="scroll.up", tooltip="scroll a line up"),
+    Binding(
+        "down,j", "line(1)", "Down", show=False, id="scroll.down", tooltip="scroll a line down"
+    ),
+    Binding(
+        "left,h",
+        "column(-4)",
+        "Left",
+        show=False,
+        id="scroll.left",
+        tooltip="scroll sideways (long lines)",
+    ),
+    Binding(
+        "right,l",
+        "column(4)",
+        "Right",
+        show=False,
+        id="scroll.right",
+        tooltip="scroll sideways (long lines)",
+    ),
+    Binding("pageup", "page(-1)", "Page up", show=False, id="scroll.page-up"),
+    Binding("pagedown,space", "page(1)", "Page down", show=False, id="scroll.page-down"),
+    Binding("home,g", "top", "Top", show=False, id="scroll.top"),
+    Binding("end,G", "bottom", "Bottom", show=False, id="scroll.bottom"),
 ]
 
 
@@ -170,7 +187,11 @@ class CodeView(ScrollView, can_focus=True):
     Code is never wrapped (it scrolls sideways), so a long output code costs nothing here.
     """
 
-    BINDINGS = SCROLL_BINDINGS
+    BINDINGS = [
+        *SCROLL_BINDINGS,
+        Binding("n", "next_match(1)", "Next match", show=False, id="viewer.next-match"),
+        Binding("N", "next_match(-1)", "Previous match", show=False, id="viewer.previous-match"),
+    ]
 
     DEFAULT_CSS = """
     CodeView { background: $surface; }
@@ -185,8 +206,8 @@ class CodeView(ScrollView, can_focus=True):
     def __init__(self, *, id: str | None = None, classes: str | None = None) -> None:
         super().__init__(id=id, classes=classes)
         self.doc = Document("")
-        self._lines: OrderedDict[int, Text] = OrderedDict()
-        self._safe: dict[int, str] = {}
+        self._line_cache: LRUCache[int, Text] = LRUCache(CACHE_LINES)
+        self._safe_cache: LRUCache[int, str] = LRUCache(CACHE_SAFE)
         self.query_text = ""
         self.matches: list[tuple[int, int, int]] = []  # (line, start, end)
         self.match_index = -1
@@ -202,8 +223,8 @@ class CodeView(ScrollView, can_focus=True):
     def show(self, doc: Document, keep_search: bool = False, keep_position: bool = False) -> None:
         """Show `doc`; `keep_position` keeps the scroll offset (a refreshed overview)."""
         self.doc = doc
-        self._lines.clear()
-        self._safe.clear()
+        self._line_cache.clear()
+        self._safe_cache.clear()
         self.border_title = Text(safe_line(doc.title))  # Text: never read as markup
         self._wrap()
         self.matches, self._by_line, self.match_index = [], {}, -1
@@ -274,6 +295,9 @@ class CodeView(ScrollView, can_focus=True):
         """
         if size == self.virtual_size:
             return
+        # Textual's one private call in tcview: no public API updates the scrollbars without
+        # that layout (measured: 8.4 KB per item shown instead of 10.3 KB, 120x40). Pinned to
+        # textual 8.2.x; if it goes, the public assignment below still works.
         update = getattr(self, "_scroll_update", None)
         if update is None or not self.container_size:
             self.virtual_size = size
@@ -295,18 +319,15 @@ class CodeView(ScrollView, can_focus=True):
         return len(str(self.doc.first_lineno + max(self.doc.count - 1, 0))) + 2
 
     def safe(self, index: int) -> str:
-        text = self._safe.get(index)
+        text = self._safe_cache.get(index)
         if text is None:
             text = display_line(self.doc.plain(index))
-            if len(self._safe) > 4 * CACHE_LINES:
-                self._safe.clear()
-            self._safe[index] = text
+            self._safe_cache.set(index, text)
         return text
 
     def line_text(self, index: int) -> Text:
-        cached = self._lines.get(index)
+        cached = self._line_cache.get(index)
         if cached is not None:
-            self._lines.move_to_end(index)
             return cached
         if self.doc.styled is not None:
             text = self.doc.styled[index]
@@ -319,9 +340,7 @@ class CodeView(ScrollView, can_focus=True):
             for hit in hits:
                 style = "black on yellow" if hit == current else "reverse"
                 text.stylize(style, hit[1], hit[2])
-        self._lines[index] = text
-        if len(self._lines) > CACHE_LINES:
-            self._lines.popitem(last=False)
+        self._line_cache.set(index, text)
         return text
 
     # ------------------------------------------------------------ rendering
@@ -380,7 +399,7 @@ class CodeView(ScrollView, can_focus=True):
     def _find(self, text: str) -> None:
         self.matches = []
         self._by_line = {}
-        self._lines.clear()
+        self._line_cache.clear()
         if not text:
             return
         flags = 0 if any(c.isupper() for c in text) else re.IGNORECASE
@@ -398,6 +417,9 @@ class CodeView(ScrollView, can_focus=True):
             if len(self.matches) > 100_000:
                 break
 
+    def action_next_match(self, step: int) -> None:
+        self.next_match(step)
+
     def next_match(self, step: int = 1) -> None:
         if not self.matches:
             if self.query_text:
@@ -408,7 +430,7 @@ class CodeView(ScrollView, can_focus=True):
 
     def _goto_match(self) -> None:
         line, start, end = self.matches[self.match_index]
-        self._lines.clear()
+        self._line_cache.clear()
         height = self.scrollable_content_region.height or 10
         width = self.scrollable_content_region.width - self.gutter_width
         row = self.row_of(line, start)
