@@ -16,7 +16,7 @@ from refcount import count
 
 from tcview.trace import TraceSet, parse_compile_id
 from tcview.trace.builder import Builder
-from tcview.trace.compile_id import CompileKey
+from tcview.trace.compile_id import CompileKey, FrameKey
 from tcview.trace.facts import short_guard
 from tcview.trace.index import discover
 from tcview.trace.kernels import split_output_code
@@ -87,7 +87,7 @@ def test_cpu_sample_facts() -> None:
     reasons = {rc.compile.id_text: [short_guard(r) for r in rc.reasons] for rc in ts.recompiles}
     assert reasons["0/1"] == ["0/0: scale == 2.0"]
     assert any("dtype mismatch" in r for r in reasons["0/2"])
-    frame = ts.files[0].frames[(None, 0)]
+    frame = ts.files[0].frames[FrameKey(None, 0)]
     assert frame.label == "scale_shift (script.py:11)"
     assert [c.id_text for c in frame.compiles] == ["0/0", "0/1", "0/2"]
     assert all(k.kind == "cpp" for k in ts.kernels)
@@ -403,7 +403,7 @@ def test_compile_identity_lives_in_one_method() -> None:
             self.episode = 0
             self.made: dict[tuple[int, Key], Compile] = {}
 
-        def compile_for(self, source: LogSource, key: Key) -> Compile:
+        def compile_for(self, source: LogSource, key: Key, start: bool = False) -> Compile:
             comp = self.made.get((self.episode, key))
             if comp is None:
                 comp = self.made[(self.episode, key)] = Compile(source, key)

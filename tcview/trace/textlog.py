@@ -32,6 +32,7 @@ from .textmessages import (
     HEADER_HANDLERS,
     KNOWN_TAGS,
     SPLIT_MARKS,
+    START_MARK,
     UNTAGGED_MARKS,
     fusion_decisions,
     untagged_kind,
@@ -274,7 +275,10 @@ class TextLog(Model):
         ts = m.group(3).decode("ascii")
         where = sys.intern(f"{m.group(5).decode('utf-8', 'replace')}:{int(m.group(6))}")
         meta = LogMeta(m.group(2).decode("ascii"), ts, where)
-        comp = self.builder.compile_for(proc, key) if key is not None else None
+        comp = None
+        if key is not None:
+            starts = kind == "step" and attempt == 0 and text.startswith(START_MARK)
+            comp = self.builder.compile_for(proc, key, starts)
         rec = Record(proc, offset, lineno, offset, kind, meta, comp, attempt, None, kind)
         rec.end = end
         if proc.first_ts is None:

@@ -23,6 +23,8 @@ BREAK_MARKS = (
 )
 RECOMPILE_MARK = b"Recompiling function"
 OUTPUT_CODE_MARK = b"Output code:"
+# Dynamo's INFO message that a compile starts (again with ``_N`` for each restart).
+START_MARK = b"Step 1: torchdynamo start tracing"
 
 # Kinds of untagged messages, told apart by how their first line starts.
 UNTAGGED_KINDS: tuple[tuple[bytes, str], ...] = (

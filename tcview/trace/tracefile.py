@@ -68,6 +68,8 @@ MD5_HEX = re.compile(rb"[0-9a-f]{32}")
 MAX_LINE = 64 << 20  # longer lines are counted (as unparsed lines) but not kept or parsed
 
 _INVALID = object()
+# A dynamo_start with these attempts starts a compile (restarts log attempt 1, 2, …).
+STARTING_ATTEMPTS = (0, None)
 
 
 def _loads_json(data: bytes) -> Any:
@@ -353,7 +355,10 @@ class TraceFile(LogSource):
             md5 = md5_field
         if rank is not None:
             self.ranks.add(rank)
-        comp = self.builder.compile_for(self, key) if key is not None else None
+        comp = None
+        if key is not None:
+            starts = kind == "dynamo_start" and attempt in STARTING_ATTEMPTS
+            comp = self.builder.compile_for(self, key, starts)
         rec = Record(self, offset, -1, hdr_end, kind, meta, comp, attempt, md5, name)
         self.kinds[kind] += 1
         if name is not None and kind == "artifact":
