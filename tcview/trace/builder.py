@@ -166,8 +166,11 @@ class Builder:
         reason: str,
         location: str = "",
         origin: str = "compilation_metrics",
+        comp: Compile | None = None,
     ) -> Failure:
-        comp = rec.compile
+        """A compile that failed: `rec`'s compile, or `comp` when the record names none."""
+        if comp is None:
+            comp = rec.compile
         failure = Failure(comp, fail_type, reason, location, rec, origin)
         source.failure_count += 1
         if comp is not None:
@@ -178,6 +181,11 @@ class Builder:
     def error(self, error: Error) -> None:
         """The run crashed (an uncaught traceback, a non-zero exit code)."""
         self.facts.errors.append(error)
+
+    def withdraw_error(self, error: Error) -> None:
+        """A traceback reported as an error turned out to be caught (the program went on)."""
+        if error in self.facts.errors:
+            self.facts.errors.remove(error)
 
     def cache_event(self, rec: Record, cache: str, result: str) -> None:
         comp = rec.compile

@@ -320,6 +320,9 @@ class Failure:
         return "recompile limit" in self.reason.lower() or "recompile_limit" in self.reason
 
 
+_WORDY = re.compile(r"\w")
+
+
 @dataclass(eq=False)
 class Error:
     """The run crashed: an uncaught Python traceback in a capture, or a non-zero exit code.
@@ -340,7 +343,8 @@ class Error:
 
     @property
     def headline(self) -> str:
-        first = self.message.strip().split("\n", 1)[0]
+        # The first line that says something (a message may start with a ruler of ====).
+        first = next((ln.strip() for ln in self.message.split("\n") if _WORDY.search(ln)), "")
         who = "" if self.rank is None else f"rank {self.rank}: "
         return f"{who}{self.error_type}: {first}" if first else f"{who}{self.error_type}"
 
@@ -442,6 +446,18 @@ class Compile:
         return any(m.get("graph_op_count") in (None, 0) for m in self.compilation_metrics())
 
     @property
+    def restart_reasons(self) -> list[str]:
+        """Why Dynamo restarted the analysis (compilation_metrics' restart_reasons, whole)."""
+        out: list[str] = []
+        for m in self.compilation_metrics():
+            reasons = m.get("restart_reasons")
+            if isinstance(reasons, list):
+                out.extend(str(r) for r in reasons)
+            elif reasons:
+                out.append(str(reasons))
+        return out
+
+    @property
     def has_break(self) -> bool:
         """A restart: non-empty restart_reasons, a graph break logged, or a second attempt."""
         if self.breaks or len(self.attempts) > 1:
@@ -464,6 +480,11 @@ class Compile:
         """A cache hit and no miss (the compiled graph came from the cache)."""
         results = {c.result for c in self.cache}
         return "hit" in results and "miss" not in results
+
+    @property
+    def status_text(self) -> str:
+        """Its status and marks in words: ``ok, recompile, cache hit``."""
+        return ", ".join([self.status, *self.marks])
 
     @property
     def marks(self) -> list[str]:
@@ -746,7 +767,8 @@ class Model(Facts, ABC):
         return {k: s[k] for k in ("compiles", "graph_breaks", "recompiles", "kernels")}
 
     def compile_counts(self) -> dict[str, int]:
-        """compiles, frames, recompiles and kernels, counted the same way for both formats."""
+        """compiles, frames, recompiles, empty graphs, kernels and errors, counted the same
+        way for both formats."""
         files = self.files
         return {
             "compiles": sum(len(f.compiles) for f in files),
@@ -754,8 +776,16 @@ class Model(Facts, ABC):
                 len({k.frame for k in f.compiles if k.frame_id is not None}) for f in files
             ),
             "recompiles": sum(1 for f in files for k in f.compiles if k.is_recompile),
+            "empty_graphs": sum(
+                1 for f in files for c in f.compiles.values() if c.status == "empty graph"
+            ),
             "kernels": sum(len(f.kernels) for f in files),
+            "errors": len(self.run_errors()),
         }
+
+    def run_errors(self) -> list[Error]:
+        """The run's errors: this model's, and for a run directory its capture's too."""
+        return [*self.errors, *(self.text.errors if self.text is not None else [])]
 
     def grouped_breaks(self) -> list[BreakGroup]:
         return group_breaks(self.breaks)

@@ -37,6 +37,7 @@ from .textmessages import (
     fusion_decisions,
     untagged_kind,
 )
+from .texterrors import TracebackReader
 from .textproc import ProcessLog
 
 KERNEL_LINE = re.compile(KERNEL_DEF.encode())  # in a message's text
@@ -66,6 +67,7 @@ class TextLog(Model):
         Model.__init__(self, shown, self.path, lock)
         self.reader = LogReader(self.path)
         self.builder = Builder(self)
+        self.tracebacks = TracebackReader(self.builder, shown)
         self.files = []
         self.other = OtherLines(self.reader)
         self.pos = 0  # bytes consumed
@@ -215,6 +217,7 @@ class TextLog(Model):
 
     def _other(self, line: bytes, lineno: int, offset: int, end: int) -> None:
         self.other.append(lineno, offset, end)
+        self.tracebacks.other_line(line, lineno, offset)
         if not line.strip():
             self.blank_other += 1
         elif self.message_lines == 0 and TORCHISH.search(line):
@@ -275,6 +278,9 @@ class TextLog(Model):
         ts = m.group(3).decode("ascii")
         where = sys.intern(f"{m.group(5).decode('utf-8', 'replace')}:{int(m.group(6))}")
         meta = LogMeta(m.group(2).decode("ascii"), ts, where)
+        tracebacks = self.tracebacks
+        if tracebacks.reading or tracebacks.pending:
+            tracebacks.message(proc.rank, key is not None)
         comp = None
         if key is not None:
             starts = kind == "step" and attempt == 0 and text.startswith(START_MARK)
@@ -384,8 +390,10 @@ class TextLog(Model):
             "compiles": facts["compiles"],
             "frames": facts["frames"],
             "recompiles": facts["recompiles"],
+            "empty_graphs": facts["empty_graphs"],
             "graph_breaks": len(self.breaks),
             "failures": len(self.failures),
+            "errors": facts["errors"],
             "output_codes": sum(proc.output_codes for proc in self.files),
             "kernels": facts["kernels"],
             "unparsed_lines": len(self.other) - self.blank_other,

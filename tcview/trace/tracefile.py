@@ -116,6 +116,9 @@ _CACHE_MAX_KEY = 600  # header JSON longer than this is not cached
 _CACHE_MAX = 4096
 _META_KEEP = 2048  # header JSON longer than this keeps only a slim value in memory
 _SLIM_STR = 400
+# compilation_metrics fields a slim value keeps whole, whatever their length: the facts
+# tcview shows (why a compile restarted or failed).
+KEEP_WHOLE = frozenset({"restart_reasons", "fail_reason", "fail_type"})
 
 
 class TraceFile(LogSource):
@@ -630,9 +633,11 @@ def slim(meta: dict[str, Any]) -> dict[str, Any]:
     """Keep scalars and short strings of a big header; the full value stays on disk."""
     out: dict[str, Any] = {}
     for k, v in meta.items():
-        if isinstance(v, str):
-            if len(v) <= _SLIM_STR or k in ("fail_reason", "fail_type"):
-                out[k] = v[:20000]
+        if k in KEEP_WHOLE:
+            out[k] = v
+        elif isinstance(v, str):
+            if len(v) <= _SLIM_STR:
+                out[k] = v
         elif v is None or isinstance(v, (int, float, bool)):
             out[k] = v
         elif (
