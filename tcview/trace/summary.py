@@ -65,6 +65,21 @@ def fail_on(summary: dict[str, Any], kinds: list[str]) -> list[str]:
     return [k for k in kinds if summary.get(k)]
 
 
+def crash_lines(ts: Model, limit: int = 20) -> list[str]:
+    """ "The run crashed" and its errors (rank, type, message, where), or nothing."""
+    errors = ts.run_errors()
+    if not errors:
+        return []
+    lines = [f"The run crashed: {len(errors)} error(s)"]
+    for error in errors[:limit]:
+        lines.append(f"  {error.headline}")
+        if error.stack:
+            lines.append(f"    at {error.stack[-1]}")
+    if len(errors) > limit:
+        lines.append(f"  … {len(errors) - limit} more")
+    return lines
+
+
 def _fmt_s(value: float | None) -> str:
     if value is None:
         return "   -  "
@@ -73,15 +88,9 @@ def _fmt_s(value: float | None) -> str:
 
 def summary_text(ts: Model, verify: bool = False, width: int = 100) -> str:
     s = summary_json(ts, verify=verify)
-    lines: list[str] = []
+    lines: list[str] = crash_lines(ts)
     add = lines.append
-    errors = ts.run_errors()
-    if errors:
-        add(f"The run crashed: {len(errors)} error(s)")
-        for error in errors[:20]:
-            add(f"  {error.headline}")
-            if error.stack:
-                add(f"    at {error.stack[-1]}")
+    if lines:
         add("")
     add(
         f"files {s['files']} · records {s['records']} · compiles {s['compiles']} · "
@@ -112,7 +121,9 @@ def summary_text(ts: Model, verify: bool = False, width: int = 100) -> str:
         for frame in frames[:200]:
             ids = "; ".join(f"{c.id_label} {c.status_text}" for c in frame.compiles[:8])
             more = f" +{len(frame.compiles) - 8}" if len(frame.compiles) > 8 else ""
-            add(f"  [{frame.id_label}] {frame.label}: {len(frame.compiles)} compile(s): {ids}{more}")
+            add(
+                f"  [{frame.id_label}] {frame.label}: {len(frame.compiles)} compile(s): {ids}{more}"
+            )
         if len(frames) > 200:
             add(f"  … {len(frames) - 200} more frames")
     groups = ts.grouped_breaks()

@@ -25,6 +25,7 @@ from .builder import Builder
 from .compile_id import CompileKey, parse_compile_id
 from .load import CHUNK, Hooks, Progress, file_size, read_chunks
 from .model import KERNEL_DEF, Compile, FusionDecision, Lock, LogMeta, Model, Record, Run
+from .texterrors import TracebackReader
 from .textlines import PREFIX, TORCHISH, LogReader, OtherLines, clean_line, text_start
 from .textmessages import (
     CLOSE_HANDLERS,
@@ -37,7 +38,6 @@ from .textmessages import (
     fusion_decisions,
     untagged_kind,
 )
-from .texterrors import TracebackReader
 from .textproc import ProcessLog
 
 KERNEL_LINE = re.compile(KERNEL_DEF.encode())  # in a message's text
