@@ -147,6 +147,10 @@ def test_compile_id_forms() -> None:
     assert parse_compile_id("!0/1/0") == (CompileKey(0, 1, 0), 0)
     assert parse_compile_id("!3") == (CompileKey(3, None, None), 0)
     assert parse_compile_id("triton_poi_fused_0") is None
+    assert parse_compile_id("0/0 #2") == (CompileKey(None, 0, 0, 2), 0)
+    assert parse_compile_id("[0/0_1] #3") == (CompileKey(None, 0, 0, 3), 1)
+    for key in (CompileKey(None, 0, 0, 2), CompileKey(1, 2, 3, 4), CompileKey(None, 5, 1)):
+        assert parse_compile_id(key.label) == (key, 0)
     assert CompileKey(0, 1, 0).text == "!0/1/0"
 
 

@@ -17,7 +17,7 @@ IdPart: TypeAlias = int | float | str | None
 # The types a well-formed header gives every id key: read without further checks.
 PLAIN_TYPES = (int, type(None))
 
-_TEXT = re.compile(r"^\[?(?:!(\d+)(?:/)?)?(?:(\d+)/(\d+))?(?:_(\d+))?\]?$")
+_TEXT = re.compile(r"^\[?(?:!(\d+)(?:/)?)?(?:(\d+)/(\d+))?(?:_(\d+))?\]?(?: #([1-9]\d*))?$")
 
 
 FIRST_EPISODE = 1
@@ -92,15 +92,17 @@ def attempt_text(key: CompileKey, attempt: IdPart) -> str:
 
 
 def parse_compile_id(text: str) -> tuple[CompileKey, int] | None:
-    """Parse ``[0/1]``, ``0/0_1``, ``!0/1/0``, ``!0``; None when it is not one."""
+    """Parse ``[0/1]``, ``0/0_1``, ``!0/1/0``, ``!0``, ``0/0 #2`` (an episode, as shown);
+    None when it is not one."""
     m = _TEXT.match(text.strip())
     if not m or not any(m.group(i) for i in (1, 2)):
         return None
-    ca, fid, fcid, attempt = m.groups()
+    ca, fid, fcid, attempt, episode = m.groups()
     key = CompileKey(
         int(ca) if ca is not None else None,
         int(fid) if fid is not None else None,
         int(fcid) if fcid is not None else None,
+        int(episode) if episode is not None else FIRST_EPISODE,
     )
     return key, int(attempt) if attempt else 0
 
