@@ -63,11 +63,13 @@ class Builder:
             if key in source.started:
                 carried = self._next_episode(source, key)
             source.started.add(key)
-        if source.episode != FIRST_EPISODE:
-            key = key.in_episode(source.episode)
-        comp = source.compiles.get(key)
+        comp = source.current.get(key)
         if comp is None:
-            comp = self._new_compile(source, key)
+            episode = source.episode
+            comp = self._new_compile(
+                source, key if episode == FIRST_EPISODE else key.in_episode(episode)
+            )
+            source.current[key] = comp
         if carried:
             comp.chromium_at[:0] = carried
             comp.chromium += len(carried)
@@ -77,9 +79,10 @@ class Builder:
         """Begin the next episode of `source` at a start of `key`; returns the chromium events
         (offsets) that already belong to the new compile: Dynamo logs a compile's first
         ``B`` events just before its ``dynamo_start``, while its id still named the old one."""
-        old = source.compiles.get(key.in_episode(source.episode))
+        old = source.current.get(key)
         source.episode += 1
         source.started = set()
+        source.current = {}
         self.forget()
         if old is None or not old.chromium_at:
             return []

@@ -624,9 +624,11 @@ class LogSource(ABC):
         self.problems: list[str] = []
         self.handler_errors: list[HandlerError] = []  # records whose handler raised
         self.version = 0  # bumped whenever the index changes
-        # The compile episode records are in now, and the ids that started in it (for
-        # Builder.compile_for: an id that starts again begins the next episode).
+        # The compile episode records are in now, its compiles by the id records name them
+        # with, and the ids that started in it (for Builder.compile_for: an id that starts
+        # again begins the next episode).
         self.episode = FIRST_EPISODE
+        self.current: dict[CompileKey, Compile] = {}
         self.started: set[CompileKey] = set()
 
     @property
