@@ -38,6 +38,7 @@ def count_file(path: Path) -> dict:
         bypass=0,
     )
     compiles, frames, ranks = set(), set(), set()
+    failed, empty = set(), set()  # compiles with a fail_type / graph_op_count 0, null, absent
     m = re.search(r"rank_(\d+)", path.name)
     if m:
         ranks.add(int(m.group(1)))
@@ -87,6 +88,12 @@ def count_file(path: Path) -> dict:
                     started = set()
                 started.add(ident)
             compiles.add((episode, *ident, isinstance(fc, int) and fc > 0))
+            if kind == "compilation_metrics" and isinstance(obj[kind], dict):
+                metrics = obj[kind]
+                if metrics.get("fail_type"):
+                    failed.add((episode, *ident))
+                if metrics.get("graph_op_count") is None or metrics.get("graph_op_count") == 0:
+                    empty.add((episode, *ident))
             if fid is not None:
                 frames.add((episode, repr(ca), repr(fid)))
         meta = obj.get(kind) if kind else None
@@ -103,6 +110,7 @@ def count_file(path: Path) -> dict:
                 if name == f"fx_graph_cache_{r}":
                     c[r] += 1
     c["compiles"] = len(compiles)
+    c["empty_graphs"] = len(empty - failed)
     c["frames"] = len(frames)
     c["recompiles"] = sum(1 for k in compiles if k[-1])
     c["ranks"] = ranks

@@ -11,6 +11,7 @@ from pathlib import Path
 
 import pytest
 from conftest import REPO, shared_run_dirs
+from textref import count_errors
 
 from tcview.trace import Failure, TextLog, TraceSet, load_source
 from tcview.trace.summary import summary_json, summary_text
@@ -232,3 +233,15 @@ def test_tcview_run_of_a_job_that_crashes(tmp_path: Path) -> None:
     assert summary_json(model)["errors"] == 1
     (tmp_path / "A" / "run.json").write_text(json.dumps({"exit_code": 0}))
     assert load_source(str(tmp_path / "A")).run_errors() == []
+
+
+def test_errors_equal_the_independent_counter(fixture_runs: Path, tmp_path: Path) -> None:
+    logs = [log for run in shared_run_dirs() for log in sorted(run.glob("torch_logs*.txt"))]
+    logs += sorted(fixture_runs.glob("*/torch_logs.txt"))
+    chained = tmp_path / "chained.txt"
+    chained.write_text(CHAINED)
+    counted = {}
+    for log in [*logs, chained]:
+        counted[log] = count_errors(log.read_bytes())
+        assert TextLog.load(str(log)).summary_counts()["errors"] == counted[log], log
+    assert sum(counted.values()) == 4  # crash_ranks 3, the chained one 1

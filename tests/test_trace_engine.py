@@ -24,7 +24,7 @@ from tcview.trace.model import Record
 from tcview.trace.tracefile import TraceFile
 
 REF_KEYS = (
-    "files records compiles frames recompiles graph_breaks failures output_codes kernels "
+    "files records compiles frames recompiles empty_graphs graph_breaks failures output_codes kernels "
     "unparsed_lines ranks fx_graph_cache"
 ).split()
 

@@ -65,3 +65,41 @@ def count_text(data: bytes) -> dict[str, int]:
         "recompiles": recompiles,
         "kernels": kernels,
     }
+
+
+OTHER_PREFIX = re.compile(r"^(?:\[(?!rank\d)[A-Za-z_][\w-]*\]:)?(?:\[rank(\d+)\]: ?)?")
+EXCEPTION_LINE = re.compile(r"^[A-Za-z_][\w.]*(?::.*)?$")
+CHAIN = (
+    "During handling of the above exception, another exception occurred:",
+    "The above exception was the direct cause of the following exception:",
+)
+
+
+def count_errors(data: bytes) -> int:
+    """`errors` of a capture as the README defines them (issue 12): tracebacks in the other
+    output, read to their exception line (chained ones are one), less those after which the
+    same rank (no rank: an unranked process) logs a message with a compile id."""
+    open_: dict = {}  # rank -> "stack" | "message" | "chain"
+    pending: dict = {}  # rank -> errors not yet known to be caught
+    for line in data.decode("utf-8", "replace").split("\n"):
+        line = ANSI.sub("", line).rstrip("\r")
+        m = LINE.match(line)
+        if m is not None:
+            rank, cid = m.group(1), m.group(3)
+            open_.pop(rank, None)
+            if cid:
+                pending.pop(rank, None)
+            continue
+        pm = OTHER_PREFIX.match(line)
+        rank, text = pm.group(1), line[pm.end() :]
+        state = open_.get(rank)
+        if text.startswith("Traceback (most recent call last):"):
+            open_[rank] = "chain-stack" if state == "chain" else "stack"
+        elif state in ("stack", "chain-stack"):
+            if text.strip() and not text[0].isspace() and EXCEPTION_LINE.match(text.rstrip()):
+                if state == "stack":
+                    pending[rank] = pending.get(rank, 0) + 1
+                open_[rank] = "message"
+        elif state in ("message", "chain") and text.strip() in CHAIN:
+            open_[rank] = "chain"
+    return sum(pending.values())
