@@ -94,6 +94,8 @@ def cmd_doctor(args: argparse.Namespace) -> int:
 
 
 def build_parser() -> argparse.ArgumentParser:
+    from .trace.summary import FAIL_ON_KINDS
+
     parser = argparse.ArgumentParser(
         prog="tcview", description="A terminal UI for torch.compile traces and logs."
     )
@@ -113,7 +115,7 @@ def build_parser() -> argparse.ArgumentParser:
     p_sum.add_argument(
         "--fail-on",
         metavar="KINDS",
-        help="exit 1 if any of these exist: graph_breaks,recompiles,failures",
+        help=f"exit 1 if any of these exist: {','.join(FAIL_ON_KINDS)}",
     )
     p_sum.add_argument("-q", "--quiet", action="store_true", help="no progress on stderr")
     p_sum.add_argument(

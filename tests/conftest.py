@@ -62,3 +62,16 @@ def shared_run_dirs() -> list[Path]:
         for p in (root / group).iterdir()
         if p.is_dir()
     )
+
+
+RUNS = FIXTURES / "runs"  # real runs too big to keep unpacked: <name>.tar.xz holds <name>/
+
+
+@pytest.fixture(scope="session")
+def fixture_runs(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """tests/fixtures/runs/*.tar.xz unpacked once per session (a run directory each)."""
+    dest = tmp_path_factory.mktemp("runs")
+    for archive in sorted(RUNS.glob("*.tar.xz")):
+        with tarfile.open(archive) as tar:
+            tar.extractall(dest, filter="data")
+    return dest

@@ -16,7 +16,7 @@ from refcount import count
 
 from tcview.trace import TraceSet, parse_compile_id
 from tcview.trace.builder import Builder
-from tcview.trace.compile_id import CompileKey
+from tcview.trace.compile_id import CompileKey, FrameKey
 from tcview.trace.facts import short_guard
 from tcview.trace.index import discover
 from tcview.trace.kernels import split_output_code
@@ -24,7 +24,7 @@ from tcview.trace.model import Record
 from tcview.trace.tracefile import TraceFile
 
 REF_KEYS = (
-    "files records compiles frames recompiles graph_breaks failures output_codes kernels "
+    "files records compiles frames recompiles empty_graphs graph_breaks failures output_codes kernels "
     "unparsed_lines ranks fx_graph_cache"
 ).split()
 
@@ -87,7 +87,7 @@ def test_cpu_sample_facts() -> None:
     reasons = {rc.compile.id_text: [short_guard(r) for r in rc.reasons] for rc in ts.recompiles}
     assert reasons["0/1"] == ["0/0: scale == 2.0"]
     assert any("dtype mismatch" in r for r in reasons["0/2"])
-    frame = ts.files[0].frames[(None, 0)]
+    frame = ts.files[0].frames[FrameKey(None, 0)]
     assert frame.label == "scale_shift (script.py:11)"
     assert [c.id_text for c in frame.compiles] == ["0/0", "0/1", "0/2"]
     assert all(k.kind == "cpp" for k in ts.kernels)
@@ -147,6 +147,10 @@ def test_compile_id_forms() -> None:
     assert parse_compile_id("!0/1/0") == (CompileKey(0, 1, 0), 0)
     assert parse_compile_id("!3") == (CompileKey(3, None, None), 0)
     assert parse_compile_id("triton_poi_fused_0") is None
+    assert parse_compile_id("0/0 #2") == (CompileKey(None, 0, 0, 2), 0)
+    assert parse_compile_id("[0/0_1] #3") == (CompileKey(None, 0, 0, 3), 1)
+    for key in (CompileKey(None, 0, 0, 2), CompileKey(1, 2, 3, 4), CompileKey(None, 5, 1)):
+        assert parse_compile_id(key.label) == (key, 0)
     assert CompileKey(0, 1, 0).text == "!0/1/0"
 
 
@@ -403,7 +407,7 @@ def test_compile_identity_lives_in_one_method() -> None:
             self.episode = 0
             self.made: dict[tuple[int, Key], Compile] = {}
 
-        def compile_for(self, source: LogSource, key: Key) -> Compile:
+        def compile_for(self, source: LogSource, key: Key, start: bool = False) -> Compile:
             comp = self.made.get((self.episode, key))
             if comp is None:
                 comp = self.made[(self.episode, key)] = Compile(source, key)

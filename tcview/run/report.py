@@ -13,7 +13,7 @@ from typing import Any
 from ..safe import safe_text
 from ..trace.index import TraceSet
 from ..trace.source import load_source
-from ..trace.summary import counts_line, summary_json, summary_text
+from ..trace.summary import counts_line, crash_lines, summary_json, summary_text
 from .session import RunSession, RunStatus
 
 
@@ -44,7 +44,12 @@ def load_counts(run_dir: Path) -> tuple[dict[str, int], dict[str, Any], str]:
     counts = ts.counts()
     if not has_trace:
         note = f"no trace was written to {trace_dir} (did the job run torch.compile?)"
-        return counts, summary_json(ts), note
+        try:  # its captured output and run.json may still say it crashed
+            whole = load_source(str(run_dir))
+        except Exception:  # noqa: BLE001 - the note is all there is to say then
+            return counts, summary_json(ts), note
+        crashed = "\n".join(crash_lines(whole))
+        return counts, summary_json(whole), safe_text(f"{crashed}\n\n{note}" if crashed else note)
     try:
         # The trace plus torch_logs.txt; the run's own files (run.json…) are not reported.
         whole = load_source(str(run_dir))

@@ -11,12 +11,13 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Literal, TypeAlias, TypeVar
 
-from .compile_id import CompileKey
+from .compile_id import FIRST_EPISODE, CompileKey
 from .facts import BreakText
 from .model import (
     NOT_KERNEL_METHODS,
     CacheEvent,
     Compile,
+    Error,
     Facts,
     Failure,
     Frame,
@@ -45,15 +46,58 @@ class Builder:
 
     # ------------------------------------------------------------ compiles
 
-    def compile_for(self, source: LogSource, key: CompileKey) -> Compile:
+    def compile_for(self, source: LogSource, key: CompileKey, start: bool = False) -> Compile:
         """The compile `key` names in `source`, made (with its frame) the first time.
 
         Every lookup of a compile by its id goes through here, so that what identifies a
         compile can change in this one place. Whoever changes it must `forget()` the memos.
+
+        `start`: the record starts the compile (a ``dynamo_start`` with attempt 0 or none, a
+        ``Step 1: torchdynamo start tracing`` message without ``_N``). An id that starts a
+        second time in one episode begins the next one (`torch._dynamo.reset()` numbers ids
+        from 0 again): the old episode's ids are retired, and this record and the ones after
+        it name compiles of the new episode.
         """
-        comp = source.compiles.get(key)
-        if comp is not None:
-            return comp
+        carried: list[int] = []
+        if start:
+            if key in source.started:
+                carried = self._next_episode(source, key)
+            source.started.add(key)
+        comp = source.current.get(key)
+        if comp is None:
+            episode = source.episode
+            comp = self._new_compile(
+                source, key if episode == FIRST_EPISODE else key.in_episode(episode)
+            )
+            source.current[key] = comp
+        if carried:
+            comp.chromium_at[:0] = carried
+            comp.chromium += len(carried)
+        return comp
+
+    def _next_episode(self, source: LogSource, key: CompileKey) -> list[int]:
+        """Begin the next episode of `source` at a start of `key`; returns the chromium events
+        (offsets) that already belong to the new compile: Dynamo logs a compile's first
+        ``B`` events just before its ``dynamo_start``, while its id still named the old one."""
+        old = source.current.get(key)
+        source.episode += 1
+        source.started = set()
+        source.current = {}
+        self.forget()
+        if old is None or not old.chromium_at:
+            return []
+        last = source.records[-1].offset if source.records else -1
+        tail = [at for at in old.chromium_at if at > last]
+        for i, at in enumerate(tail):
+            if any(ev.get("ph") == "B" for ev in source.chromium_payloads([at])):
+                moved = tail[i:]
+                del old.chromium_at[len(old.chromium_at) - len(moved) :]
+                old.chromium -= len(moved)
+                old.reset_phases()
+                return moved
+        return []
+
+    def _new_compile(self, source: LogSource, key: CompileKey) -> Compile:
         comp = Compile(source, key, order=len(source.compiles))
         source.compiles[key] = comp
         if key.frame_id is not None:
@@ -125,14 +169,26 @@ class Builder:
         reason: str,
         location: str = "",
         origin: str = "compilation_metrics",
+        comp: Compile | None = None,
     ) -> Failure:
-        comp = rec.compile
+        """A compile that failed: `rec`'s compile, or `comp` when the record names none."""
+        if comp is None:
+            comp = rec.compile
         failure = Failure(comp, fail_type, reason, location, rec, origin)
         source.failure_count += 1
         if comp is not None:
             comp.failures.append(failure)
         self.facts.failures.append(failure)
         return failure
+
+    def error(self, error: Error) -> None:
+        """The run crashed (an uncaught traceback, a non-zero exit code)."""
+        self.facts.errors.append(error)
+
+    def withdraw_error(self, error: Error) -> None:
+        """A traceback reported as an error turned out to be caught (the program went on)."""
+        if error in self.facts.errors:
+            self.facts.errors.remove(error)
 
     def cache_event(self, rec: Record, cache: str, result: str) -> None:
         comp = rec.compile

@@ -92,11 +92,16 @@ def h_metrics(b: Builder, tf: TraceFile, rec: Record) -> None:
         b.failure(tf, rec, str(meta["fail_type"]), str(meta.get("fail_reason") or ""), where)
 
 
+CACHE_RESULTS = ("hit", "miss", "bypass")  # `*_cache_hash` artifacts are keys, not results
+
+
 def h_artifact(b: Builder, tf: TraceFile, rec: Record) -> None:
     name = rec.name or ""
     for prefix in ("fx_graph_cache_", "aotautograd_cache_"):
         if name.startswith(prefix):
-            b.cache_event(rec, prefix[:-7], name[len(prefix) :])
+            result = name[len(prefix) :]
+            if result in CACHE_RESULTS:
+                b.cache_event(rec, prefix[:-7], result)
             return
 
 

@@ -22,7 +22,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal, NamedTuple, TypeAlias
 
-from .compile_id import CompileKey, FrameKey, IdPart, attempt_text
+from .compile_id import FIRST_EPISODE, CompileKey, FrameKey, IdPart, attempt_text, episode_suffix
 from .facts import BreakText
 
 # A header's JSON value (a record's `meta`, a compilation_metrics dict, a stack frame's line).
@@ -162,6 +162,13 @@ def is_torch_internal(filename: str) -> bool:
     return bool(_TORCH_INTERNAL.search(filename))
 
 
+# A compile's status, worst first: tlparse's precedence (a compilation_metrics record with a
+# fail_type; one whose graph_op_count is 0 or missing; a restart); see `Compile.status`.
+STATUSES = ("failed", "empty graph", "graph break", "ok")
+# What a compile is besides its status: a recompile (frame_compile_id > 0), a cache hit.
+MARKS = ("recompile", "cache hit")
+
+
 @dataclass(eq=False)
 class Frame:
     """A Python frame that Dynamo compiled (one code object), within one process."""
@@ -201,14 +208,30 @@ class Frame:
 
     @property
     def id_text(self) -> str:
-        ca, fid = self.key
+        """``0`` or ``!0/1``, without the episode."""
+        ca, fid = self.key.autograd_id, self.key.frame_id
         return (f"!{ca}/" if ca is not None else "") + ("?" if fid is None else str(fid))
 
     @property
+    def id_label(self) -> str:
+        """The id with its episode where it has one: ``0``, ``0 #2``."""
+        return self.id_text + episode_suffix(self.key.episode)
+
+    @property
+    def episode(self) -> int:
+        return self.key.episode
+
+    @property
     def status(self) -> str:
-        order = ("failed", "graph break", "recompile", "cache hit", "ok")
+        """The worst status of its compiles (`STATUSES` order)."""
         seen = {c.status for c in self.compiles}
-        return next((s for s in order if s in seen), "ok")
+        return next((s for s in STATUSES if s in seen), "ok")
+
+    @property
+    def marks(self) -> list[str]:
+        """The marks any of its compiles has, in `MARKS` order."""
+        seen = {m for c in self.compiles for m in c.marks}
+        return [m for m in MARKS if m in seen]
 
 
 @dataclass(eq=False)
@@ -297,6 +320,35 @@ class Failure:
         return "recompile limit" in self.reason.lower() or "recompile_limit" in self.reason
 
 
+_WORDY = re.compile(r"\w")
+
+
+@dataclass(eq=False)
+class Error:
+    """The run crashed: an uncaught Python traceback in a capture, or a non-zero exit code.
+
+    `stack` holds the traceback's frames as ``file:line in function`` (outermost first);
+    `lineno` and `offset` locate the ``Traceback`` line in the capture (0 and -1 for run.json).
+    """
+
+    rank: int | None
+    error_type: str  # the exception's type as printed ("AssertionError"), or "exit code"
+    message: str
+    stack: list[str] = field(default_factory=list)
+    origin: str = "traceback"  # or "run.json"
+    where: str = ""  # the file the error was read from
+    lineno: int = 0
+    offset: int = -1
+    text: str = ""  # the traceback as printed (prefixes removed)
+
+    @property
+    def headline(self) -> str:
+        # The first line that says something (a message may start with a ruler of ====).
+        first = next((ln.strip() for ln in self.message.split("\n") if _WORDY.search(ln)), "")
+        who = "" if self.rank is None else f"rank {self.rank}: "
+        return f"{who}{self.error_type}: {first}" if first else f"{who}{self.error_type}"
+
+
 @dataclass(eq=False)
 class CacheEvent:
     compile: Compile | None
@@ -367,27 +419,82 @@ class Compile:
 
     @property
     def id_text(self) -> str:
+        """The id as torch prints it (``0/1``), without the episode."""
         return self.key.text
 
     @property
+    def id_label(self) -> str:
+        """The id with its episode where it has one: ``0/0``, ``0/0 #2``."""
+        return self.key.label
+
+    @property
+    def episode(self) -> int:
+        """1, or 2, 3, … for compiles after `torch._dynamo.reset()` reused the process's ids."""
+        return self.key.episode
+
+    def compilation_metrics(self) -> list[dict[str, Any]]:
+        """Its `compilation_metrics` values (one per compile; `bwd_compilation_metrics` apart)."""
+        return [
+            r.meta
+            for r in self.metric_records
+            if r.kind == "compilation_metrics" and isinstance(r.meta, dict)
+        ]
+
+    @property
+    def empty_graph(self) -> bool:
+        """A compilation_metrics record says its graph has no ops (0, or the count is missing)."""
+        return any(m.get("graph_op_count") in (None, 0) for m in self.compilation_metrics())
+
+    @property
+    def restart_reasons(self) -> list[str]:
+        """Why Dynamo restarted the analysis (compilation_metrics' restart_reasons, whole)."""
+        out: list[str] = []
+        for m in self.compilation_metrics():
+            reasons = m.get("restart_reasons")
+            if isinstance(reasons, list):
+                out.extend(str(r) for r in reasons)
+            elif reasons:
+                out.append(str(reasons))
+        return out
+
+    @property
     def has_break(self) -> bool:
+        """A restart: non-empty restart_reasons, a graph break logged, or a second attempt."""
         if self.breaks or len(self.attempts) > 1:
             return True
-        return bool(self.metrics and self.metrics.get("restart_reasons"))
+        return any(m.get("restart_reasons") for m in self.compilation_metrics())
 
     @property
     def status(self) -> str:
-        if self.failures or (self.metrics and self.metrics.get("fail_type")):
+        """One of `STATUSES`: failed > empty graph > graph break > ok (see the README)."""
+        if self.failures:
             return "failed"
+        if self.empty_graph:
+            return "empty graph"
         if self.has_break:
             return "graph break"
-        if self.key.is_recompile:
-            return "recompile"
-        if any(c.result == "hit" for c in self.cache) and not any(
-            c.result == "miss" for c in self.cache
-        ):
-            return "cache hit"
         return "ok"
+
+    @property
+    def cache_hit(self) -> bool:
+        """A cache hit and no miss (the compiled graph came from the cache)."""
+        results = {c.result for c in self.cache}
+        return "hit" in results and "miss" not in results
+
+    @property
+    def status_text(self) -> str:
+        """Its status and marks in words: ``ok, recompile, cache hit``."""
+        return ", ".join([self.status, *self.marks])
+
+    @property
+    def marks(self) -> list[str]:
+        """The `MARKS` it has besides its status."""
+        out = []
+        if self.key.is_recompile:
+            out.append("recompile")
+        if self.cache_hit:
+            out.append("cache hit")
+        return out
 
     @property
     def compile_time_s(self) -> float | None:
@@ -399,6 +506,10 @@ class Compile:
             return float(value)
         dur = m.get("duration_us")
         return dur / 1e6 if isinstance(dur, (int, float)) else None
+
+    def reset_phases(self) -> None:
+        """Its chromium events changed: phases() reads them again."""
+        self._phases = None
 
     def phases(self) -> list[tuple[str, float, int]]:
         """(phase, seconds, depth) from this compile's chromium B/E events, in start order."""
@@ -513,6 +624,12 @@ class LogSource(ABC):
         self.problems: list[str] = []
         self.handler_errors: list[HandlerError] = []  # records whose handler raised
         self.version = 0  # bumped whenever the index changes
+        # The compile episode records are in now, its compiles by the id records name them
+        # with, and the ids that started in it (for Builder.compile_for: an id that starts
+        # again begins the next episode).
+        self.episode = FIRST_EPISODE
+        self.current: dict[CompileKey, Compile] = {}
+        self.started: set[CompileKey] = set()
 
     @property
     @abstractmethod
@@ -605,6 +722,7 @@ class Facts:
         self.breaks: list[GraphBreak] = []
         self.recompiles: list[Recompile] = []
         self.failures: list[Failure] = []
+        self.errors: list[Error] = []
         self.cache_events: list[CacheEvent] = []
         self.kernels: list[Kernel] = []
 
@@ -651,7 +769,8 @@ class Model(Facts, ABC):
         return {k: s[k] for k in ("compiles", "graph_breaks", "recompiles", "kernels")}
 
     def compile_counts(self) -> dict[str, int]:
-        """compiles, frames, recompiles and kernels, counted the same way for both formats."""
+        """compiles, frames, recompiles, empty graphs, kernels and errors, counted the same
+        way for both formats."""
         files = self.files
         return {
             "compiles": sum(len(f.compiles) for f in files),
@@ -659,8 +778,16 @@ class Model(Facts, ABC):
                 len({k.frame for k in f.compiles if k.frame_id is not None}) for f in files
             ),
             "recompiles": sum(1 for f in files for k in f.compiles if k.is_recompile),
+            "empty_graphs": sum(
+                1 for f in files for c in f.compiles.values() if c.status == "empty graph"
+            ),
             "kernels": sum(len(f.kernels) for f in files),
+            "errors": len(self.run_errors()),
         }
+
+    def run_errors(self) -> list[Error]:
+        """The run's errors: this model's, and for a run directory its capture's too."""
+        return [*self.errors, *(self.text.errors if self.text is not None else [])]
 
     def grouped_breaks(self) -> list[BreakGroup]:
         return group_breaks(self.breaks)

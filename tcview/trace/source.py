@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import atexit
+import json
 import os
 import re
 import shutil
@@ -11,9 +12,10 @@ import tempfile
 from dataclasses import replace
 from pathlib import Path
 
+from .builder import Builder
 from .index import TraceSet, discover, sniff_trace
 from .load import Hooks, Progress
-from .model import Model
+from .model import Error, Model
 from .textlog import TextLog
 from .tracefile import HEADER
 
@@ -154,6 +156,26 @@ def run_dir_skipped(
     ]
 
 
+RUN_JSON = "run.json"  # what `tcview run` writes beside the trace: the job's exit code
+
+
+def run_json_error(directory: Path) -> Error | None:
+    """The error a run directory's run.json reports: a non-zero exit code (None otherwise)."""
+    path = directory / RUN_JSON
+    try:
+        data = json.loads(path.read_bytes())
+    except (OSError, ValueError, RecursionError):
+        return None
+    if not isinstance(data, dict):
+        return None
+    code = data.get("exit_code")
+    if not isinstance(code, int) or isinstance(code, bool) or code == 0:
+        return None
+    command = data.get("command_line")
+    message = command if isinstance(command, str) else ""
+    return Error(None, f"exit code {code}", message, origin="run.json", where=str(path))
+
+
 def load_source(
     path: str,
     progress: Progress | None = None,
@@ -175,6 +197,7 @@ def load_source(
     if kind in ("stdin", "text"):
         return TextLog.load(path, hooks=hooks, display=display)
     ts = TraceSet.load(path, hooks=hooks, display=display)
+    model: Model = ts
     if kind == "run-dir" and not hooks.stop():
         log = find_text_log(Path(path))
         if log is not None:
@@ -183,8 +206,13 @@ def load_source(
                 ts.add_text(text, run_dir_skipped(Path(path), ts.skipped, log))
             if not ts.files:
                 hooks.publish(text)
-                return text
-    return ts
+                model = text
+    error = run_json_error(Path(path)) if Path(path).is_dir() else None
+    if error is not None:
+        with hooks.lock:
+            Builder(model).error(error)
+            model.version += 1
+    return model
 
 
 __all__ = ["detect", "discover", "find_text_log", "load_source"]

@@ -9,7 +9,7 @@ from typing import Any
 from .facts import short_guard
 from .model import KERNEL_KINDS, Model, short_location
 
-FAIL_ON_KINDS = ("graph_breaks", "recompiles", "failures")
+FAIL_ON_KINDS = ("graph_breaks", "recompiles", "failures", "errors")
 
 
 def parse_fail_on(text: str | None) -> list[str]:
@@ -65,6 +65,21 @@ def fail_on(summary: dict[str, Any], kinds: list[str]) -> list[str]:
     return [k for k in kinds if summary.get(k)]
 
 
+def crash_lines(ts: Model, limit: int = 20) -> list[str]:
+    """ "The run crashed" and its errors (rank, type, message, where), or nothing."""
+    errors = ts.run_errors()
+    if not errors:
+        return []
+    lines = [f"The run crashed: {len(errors)} error(s)"]
+    for error in errors[:limit]:
+        lines.append(f"  {error.headline}")
+        if error.stack:
+            lines.append(f"    at {error.stack[-1]}")
+    if len(errors) > limit:
+        lines.append(f"  … {len(errors) - limit} more")
+    return lines
+
+
 def _fmt_s(value: float | None) -> str:
     if value is None:
         return "   -  "
@@ -73,12 +88,15 @@ def _fmt_s(value: float | None) -> str:
 
 def summary_text(ts: Model, verify: bool = False, width: int = 100) -> str:
     s = summary_json(ts, verify=verify)
-    lines: list[str] = []
+    lines: list[str] = crash_lines(ts)
     add = lines.append
+    if lines:
+        add("")
     add(
         f"files {s['files']} · records {s['records']} · compiles {s['compiles']} · "
         f"frames {s['frames']} · breaks {s['graph_breaks']} · recompiles {s['recompiles']} · "
-        f"failures {s['failures']} · kernels {s['kernels']}"
+        f"empty graphs {s['empty_graphs']} · failures {s['failures']} · errors {s['errors']} · "
+        f"kernels {s['kernels']}"
     )
     cache = s["fx_graph_cache"]
     add(
@@ -101,9 +119,11 @@ def summary_text(ts: Model, verify: bool = False, width: int = 100) -> str:
         add("")
         add("Frames")
         for frame in frames[:200]:
-            ids = ", ".join(f"{c.id_text} {c.status}" for c in frame.compiles[:8])
+            ids = "; ".join(f"{c.id_label} {c.status_text}" for c in frame.compiles[:8])
             more = f" +{len(frame.compiles) - 8}" if len(frame.compiles) > 8 else ""
-            add(f"  [{frame.id_text}] {frame.label}: {len(frame.compiles)} compile(s): {ids}{more}")
+            add(
+                f"  [{frame.id_label}] {frame.label}: {len(frame.compiles)} compile(s): {ids}{more}"
+            )
         if len(frames) > 200:
             add(f"  … {len(frames) - 200} more frames")
     groups = ts.grouped_breaks()
@@ -121,12 +141,12 @@ def summary_text(ts: Model, verify: bool = False, width: int = 100) -> str:
         for rc in recompiles[:200]:
             where = rc.compile.frame.label if rc.compile.frame else "?"
             why = "; ".join(short_guard(r) for r in rc.reasons[:3]) or "(reason not logged)"
-            add(f"  [{rc.compile.id_text}] {where}: {why}")
+            add(f"  [{rc.compile.id_label}] {where}: {why}")
     if ts.failures:
         add("")
         add(f"Failures ({len(ts.failures)})")
         for f in ts.failures[:100]:
-            cid = f.compile.id_text if f.compile else "-"
+            cid = f.compile.id_label if f.compile else "-"
             first = f.reason.strip().split("\n", 1)[0]
             limit = "  [recompile limit: fell back to eager]" if f.is_recompile_limit else ""
             add(f"  [{cid}] {f.fail_type}: {first}{limit}")
@@ -140,7 +160,7 @@ def summary_text(ts: Model, verify: bool = False, width: int = 100) -> str:
         add("Slowest compiles")
         for c in sorted(timed, key=lambda c: -(c.compile_time_s or 0))[:10]:
             where = c.frame.label if c.frame else ""
-            add(f"  {_fmt_s(c.compile_time_s)}  [{c.id_text}] {where}  ({c.status})")
+            add(f"  {_fmt_s(c.compile_time_s)}  [{c.id_label}] {where}  ({c.status_text})")
     hurt = {k: v for k, v in s["damage"].items() if v}
     if hurt:
         add("")

@@ -25,6 +25,7 @@ from .builder import Builder
 from .compile_id import CompileKey, parse_compile_id
 from .load import CHUNK, Hooks, Progress, file_size, read_chunks
 from .model import KERNEL_DEF, Compile, FusionDecision, Lock, LogMeta, Model, Record, Run
+from .texterrors import TracebackReader
 from .textlines import PREFIX, TORCHISH, LogReader, OtherLines, clean_line, text_start
 from .textmessages import (
     CLOSE_HANDLERS,
@@ -32,6 +33,7 @@ from .textmessages import (
     HEADER_HANDLERS,
     KNOWN_TAGS,
     SPLIT_MARKS,
+    START_MARK,
     UNTAGGED_MARKS,
     fusion_decisions,
     untagged_kind,
@@ -65,6 +67,7 @@ class TextLog(Model):
         Model.__init__(self, shown, self.path, lock)
         self.reader = LogReader(self.path)
         self.builder = Builder(self)
+        self.tracebacks = TracebackReader(self.builder, shown)
         self.files = []
         self.other = OtherLines(self.reader)
         self.pos = 0  # bytes consumed
@@ -214,6 +217,7 @@ class TextLog(Model):
 
     def _other(self, line: bytes, lineno: int, offset: int, end: int) -> None:
         self.other.append(lineno, offset, end)
+        self.tracebacks.other_line(line, lineno, offset)
         if not line.strip():
             self.blank_other += 1
         elif self.message_lines == 0 and TORCHISH.search(line):
@@ -274,7 +278,13 @@ class TextLog(Model):
         ts = m.group(3).decode("ascii")
         where = sys.intern(f"{m.group(5).decode('utf-8', 'replace')}:{int(m.group(6))}")
         meta = LogMeta(m.group(2).decode("ascii"), ts, where)
-        comp = self.builder.compile_for(proc, key) if key is not None else None
+        tracebacks = self.tracebacks
+        if tracebacks.reading or tracebacks.pending:
+            tracebacks.message(proc.rank, key is not None)
+        comp = None
+        if key is not None:
+            starts = kind == "step" and attempt == 0 and text.startswith(START_MARK)
+            comp = self.builder.compile_for(proc, key, starts)
         rec = Record(proc, offset, lineno, offset, kind, meta, comp, attempt, None, kind)
         rec.end = end
         if proc.first_ts is None:
@@ -380,8 +390,10 @@ class TextLog(Model):
             "compiles": facts["compiles"],
             "frames": facts["frames"],
             "recompiles": facts["recompiles"],
+            "empty_graphs": facts["empty_graphs"],
             "graph_breaks": len(self.breaks),
             "failures": len(self.failures),
+            "errors": facts["errors"],
             "output_codes": sum(proc.output_codes for proc in self.files),
             "kernels": facts["kernels"],
             "unparsed_lines": len(self.other) - self.blank_other,

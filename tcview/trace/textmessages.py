@@ -23,6 +23,8 @@ BREAK_MARKS = (
 )
 RECOMPILE_MARK = b"Recompiling function"
 OUTPUT_CODE_MARK = b"Output code:"
+# Dynamo's INFO message that a compile starts (again with ``_N`` for each restart).
+START_MARK = b"Step 1: torchdynamo start tracing"
 
 # Kinds of untagged messages, told apart by how their first line starts.
 UNTAGGED_KINDS: tuple[tuple[bytes, str], ...] = (
@@ -133,6 +135,8 @@ def h_step(b: Builder, proc: ProcessLog, rec: Record) -> None:
         return
     m = _STEP.match(proc.open_text.decode("utf-8", "replace"))
     frame = comp.frame
+    if m:
+        proc.started_frames[(m.group(2), m.group(3), int(m.group(4)))] = comp
     if m and frame is not None and frame.co_name is None:
         frame.co_name, frame.co_filename = m.group(2), m.group(3)
         frame.co_firstlineno = int(m.group(4))
@@ -155,7 +159,9 @@ def h_step(b: Builder, proc: ProcessLog, rec: Record) -> None:
 
 def h_recompile_limit(b: Builder, proc: ProcessLog, rec: Record) -> None:
     text = proc.open_text.decode("utf-8", "replace")
-    proc.open_fact = b.failure(proc, rec, "recompile limit", text, "", "torch_logs")
+    proc.open_fact = proc.limit_failure = b.failure(
+        proc, rec, "recompile limit", text, "", "torch_logs"
+    )
 
 
 _LIMIT_FUNCTION = re.compile(r"function: '([^']*)' \((.*)\)")
@@ -178,14 +184,35 @@ _EXC_LINE = re.compile(
 )
 
 
+SOFT_LEVELS = ("I", "V", "D")  # Dynamo logs a soft failure (Unsupported) at INFO
+
+
 def h_wont_convert(b: Builder, proc: ProcessLog, rec: Record) -> None:
-    # At INFO it is a frame Dynamo skips on purpose (generators, a recompile limit already
-    # reported); a warning is a compile that failed and fell back to eager.
-    if log_meta(rec).level in ("I", "V"):
-        return
+    """``WON'T CONVERT fn file line N``: Dynamo gave up on a frame and runs it eagerly.
+
+    A compile failure (the trace has a compilation_metrics fail_type for it) when
+    - it is a warning: an exception escaped the compile and was suppressed; or
+    - it is at INFO (Unsupported, a "soft" failure) and this process started tracing that
+      frame (``Step 1: torchdynamo start tracing fn file:N``): frames Dynamo skips before
+      compiling (generators) are not failures;
+    - and it is not the recompile limit just reported by its ``hit config.recompile_limit``
+      warning (that failure is this one).
+    The failure belongs to the last compile that started tracing the frame, if one did.
+    """
     m = _WONT.match(proc.open_text.decode("utf-8", "replace"))
-    where = f"{m.group(2)}:{m.group(3)}" if m else ""
-    proc.open_fact = b.failure(proc, rec, "WON'T CONVERT", "", where, "torch_logs")
+    if m is None:
+        return
+    name, filename, line = m.group(1), m.group(2), int(m.group(3))
+    where = f"{filename}:{line}"
+    limit = proc.limit_failure
+    if limit is not None and limit.location == where:
+        proc.limit_failure = None
+        return
+    comp = proc.started_frames.get((name, filename, line))
+    if log_meta(rec).level in SOFT_LEVELS and comp is None:
+        return
+    failure = b.failure(proc, rec, "WON'T CONVERT", "", where, "torch_logs", comp)
+    proc.open_fact = failure
 
 
 def c_wont_convert(b: Builder, proc: ProcessLog, rec: Record) -> None:

@@ -22,6 +22,9 @@ class ProcessLog(LogSource):
         self.last_message_ts: str | None = None
         self.output_codes = 0  # `Output code:` messages
         self.step_span: dict[Compile, list[float]] = {}  # Step 1/2/3 times of each compile
+        # (function, file, first line) -> the last compile that started tracing that frame
+        self.started_frames: dict[tuple[str, str, int], Compile] = {}
+        self.limit_failure: Failure | None = None  # a recompile limit its WON'T CONVERT repeats
         # The message being extended, and what its handlers keep until it is complete.
         self.open: Record | None = None
         self.open_prefix = b""  # the prefix its further lines repeat

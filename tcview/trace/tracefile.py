@@ -68,6 +68,8 @@ MD5_HEX = re.compile(rb"[0-9a-f]{32}")
 MAX_LINE = 64 << 20  # longer lines are counted (as unparsed lines) but not kept or parsed
 
 _INVALID = object()
+# A dynamo_start with these attempts starts a compile (restarts log attempt 1, 2, …).
+STARTING_ATTEMPTS = (0, None)
 
 
 def _loads_json(data: bytes) -> Any:
@@ -114,6 +116,9 @@ _CACHE_MAX_KEY = 600  # header JSON longer than this is not cached
 _CACHE_MAX = 4096
 _META_KEEP = 2048  # header JSON longer than this keeps only a slim value in memory
 _SLIM_STR = 400
+# compilation_metrics fields a slim value keeps whole, whatever their length: the facts
+# tcview shows (why a compile restarted or failed).
+KEEP_WHOLE = frozenset({"restart_reasons", "fail_reason", "fail_type"})
 
 
 class TraceFile(LogSource):
@@ -353,7 +358,10 @@ class TraceFile(LogSource):
             md5 = md5_field
         if rank is not None:
             self.ranks.add(rank)
-        comp = self.builder.compile_for(self, key) if key is not None else None
+        comp = None
+        if key is not None:
+            starts = kind == "dynamo_start" and attempt in STARTING_ATTEMPTS
+            comp = self.builder.compile_for(self, key, starts)
         rec = Record(self, offset, -1, hdr_end, kind, meta, comp, attempt, md5, name)
         self.kinds[kind] += 1
         if name is not None and kind == "artifact":
@@ -625,9 +633,11 @@ def slim(meta: dict[str, Any]) -> dict[str, Any]:
     """Keep scalars and short strings of a big header; the full value stays on disk."""
     out: dict[str, Any] = {}
     for k, v in meta.items():
-        if isinstance(v, str):
-            if len(v) <= _SLIM_STR or k in ("fail_reason", "fail_type"):
-                out[k] = v[:20000]
+        if k in KEEP_WHOLE:
+            out[k] = v
+        elif isinstance(v, str):
+            if len(v) <= _SLIM_STR:
+                out[k] = v
         elif v is None or isinstance(v, (int, float, bool)):
             out[k] = v
         elif (
