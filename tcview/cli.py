@@ -35,11 +35,11 @@ def _progress_printer(enabled: bool) -> Progress | None:
     return progress
 
 
-def load_source(path: str, progress: Progress | None = None) -> Model:
+def load_source(path: str, progress: Progress | None = None, cache: bool = True) -> Model:
     """Load whatever `path` is: a trace directory, a trace file, a TORCH_LOGS capture, '-'."""
     from .trace.source import load_source as _load
 
-    return _load(path, progress=progress)
+    return _load(path, progress=progress, cache=cache)
 
 
 def cmd_summary(args: argparse.Namespace) -> int:
@@ -58,7 +58,7 @@ def cmd_summary(args: argparse.Namespace) -> int:
     # `\r` progress only where a terminal shows it: never in CI logs or redirected stderr.
     show = (args.progress or sys.stderr.isatty()) and not args.quiet
     try:
-        ts = load_source(path, progress=_progress_printer(show))
+        ts = load_source(path, progress=_progress_printer(show), cache=not args.no_cache)
     except NotATrace as exc:
         print(f"tcview: {safe_line(path)}: {exc}", file=sys.stderr)
         return 2
@@ -76,8 +76,11 @@ def cmd_summary(args: argparse.Namespace) -> int:
 
 
 def cmd_open(args: argparse.Namespace) -> int:
+    from .trace.cache import NO_CACHE_ENV
     from .ui.launch import open_app
 
+    if args.no_cache:  # the app loads in its own thread: tell it the way the user can
+        os.environ[NO_CACHE_ENV] = "1"
     return open_app(args)
 
 
@@ -93,6 +96,9 @@ def cmd_doctor(args: argparse.Namespace) -> int:
     return doctor(args.python)
 
 
+NO_CACHE_HELP = "index every file again; keep nothing in the index cache (TCVIEW_NO_CACHE=1)"
+
+
 def build_parser() -> argparse.ArgumentParser:
     from .trace.summary import FAIL_ON_KINDS
 
@@ -106,6 +112,7 @@ def build_parser() -> argparse.ArgumentParser:
     p_open.add_argument("--goto", metavar="TARGET", help="compile id (0/1, !0/1/0) or kernel name")
     p_open.add_argument("--follow", action="store_true", help="keep reading as files grow")
     p_open.add_argument("--poll", action="store_true", help="poll instead of inotify (NFS)")
+    p_open.add_argument("--no-cache", action="store_true", help=NO_CACHE_HELP)
     p_open.set_defaults(func=cmd_open)
 
     p_sum = sub.add_parser("summary", help="print what the compiler did")
@@ -117,6 +124,7 @@ def build_parser() -> argparse.ArgumentParser:
         metavar="KINDS",
         help=f"exit 1 if any of these exist: {','.join(FAIL_ON_KINDS)}",
     )
+    p_sum.add_argument("--no-cache", action="store_true", help=NO_CACHE_HELP)
     p_sum.add_argument("-q", "--quiet", action="store_true", help="no progress on stderr")
     p_sum.add_argument(
         "--progress",

@@ -2,9 +2,12 @@
 
 from __future__ import annotations
 
+import atexit
 import os
+import shutil
 import sys
 import tarfile
+import tempfile
 from pathlib import Path
 
 import pytest
@@ -19,6 +22,11 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 # inside a 120x40 or 160x45 pane. Terminal tests must get their size from the terminal.
 for _name in ("COLUMNS", "LINES"):
     os.environ.pop(_name, None)
+# Tests keep their index cache to themselves (one per process, removed at exit): never the
+# user's ~/.cache/tcview. Tests of the cache point TCVIEW_CACHE_DIR at their own tmp_path.
+_TEST_CACHE = tempfile.mkdtemp(prefix="tcview-test-cache-")
+os.environ["TCVIEW_CACHE_DIR"] = _TEST_CACHE
+atexit.register(shutil.rmtree, _TEST_CACHE, True)
 
 
 def _cache_dir() -> Path:

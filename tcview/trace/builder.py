@@ -8,6 +8,7 @@ with the builder, the source and the record.
 
 from __future__ import annotations
 
+from array import array
 from collections.abc import Callable
 from typing import Literal, TypeAlias, TypeVar
 
@@ -58,7 +59,7 @@ class Builder:
         from 0 again): the old episode's ids are retired, and this record and the ones after
         it name compiles of the new episode.
         """
-        carried: list[int] = []
+        carried: array[int] = array("q")
         if start:
             if key in source.started:
                 carried = self._next_episode(source, key)
@@ -75,7 +76,7 @@ class Builder:
             comp.chromium += len(carried)
         return comp
 
-    def _next_episode(self, source: LogSource, key: CompileKey) -> list[int]:
+    def _next_episode(self, source: LogSource, key: CompileKey) -> array[int]:
         """Begin the next episode of `source` at a start of `key`; returns the chromium events
         (offsets) that already belong to the new compile: Dynamo logs a compile's first
         ``B`` events just before its ``dynamo_start``, while its id still named the old one."""
@@ -85,9 +86,9 @@ class Builder:
         source.current = {}
         self.forget()
         if old is None or not old.chromium_at:
-            return []
+            return array("q")
         last = source.records[-1].offset if source.records else -1
-        tail = [at for at in old.chromium_at if at > last]
+        tail = array("q", [at for at in old.chromium_at if at > last])
         for i, at in enumerate(tail):
             if any(ev.get("ph") == "B" for ev in source.chromium_payloads([at])):
                 moved = tail[i:]
@@ -95,7 +96,7 @@ class Builder:
                 old.chromium -= len(moved)
                 old.reset_phases()
                 return moved
-        return []
+        return array("q")
 
     def _new_compile(self, source: LogSource, key: CompileKey) -> Compile:
         comp = Compile(source, key, order=len(source.compiles))
@@ -196,6 +197,17 @@ class Builder:
         if comp is not None:
             comp.cache.append(event)
         self.facts.cache_events.append(event)
+
+    def adopt(self, facts: Facts) -> None:
+        """Take the facts a file made elsewhere (restored from a snapshot), in their order."""
+        own = self.facts
+        own.compiles.extend(facts.compiles)
+        own.breaks.extend(facts.breaks)
+        own.recompiles.extend(facts.recompiles)
+        own.failures.extend(facts.failures)
+        own.errors.extend(facts.errors)
+        own.cache_events.extend(facts.cache_events)
+        own.kernels.extend(facts.kernels)
 
     # ------------------------------------------------------------ handlers
 

@@ -4,12 +4,18 @@ from __future__ import annotations
 
 import os
 from collections import Counter
+from collections.abc import Iterator
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from . import signatures, snapshot
 from .builder import Builder
-from .load import Hooks, Progress, file_size, read_chunks
-from .model import Lock, LogSource, Model, Run
+from .cache import Entry, IndexCache, stamp
+from .load import Hooks, Progress
+from .model import Facts, JsonValue, Lock, LogSource, Model, Run
+from .parallel import PARALLEL_MIN_BYTES, Done, Job, Workers, job_count
+from .snapshot import FACT_LISTS
 from .textlog import TextLog
 from .tracefile import HEADER, TraceFile
 
@@ -84,6 +90,21 @@ def discover(path: Path) -> tuple[list[Path], list[tuple[Path, str]]]:
     return found, skipped
 
 
+@dataclass
+class LoadStats:
+    """How the last load went (for tests and benchmarks): where each file's index came from."""
+
+    workers: int = 0  # worker processes started
+    start_method: str = ""  # how they were started (fork, forkserver, spawn)
+    from_workers: int = 0  # files restored from a worker's snapshot
+    from_cache: int = 0  # files restored from the cache as they were
+    indexed_here: int = 0  # files indexed in the loading thread (resumed ones included)
+    resumed: int = 0  # files fed on from a cache entry of their beginning
+    snapshot_errors: int = 0  # snapshots that did not restore (the file was indexed again)
+    worker_errors: list[str] = field(default_factory=list)  # jobs a worker could not do
+    cache_written: int = 0  # entries the loading thread wrote (workers write their own)
+
+
 class TraceSet(Model):
     """All trace files of one input, with the facts derived from them."""
 
@@ -101,17 +122,22 @@ class TraceSet(Model):
         self.files = []
         self.other = ()
         self.builder = Builder(self)  # every file reports its facts to this model
+        self.load_stats = LoadStats()
 
     # ------------------------------------------------------------ building
 
-    def add_file(self, path: Path) -> TraceFile:
+    def new_file(self, path: Path) -> TraceFile:
+        """A trace file of this set (its facts go to this model), not yet in `files`."""
         display = str(path)
         if self.root is not None and self.root.is_dir():
             try:
                 display = str(path.relative_to(self.root))
             except ValueError:
                 pass
-        tf = TraceFile(path, display, self.builder)
+        return TraceFile(path, display, self.builder)
+
+    def add_file(self, path: Path) -> TraceFile:
+        tf = self.new_file(path)
         self.files.append(tf)
         return tf
 
@@ -133,33 +159,162 @@ class TraceSet(Model):
         progress: Progress | None = None,
         hooks: Hooks | None = None,
         display: str | None = None,
+        cache: bool = True,
     ) -> TraceSet:
-        """Index every trace file under `path` (shown as `display`, by default the path)."""
+        """Index every trace file under `path` (shown as `display`, by default the path).
+
+        `cache`: use the index cache (cache.py) unless $TCVIEW_NO_CACHE turns it off.
+        """
         hooks = hooks or Hooks(progress)
         root = Path(path)
         ts = cls(root, display)
         found, ts.skipped = discover(root)
         hooks.publish(ts)
-        total = sum(file_size(p) for p in found)
-        done = 0
-        for p in found:
-            if hooks.stop():
-                break
-            with hooks.lock:
-                tf = ts.add_file(p)
-            done = ts.read_file(tf, hooks, done, total)
+        ts.load_files(found, hooks, IndexCache.default(root) if cache else None)
         return ts
 
-    def read_file(self, tf: TraceFile, hooks: Hooks, done: int = 0, total: int = 0) -> int:
+    def load_files(self, found: list[Path], hooks: Hooks, store: IndexCache | None) -> None:
+        """Index `found` into this set, in order: from the cache where it has the file, in
+        worker processes when there is enough left to index, else here."""
+        stamps = [stamp(p) for p in found]
+        total = sum(s.size for s in stamps if s is not None)
+        entries = [
+            store.lookup(p, s) if store is not None and s is not None else None
+            for p, s in zip(found, stamps, strict=True)
+        ]
+        work = [i for i, e in enumerate(entries) if e is None or e.grown]
+        left = sum(
+            (s.size if s is not None else 0) - (e.pos if e is not None else 0)
+            for s, e in ((stamps[i], entries[i]) for i in work)
+        )
+        stats = self.load_stats = LoadStats()
+        workers = None
+        jobs = job_count()
+        if jobs > 1 and len(work) > 1 and left >= PARALLEL_MIN_BYTES:
+            try:
+                workers = Workers(min(jobs, len(work)))
+            except (OSError, ValueError, RuntimeError):
+                workers = None  # no processes to be had: index here
+        results: Iterator[Done | None] | None = None
+        if workers is not None:
+            stats.workers, stats.start_method = workers.count, workers.method
+            root, cap = (str(store.root), store.max_bytes) if store is not None else (None, 0)
+            results = workers.map([Job(str(found[i]), root, cap) for i in work])
+        done = 0
         try:
-            done = read_chunks(tf.path, lambda c: tf.feed(c, settle=False), hooks, done, total)
-        except OSError as exc:
-            with hooks.lock:
-                tf.problems.append(f"read error: {exc.strerror or exc}")
+            for p, st, entry in zip(found, stamps, entries, strict=True):
+                if hooks.stop():
+                    break
+                size = st.size if st is not None else 0
+                body: bytes | None = None
+                sigs: dict[str, JsonValue] | None = None
+                if entry is not None and not entry.grown:
+                    body, sigs = entry.body, entry.signatures
+                elif results is not None:
+                    result = next(results)
+                    if result is not None and result.body is not None:
+                        body, sigs = result.body, result.signatures
+                        entry = None  # the worker resumed it
+                        stats.resumed += result.how == "resumed"
+                    else:
+                        stats.worker_errors.append(
+                            f"{p}: {result.error if result is not None else 'worker died'}"
+                        )
+                if body is not None and self._restore(p, body, sigs, size, hooks):
+                    if results is not None and entry is None:
+                        stats.from_workers += 1
+                    else:
+                        stats.from_cache += 1
+                    done += size
+                    if hooks.progress is not None:
+                        hooks.progress(done, total)
+                    continue
+                resume = entry if entry is not None and entry.grown else None
+                stats.indexed_here += 1
+                done = self.read_file(self.new_file(p), hooks, done, total, store, resume)
+        finally:
+            if workers is not None:
+                workers.close()
+        if store is not None and store.written:
+            store.evict()
+
+    def _restore(
+        self,
+        path: Path,
+        body: bytes,
+        sigs: dict[str, JsonValue] | None,
+        size: int,
+        hooks: Hooks,
+    ) -> bool:
+        """Add a file from its snapshot; False when the snapshot does not restore."""
+        tf = self.new_file(path)
+        try:
+            facts = snapshot.restore(tf, body, size)
+        except snapshot.Invalid:
+            self.load_stats.snapshot_errors += 1
+            return False
+        with hooks.lock:
+            self.files.append(tf)
+            self.builder.adopt(facts)
+            tf.finish()
+            self.version += 1
+        tf.signatures = signatures.complete(tf, sigs)
+        return True
+
+    def read_file(
+        self,
+        tf: TraceFile,
+        hooks: Hooks,
+        done: int = 0,
+        total: int = 0,
+        store: IndexCache | None = None,
+        resume: Entry | None = None,
+    ) -> int:
+        """Index a file here (from a cache entry of its beginning when `resume`), add it, and
+        keep its snapshot in `store`."""
+        before = stamp(tf.path)
+        start = 0
+        resumed: Facts | None = None
+        if resume is not None and before is not None:
+            try:
+                resumed = snapshot.restore(tf, resume.body, before.size)
+                start = resume.pos
+                self.load_stats.resumed += 1
+            except snapshot.Invalid:
+                self.load_stats.snapshot_errors += 1
+                tf = self.new_file(tf.path)
+        marks = self._fact_marks()
+        with hooks.lock:
+            self.files.append(tf)
+            if resumed is not None:
+                self.builder.adopt(resumed)
+        done = tf.feed_from(hooks, start, done, total)
+        body = None
+        pos, pending = tf.pos, tf.pending_bytes
+        if store is not None and before is not None and pos == before.size:
+            try:
+                body = snapshot.encode(tf, self._facts_since(marks))
+            except snapshot.CodecError:
+                body = None
         with hooks.lock:
             tf.finish()
             self.version += 1
+        tf.signatures = signatures.compute(tf)
+        if body is not None and store is not None and before is not None:
+            if store.store(tf.path, before, pos, body, tf.signatures, pos - pending):
+                self.load_stats.cache_written += 1
         return done
+
+    def _fact_marks(self) -> list[int]:
+        return [len(getattr(self, name)) for name in FACT_LISTS]
+
+    def _facts_since(self, marks: list[int]) -> Facts:
+        """The facts added to this model since `marks` (a file's, when files are indexed one
+        after the other)."""
+        facts = Facts()
+        for name, mark in zip(FACT_LISTS, marks, strict=True):
+            setattr(facts, name, getattr(self, name)[mark:])
+        return facts
 
     # ------------------------------------------------------------ views
 

@@ -31,10 +31,18 @@ class Hooks:
 
 
 def read_chunks(
-    path: Path, feed: Callable[[bytes], None], hooks: Hooks, done: int = 0, total: int = 0
+    path: Path,
+    feed: Callable[[bytes], None],
+    hooks: Hooks,
+    done: int = 0,
+    total: int = 0,
+    start: int = 0,
 ) -> int:
-    """Feed a file to an index in chunks, each under the hooks' lock; returns bytes done."""
+    """Feed a file (from offset `start`) to an index in chunks, each under the hooks' lock;
+    returns bytes done."""
     with open(path, "rb") as fh:
+        if start:
+            fh.seek(start)
         while not hooks.stop():
             chunk = fh.read(CHUNK)
             if not chunk:

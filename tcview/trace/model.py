@@ -15,6 +15,7 @@ import hashlib
 import re
 import threading
 from abc import ABC, abstractmethod
+from array import array
 from collections import Counter
 from collections.abc import Sequence
 from contextlib import AbstractContextManager
@@ -412,7 +413,7 @@ class Compile:
     cache: list[CacheEvent] = field(default_factory=list)
     kernels: list[Kernel] = field(default_factory=list)
     chromium: int = 0  # chromium_event records (timing), read from disk on demand
-    chromium_at: list[int] = field(default_factory=list)  # their header offsets
+    chromium_at: array[int] = field(default_factory=lambda: array("q"))  # their header offsets
     minor: int = 0  # describe_* records (inputs' fake-tensor metadata), read on demand
     order: int = 0
     _phases: list[tuple[str, float, int]] | None = field(default=None, init=False, repr=False)

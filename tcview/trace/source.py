@@ -181,10 +181,12 @@ def load_source(
     progress: Progress | None = None,
     hooks: Hooks | None = None,
     display: str | None = None,
+    cache: bool = True,
 ) -> Model:
     """A TraceSet for traces (with `.text` for a run directory's log), or a TextLog.
 
     With `hooks`, the model is published at once and grows under their lock (the UI).
+    `cache`: keep and use trace files' indexes in the index cache (unless $TCVIEW_NO_CACHE).
     """
     hooks = hooks or Hooks(progress)
     kind = detect(path)
@@ -193,10 +195,11 @@ def load_source(
     if kind == "other":
         raise NotATrace(describe_other(Path(path)))
     if kind == "stream":
-        return load_source(str(spool(path)), hooks=hooks, display=display or path)
+        # A spooled copy is a new file each time: nothing to find in the cache again.
+        return load_source(str(spool(path)), hooks=hooks, display=display or path, cache=False)
     if kind in ("stdin", "text"):
         return TextLog.load(path, hooks=hooks, display=display)
-    ts = TraceSet.load(path, hooks=hooks, display=display)
+    ts = TraceSet.load(path, hooks=hooks, display=display, cache=cache)
     model: Model = ts
     if kind == "run-dir" and not hooks.stop():
         log = find_text_log(Path(path))

@@ -27,6 +27,7 @@ from typing import Any, Literal, NamedTuple, overload
 from .builder import Builder
 from .compile_id import PLAIN_TYPES, CompileKey, IdPart, id_part, key_from_header
 from .handlers import CLOSE_HANDLERS, HEADER_HANDLERS, KNOWN_KINDS
+from .load import Hooks, read_chunks
 from .model import KERNEL_DEF, Compile, JsonValue, LogSource, Record, payload_from_region
 
 CONTEXT_KEYS = frozenset(
@@ -82,20 +83,33 @@ def _loads_json(data: bytes) -> Any:
         return _INVALID
 
 
+# What `fast_loads` returns when only the stdlib parser can read the bytes.
+SLOW = object()
+
 try:  # optional speed-up (tcview[fast]); the result is the same as json's
     import orjson
 
-    def loads(data: bytes) -> Any:
+    def fast_loads(data: bytes) -> Any:
+        """orjson's value, or SLOW where json must read it (NaN, invalid UTF-8, lone
+        surrogates, numbers too big for a double, deep nesting that json refuses)."""
         try:
             value = orjson.loads(data)
         except (orjson.JSONDecodeError, RecursionError):
-            return _loads_json(data)  # json accepts a little more (NaN, invalid UTF-8)
+            return SLOW
         if len(data) > 900 and data.count(b"[") + data.count(b"{") > 450:
-            return _loads_json(data)  # json refuses deep nesting that orjson takes
+            return SLOW
         return value
 
 except ImportError:  # pragma: no cover - depends on the environment
-    loads = _loads_json
+
+    def fast_loads(data: bytes) -> Any:
+        return SLOW
+
+
+def loads(data: bytes) -> Any:
+    """A JSON value, or _INVALID."""
+    value = fast_loads(data)
+    return _loads_json(data) if value is SLOW else value
 
 
 # Inputs' fake-tensor metadata and shape-env chatter: many records, shown only on demand.
@@ -159,6 +173,8 @@ class TraceFile(LogSource):
         self._last_ts_b: bytes | None = None
         self.md5_mismatches = 0
         self.bad_md5: set[int] = set()  # header offsets whose payload md5 failed (--verify)
+        self.slow_json = 0  # headers only the stdlib JSON parser could read
+        self.signatures: dict[str, JsonValue] = {}  # of the finished file (signatures.py)
         m = RANK_IN_NAME.search(self.path.name)
         self.name_rank = int(m.group(1)) if m else None
         if self.name_rank is not None:
@@ -199,6 +215,18 @@ class TraceFile(LogSource):
             self._settle_open()
         self.version += 1
 
+    def feed_from(self, hooks: Hooks, start: int = 0, done: int = 0, total: int = 0) -> int:
+        """Feed the file from `start` to its end, in chunks under the hooks' lock (not
+        finished); a read error is a problem of the file. Returns bytes done (progress)."""
+        try:
+            return read_chunks(
+                self.path, lambda c: self.feed(c, settle=False), hooks, done, total, start
+            )
+        except OSError as exc:
+            with hooks.lock:
+                self.problems.append(f"read error: {exc.strerror or exc}")
+            return done
+
     def _overlong(self) -> None:
         """A line past MAX_LINE: counted (as unparsed unless a payload line), not kept."""
         first = (self._pending[1:2] or (self._more[0][:1] if self._more else b"")) or b"\t"
@@ -223,6 +251,9 @@ class TraceFile(LogSource):
         self._close_open()
         self.finished = True
         self.version += 1
+        # Caches of the indexing only: a finished file of a big directory need not keep them.
+        self._cache.clear()
+        self._chromium.clear()
 
     @property
     def pending_bytes(self) -> int:
@@ -329,7 +360,11 @@ class TraceFile(LogSource):
                 key = js[:j] + js[k:]
         info = self._cache.get(key)
         if info is None:
-            header = loads(key)
+            header = fast_loads(key)
+            if header is SLOW:
+                # json's values may hold what orjson cannot write back (NaN, big ints).
+                self.slow_json += 1
+                header = _loads_json(key)
             if header is _INVALID:
                 self._unparsed(buf, base, s, e)
                 return

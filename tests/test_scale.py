@@ -1,0 +1,672 @@
+"""Issue 13 items 4 and 5: parallel indexing equals the serial index; the index cache.
+
+Every comparison is a deep one (model_equal.differences: every attribute of every record,
+compile, frame, kernel and fact, and the identities between them) plus `summary --json` byte
+for byte. Nothing here depends on timing.
+"""
+
+from __future__ import annotations
+
+import errno
+import json
+import multiprocessing
+import os
+import shutil
+import struct
+from pathlib import Path
+from typing import Any
+
+import pytest
+from conftest import SAMPLES
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+from model_equal import differences
+from rankdir import build as build_rank_dir
+from rankdir import templates
+
+from tcview.trace import cache as cache_mod
+from tcview.trace import parallel, signatures, snapshot
+from tcview.trace.index import TraceSet
+from tcview.trace.load import Hooks
+from tcview.trace.model import Facts
+from tcview.trace.source import load_source
+from tcview.trace.summary import summary_json
+from tcview.trace.tracefile import TraceFile
+
+SHARED_RANK_INPUTS = (
+    "h200-torch2.11/ddp2",
+    "cpu-torch2.13/i_ranks_env",
+    "cpu-torch2.13/i_ranks_gloo",
+    "tlparse-corpus/collectives_parity",
+    "tlparse-corpus/graph_exec_order_tests",
+    "tlparse-corpus/multi_rank_messy_input",
+    "tlparse-corpus/multi_rank_runtime",
+    "tlparse-corpus/multi_rank_schedule",
+)
+
+
+def _summary(model: Any) -> str:
+    return json.dumps(summary_json(model), indent=2)
+
+
+def _load(path: Path, jobs: int, cache: bool) -> TraceSet:
+    os.environ[parallel.JOBS_ENV] = str(jobs)
+    try:
+        model = load_source(str(path), cache=cache)
+    finally:
+        del os.environ[parallel.JOBS_ENV]
+    assert isinstance(model, TraceSet)
+    return model
+
+
+# A file fed in other pieces (resumed from an entry) counts other feeds in its `version`.
+FED_OTHERWISE = ("version",)
+
+
+def _same(a: TraceSet, b: TraceSet, ignore: tuple[str, ...] = ()) -> None:
+    assert differences(a, b, ignore) == []
+    assert _summary(a) == _summary(b)
+
+
+@pytest.fixture
+def tiny_threshold(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Workers for any input with two files or more (the real threshold is tens of MB)."""
+    monkeypatch.setattr(parallel, "PARALLEL_MIN_BYTES", 0)
+    monkeypatch.setattr("tcview.trace.index.PARALLEL_MIN_BYTES", 0)
+
+
+@pytest.fixture
+def own_cache(tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """A cache of the test's own, outside the directories its traces are in."""
+    root = tmp_path_factory.mktemp("cache")
+    monkeypatch.setenv(cache_mod.DIR_ENV, str(root))
+    monkeypatch.delenv(cache_mod.NO_CACHE_ENV, raising=False)
+    return root
+
+
+@pytest.fixture(scope="module")
+def many_ranks(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """24 rank files built from the repo's samples (renumbered ranks), a run directory's
+    text log beside them."""
+    out = tmp_path_factory.mktemp("ranks") / "trace"
+    build_rank_dir(out, 24, 200_000, templates(None, SAMPLES), seed=3)
+    return out
+
+
+def _entries(root: Path) -> list[Path]:
+    return sorted((root / "index").glob("*.idx"))
+
+
+# ---------------------------------------------------------------------- parallel == serial
+
+
+@pytest.mark.parametrize("method", ["fork", "forkserver"])
+def test_parallel_index_equals_serial_on_many_ranks(
+    many_ranks: Path, tiny_threshold: None, method: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(parallel, "start_method", lambda: method)
+    serial = _load(many_ranks, 1, cache=False)
+    par = _load(many_ranks, 2, cache=False)
+    assert serial.load_stats.workers == 0
+    assert par.load_stats.workers == 2 and par.load_stats.start_method == method
+    assert par.load_stats.from_workers == len(par.files) == 24
+    assert par.load_stats.worker_errors == [] and par.load_stats.snapshot_errors == 0
+    assert len({f.rank for f in par.files}) == 24
+    _same(serial, par)
+
+
+@pytest.mark.parametrize("name", SHARED_RANK_INPUTS)
+def test_parallel_index_equals_serial_on_shared_ranks(
+    shared_traces: Path, name: str, tiny_threshold: None, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    path = shared_traces / name  # run directories load their text log too
+    serial = _load(path, 1, cache=False)
+    par = _load(path, 3, cache=False)
+    if len(par.files) > 1:
+        assert par.load_stats.from_workers == len(par.files)
+    _same(serial, par)
+
+
+def test_small_inputs_stay_in_one_process(many_ranks: Path, tmp_path: Path) -> None:
+    for p in sorted(many_ranks.iterdir())[:4]:
+        shutil.copy(p, tmp_path / p.name)
+    assert sum(p.stat().st_size for p in tmp_path.iterdir()) < parallel.PARALLEL_MIN_BYTES
+    ts = _load(tmp_path, 2, cache=False)
+    assert ts.load_stats.workers == 0 and ts.load_stats.indexed_here == len(ts.files) == 4
+
+
+def test_snapshot_round_trip_of_every_shared_trace(shared_traces: Path) -> None:
+    """Every trace of the archive (damaged ones included) survives encode/restore whole."""
+    paths = sorted(p for p in shared_traces.rglob("*.log") if p.stat().st_size)
+    assert len(paths) > 40
+    for path in paths:
+        direct = TraceFile(path)
+        direct.feed_from(Hooks())
+        body = snapshot.encode(direct, direct.builder.facts)
+        restored = TraceFile(path)
+        restored.builder.adopt(snapshot.restore(restored, body, path.stat().st_size))
+        direct.finish()
+        restored.finish()
+        assert differences(direct, restored) == [], path
+        assert differences(direct.builder.facts, restored.builder.facts) == [], path
+
+
+def test_workers_that_die_leave_their_files_to_the_parent(
+    many_ranks: Path, tiny_threshold: None, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    serial = _load(many_ranks, 1, cache=False)
+    real = parallel.run_job
+
+    def dies_on_rank_5(job: parallel.Job) -> parallel.Done:
+        if "_rank_5_" in job.path:
+            os._exit(3)  # the worker is killed mid-job
+        return real(job)
+
+    monkeypatch.setattr(parallel, "run_job", dies_on_rank_5)  # forked workers inherit it
+    monkeypatch.setattr(parallel, "start_method", lambda: "fork")
+    par = _load(many_ranks, 2, cache=False)
+    stats = par.load_stats
+    assert any("worker died" in e for e in stats.worker_errors)
+    assert stats.indexed_here >= 1 and stats.from_workers + stats.indexed_here == 24
+    _same(serial, par)
+    assert multiprocessing.active_children() == []
+
+
+def test_a_stopped_load_ends_its_workers(
+    many_ranks: Path, tiny_threshold: None, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv(parallel.JOBS_ENV, "2")
+    seen: list[int] = []
+    ts = TraceSet(many_ranks)
+    from tcview.trace.index import discover
+
+    found, _ = discover(many_ranks)
+    hooks = Hooks(progress=lambda done, total: seen.append(len(ts.files)))
+    hooks.stop = lambda: len(ts.files) >= 5
+    ts.load_files(found, hooks, None)
+    assert len(ts.files) == 5
+    assert seen[:5] == [1, 2, 3, 4, 5]  # the files appear one by one, in order
+    assert multiprocessing.active_children() == []
+
+
+def test_the_model_is_published_before_any_file_is_indexed(
+    many_ranks: Path, tiny_threshold: None, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv(parallel.JOBS_ENV, "2")
+    published: list[int] = []
+    hooks = Hooks(publish=lambda model: published.append(len(model.files)))
+    ts = TraceSet.load(many_ranks, hooks=hooks, cache=False)
+    assert published == [0] and len(ts.files) == 24 and ts.load_stats.workers == 2
+
+
+# ---------------------------------------------------------------------- nothing dropped
+
+
+def test_a_new_trace_file_attribute_is_not_dropped_in_silence(
+    many_ranks: Path, tiny_threshold: None, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    original = TraceFile.__init__
+
+    def with_more(self: TraceFile, *args: Any, **kwargs: Any) -> None:
+        original(self, *args, **kwargs)
+        self.collectives = [1, 2, 3]  # type: ignore[attr-defined]
+
+    monkeypatch.setattr(TraceFile, "__init__", with_more)
+    tf = TraceFile(next(many_ranks.iterdir()))
+    with pytest.raises(snapshot.CodecError, match="collectives"):
+        snapshot.encode(tf, tf.builder.facts)
+    monkeypatch.setattr(parallel, "start_method", lambda: "fork")
+    par = _load(many_ranks, 2, cache=False)  # every worker fails: the parent indexes
+    assert par.load_stats.from_workers == 0 and par.load_stats.indexed_here == 24
+    assert all("CodecError" in e for e in par.load_stats.worker_errors)
+
+
+def test_a_new_fact_list_or_field_type_is_not_dropped_in_silence(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    original = Facts.__init__
+
+    def with_more(self: Facts) -> None:
+        original(self)
+        self.collectives = []  # type: ignore[attr-defined]
+
+    tf = TraceFile(next((SAMPLES / "gpu_tinyblock" / "trace").iterdir()))
+    monkeypatch.setattr(Facts, "__init__", with_more)
+    with pytest.raises(snapshot.CodecError, match="collectives"):
+        snapshot.encode(tf, tf.builder.facts)
+    monkeypatch.setattr(Facts, "__init__", original)
+    with pytest.raises(snapshot.CodecError, match="cannot write a field"):
+        snapshot.field_codec(set[int])
+
+
+def test_every_model_field_is_written() -> None:
+    """The codecs cover each dataclass field of the model, and Record's slots."""
+    import dataclasses
+
+    from tcview.trace.model import Record
+
+    for cls in snapshot.TABLES:
+        c = snapshot.codec(cls)
+        skipped = snapshot.SKIPPED_FIELDS.get(cls, frozenset())
+        expected = [
+            f.name for f in dataclasses.fields(cls) if f.name not in skipped and f.name != "file"
+        ]
+        assert c.names == expected, cls
+    assert Record.__slots__ == snapshot.RECORD_SLOTS
+
+
+# ---------------------------------------------------------------------- the cache
+
+
+def test_reopen_from_the_cache_equals_the_first_open(many_ranks: Path, own_cache: Path) -> None:
+    first = _load(many_ranks, 1, cache=True)
+    assert first.load_stats.cache_written == 24 and len(_entries(own_cache)) == 24
+    again = _load(many_ranks, 1, cache=True)
+    assert again.load_stats.from_cache == 24 and again.load_stats.indexed_here == 0
+    _same(first, again)
+    _same(_load(many_ranks, 1, cache=False), again)
+
+
+def test_workers_write_the_cache_and_the_reopen_is_the_same(
+    many_ranks: Path, own_cache: Path, tiny_threshold: None
+) -> None:
+    first = _load(many_ranks, 2, cache=True)
+    assert first.load_stats.from_workers == 24 and len(_entries(own_cache)) == 24
+    again = _load(many_ranks, 2, cache=True)
+    assert again.load_stats.from_cache == 24 and again.load_stats.workers == 0
+    _same(first, again)
+
+
+def test_the_cache_never_lives_in_the_trace_directory(
+    many_ranks: Path, monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    trace = tmp_path / "trace"
+    shutil.copytree(many_ranks, trace)
+    monkeypatch.setenv(cache_mod.DIR_ENV, str(trace / ".cache"))
+    monkeypatch.delenv(cache_mod.NO_CACHE_ENV, raising=False)
+    _load(trace, 1, cache=True)
+    assert not (trace / ".cache").exists()
+    assert sorted(os.listdir(trace)) == sorted(os.listdir(many_ranks))
+
+
+def test_no_cache_flag_and_environment(
+    many_ranks: Path, own_cache: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    _load(many_ranks, 1, cache=False)
+    assert not (own_cache / "index").exists()
+    monkeypatch.setenv(cache_mod.NO_CACHE_ENV, "1")
+    _load(many_ranks, 1, cache=True)
+    assert not (own_cache / "index").exists()
+    from tcview.cli import main
+
+    monkeypatch.delenv(cache_mod.NO_CACHE_ENV)
+    assert main(["summary", "--json", "-q", "--no-cache", str(many_ranks)]) == 0
+    assert not (own_cache / "index").exists()
+    assert main(["summary", "--json", "-q", str(many_ranks)]) == 0
+    assert len(_entries(own_cache)) == 24
+
+
+CUT_SOURCE = SAMPLES / "cpu_breaks_recompiles" / "trace"
+
+
+@settings(
+    max_examples=12, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+)
+@given(st.floats(0.0, 1.0))
+def test_a_grown_file_resumes_from_its_entry(
+    tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.MonkeyPatch, share: float
+) -> None:
+    """Cut anywhere (mid-line, mid-payload), indexed and cached, then grown to the whole
+    file: the load resumes from the entry, and equals an index of the whole file."""
+    tmp = tmp_path_factory.mktemp("grow")
+    monkeypatch.setenv(cache_mod.DIR_ENV, str(tmp_path_factory.mktemp("cache")))
+    monkeypatch.delenv(cache_mod.NO_CACHE_ENV, raising=False)
+    data = next(CUT_SOURCE.iterdir()).read_bytes()
+    path = tmp / "dedicated_log_torch_trace_rank_0_x.log"
+    cut = max(1, int(len(data) * share))
+    path.write_bytes(data[:cut])
+    assert _load(path, 1, cache=True).load_stats.cache_written == 1
+    with open(path, "ab") as fh:
+        fh.write(data[cut:])
+    grown = _load(path, 1, cache=True)
+    if cut < len(data):
+        assert grown.load_stats.resumed == 1
+    _same(_load(path, 1, cache=False), grown, FED_OTHERWISE)
+    again = _load(path, 1, cache=True)  # the grown file was cached whole
+    assert again.load_stats.from_cache == 1
+    _same(grown, again)
+
+
+def test_a_grown_file_resumes_in_a_worker(
+    many_ranks: Path, tmp_path: Path, own_cache: Path, tiny_threshold: None
+) -> None:
+    trace = tmp_path / "trace"
+    trace.mkdir()
+    for p in sorted(many_ranks.iterdir())[:6]:
+        data = p.read_bytes()
+        (trace / p.name).write_bytes(data[: len(data) // 3])
+    _load(trace, 2, cache=True)
+    for p in sorted(many_ranks.iterdir())[:6]:
+        data = p.read_bytes()
+        with open(trace / p.name, "ab") as fh:
+            fh.write(data[len(data) // 3 :])
+    grown = _load(trace, 2, cache=True)
+    assert grown.load_stats.from_workers == 6 and grown.load_stats.resumed == 6
+    _same(_load(trace, 1, cache=False), grown, FED_OTHERWISE)
+    assert _load(trace, 1, cache=True).load_stats.from_cache == 6
+
+
+def test_a_changed_beginning_is_not_resumed(tmp_path: Path, own_cache: Path) -> None:
+    data = next(CUT_SOURCE.iterdir()).read_bytes()
+    path = tmp_path / "dedicated_log_torch_trace_a.log"
+    path.write_bytes(data[: len(data) // 2])
+    _load(path, 1, cache=True)
+    # Rewritten: a different first record, and longer than before.
+    path.write_bytes(data[:100].replace(b"V", b"W", 1) + data[100:])
+    again = _load(path, 1, cache=True)
+    assert again.load_stats.resumed == 0 and again.load_stats.from_cache == 0
+    _same(_load(path, 1, cache=False), again)
+
+
+def test_a_stale_entry_is_a_miss(tmp_path: Path, own_cache: Path) -> None:
+    data = next(CUT_SOURCE.iterdir()).read_bytes()
+    path = tmp_path / "dedicated_log_torch_trace_a.log"
+    path.write_bytes(data)
+    _load(path, 1, cache=True)
+    path.write_bytes(data[: len(data) // 2])  # shrunk
+    shrunk = _load(path, 1, cache=True)
+    assert shrunk.load_stats.from_cache == 0 and shrunk.load_stats.resumed == 0
+    _same(_load(path, 1, cache=False), shrunk)
+    os.utime(path, ns=(1, 1))  # same size, another mtime
+    other = _load(path, 1, cache=True)
+    assert other.load_stats.from_cache == 0
+
+
+def test_a_file_that_changes_while_it_is_read_is_not_cached(
+    tmp_path: Path, own_cache: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    data = next(CUT_SOURCE.iterdir()).read_bytes()
+    path = tmp_path / "dedicated_log_torch_trace_a.log"
+    path.write_bytes(data)
+    monkeypatch.setattr("tcview.trace.load.CHUNK", 64 << 10)
+
+    appended: list[int] = []
+
+    def append(done: int, total: int) -> None:
+        if not appended:  # the file grows once, while it is being read
+            appended.append(done)
+            with open(path, "ab") as fh:
+                fh.write(b'V1121 05:00:00.000000 1 x.py:1] {"str": ["x", 9]}\n')
+
+    ts = TraceSet(path)
+    ts.load_files([path], Hooks(progress=append), cache_mod.IndexCache(own_cache))
+    assert ts.load_stats.cache_written == 0 and _entries(own_cache) == []
+
+
+def test_code_changes_make_entries_misses(
+    many_ranks: Path, own_cache: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    _load(many_ranks, 1, cache=True)
+    monkeypatch.setattr(cache_mod, "_fingerprint", "another version of the indexer")
+    again = _load(many_ranks, 1, cache=True)
+    assert again.load_stats.from_cache == 0 and again.load_stats.cache_written == 24
+
+
+def _one_entry(tmp_path: Path, own_cache: Path) -> tuple[Path, Path, TraceSet]:
+    path = tmp_path / "dedicated_log_torch_trace_rank_0_a.log"
+    shutil.copy(next(CUT_SOURCE.iterdir()), path)
+    first = _load(path, 1, cache=True)
+    (entry,) = _entries(own_cache)
+    return path, entry, first
+
+
+def test_corrupt_and_foreign_entries_are_rebuilt(tmp_path: Path, own_cache: Path) -> None:
+    path, entry, first = _one_entry(tmp_path, own_cache)
+    good = entry.read_bytes()
+    other = tmp_path / "dedicated_log_torch_trace_rank_1_b.log"
+    shutil.copy(path, other)
+    foreign = cache_mod.IndexCache(own_cache).entry_path(other)
+    shutil.copy(entry, foreign)  # another file's entry under this file's name
+    assert _load(other, 1, cache=True).load_stats.from_cache == 0
+    middle = len(good) // 2
+    broken = {
+        "empty": b"",
+        "truncated": good[:middle],
+        "garbage": os.urandom(len(good)),
+        "a flipped byte": good[:middle] + bytes([good[middle] ^ 1]) + good[middle + 1 :],
+        "another magic": b"X" + good[1:],
+        "a huge header length": good[:13] + struct.pack("<I", 1 << 31) + good[17:],
+        "a header that is a list": good[:13] + struct.pack("<I", 2) + b"[]",
+    }
+    for why, data in broken.items():
+        entry.write_bytes(data)
+        again = _load(path, 1, cache=True)
+        assert again.load_stats.from_cache == 0, why
+        _same(first, again)
+    entry.unlink()
+    entry.symlink_to(foreign)
+    assert _load(path, 1, cache=True).load_stats.from_cache == 0  # links are not followed
+
+
+def _reseal(entry: Path, edit: Any) -> None:
+    """Rewrite an entry's snapshot with `edit(doc)` and a payload hash that matches: only the
+    snapshot's own checks can refuse it."""
+    data = entry.read_bytes()
+    header, payload = cache_mod._split(data)
+    assert header is not None
+    body_len, sigs_len = header["payload"]
+    body = payload[:body_len]
+    flags, (text, blob, raw) = snapshot._sections(body)
+    doc = json.loads(bytes(text))
+    edit(doc)
+    text2 = json.dumps(doc).encode()
+    parts = [text2, bytes(blob), bytes(raw)]
+    body2 = snapshot._HEAD.pack(snapshot.MAGIC, snapshot.FORMAT, flags, 3) + b"".join(
+        snapshot._LENGTH.pack(len(p)) for p in parts
+    )
+    body2 += b"".join(parts)
+    payload2 = body2 + payload[body_len:]
+    import hashlib
+
+    header["payload"] = [len(body2), sigs_len]
+    header["sha256"] = hashlib.sha256(payload2).hexdigest()
+    head = json.dumps(header).encode()
+    entry.write_bytes(cache_mod.MAGIC + struct.pack("<I", len(head)) + head + payload2)
+
+
+def test_crafted_entries_are_refused_by_their_content(tmp_path: Path, own_cache: Path) -> None:
+    """An entry whose hash matches but whose snapshot lies (offsets past the end, references
+    out of range, wrong types) is refused and the file indexed again."""
+    path, entry, first = _one_entry(tmp_path, own_cache)
+    good = entry.read_bytes()
+    size = path.stat().st_size
+
+    def set_file(key: str, value: Any) -> Any:
+        return lambda doc: doc["file"].__setitem__(key, value)
+
+    edits = {
+        "indexed past the end": set_file("pos", size + 10),
+        "a bad type": set_file("failure_count", "many"),
+        "a frame out of range": lambda doc: doc["compiles"][0].__setitem__(1, 10**6),
+        "a compile key of the wrong shape": lambda doc: doc["compiles"][0].__setitem__(0, [1]),
+        "a negative kernel position": lambda doc: (
+            doc["kernels"][0].__setitem__(3, -1)
+            if doc["kernels"]
+            else doc["file"].__setitem__("episode", 0)
+        ),
+        "strings that are not strings": lambda doc: doc["records"].__setitem__("strings", [1]),
+        "a value reference out of range": lambda doc: doc["frames"][0].__setitem__(5, [99999]),
+        "a finished file": set_file("finished", True),
+        "an unknown key missing": lambda doc: doc.pop("values"),
+    }
+    for why, edit in edits.items():
+        entry.write_bytes(good)
+        _reseal(entry, edit)
+        again = _load(path, 1, cache=True)
+        assert again.load_stats.from_cache == 0 and again.load_stats.snapshot_errors == 1, why
+        _same(first, again)
+
+
+@settings(
+    max_examples=40, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+)
+@given(st.lists(st.tuples(st.integers(0, 1 << 30), st.integers(0, 255)), min_size=1, max_size=8))
+def test_any_damage_to_an_entry_is_never_trusted(
+    tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.MonkeyPatch, edits: list
+) -> None:
+    tmp = tmp_path_factory.mktemp("fuzz")
+    root = tmp_path_factory.mktemp("cache")
+    monkeypatch.setenv(cache_mod.DIR_ENV, str(root))
+    monkeypatch.delenv(cache_mod.NO_CACHE_ENV, raising=False)
+    path, entry, first = _one_entry(tmp, root)
+    data = bytearray(entry.read_bytes())
+    for at, byte in edits:
+        data[at % len(data)] = byte
+    entry.write_bytes(bytes(data))
+    _same(first, _load(path, 1, cache=True))
+
+
+@pytest.mark.skipif(os.geteuid() == 0, reason="root writes into read-only directories")
+def test_a_read_only_cache_directory(tmp_path: Path, own_cache: Path, many_ranks: Path) -> None:
+    (own_cache / "index").mkdir(parents=True)
+    os.chmod(own_cache / "index", 0o500)
+    try:
+        ts = _load(many_ranks, 1, cache=True)
+        assert ts.load_stats.cache_written == 0
+        _same(_load(many_ranks, 1, cache=False), ts)
+    finally:
+        os.chmod(own_cache / "index", 0o700)
+
+
+@pytest.mark.parametrize("code", [errno.ENOSPC, errno.EROFS, errno.EACCES, errno.EDQUOT])
+def test_a_cache_directory_that_cannot_be_written(
+    tmp_path: Path, own_cache: Path, many_ranks: Path, monkeypatch: pytest.MonkeyPatch, code: int
+) -> None:
+    """A full disk (ENOSPC when the entry is written), a read-only file system: the load goes
+    on, nothing is left half-written."""
+    real_fdopen = os.fdopen
+
+    class Full:
+        def __init__(self, fd: int, mode: str) -> None:
+            self.fh = real_fdopen(fd, mode)
+
+        def write(self, data: bytes) -> int:
+            raise OSError(code, os.strerror(code))
+
+        def __enter__(self) -> Full:
+            return self
+
+        def __exit__(self, *exc: object) -> None:
+            self.fh.close()
+
+    monkeypatch.setattr(cache_mod.os, "fdopen", Full)
+    ts = _load(many_ranks, 1, cache=True)
+    assert ts.load_stats.cache_written == 0
+    assert list((own_cache / "index").iterdir()) == []  # no temporary file left behind
+    _same(_load(many_ranks, 1, cache=False), ts)
+
+
+def test_a_directory_where_no_file_can_be_made(
+    own_cache: Path, many_ranks: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """What a read-only directory does to root too (chmod does not stop root)."""
+
+    def refused(*args: Any, **kwargs: Any) -> Any:
+        raise PermissionError(errno.EACCES, "Permission denied")
+
+    monkeypatch.setattr(cache_mod.tempfile, "mkstemp", refused)
+    ts = _load(many_ranks, 1, cache=True)
+    assert ts.load_stats.cache_written == 0
+    assert list((own_cache / "index").iterdir()) == []  # no temporary file left behind
+    _same(_load(many_ranks, 1, cache=False), ts)
+
+
+def test_an_unusable_cache_path(
+    many_ranks: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    blocker = tmp_path / "not-a-dir"
+    blocker.write_text("x")
+    monkeypatch.setenv(cache_mod.DIR_ENV, str(blocker))
+    monkeypatch.delenv(cache_mod.NO_CACHE_ENV, raising=False)
+    ts = _load(many_ranks, 1, cache=True)
+    assert ts.load_stats.cache_written == 0 and len(ts.files) == 24
+
+
+def test_the_size_cap_evicts_the_least_recently_used(
+    many_ranks: Path, own_cache: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    _load(many_ranks, 1, cache=True)
+    entries = _entries(own_cache)
+    sizes = {p: p.stat().st_size for p in entries}
+    for i, p in enumerate(entries):  # a known order of use
+        os.utime(p, (1000 + i, 1000 + i))
+    cap = sum(sizes.values()) // 2
+    monkeypatch.setenv(cache_mod.MAX_ENV, str(cap / (1 << 20)))
+    store = cache_mod.IndexCache(own_cache)
+    assert store.evict() > 0
+    kept = _entries(own_cache)
+    assert sum(sizes[p] for p in kept) <= cap
+    assert kept == entries[len(entries) - len(kept) :]  # the oldest went first
+    # A load keeps the cap too: what it writes makes room by evicting.
+    again = _load(many_ranks, 1, cache=True)
+    assert sum(p.stat().st_size for p in _entries(own_cache)) <= cap
+    assert again.load_stats.from_cache == len(kept)
+
+
+def test_signatures_are_made_where_the_file_is_indexed_and_cached(
+    many_ranks: Path, own_cache: Path, tiny_threshold: None, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    calls: list[int] = []
+
+    def compile_ids(tf: TraceFile) -> list[str]:
+        calls.append(os.getpid())
+        return [c.id_label for c in tf.compiles.values()]
+
+    monkeypatch.setitem(signatures.SIGNATURES, "compile_ids", compile_ids)
+    monkeypatch.setattr(parallel, "start_method", lambda: "fork")
+    serial = _load(many_ranks, 1, cache=False)
+    expected = [f.signatures for f in serial.files]
+    assert all(s["compile_ids"] for s in expected)
+    calls.clear()
+    par = _load(many_ranks, 2, cache=True)
+    assert [f.signatures for f in par.files] == expected
+    assert os.getpid() not in calls  # made in the workers
+    calls.clear()
+    again = _load(many_ranks, 1, cache=True)
+    assert again.load_stats.from_cache == 24 and calls == []  # read from the cache
+    assert [f.signatures for f in again.files] == expected
+
+
+def test_without_orjson_snapshots_are_the_same(
+    many_ranks: Path, own_cache: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    first = _load(many_ranks, 1, cache=True)
+    monkeypatch.setattr(snapshot, "HAVE_ORJSON", False)
+    again = _load(many_ranks, 1, cache=True)  # orjson's entries read with json
+    assert again.load_stats.from_cache == 24
+    _same(first, again)
+    shutil.rmtree(own_cache)
+    _load(many_ranks, 1, cache=True)  # written with json
+    monkeypatch.setattr(snapshot, "HAVE_ORJSON", True)
+    third = _load(many_ranks, 1, cache=True)
+    assert third.load_stats.from_cache == 24
+    _same(first, third)
+
+
+def test_values_only_json_reads_round_trip(tmp_path: Path, own_cache: Path) -> None:
+    """NaN, huge numbers and lone surrogates (headers orjson refuses) come back exactly."""
+    prefix = b"V1121 05:00:00.000000 1 x.py:1] "
+    lines = [
+        b'{"dynamo_start": {"stack": [], "x": NaN}, "frame_id": 0, "frame_compile_id": 0}',
+        b'{"compilation_metrics": {"co_name": "\\ud800", "n": 123456789012345678901234567890,'
+        b' "graph_op_count": 1e999}, "frame_id": 0, "frame_compile_id": 0}',
+    ]
+    path = tmp_path / "dedicated_log_torch_trace_x.log"
+    path.write_bytes(b"".join(prefix + ln + b"\n" for ln in lines))
+    first = _load(path, 1, cache=True)
+    assert first.files[0].slow_json == 2
+    again = _load(path, 1, cache=True)
+    assert again.load_stats.from_cache == 1
+    _same(first, again)
+    metrics = again.files[0].records[1].meta
+    assert metrics["co_name"] == "\ud800" and metrics["n"] == 123456789012345678901234567890
