@@ -22,10 +22,11 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 # inside a 120x40 or 160x45 pane. Terminal tests must get their size from the terminal.
 for _name in ("COLUMNS", "LINES"):
     os.environ.pop(_name, None)
-# Tests keep their index cache to themselves (one per process, removed at exit): never the
-# user's ~/.cache/tcview. Tests of the cache point TCVIEW_CACHE_DIR at their own tmp_path.
+# No index cache in tests (they change handlers and files under the same paths), and never the
+# user's ~/.cache/tcview: tests of the cache turn it on with a directory of their own.
 _TEST_CACHE = tempfile.mkdtemp(prefix="tcview-test-cache-")
 os.environ["TCVIEW_CACHE_DIR"] = _TEST_CACHE
+os.environ["TCVIEW_NO_CACHE"] = "1"
 atexit.register(shutil.rmtree, _TEST_CACHE, True)
 
 

@@ -100,7 +100,7 @@ def _entries(root: Path) -> list[Path]:
 # ---------------------------------------------------------------------- parallel == serial
 
 
-@pytest.mark.parametrize("method", ["fork", "forkserver"])
+@pytest.mark.parametrize("method", ["fork", "spawn"])
 def test_parallel_index_equals_serial_on_many_ranks(
     many_ranks: Path, tiny_threshold: None, method: str, monkeypatch: pytest.MonkeyPatch
 ) -> None:

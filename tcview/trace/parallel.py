@@ -7,23 +7,27 @@ rest is fed to the restored index) and stores what it made. The parent restores 
 into its model, in the files' order, so the result is the serial index's.
 
 The workers are forked when the process has one thread (the CLI: cheap, nothing to import
-again; no other thread can hold a lock the child would inherit locked), and made by the
-forkserver otherwise (the UI indexes in a thread while the app runs others).
+again, and no other thread can hold a lock that the child would inherit locked). Otherwise (the
+UI indexes in a thread while the app runs others) each is a new interpreter that imports this
+module and serves jobs on a pipe (see `_Worker`). Workers get no terminal: the app's screen
+stays the app's.
 """
 
 from __future__ import annotations
 
 import multiprocessing
 import multiprocessing.connection
+import multiprocessing.process
 import os
 import signal
+import subprocess
 import sys
 import threading
 from collections import deque
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from multiprocessing.connection import Connection
-from multiprocessing.context import ForkContext, ForkServerContext, SpawnContext
+from multiprocessing.context import ForkContext
 from pathlib import Path
 from typing import Any
 
@@ -103,6 +107,11 @@ def run_job(job: Job) -> Done:
 def _serve(conn: Connection) -> None:
     """A worker's loop: a job in, its result out, until told to stop."""
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C is the parent's to handle
+    # The terminal may be the app's screen: a worker writes nothing there (errors are sent).
+    devnull = os.open(os.devnull, os.O_RDWR)
+    for fd in (0, 1, 2):
+        os.dup2(devnull, fd)
+    os.close(devnull)
     while True:
         try:
             job = conn.recv()
@@ -114,21 +123,73 @@ def _serve(conn: Connection) -> None:
 
 
 def start_method() -> str:
-    """fork when this process has one thread, else forkserver, else spawn (see above)."""
-    methods = multiprocessing.get_all_start_methods()
-    if "fork" in methods and sys.platform == "linux" and threading.active_count() == 1:
+    """fork when this process has one thread (see above), else spawn."""
+    if (
+        "fork" in multiprocessing.get_all_start_methods()
+        and sys.platform == "linux"
+        and threading.active_count() == 1
+    ):
         return "fork"
-    return "forkserver" if "forkserver" in methods else "spawn"
+    return "spawn"
 
 
-def _context(method: str) -> ForkContext | ForkServerContext | SpawnContext:
-    if method == "fork":
-        return ForkContext()
-    if method == "forkserver":
-        ctx = ForkServerContext()
-        ctx.set_forkserver_preload([__name__])  # imported once, in the server
-        return ctx
-    return SpawnContext()
+def serve_fd(fd: int) -> None:
+    """A spawned worker's main: serve jobs on the connection at `fd`."""
+    _serve(Connection(fd))
+
+
+class _Worker:
+    """One worker process and the connection to it."""
+
+    def __init__(self, method: str) -> None:
+        parent, child = multiprocessing.Pipe()
+        self.conn = parent
+        self.proc: multiprocessing.process.BaseProcess | None = None
+        self.popen: subprocess.Popen[bytes] | None = None
+        if method == "fork":
+            self.proc = ForkContext().Process(
+                target=_serve, args=(child,), daemon=True, name="tcview-index"
+            )
+            self.proc.start()
+        else:
+            # A new interpreter that imports this module only: not multiprocessing's spawn,
+            # which imports the parent's __main__ again (a script without a main guard would
+            # run twice) and hands its helpers sys.stderr (an app's has no file descriptor).
+            fd = child.fileno()
+            code = f"from {__name__} import serve_fd; serve_fd({fd})"
+            root = str(Path(__file__).resolve().parents[2])  # where this tcview is imported from
+            env = dict(os.environ)
+            env["PYTHONPATH"] = os.pathsep.join(p for p in (root, env.get("PYTHONPATH")) if p)
+            self.popen = subprocess.Popen(
+                [sys.executable, "-c", code],
+                pass_fds=(fd,),
+                stdin=subprocess.DEVNULL,
+                stdout=subprocess.DEVNULL,
+                stderr=subprocess.DEVNULL,
+                env=env,
+                start_new_session=True,  # Ctrl-C in the terminal is the parent's
+            )
+        child.close()
+
+    @property
+    def waitable(self) -> list[Any]:
+        """What `wait` watches: the connection, and the process of a fork (whose siblings
+        hold its pipe too, so that its end may never read as closed)."""
+        return [self.conn] if self.proc is None else [self.conn, self.proc.sentinel]
+
+    def kill(self) -> None:
+        try:
+            self.conn.close()
+        except OSError:
+            pass
+        if self.proc is not None:
+            if self.proc.is_alive():
+                self.proc.kill()
+            self.proc.join(timeout=5)
+        if self.popen is not None:
+            if self.popen.poll() is None:
+                self.popen.kill()
+            self.popen.wait(timeout=5)
 
 
 class Workers:
@@ -136,22 +197,19 @@ class Workers:
 
     def __init__(self, count: int, method: str | None = None) -> None:
         self.method = method or start_method()
-        ctx = _context(self.method)
         self.count = count
-        self._procs: list[Any] = []
-        self._conns: list[Connection] = []
-        for _ in range(count):
-            parent, child = ctx.Pipe()
-            proc = ctx.Process(target=_serve, args=(child,), daemon=True, name="tcview-index")
-            proc.start()
-            child.close()
-            self._procs.append(proc)
-            self._conns.append(parent)
+        self._workers: list[_Worker] = []
+        try:
+            for _ in range(count):
+                self._workers.append(_Worker(self.method))
+        except BaseException:
+            self.close()
+            raise
 
     def map(self, jobs: list[Job]) -> Iterator[Done | None]:
         """Each job's result, in order; None for a job whose worker died."""
         todo = deque(enumerate(jobs))
-        idle = list(range(len(self._conns)))
+        idle = list(range(len(self._workers)))
         busy: dict[int, int] = {}  # worker -> job
         results: dict[int, Done | None] = {}
         nxt = 0
@@ -160,9 +218,9 @@ class Workers:
                 w = idle.pop()
                 i, job = todo.popleft()
                 try:
-                    self._conns[w].send(job)
+                    self._workers[w].conn.send(job)
                 except OSError:
-                    results[i] = None  # the worker is gone; so is its place in `idle`
+                    results[i] = None  # the worker is gone: not idle again
                     continue
                 busy[w] = i
             if nxt in results:
@@ -170,44 +228,31 @@ class Workers:
                 nxt += 1
                 continue
             if not busy:  # every worker is gone
-                for i, _job in todo:
-                    results[i] = None
+                results.update((i, None) for i, _job in todo)
                 todo.clear()
-                if nxt not in results:
-                    results[nxt] = None
+                results.setdefault(nxt, None)
                 continue
-            waiting = {self._conns[w]: w for w in busy}
-            sentinels = {self._procs[w].sentinel: w for w in busy}
-            ready = multiprocessing.connection.wait([*waiting, *sentinels])
-            for obj in ready:
-                found = waiting.get(obj) if isinstance(obj, Connection) else sentinels.get(obj)
-                if found is None or found not in busy:
-                    continue
-                w = found
+            owner = {id(obj): w for w in busy for obj in self._workers[w].waitable}
+            ready = multiprocessing.connection.wait(
+                [obj for w in busy for obj in self._workers[w].waitable]
+            )
+            for w in {owner[id(obj)] for obj in ready}:
+                conn = self._workers[w].conn
                 try:
-                    if self._conns[w].poll():
-                        done = self._conns[w].recv()
+                    if conn.poll():
+                        done = conn.recv()
                         results[busy.pop(w)] = done if isinstance(done, Done) else None
                         idle.append(w)
                         continue
                 except (EOFError, OSError):
                     pass
-                if not self._procs[w].is_alive() or isinstance(obj, Connection):
-                    results[busy.pop(w)] = None  # died: not given more jobs
+                results[busy.pop(w)] = None  # it died (or hung up): no more jobs for it
 
     def close(self) -> None:
-        """Stop the workers: at once (a job still running is killed)."""
-        for conn in self._conns:
-            try:
-                conn.close()
-            except OSError:
-                pass
-        for proc in self._procs:
-            if proc.is_alive():
-                proc.kill()
-        for proc in self._procs:
-            proc.join(timeout=5)
-        self._procs, self._conns = [], []
+        """Stop the workers at once (a job still running is killed)."""
+        for worker in self._workers:
+            worker.kill()
+        self._workers = []
 
     def __enter__(self) -> Workers:
         return self
