@@ -670,3 +670,66 @@ def test_values_only_json_reads_round_trip(tmp_path: Path, own_cache: Path) -> N
     _same(first, again)
     metrics = again.files[0].records[1].meta
     assert metrics["co_name"] == "\ud800" and metrics["n"] == 123456789012345678901234567890
+
+
+# ---------------------------------------------------------------------- the header fast path
+
+
+def _slow_derive(key: bytes, size: int) -> Any:
+    from tcview.trace.tracefile import SLOW, derive, fast_loads
+
+    value = fast_loads(key)
+    return None if value is SLOW else derive(value, size)
+
+
+def _check_fast(tf: TraceFile, key: bytes, size: int) -> None:
+    fast = tf._derive_fast(key, size)
+    if fast is not None:
+        assert fast == _slow_derive(key, size), key
+
+
+def test_fast_headers_derive_what_parsing_derives(shared_traces: Path) -> None:
+    """Every header of the archive: the record key and context keys read apart give what the
+    whole header parsed gives."""
+    from tcview.trace.tracefile import HAS_PAYLOAD, HEADER
+
+    tf = TraceFile(Path("x.log"))
+    fast = 0
+    for path in sorted(shared_traces.rglob("*.log")):
+        for line in path.read_bytes().split(b"\n"):
+            m = HEADER.match(line)
+            if m is None:
+                continue
+            js = line[m.end() :]
+            i = js.rfind(HAS_PAYLOAD)
+            key = js[: i + len(HAS_PAYLOAD)] + js[i + len(HAS_PAYLOAD) + 32 :] if i >= 0 else js
+            _check_fast(tf, key, len(js))
+            fast += tf._derive_fast(key, len(js)) is not None
+    assert fast > 10_000
+
+
+_CTX_KEYS = ["frame_id", "frame_compile_id", "attempt", "compiled_autograd_id", "rank", "stack"]
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    st.sampled_from(["artifact", "str", "dynamo_start", "frame_id", "", "describe_tensor"]),
+    st.recursive(
+        st.none() | st.booleans() | st.integers(-5, 10) | st.text(max_size=5),
+        lambda inner: (
+            st.lists(inner, max_size=3)
+            | st.dictionaries(st.sampled_from(["name", "x", "frame_id"]), inner, max_size=3)
+        ),
+        max_leaves=8,
+    ),
+    st.lists(st.tuples(st.sampled_from(_CTX_KEYS), st.integers(-2, 12)), max_size=5),
+    st.booleans(),
+    st.integers(0, 3000),
+)
+def test_fast_headers_on_any_shape(kind: str, meta: Any, ctx: list, md5: bool, size: int) -> None:
+    text = "{" + json.dumps(kind) + ": " + json.dumps(meta)
+    text += "".join(f", {json.dumps(k)}: {v}" for k, v in ctx)
+    text += ', "has_payload": ""}' if md5 else "}"
+    tf = TraceFile(Path("x.log"))
+    _check_fast(tf, text.encode(), max(size, len(text)))
+    _check_fast(tf, text.encode(), max(size, len(text)))  # from the caches

@@ -86,6 +86,8 @@ NOT_SAVED = frozenset(
         "name_rank",  # from the path
         "builder",  # the model's, given
         "_cache",  # parsed headers (a cache)
+        "_parts",  # parsed record keys and values of headers (a cache)
+        "_contexts",  # parsed context keys of headers (a cache)
         "_chromium",  # the builder's memo of chromium headers (a cache)
         "_fd",  # an open file
         "signatures",  # of the finished file, carried beside the snapshot (signatures.py)
@@ -200,7 +202,7 @@ class _Out:
         self.index: dict[str, dict[int, int]] = {
             name: {id(obj): i for i, obj in enumerate(objs)} for name, objs in tables.items()
         }
-        self.record_at = {id(r): i for i, r in enumerate(records)}
+        self.index["records"] = {id(r): i for i, r in enumerate(records)}
 
     def column(self, values: Iterable[int]) -> list[int]:
         """Append int64 values; returns [start, length] of them."""
@@ -233,29 +235,17 @@ class _Out:
         except KeyError:
             raise CodecError(f"a reference to a {type(obj).__name__} outside {table}") from None
 
-    def record(self, rec: Any) -> int:
-        try:
-            return self.record_at[id(rec)]
-        except KeyError:
-            raise CodecError("a reference to a record that is not the file's") from None
-
 
 class _In:
     """What decoding reads references from."""
 
     def __init__(
-        self,
-        source: TraceFile,
-        ints: array[int],
-        values: list[Any],
-        tables: dict[str, list[Any]],
-        records: list[Record],
+        self, source: TraceFile, ints: array[int], values: list[Any], tables: dict[str, list[Any]]
     ) -> None:
         self.source = source
         self.ints = ints
         self.values = values
-        self.tables = tables
-        self.records = records
+        self.tables = tables  # by name, "records" too
 
     def column(self, ref: Any, length: int | None = None) -> array[int]:
         if not (type(ref) is list and len(ref) == 2 and _all_ints(ref)):
@@ -271,17 +261,6 @@ class _In:
         if type(at) is not int or not 0 <= at < len(self.values):
             raise Invalid("bad value reference")
         return self.values[at]
-
-    def ref(self, table: str, at: Any) -> Any:
-        objs = self.tables[table]
-        if type(at) is not int or not 0 <= at < len(objs):
-            raise Invalid(f"bad reference into {table}")
-        return objs[at]
-
-    def record(self, at: Any) -> Record:
-        if type(at) is not int or not 0 <= at < len(self.records):
-            raise Invalid("bad record reference")
-        return self.records[at]
 
 
 def _text_of(value: Any) -> bytes:
@@ -391,31 +370,38 @@ def _json_value(only: type | None) -> tuple[Encode, Decode]:
 
 
 def _ref(cls: type) -> tuple[Encode, Decode]:
-    if cls is Record:
-        return (lambda v, out: out.record(v)), (lambda v, ctx: ctx.record(v))
-    table = TABLES[cls]
-    return (lambda v, out: out.ref(table, v)), (lambda v, ctx: ctx.ref(table, v))
+    table = "records" if cls is Record else TABLES[cls]
+
+    def enc(v: Any, out: _Out) -> Any:
+        return out.ref(table, v)
+
+    def dec(v: Any, ctx: _In) -> Any:
+        if type(v) is not int or v < 0:
+            raise Invalid(f"bad reference into {table}")
+        return ctx.tables[table][v]  # IndexError: Invalid
+
+    return enc, dec
 
 
 def _ref_list(cls: type) -> tuple[Encode, Decode]:
-    if cls is Record:
-
-        def enc_r(v: Any, out: _Out) -> Any:
-            return [out.record(x) for x in v]
-
-        def dec_r(v: Any, ctx: _In) -> Any:
-            _check(type(v) is list, "not a list")
-            return [ctx.record(x) for x in v]
-
-        return enc_r, dec_r
-    table = TABLES[cls]
+    table = "records" if cls is Record else TABLES[cls]
 
     def enc(v: Any, out: _Out) -> Any:
-        return [out.ref(table, x) for x in v]
+        index = out.index[table]
+        try:
+            return [index[id(x)] for x in v]
+        except KeyError:
+            raise CodecError(f"a reference outside {table}") from None
 
     def dec(v: Any, ctx: _In) -> Any:
-        _check(type(v) is list, "not a list")
-        return [ctx.ref(table, x) for x in v]
+        if type(v) is not list:
+            raise Invalid("not a list")
+        if not v:
+            return []
+        if min(v) < 0:  # a non-number: TypeError, out of range: IndexError (both Invalid)
+            raise Invalid(f"bad reference into {table}")
+        objs = ctx.tables[table]
+        return [objs[i] for i in v]
 
     return enc, dec
 
@@ -673,9 +659,7 @@ def _encode_records(records: list[Record], out: _Out) -> dict[str, Any]:
         "kind": out.column(sid(r.kind) for r in records),
         "name": out.column(sid(r.name) for r in records),
         "meta": out.column(out.value(r.meta) for r in records),
-        "compile": out.column(
-            -1 if r.compile is None else compiles[id(r.compile)] for r in records
-        ),
+        "compile": out.column(-1 if r.compile is None else compiles[id(r.compile)] for r in records),
         "closed": out.column(int(r.closed) for r in records),
         "attempt": [_idpart_out(r.attempt) for r in records],
         "md5": [r.md5 for r in records],
@@ -726,7 +710,7 @@ def restore(tf: TraceFile, data: bytes, size: int) -> Facts:
         return _restore(tf, data, size)
     except Invalid:
         raise
-    except (ValueError, TypeError, KeyError, IndexError, RecursionError, OverflowError) as exc:
+    except Exception as exc:  # noqa: BLE001 - whatever the bytes make go wrong is Invalid
         raise Invalid(f"{type(exc).__name__}: {exc}") from None
     finally:
         if enabled:
@@ -792,9 +776,9 @@ def _restore(tf: TraceFile, data: bytes, size: int) -> Facts:
         _check(type(table_rows) is list, f"bad {name}")
         rows[name] = table_rows
         tables[name] = [object.__new__(cls) for _ in table_rows]
-    ctx = _In(tf, ints, values, tables, [])
+    ctx = _In(tf, ints, values, tables)
     records = _decode_records(tf, doc["records"], ctx, tables["compiles"], pos)
-    ctx.records = records
+    tables["records"] = records
     n_records = doc["n_records"]
     _check(type(n_records) is int and 0 <= n_records <= len(records), "bad record count")
     for cls, name in TABLES.items():
@@ -803,7 +787,7 @@ def _restore(tf: TraceFile, data: bytes, size: int) -> Facts:
             c.decode_into(obj, row, ctx)
     compiles: list[Compile] = tables["compiles"]
     frames: list[Frame] = tables["frames"]
-    _check_structure(compiles, frames, records[:n_records], tables["kernels"], tables)
+    _check_structure(compiles, frames, tables["kernels"])
 
     tf.records = records[:n_records]
     tf.compiles = {c.key: c for c in compiles}
@@ -897,38 +881,48 @@ def _decode_records(
     return records
 
 
-def _check_structure(
-    compiles: list[Compile],
-    frames: list[Frame],
-    records: list[Record],
-    kernels: list[Kernel],
-    tables: dict[str, list[Any]],
-) -> None:
+def _check_structure(compiles: list[Compile], frames: list[Frame], kernels: list[Kernel]) -> None:
     """The relations an index always has (a crafted snapshot must not make the UI trip)."""
+    framed = 0
     for i, comp in enumerate(compiles):
-        _check(comp.order == i, "compile order")
-        _check(comp.chromium == len(comp.chromium_at) and comp.minor >= 0, "compile counts")
-        _check(all(r.compile is comp for r in comp.records), "a compile's records")
-        _check(all(n >= 0 for n in comp.attempts.values()), "attempt counts")
+        if comp.order != i or comp.chromium != len(comp.chromium_at) or comp.minor < 0:
+            raise Invalid("compile counts")
+        for r in comp.records:
+            if r.compile is not comp:
+                raise Invalid("a compile's records")
+        for facts in (comp.breaks, comp.failures, comp.cache, comp.kernels):
+            for fact in facts:
+                if fact.compile is not comp:
+                    raise Invalid("a compile's facts")
+        if comp.recompile is not None and comp.recompile.compile is not comp:
+            raise Invalid("a recompile")
         if comp.frame is not None:
-            _check(comp.frame.key == comp.key.frame, "a compile's frame")
-            _check(any(c is comp for c in comp.frame.compiles), "a frame's compiles")
-        _check(all(b.compile is comp for b in comp.breaks), "a compile's breaks")
-        _check(all(f.compile is comp for f in comp.failures), "a compile's failures")
-        _check(all(e.compile is comp for e in comp.cache), "a compile's cache events")
-        _check(all(k.compile is comp for k in comp.kernels), "a compile's kernels")
-        _check(comp.recompile is None or comp.recompile.compile is comp, "a recompile")
+            framed += 1
+            if comp.frame.key != comp.key.frame:
+                raise Invalid("a compile's frame")
+        if comp.chromium_at and min(comp.chromium_at) < 0:
+            raise Invalid("chromium offsets")
+        for n in comp.attempts.values():
+            if n < 0:
+                raise Invalid("attempt counts")
+    listed: set[int] = set()
     for frame in frames:
-        _check(all(c.frame is frame for c in frame.compiles), "a frame's compiles")
+        for c in frame.compiles:
+            if c.frame is not frame:
+                raise Invalid("a frame's compiles")
+            listed.add(id(c))
+    if len(listed) != framed or sum(len(f.compiles) for f in frames) != framed:
+        raise Invalid("frames and compiles do not match")
     previous: Kernel | None = None
     for k in kernels:
-        same = previous is not None and previous.output is k.output
-        _check(k.index == (previous.index + 1 if same and previous else 0), "kernel positions")
-        _check(k.compile is k.output.compile, "a kernel's compile")
+        if previous is not None and previous.output is k.output:
+            if k.index != previous.index + 1:
+                raise Invalid("kernel positions")
+        elif k.index != 0:
+            raise Invalid("kernel positions")
+        if k.compile is not k.output.compile:
+            raise Invalid("a kernel's compile")
         previous = k
-    for chromium_at in (c.chromium_at for c in compiles):
-        if chromium_at:
-            _check(min(chromium_at) >= 0, "chromium offsets")
 
 
 def _counter(v: Any) -> Counter[str]:
@@ -973,7 +967,9 @@ def _decode_file(
     tf.current = {}
     for pair in current:
         _check(type(pair) is list and len(pair) == 2, "bad current")
-        tf.current[_compile_key(pair[0])] = ctx.ref("compiles", pair[1])
+        at = pair[1]
+        _check(type(at) is int and 0 <= at < len(compiles), "bad current compile")
+        tf.current[_compile_key(pair[0])] = compiles[at]
     started = doc["started"]
     _check(type(started) is list, "bad started")
     tf.started = {_compile_key(k) for k in started}
