@@ -25,8 +25,6 @@ IGNORED = frozenset(
         "builder",  # the facts it appends to are the model's lists, compared as such
         "_memos",
         "_cache",  # TraceFile: parsed headers
-        "_parts",  # TraceFile: parsed record keys and values
-        "_contexts",  # TraceFile: parsed context keys
         "_chromium",  # TraceFile: memo of chromium headers
         "_fd",  # an open file
         "_marks",  # TraceFile: line numbers found so far (a cache)

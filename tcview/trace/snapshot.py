@@ -86,8 +86,6 @@ NOT_SAVED = frozenset(
         "name_rank",  # from the path
         "builder",  # the model's, given
         "_cache",  # parsed headers (a cache)
-        "_parts",  # parsed record keys and values of headers (a cache)
-        "_contexts",  # parsed context keys of headers (a cache)
         "_chromium",  # the builder's memo of chromium headers (a cache)
         "_fd",  # an open file
         "signatures",  # of the finished file, carried beside the snapshot (signatures.py)
@@ -659,7 +657,9 @@ def _encode_records(records: list[Record], out: _Out) -> dict[str, Any]:
         "kind": out.column(sid(r.kind) for r in records),
         "name": out.column(sid(r.name) for r in records),
         "meta": out.column(out.value(r.meta) for r in records),
-        "compile": out.column(-1 if r.compile is None else compiles[id(r.compile)] for r in records),
+        "compile": out.column(
+            -1 if r.compile is None else compiles[id(r.compile)] for r in records
+        ),
         "closed": out.column(int(r.closed) for r in records),
         "attempt": [_idpart_out(r.attempt) for r in records],
         "md5": [r.md5 for r in records],

@@ -62,12 +62,6 @@ LINE = re.compile(
     + _CTX
     + rb'(?:, "has_payload": "[0-9a-f]{32}")?\}(?=\n))?)?'
 )
-# The end of most headers: context keys with int values, then the md5 that _header blanked.
-CTX_TAIL = re.compile(
-    rb"((?:, " + _ID_KEYS + rb": " + _INT + rb')+)(?:, "has_payload": "")?\}\Z'
-)
-CTX_PAIR = re.compile(rb'"(\w+)": (\d+)')
-_TAIL_WINDOW = 320  # the longest such end is shorter than this
 KERNEL_LINE = re.compile(rb"^\t" + KERNEL_DEF.encode(), re.M)  # in an output code's payload
 RANK_IN_NAME = re.compile(r"rank_(\d+)")
 HAS_PAYLOAD = b'"has_payload": "'
@@ -92,12 +86,6 @@ def _loads_json(data: bytes) -> Any:
 # What `fast_loads` returns when only the stdlib parser can read the bytes.
 SLOW = object()
 
-
-def maybe_deep(data: bytes) -> bool:
-    """JSON that may nest deeper than json reads (orjson reads it: the two must agree)."""
-    return len(data) > 900 and data.count(b"[") + data.count(b"{") > 450
-
-
 try:  # optional speed-up (tcview[fast]); the result is the same as json's
     import orjson
 
@@ -108,7 +96,7 @@ try:  # optional speed-up (tcview[fast]); the result is the same as json's
             value = orjson.loads(data)
         except (orjson.JSONDecodeError, RecursionError):
             return SLOW
-        if maybe_deep(data):
+        if len(data) > 900 and data.count(b"[") + data.count(b"{") > 450:
             return SLOW
         return value
 
@@ -140,7 +128,6 @@ LAZY_META_KINDS = frozenset(
 MINOR_KINDS = frozenset({"describe_tensor", "describe_storage", "describe_source"})
 _CACHE_MAX_KEY = 600  # header JSON longer than this is not cached
 _CACHE_MAX = 4096
-_PART_MAX_KEY = 4096  # a header's record key and value longer than this is not cached
 _META_KEEP = 2048  # header JSON longer than this keeps only a slim value in memory
 _SLIM_STR = 400
 # compilation_metrics fields a slim value keeps whole, whatever their length: the facts
@@ -173,8 +160,6 @@ class TraceFile(LogSource):
         self._open: Record | None = None
         self._open_scan = 0  # offset up to which the open record's payload was scanned
         self._cache: dict[bytes, Derived] = {}
-        self._parts: dict[tuple[bytes, bool], tuple[str, JsonValue, str | None]] = {}
-        self._contexts: dict[bytes, tuple[CompileKey | None, int, int | None]] = {}
         self._chromium = self.builder.memo()  # a chromium header's context keys -> compile
         self._fd: int | None = None
         self._marks: list[tuple[int, int]] = [(0, 1)]  # known (offset, line number)
@@ -268,8 +253,6 @@ class TraceFile(LogSource):
         self.version += 1
         # Caches of the indexing only: a finished file of a big directory need not keep them.
         self._cache.clear()
-        self._parts.clear()
-        self._contexts.clear()
         self._chromium.clear()
 
     @property
@@ -375,7 +358,7 @@ class TraceFile(LogSource):
             if k == j + 32 and MD5_HEX.fullmatch(js, j, k):
                 md5 = js[j:k].decode("ascii")
                 key = js[:j] + js[k:]
-        info = self._derive_fast(key, len(js)) or self._cache.get(key)
+        info = self._cache.get(key)
         if info is None:
             header = fast_loads(key)
             if header is SLOW:
@@ -391,49 +374,6 @@ class TraceFile(LogSource):
                     self._cache.clear()
                 self._cache[key] = info
         self._record(info, md5, base + s, base + e + (0 if at_eof else 1))
-
-    def _derive_fast(self, key: bytes, size: int) -> Derived | None:
-        """`derive` of the common header, one record key then context keys with int values
-        (most headers), from caches of its two parts: the record key and its value repeat far
-        more often than whole headers do. None for any other shape."""
-        m = CTX_TAIL.search(key, max(1, len(key) - _TAIL_WINDOW))
-        if m is None:
-            return None
-        part = key[: m.start()] + b"}"
-        big = size > _META_KEEP
-        cached = self._parts.get((part, big))
-        if cached is None:
-            if maybe_deep(key):
-                return None  # fast_loads(key) would not take it
-            value = fast_loads(part)
-            if type(value) is not dict or len(value) != 1:
-                return None  # not one key (JSON that json alone reads goes the long way)
-            ((kind, meta),) = value.items()
-            if kind in CONTEXT_KEYS or not kind:
-                return None
-            cached = kind_meta(kind, meta, size)
-            if len(part) <= _PART_MAX_KEY:
-                if len(self._parts) > _CACHE_MAX:
-                    self._parts.clear()
-                self._parts[part, big] = cached
-        ctx_b = m.group(1)
-        ctx = self._contexts.get(ctx_b)
-        if ctx is None:
-            pairs = {k.decode(): int(v) for k, v in CTX_PAIR.findall(ctx_b)}
-            comp = None
-            if "frame_id" in pairs or "compiled_autograd_id" in pairs:
-                comp = CompileKey(
-                    pairs.get("compiled_autograd_id"),
-                    pairs.get("frame_id"),
-                    pairs.get("frame_compile_id"),
-                )
-            ctx = (comp, pairs.get("attempt", 0), pairs.get("rank"))
-            if len(self._contexts) > _CACHE_MAX:
-                self._contexts.clear()
-            self._contexts[ctx_b] = ctx
-        kind, meta, name = cached
-        comp, attempt, rank = ctx
-        return Derived(kind, meta, comp, attempt, name, rank, None, True)
 
     def _record(self, info: Derived, md5: str | None, offset: int, hdr_end: int) -> None:
         kind, meta, key, attempt, name, rank, md5_field, typed = info
@@ -705,18 +645,7 @@ def derive(header: Any, size: int) -> Derived:
     if type(rank) is not int:
         rank = None
     md5 = str(md5) if md5 else None
-    kind, meta, name = kind_meta(kind, get(kind) if kind else None, size)
-    key = (
-        CompileKey(ca, fid, fcid)
-        if typed and (fid is not None or ca is not None or "frame_id" in header)
-        else key_from_header(header)
-    )
-    return Derived(kind, meta, key, attempt, name, rank, md5, typed)
-
-
-def kind_meta(kind: str, meta: Any, size: int) -> tuple[str, JsonValue, str | None]:
-    """A record's kind, the value kept in memory, and its name (artifacts and graph dumps),
-    from its record key and value; `size` is the header's length."""
+    meta = get(kind) if kind else None
     name = None
     if type(meta) is dict:
         if kind in LAZY_META_KINDS:
@@ -727,7 +656,12 @@ def kind_meta(kind: str, meta: Any, size: int) -> tuple[str, JsonValue, str | No
                 name = sys.intern(raw)
             if size > _META_KEEP:
                 meta = slim(meta)
-    return sys.intern(kind), meta, name
+    key = (
+        CompileKey(ca, fid, fcid)
+        if typed and (fid is not None or ca is not None or "frame_id" in header)
+        else key_from_header(header)
+    )
+    return Derived(kind, meta, key, attempt, name, rank, md5, typed)
 
 
 def slim(meta: dict[str, Any]) -> dict[str, Any]:
