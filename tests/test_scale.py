@@ -70,9 +70,11 @@ def _same(a: TraceSet, b: TraceSet, ignore: tuple[str, ...] = ()) -> None:
 
 @pytest.fixture
 def tiny_threshold(monkeypatch: pytest.MonkeyPatch) -> None:
-    """Workers for any input with two files or more (the real threshold is tens of MB)."""
+    """Workers for any input with two files or more (the real threshold is tens of MB), and
+    every file to them (the loading thread takes none of its own)."""
     monkeypatch.setattr(parallel, "PARALLEL_MIN_BYTES", 0)
     monkeypatch.setattr("tcview.trace.index.PARALLEL_MIN_BYTES", 0)
+    monkeypatch.setattr("tcview.trace.index.own_share", lambda workers: 0.0)
 
 
 @pytest.fixture
@@ -106,7 +108,7 @@ def test_parallel_index_equals_serial_on_many_ranks(
 ) -> None:
     monkeypatch.setattr(parallel, "start_method", lambda: method)
     serial = _load(many_ranks, 1, cache=False)
-    par = _load(many_ranks, 2, cache=False)
+    par = _load(many_ranks, 3, cache=False)
     assert serial.load_stats.workers == 0
     assert par.load_stats.workers == 2 and par.load_stats.start_method == method
     assert par.load_stats.from_workers == len(par.files) == 24
@@ -124,6 +126,19 @@ def test_parallel_index_equals_serial_on_shared_ranks(
     par = _load(path, 3, cache=False)
     if len(par.files) > 1:
         assert par.load_stats.from_workers == len(par.files)
+    _same(serial, par)
+
+
+def test_the_loading_thread_indexes_its_share(
+    many_ranks: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """With one worker, this thread indexes every other file itself (in order, beside the
+    worker's snapshots): the same index."""
+    monkeypatch.setattr("tcview.trace.index.PARALLEL_MIN_BYTES", 0)
+    serial = _load(many_ranks, 1, cache=False)
+    par = _load(many_ranks, 2, cache=False)
+    stats = par.load_stats
+    assert stats.workers == 1 and stats.from_workers == stats.indexed_here == 12
     _same(serial, par)
 
 
@@ -192,7 +207,7 @@ def test_a_stopped_load_ends_its_workers(
 def test_the_model_is_published_before_any_file_is_indexed(
     many_ranks: Path, tiny_threshold: None, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setenv(parallel.JOBS_ENV, "2")
+    monkeypatch.setenv(parallel.JOBS_ENV, "3")
     published: list[int] = []
     hooks = Hooks(publish=lambda model: published.append(len(model.files)))
     ts = TraceSet.load(many_ranks, hooks=hooks, cache=False)

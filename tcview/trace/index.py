@@ -14,7 +14,7 @@ from .builder import Builder
 from .cache import Entry, IndexCache, stamp
 from .load import Hooks, Progress
 from .model import Facts, JsonValue, Lock, LogSource, Model, Run
-from .parallel import PARALLEL_MIN_BYTES, Done, Job, Workers, job_count
+from .parallel import PARALLEL_MIN_BYTES, Done, Job, Workers, job_count, own_share
 from .snapshot import FACT_LISTS
 from .textlog import TextLog
 from .tracefile import HEADER, TraceFile
@@ -105,6 +105,13 @@ class LoadStats:
     cache_written: int = 0  # entries the loading thread wrote (workers write their own)
 
 
+def _takes(n: int, share: float) -> bool:
+    """Whether the loading thread indexes the n-th file to index itself: `share` of them,
+    spread evenly, the first one included (it starts while the workers do)."""
+    shift = 1 - share + 1e-9
+    return int((n + 1) * share + shift) > int(n * share + shift)
+
+
 class TraceSet(Model):
     """All trace files of one input, with the facts derived from them."""
 
@@ -175,7 +182,8 @@ class TraceSet(Model):
 
     def load_files(self, found: list[Path], hooks: Hooks, store: IndexCache | None) -> None:
         """Index `found` into this set, in order: from the cache where it has the file, in
-        worker processes when there is enough left to index, else here."""
+        worker processes when there is enough left to index (this thread indexes its share
+        meanwhile), else here."""
         stamps = [stamp(p) for p in found]
         total = sum(s.size for s in stamps if s is not None)
         entries = [
@@ -189,20 +197,23 @@ class TraceSet(Model):
         )
         stats = self.load_stats = LoadStats()
         workers = None
-        jobs = job_count()
-        if jobs > 1 and len(work) > 1 and left >= PARALLEL_MIN_BYTES:
+        count = min(job_count(), len(work)) - 1  # this thread is one of the indexers
+        if count >= 1 and left >= PARALLEL_MIN_BYTES:
             try:
-                workers = Workers(min(jobs, len(work)))
+                workers = Workers(count)
             except (OSError, ValueError, RuntimeError):
                 workers = None  # no processes to be had: index here
+        sent: set[int] = set()
         results: Iterator[Done | None] | None = None
         if workers is not None:
             stats.workers, stats.start_method = workers.count, workers.method
+            share = own_share(workers.count)
+            sent = {i for n, i in enumerate(work) if not _takes(n, share)}
             root, cap = (str(store.root), store.max_bytes) if store is not None else (None, 0)
-            results = workers.map([Job(str(found[i]), root, cap) for i in work])
+            results = workers.map([Job(str(found[i]), root, cap) for i in work if i in sent])
         done = 0
         try:
-            for p, st, entry in zip(found, stamps, entries, strict=True):
+            for i, (p, st, entry) in enumerate(zip(found, stamps, entries, strict=True)):
                 if hooks.stop():
                     break
                 size = st.size if st is not None else 0
@@ -210,7 +221,7 @@ class TraceSet(Model):
                 sigs: dict[str, JsonValue] | None = None
                 if entry is not None and not entry.grown:
                     body, sigs = entry.body, entry.signatures
-                elif results is not None:
+                elif results is not None and i in sent:
                     result = next(results)
                     if result is not None and result.body is not None:
                         body, sigs = result.body, result.signatures
@@ -221,7 +232,7 @@ class TraceSet(Model):
                             f"{p}: {result.error if result is not None else 'worker died'}"
                         )
                 if body is not None and self._restore(p, body, sigs, size, hooks):
-                    if results is not None and entry is None:
+                    if i in sent and entry is None:
                         stats.from_workers += 1
                     else:
                         stats.from_cache += 1
