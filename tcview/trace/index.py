@@ -212,6 +212,7 @@ class TraceSet(Model):
             root, cap = (str(store.root), store.max_bytes) if store is not None else (None, 0)
             results = workers.map([Job(str(found[i]), root, cap) for i in work if i in sent])
         done = 0
+        shared = snapshot.Shared()
         try:
             for i, (p, st, entry) in enumerate(zip(found, stamps, entries, strict=True)):
                 if hooks.stop():
@@ -231,7 +232,7 @@ class TraceSet(Model):
                         stats.worker_errors.append(
                             f"{p}: {result.error if result is not None else 'worker died'}"
                         )
-                if body is not None and self._restore(p, body, sigs, size, hooks):
+                if body is not None and self._restore(p, body, sigs, size, hooks, shared):
                     if i in sent and entry is None:
                         stats.from_workers += 1
                     else:
@@ -256,11 +257,12 @@ class TraceSet(Model):
         sigs: dict[str, JsonValue] | None,
         size: int,
         hooks: Hooks,
+        shared: snapshot.Shared,
     ) -> bool:
         """Add a file from its snapshot; False when the snapshot does not restore."""
         tf = self.new_file(path)
         try:
-            facts = snapshot.restore(tf, body, size)
+            facts = snapshot.restore(tf, body, size, shared)
         except snapshot.Invalid:
             self.load_stats.snapshot_errors += 1
             return False

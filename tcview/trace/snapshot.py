@@ -234,12 +234,41 @@ class _Out:
             raise CodecError(f"a reference to a {type(obj).__name__} outside {table}") from None
 
 
+class Shared:
+    """Values the snapshots of one load share: equal JSON values and stack frames become one
+    object (a thousand ranks of one program log the same ones), as the records of one file
+    with equal headers share theirs. Kept for one load only."""
+
+    def __init__(self) -> None:
+        self.values: dict[bytes, Any] = {}
+        self.stack_frames: dict[Any, StackFrame] = {}
+
+    def intern(self, values: list[Any]) -> None:
+        """Replace each dict and list of `values` by the equal one met first."""
+        if not HAVE_ORJSON:
+            return
+        seen = self.values
+        for i, value in enumerate(values):
+            if type(value) in (dict, list):
+                try:
+                    text = orjson.dumps(value)
+                except (TypeError, orjson.JSONEncodeError):
+                    continue
+                values[i] = seen.setdefault(text, value)
+
+
 class _In:
     """What decoding reads references from."""
 
     def __init__(
-        self, source: TraceFile, ints: array[int], values: list[Any], tables: dict[str, list[Any]]
+        self,
+        source: TraceFile,
+        ints: array[int],
+        values: list[Any],
+        tables: dict[str, list[Any]],
+        shared: Shared,
     ) -> None:
+        self.shared = shared
         self.source = source
         self.ints = ints
         self.values = values
@@ -458,11 +487,20 @@ def _stack() -> tuple[Encode, Decode]:
     def dec(v: Any, ctx: _In) -> Any:
         _check(type(v) is list, "not a list")
         frames = []
+        shared = ctx.shared.stack_frames
         for row in v:
             _check(type(row) is list and len(row) == 3, "bad stack frame")
             filename, line, name = row
             _check(type(filename) is str and type(name) is str, "bad stack frame")
-            frames.append(StackFrame(filename, line_dec(line, ctx), name))
+            line = line_dec(line, ctx)
+            # Stacks repeat (the same program on every rank): one object for equal frames.
+            key = (filename, type(line), line, name) if type(line) in _SCALARS else None
+            frame = shared.get(key) if key is not None else None
+            if frame is None:
+                frame = StackFrame(filename, line, name)
+                if key is not None:
+                    shared[key] = frame
+            frames.append(frame)
         return frames
 
     return enc, dec
@@ -699,15 +737,15 @@ def _encode_file(tf: TraceFile, out: _Out) -> dict[str, Any]:
 # ---------------------------------------------------------------------- decode
 
 
-def restore(tf: TraceFile, data: bytes, size: int) -> Facts:
+def restore(tf: TraceFile, data: bytes, size: int, shared: Shared | None = None) -> Facts:
     """Fill `tf` (new, never fed) from a snapshot of a file that now has `size` bytes; returns
     the facts it had made, in order. Raises Invalid for anything that is not a snapshot of a
-    file of at most `size` bytes."""
+    file of at most `size` bytes. `shared`: what the snapshots of one load share."""
     # Many objects at once: collecting garbage meanwhile (it finds none) would double the time.
     enabled = gc.isenabled()
     gc.disable()
     try:
-        return _restore(tf, data, size)
+        return _restore(tf, data, size, shared)
     except Invalid:
         raise
     except Exception as exc:  # noqa: BLE001 - whatever the bytes make go wrong is Invalid
@@ -751,7 +789,7 @@ def _load_doc(text: memoryview, flags: int) -> Any:
         raise Invalid(f"bad JSON: {exc}") from None
 
 
-def _restore(tf: TraceFile, data: bytes, size: int) -> Facts:
+def _restore(tf: TraceFile, data: bytes, size: int, shared: Shared | None) -> Facts:
     flags, (text, blob, raw) = _sections(data)
     doc = _load_doc(text, flags)
     _check(type(doc) is dict, "not a document")
@@ -776,7 +814,11 @@ def _restore(tf: TraceFile, data: bytes, size: int) -> Facts:
         _check(type(table_rows) is list, f"bad {name}")
         rows[name] = table_rows
         tables[name] = [object.__new__(cls) for _ in table_rows]
-    ctx = _In(tf, ints, values, tables)
+    if shared is None:
+        shared = Shared()
+    if not flags & STDLIB_JSON:  # json's values (NaN) are not compared by their text
+        shared.intern(values)
+    ctx = _In(tf, ints, values, tables, shared)
     records = _decode_records(tf, doc["records"], ctx, tables["compiles"], pos)
     tables["records"] = records
     n_records = doc["n_records"]
