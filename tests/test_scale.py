@@ -13,6 +13,7 @@ import multiprocessing
 import os
 import shutil
 import struct
+from array import array
 from pathlib import Path
 from typing import Any
 
@@ -463,9 +464,9 @@ def test_corrupt_and_foreign_entries_are_rebuilt(tmp_path: Path, own_cache: Path
     assert _load(path, 1, cache=True).load_stats.from_cache == 0  # links are not followed
 
 
-def _reseal(entry: Path, edit: Any) -> None:
-    """Rewrite an entry's snapshot with `edit(doc)` and a payload hash that matches: only the
-    snapshot's own checks can refuse it."""
+def _reseal(entry: Path, edit: Any, ints: Any = None) -> None:
+    """Rewrite an entry's snapshot with `edit(doc)` (and `ints(array)` on its int section)
+    and a payload hash that matches: only the snapshot's own checks can refuse it."""
     data = entry.read_bytes()
     header, payload = cache_mod._split(data)
     assert header is not None
@@ -475,7 +476,10 @@ def _reseal(entry: Path, edit: Any) -> None:
     doc = json.loads(bytes(text))
     edit(doc)
     text2 = json.dumps(doc).encode()
-    parts = [text2, bytes(blob), bytes(raw)]
+    numbers = array("q", bytes(blob))
+    if ints is not None:
+        ints(numbers)
+    parts = [text2, numbers.tobytes(), bytes(raw)]
     body2 = snapshot._HEAD.pack(snapshot.MAGIC, snapshot.FORMAT, flags, 3) + b"".join(
         snapshot._LENGTH.pack(len(p)) for p in parts
     )
@@ -499,24 +503,47 @@ def test_crafted_entries_are_refused_by_their_content(tmp_path: Path, own_cache:
     def set_file(key: str, value: Any) -> Any:
         return lambda doc: doc["file"].__setitem__(key, value)
 
+    def first_refs(doc: Any) -> None:
+        doc["compiles"]["records"][0] = [10**6]
+
+    def poke(column: str, value: int) -> Any:
+        """Set the int section's values of a records column to `value`."""
+
+        def edit(ints: Any) -> None:
+            start, n = doc_of["records"][column]
+            for i in range(start, start + n):
+                ints[i] = value
+
+        return edit
+
+    doc_of: dict[str, Any] = {}
     edits = {
-        "indexed past the end": set_file("pos", size + 10),
-        "a bad type": set_file("failure_count", "many"),
-        "a frame out of range": lambda doc: doc["compiles"][0].__setitem__(1, 10**6),
-        "a compile key of the wrong shape": lambda doc: doc["compiles"][0].__setitem__(0, [1]),
-        "a negative kernel position": lambda doc: (
-            doc["kernels"][0].__setitem__(3, -1)
-            if doc["kernels"]
-            else doc["file"].__setitem__("episode", 0)
+        "indexed past the end": (set_file("pos", size + 10), None),
+        "a bad type": (set_file("failure_count", "many"), None),
+        "a reference out of range": (first_refs, None),
+        "a compile key of the wrong shape": (
+            lambda doc: doc["compiles"]["key"].__setitem__(0, [1]),
+            None,
         ),
-        "strings that are not strings": lambda doc: doc["records"].__setitem__("strings", [1]),
-        "a value reference out of range": lambda doc: doc["frames"][0].__setitem__(5, [99999]),
-        "a finished file": set_file("finished", True),
-        "an unknown key missing": lambda doc: doc.pop("values"),
+        "a kernel position": (lambda doc: doc["kernels"]["index"].__setitem__(0, 7), None),
+        "strings that are not strings": (
+            lambda doc: doc["records"].__setitem__("strings", [1]),
+            None,
+        ),
+        "a column past the int section": (
+            lambda doc: doc["records"].__setitem__("meta", [10**9, doc["n_records"]]),
+            None,
+        ),
+        "a finished file": (set_file("finished", True), None),
+        "an unknown key missing": (lambda doc: doc.pop("values"), None),
+        "offsets past the end": (doc_of.update, poke("end", 10**12)),
+        "negative offsets": (doc_of.update, poke("offset", -5)),
+        "a meta out of range": (doc_of.update, poke("meta", 10**6)),
+        "a kind out of range": (doc_of.update, poke("kind", -1)),
     }
-    for why, edit in edits.items():
+    for why, (edit, ints) in edits.items():
         entry.write_bytes(good)
-        _reseal(entry, edit)
+        _reseal(entry, edit, ints)
         again = _load(path, 1, cache=True)
         assert again.load_stats.from_cache == 0 and again.load_stats.snapshot_errors == 1, why
         _same(first, again)

@@ -31,6 +31,7 @@ from array import array
 from collections import Counter
 from collections.abc import Callable, Iterable, Sequence
 from itertools import repeat
+from operator import attrgetter
 from typing import Any, Literal, Union
 
 from .compile_id import CompileKey, FrameKey, IdPart
@@ -315,10 +316,14 @@ def _check(ok: bool, what: str) -> None:
         raise Invalid(what)
 
 
-# ---------------------------------------------------------------------- field codecs
+# ---------------------------------------------------------------------- column codecs
 
-Encode = Callable[[Any, _Out], Any]
-Decode = Callable[[Any, _In], Any]
+# A table of objects is written as one column per field; a column codec writes and reads a
+# field's values for all the objects at once (per-value work is what makes restores slow).
+EncodeColumn = Callable[[list[Any], _Out], Any]
+DecodeColumn = Callable[[Any, _In, int], list[Any]]
+ColumnCodec = tuple[EncodeColumn, DecodeColumn]
+_NONE = type(None)
 
 
 class _IntArray:
@@ -331,10 +336,6 @@ class _IntArray:
 
 def _is_idpart(v: Any) -> bool:
     return type(v) in _SCALARS
-
-
-def _key_enc(key: Any, out: _Out) -> list[Any]:
-    return list(key)
 
 
 def _compile_key(v: Any) -> CompileKey:
@@ -353,180 +354,229 @@ def _frame_key(v: Any) -> FrameKey:
     return FrameKey(a, f, e)
 
 
-def _scalar(kind: type) -> tuple[Encode, Decode]:
-    def dec(v: Any, ctx: _In) -> Any:
-        _check(type(v) is kind, f"not a {kind.__name__}")
-        return v
-
-    return (lambda v, out: v), dec
+def _column(col: Any, n: int) -> list[Any]:
+    if type(col) is not list or len(col) != n:
+        raise Invalid("a column of the wrong length")
+    return col
 
 
-def _optional(inner: tuple[Encode, Decode]) -> tuple[Encode, Decode]:
-    enc_inner, dec_inner = inner
-
-    def enc(v: Any, out: _Out) -> Any:
-        return None if v is None else enc_inner(v, out)
-
-    def dec(v: Any, ctx: _In) -> Any:
-        return None if v is None else dec_inner(v, ctx)
-
-    return enc, dec
+def _types_in(col: list[Any], allowed: set[type]) -> None:
+    if not set(map(type, col)) <= allowed:
+        raise Invalid("a value of the wrong type")
 
 
-def _json_value(only: type | None) -> tuple[Encode, Decode]:
-    """A JSON value: scalars in place, dicts and lists as [position in the shared table]."""
+def _ints_in(col: list[int], lo: int, hi: int) -> None:
+    """Every value an int in [lo, hi)."""
+    _types_in(col, {int})
+    if col and (min(col) < lo or max(col) >= hi):
+        raise Invalid("a reference out of range")
 
-    def enc(v: Any, out: _Out) -> Any:
-        if type(v) in (dict, list):
-            return [out.value(v)]
-        if type(v) not in _SCALARS:
-            raise CodecError(f"not a JSON value: {type(v).__name__}")
-        return v
 
-    def dec(v: Any, ctx: _In) -> Any:
-        if type(v) is list:
-            _check(len(v) == 1, "bad value reference")
-            value = ctx.value(v[0])
-        else:
-            _check(type(v) in _SCALARS, "bad JSON value")
-            value = v
-        _check(only is None or type(value) is only, "JSON value of the wrong type")
-        return value
+def _scalar(kinds: set[type]) -> ColumnCodec:
+    def enc(vals: list[Any], out: _Out) -> Any:
+        return vals
+
+    def dec(col: Any, ctx: _In, n: int) -> list[Any]:
+        _types_in(_column(col, n), kinds)
+        return col
 
     return enc, dec
 
 
-def _ref(cls: type) -> tuple[Encode, Decode]:
+def _json_value(only: set[type] | None) -> ColumnCodec:
+    """JSON values, by their position in the shared table of values."""
+
+    def enc(vals: list[Any], out: _Out) -> Any:
+        return out.column(map(out.value, vals))
+
+    def dec(col: Any, ctx: _In, n: int) -> list[Any]:
+        at = ctx.column(col, n)
+        values = ctx.values
+        if at and (min(at) < 0 or max(at) >= len(values)):
+            raise Invalid("a value reference out of range")
+        got = [values[i] for i in at]
+        if only is not None:
+            _types_in(got, only)
+        return got
+
+    return enc, dec
+
+
+def _ref(cls: type, optional: bool) -> ColumnCodec:
     table = "records" if cls is Record else TABLES[cls]
 
-    def enc(v: Any, out: _Out) -> Any:
-        return out.ref(table, v)
-
-    def dec(v: Any, ctx: _In) -> Any:
-        if type(v) is not int or v < 0:
-            raise Invalid(f"bad reference into {table}")
-        return ctx.tables[table][v]  # IndexError: Invalid
-
-    return enc, dec
-
-
-def _ref_list(cls: type) -> tuple[Encode, Decode]:
-    table = "records" if cls is Record else TABLES[cls]
-
-    def enc(v: Any, out: _Out) -> Any:
+    def enc(vals: list[Any], out: _Out) -> Any:
         index = out.index[table]
         try:
-            return [index[id(x)] for x in v]
+            return out.column(-1 if v is None else index[id(v)] for v in vals)
         except KeyError:
             raise CodecError(f"a reference outside {table}") from None
 
-    def dec(v: Any, ctx: _In) -> Any:
-        if type(v) is not list:
-            raise Invalid("not a list")
-        if not v:
-            return []
-        if min(v) < 0:  # a non-number: TypeError, out of range: IndexError (both Invalid)
-            raise Invalid(f"bad reference into {table}")
-        objs = ctx.tables[table]
-        return [objs[i] for i in v]
+    def dec(col: Any, ctx: _In, n: int) -> list[Any]:
+        at = ctx.column(col, n)
+        objs: list[Any] = ctx.tables[table]
+        if optional:
+            objs = [*objs, None]  # -1 is None
+        if at and (min(at) < (-1 if optional else 0) or max(at) >= len(objs)):
+            raise Invalid(f"a reference out of {table}")
+        return [objs[i] for i in at]
 
     return enc, dec
 
 
-def _str_list() -> tuple[Encode, Decode]:
-    def enc(v: Any, out: _Out) -> Any:
-        if type(v) is not list or not all(type(x) is str for x in v):
-            raise CodecError("not a list of str")
-        return v
+def _ref_list(cls: type) -> ColumnCodec:
+    table = "records" if cls is Record else TABLES[cls]
 
-    def dec(v: Any, ctx: _In) -> Any:
-        _check(type(v) is list and all(type(x) is str for x in v), "not a list of str")
-        return v
+    def enc(vals: list[Any], out: _Out) -> Any:
+        index = out.index[table]
+        try:
+            return [[index[id(x)] for x in v] for v in vals]
+        except KeyError:
+            raise CodecError(f"a reference outside {table}") from None
+
+    def dec(col: Any, ctx: _In, n: int) -> list[Any]:
+        _types_in(_column(col, n), {list})
+        objs: list[Any] = ctx.tables[table]
+        flat = [i for refs in col for i in refs]
+        _ints_in(flat, 0, len(objs))
+        return [[objs[i] for i in refs] if refs else [] for refs in col]
 
     return enc, dec
 
 
-def _counter_idpart() -> tuple[Encode, Decode]:
-    def enc(v: Any, out: _Out) -> Any:
-        return [[k, n] for k, n in v.items()]
+def _str_list() -> ColumnCodec:
+    def enc(vals: list[Any], out: _Out) -> Any:
+        return vals
 
-    def dec(v: Any, ctx: _In) -> Any:
-        _check(type(v) is list, "not a list")
-        out: Counter[IdPart] = Counter()
-        for pair in v:
-            _check(type(pair) is list and len(pair) == 2, "bad counter item")
-            k, n = pair
-            _check(_is_idpart(k) and type(n) is int, "bad counter item")
-            out[k] = n
+    def dec(col: Any, ctx: _In, n: int) -> list[Any]:
+        _types_in(_column(col, n), {list})
+        _types_in([x for v in col for x in v], {str})
+        return col
+
+    return enc, dec
+
+
+def _counter_idpart() -> ColumnCodec:
+    def enc(vals: list[Any], out: _Out) -> Any:
+        return [[[k, n] for k, n in v.items()] for v in vals]
+
+    def dec(col: Any, ctx: _In, n: int) -> list[Any]:
+        _types_in(_column(col, n), {list})
+        out: list[Counter[IdPart]] = []
+        for pairs in col:
+            counter: Counter[IdPart] = Counter()
+            for pair in pairs:
+                _check(type(pair) is list and len(pair) == 2, "bad counter item")
+                k, count = pair
+                _check(_is_idpart(k) and type(count) is int and count >= 0, "bad counter item")
+                counter[k] = count
+            out.append(counter)
         return out
 
     return enc, dec
 
 
-def _int_array() -> tuple[Encode, Decode]:
-    return (lambda v, out: out.column(v)), (lambda v, ctx: ctx.column(v))
+def _int_array() -> ColumnCodec:
+    """Arrays of int64, in the snapshot's int section: a column of their lengths."""
 
+    def enc(vals: list[Any], out: _Out) -> Any:
+        start = len(out.ints)
+        for v in vals:
+            out.column(v)
+        return [start, [len(v) for v in vals]]
 
-def _literal(choices: tuple[Any, ...]) -> tuple[Encode, Decode]:
-    def dec(v: Any, ctx: _In) -> Any:
-        _check(type(v) is str and v in choices, "not one of the choices")
-        return v
-
-    return (lambda v, out: v), dec
-
-
-_STACK_FRAME_FIELDS = ("filename", "line", "name")
-
-
-def _stack() -> tuple[Encode, Decode]:
-    line_enc, line_dec = _json_value(None)
-
-    def enc(v: Any, out: _Out) -> Any:
-        return [[f.filename, line_enc(f.line, out), f.name] for f in v]
-
-    def dec(v: Any, ctx: _In) -> Any:
-        _check(type(v) is list, "not a list")
-        frames = []
-        shared = ctx.shared.stack_frames
-        for row in v:
-            _check(type(row) is list and len(row) == 3, "bad stack frame")
-            filename, line, name = row
-            _check(type(filename) is str and type(name) is str, "bad stack frame")
-            line = line_dec(line, ctx)
-            # Stacks repeat (the same program on every rank): one object for equal frames.
-            key = (filename, type(line), line, name) if type(line) in _SCALARS else None
-            frame = shared.get(key) if key is not None else None
-            if frame is None:
-                frame = StackFrame(filename, line, name)
-                if key is not None:
-                    shared[key] = frame
-            frames.append(frame)
-        return frames
+    def dec(col: Any, ctx: _In, n: int) -> list[Any]:
+        _check(type(col) is list and len(col) == 2, "bad arrays")
+        start, lengths = col
+        _ints_in(_column(lengths, n), 0, 1 << 62)
+        _check(type(start) is int, "bad arrays")
+        whole = ctx.column([start, sum(lengths)])
+        out = []
+        at = 0
+        for length in lengths:
+            out.append(whole[at : at + length])
+            at += length
+        return out
 
     return enc, dec
 
 
-def field_codec(hint: Any) -> tuple[Encode, Decode]:
+def _keys(make: Callable[[Any], Any]) -> ColumnCodec:
+    def enc(vals: list[Any], out: _Out) -> Any:
+        return [list(v) for v in vals]
+
+    def dec(col: Any, ctx: _In, n: int) -> list[Any]:
+        return [make(v) for v in _column(col, n)]
+
+    return enc, dec
+
+
+def _literal(choices: tuple[Any, ...]) -> ColumnCodec:
+    def enc(vals: list[Any], out: _Out) -> Any:
+        return vals
+
+    def dec(col: Any, ctx: _In, n: int) -> list[Any]:
+        _types_in(_column(col, n), {str})
+        _check(set(col) <= set(choices), "not one of the choices")
+        return col
+
+    return enc, dec
+
+
+def _stacks() -> ColumnCodec:
+    """Lists of stack frames: [filename, line, name] rows (lines by the value table)."""
+
+    def enc(vals: list[Any], out: _Out) -> Any:
+        return [[[f.filename, out.value(f.line), f.name] for f in v] for v in vals]
+
+    def dec(col: Any, ctx: _In, n: int) -> list[Any]:
+        _types_in(_column(col, n), {list})
+        values = ctx.values
+        shared = ctx.shared.stack_frames
+        out = []
+        for rows in col:
+            frames = []
+            for row in rows:
+                _check(type(row) is list and len(row) == 3, "bad stack frame")
+                filename, at, name = row
+                _check(type(filename) is str and type(name) is str, "bad stack frame")
+                _check(type(at) is int and 0 <= at < len(values), "bad stack frame")
+                line = values[at]
+                # Stacks repeat (the same program on every rank): one object for equal frames.
+                key = (filename, type(line), line, name) if type(line) in _SCALARS else None
+                frame = shared.get(key) if key is not None else None
+                if frame is None:
+                    frame = StackFrame(filename, line, name)
+                    if key is not None:
+                        shared[key] = frame
+                frames.append(frame)
+            out.append(frames)
+        return out
+
+    return enc, dec
+
+
+def field_codec(hint: Any) -> ColumnCodec:
     """How a dataclass field of this declared type is written and read back."""
+    origin, args = typing.get_origin(hint), typing.get_args(hint)
+    optional = origin in (Union, types.UnionType) and _NONE in args and len(args) == 2
+    inner = next((a for a in args if a is not _NONE), None) if optional else hint
     if hint == JsonValue or hint is Any:
         return _json_value(None)
-    if hint in (str, int, bool, float):
-        return _scalar(hint)
+    if inner in (str, int, bool, float):
+        return _scalar({inner, _NONE} if optional else {inner})
+    if inner is Record or inner in TABLES:
+        return _ref(inner, optional)
+    if optional:
+        if typing.get_origin(inner) is dict and typing.get_args(inner) == (str, Any):
+            return _json_value({dict, _NONE})
+        raise CodecError(f"snapshot.py cannot write a field of type {hint!r}")
     if hint is _IntArray:
         return _int_array()
     if hint is CompileKey:
-        return _key_enc, lambda v, ctx: _compile_key(v)
+        return _keys(_compile_key)
     if hint is FrameKey:
-        return _key_enc, lambda v, ctx: _frame_key(v)
-    if hint is Record or hint in TABLES:
-        return _ref(hint)
-    origin, args = typing.get_origin(hint), typing.get_args(hint)
-    if origin in (Union, types.UnionType):
-        rest = [a for a in args if a is not type(None)]
-        if len(rest) == 1 and len(args) == 2:
-            return _optional(field_codec(rest[0]))
-    if origin is dict and args == (str, Any):
-        return _json_value(dict)
+        return _keys(_frame_key)
     if origin is list and len(args) == 1:
         (item,) = args
         if item is str:
@@ -534,7 +584,7 @@ def field_codec(hint: Any) -> tuple[Encode, Decode]:
         if item is Record or item in TABLES:
             return _ref_list(item)
         if item is StackFrame:
-            return _stack()
+            return _stacks()
     if origin is Counter and args == (IdPart,):
         return _counter_idpart()
     if origin is Literal and all(type(a) is str for a in args):
@@ -543,16 +593,17 @@ def field_codec(hint: Any) -> tuple[Encode, Decode]:
 
 
 class ClassCodec:
-    """Writes a model dataclass as a row of its fields (all but the source and skipped
-    caches), and reads the row back into an object made beforehand (references may be
+    """Writes a table of model dataclass objects as one column per field (all but the source
+    and skipped caches), and reads them back into objects made beforehand (references may be
     circular)."""
 
     def __init__(self, cls: type) -> None:
         self.cls = cls
+        self.init: Callable[..., None] = cls.__init__  # type: ignore[misc]  # a dataclass's
         hints = typing.get_type_hints(cls, localns={"array": _IntArray})
         skipped = SKIPPED_FIELDS.get(cls, frozenset())
         self.names: list[str] = []
-        self.codecs: list[tuple[Encode, Decode]] = []
+        self.codecs: list[ColumnCodec] = []
         self.source_at: int | None = None
         for i, f in enumerate(dataclasses.fields(cls)):
             if f.name in skipped:
@@ -567,18 +618,21 @@ class ClassCodec:
             self.names.append(f.name)
             self.codecs.append(field_codec(hints[f.name]))
 
-    def encode(self, obj: Any, out: _Out) -> list[Any]:
-        return [
-            enc(getattr(obj, name), out)
-            for name, (enc, _) in zip(self.names, self.codecs, strict=True)
-        ]
+    def encode(self, objs: Sequence[Any], out: _Out) -> dict[str, Any]:
+        columns: dict[str, Any] = {"n": len(objs)}
+        for name, (enc, _) in zip(self.names, self.codecs, strict=True):
+            columns[name] = enc(list(map(attrgetter(name), objs)), out)
+        return columns
 
-    def decode_into(self, obj: Any, row: Any, ctx: _In) -> None:
-        _check(type(row) is list and len(row) == len(self.codecs), f"bad {self.cls.__name__}")
-        args = [dec(v, ctx) for v, (_, dec) in zip(row, self.codecs, strict=True)]
+    def decode_into(self, objs: list[Any], doc: Any, ctx: _In) -> None:
+        _check(type(doc) is dict and doc.get("n") == len(objs), f"bad {self.cls.__name__}s")
+        n = len(objs)
+        columns = [
+            dec(doc[name], ctx, n) for name, (_, dec) in zip(self.names, self.codecs, strict=True)
+        ]
         if self.source_at is not None:
-            args.insert(self.source_at, ctx.source)
-        self.cls.__init__(obj, *args)  # type: ignore[misc]
+            columns.insert(self.source_at, [ctx.source] * n)
+        list(map(self.init, objs, *columns))
 
 
 _CODECS: dict[type, ClassCodec] = {}
@@ -641,8 +695,7 @@ def encode(tf: TraceFile, facts: Facts) -> bytes:
     doc: dict[str, Any] = {"records": _encode_records(records, out), "open": open_at}
     doc["n_records"] = len(tf.records)
     for cls, name in TABLES.items():
-        c = codec(cls)
-        doc[name] = [c.encode(obj, out) for obj in tables[name]]
+        doc[name] = codec(cls).encode(tables[name], out)
     doc["file"] = _encode_file(tf, out)
     doc["values"] = out.values
     raw = tf._pending + b"".join(tf._more)
@@ -807,13 +860,11 @@ def _restore(tf: TraceFile, data: bytes, size: int, shared: Shared | None) -> Fa
     _check(type(pos) is int and 0 <= pos <= size, "indexed past the end of the file")
 
     # Every object of a table first (empty), so that references can be resolved.
-    rows: dict[str, list[Any]] = {}
     tables: dict[str, list[Any]] = {}
     for cls, name in TABLES.items():
-        table_rows = doc[name]
-        _check(type(table_rows) is list, f"bad {name}")
-        rows[name] = table_rows
-        tables[name] = [object.__new__(cls) for _ in table_rows]
+        n = doc[name]["n"]
+        _check(type(n) is int and 0 <= n <= len(data), f"bad {name}")
+        tables[name] = [object.__new__(cls) for _ in range(n)]
     if shared is None:
         shared = Shared()
     if not flags & STDLIB_JSON:  # json's values (NaN) are not compared by their text
@@ -824,9 +875,7 @@ def _restore(tf: TraceFile, data: bytes, size: int, shared: Shared | None) -> Fa
     n_records = doc["n_records"]
     _check(type(n_records) is int and 0 <= n_records <= len(records), "bad record count")
     for cls, name in TABLES.items():
-        c = codec(cls)
-        for obj, row in zip(tables[name], rows[name], strict=True):
-            c.decode_into(obj, row, ctx)
+        codec(cls).decode_into(tables[name], doc[name], ctx)
     compiles: list[Compile] = tables["compiles"]
     frames: list[Frame] = tables["frames"]
     _check_structure(compiles, frames, tables["kernels"])
