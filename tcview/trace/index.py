@@ -243,7 +243,10 @@ class TraceSet(Model):
                     continue
                 resume = entry if entry is not None and entry.grown else None
                 stats.indexed_here += 1
-                done = self.read_file(self.new_file(p), hooks, done, total, store, resume)
+                tf = self.new_file(p)
+                done = self.read_file(tf, hooks, done, total, store, resume)
+                if workers is not None:
+                    shared.share(tf)  # as the restored ones do: many ranks, one program
         finally:
             if workers is not None:
                 workers.close()

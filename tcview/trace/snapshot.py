@@ -244,6 +244,36 @@ class Shared:
         self.values: dict[bytes, Any] = {}
         self.stack_frames: dict[Any, StackFrame] = {}
 
+    def share(self, tf: TraceFile) -> None:
+        """Make the values of a file indexed here (its records' and compiles') the shared ones,
+        as a restore does."""
+        if not HAVE_ORJSON or tf.slow_json:
+            return
+        seen = self.values
+        by_id: dict[int, Any] = {}
+        for rec in tf.records:
+            value = rec.meta
+            if type(value) in (dict, list):
+                got = by_id.get(id(value))
+                if got is None:
+                    try:
+                        got = seen.setdefault(orjson.dumps(value), value)
+                    except (TypeError, orjson.JSONEncodeError):
+                        got = value
+                    by_id[id(value)] = got
+                rec.meta = got
+        for comp in tf.compiles.values():
+            if comp.metrics is not None:
+                comp.metrics = by_id.get(id(comp.metrics), comp.metrics)
+        frames = self.stack_frames
+        for frame in tf.frames.values():
+            frame.stack = [
+                frames.setdefault((f.filename, type(f.line), f.line, f.name), f)
+                if type(f.line) in _SCALARS
+                else f
+                for f in frame.stack
+            ]
+
     def intern(self, values: list[Any]) -> None:
         """Replace each dict and list of `values` by the equal one met first."""
         if not HAVE_ORJSON:
@@ -966,7 +996,8 @@ def _decode_records(
         )
     )
     for rec, end, shut in zip(records, ends, closed, strict=True):
-        rec.end = end
+        if end != rec.hdr_end:  # else it is hdr_end already (one int object for both)
+            rec.end = end
         if shut:
             rec.closed = True
     return records
