@@ -19,6 +19,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from .trace.cache import IndexCache
 from .trace.index import TRACE_NAME_PREFIX, TraceSet, sniff_trace
 from .trace.load import CHUNK
 from .trace.source import detect, find_text_log
@@ -60,6 +61,7 @@ class Follower:
         if self.kind == "missing":
             self.kind = "text" if _looks_like_log_name(path) else "trace-dir"
         self.model: Any = self._empty_model()
+        self.cache = IndexCache.default(Path(path)) if self.kind not in ("text", "stdin") else None
 
     # ---------------------------------------------------------------- model
 
@@ -331,6 +333,10 @@ class Follower:
                     model.text = TextLog(str(path))
             return model.text
         tf = model.file_for(path)
+        if tf is None and self.cache is not None:
+            # Its first read from the index cache (which follow mode never writes to: its
+            # files are being written).
+            tf = model.add_cached(path, self.cache, self.lock)
         if tf is None:
             with self.lock:
                 tf = model.add_file(path)

@@ -712,3 +712,50 @@ def test_values_only_json_reads_round_trip(tmp_path: Path, own_cache: Path) -> N
     _same(first, again)
     metrics = again.files[0].records[1].meta
     assert metrics["co_name"] == "\ud800" and metrics["n"] == 123456789012345678901234567890
+
+
+# ---------------------------------------------------------------------- follow mode
+
+
+def test_follow_mode_reads_the_cache_first_and_never_writes_it(
+    many_ranks: Path, tmp_path: Path, own_cache: Path
+) -> None:
+    """A followed directory starts from the cache entries of its files, fed on as they grow;
+    the model is the one follow mode makes without a cache. Follow mode writes no entry."""
+    from tcview.live import Follower
+
+    trace = tmp_path / "trace"
+    trace.mkdir()
+    names = sorted(p.name for p in many_ranks.iterdir())[:5]
+    for name in names:
+        data = (many_ranks / name).read_bytes()
+        (trace / name).write_bytes(data[: len(data) // 2])
+    _load(trace, 1, cache=True)
+    written = {p: p.read_bytes() for p in _entries(own_cache)}
+    assert len(written) == 5
+    for name in names[:2]:  # two files grow before the follower starts, one more later
+        data = (many_ranks / name).read_bytes()
+        with open(trace / name, "ab") as fh:
+            fh.write(data[len(data) // 2 :])
+
+    def follow() -> Follower:
+        follower = Follower(str(trace))
+        follower.step()
+        return follower
+
+    cached = follow()
+    assert cached.cache is not None and cached.cache.hits == 3 and cached.cache.resumed == 2
+    os.environ[cache_mod.NO_CACHE_ENV] = "1"
+    try:
+        plain = follow()
+    finally:
+        del os.environ[cache_mod.NO_CACHE_ENV]
+    assert plain.cache is None
+    _same(plain.model, cached.model, FED_OTHERWISE)
+    data = (many_ranks / names[2]).read_bytes()
+    with open(trace / names[2], "ab") as fh:
+        fh.write(data[len(data) // 2 :])
+    cached.step()
+    plain.step()
+    _same(plain.model, cached.model, FED_OTHERWISE)
+    assert {p: p.read_bytes() for p in _entries(own_cache)} == written  # read, not written

@@ -156,6 +156,25 @@ class TraceSet(Model):
             self.skipped = skipped
         self.version += 1
 
+    def add_cached(self, path: Path, store: IndexCache, lock: Lock) -> TraceFile | None:
+        """Add a file from its cache entry as it was last indexed, not finished (follow mode
+        feeds it on from there); None when the cache has no entry for it."""
+        now = stamp(path)
+        entry = store.lookup(path, now) if now is not None else None
+        if entry is None or now is None:
+            return None
+        tf = self.new_file(path)
+        try:
+            facts = snapshot.restore(tf, entry.body, now.size)
+        except snapshot.Invalid:
+            return None
+        with lock:
+            self.files.append(tf)
+            self.builder.adopt(facts)
+            tf.settle()
+            self.version += 1
+        return tf
+
     def file_for(self, path: Path) -> TraceFile | None:
         return next((f for f in self.files if f.path == path), None)
 

@@ -143,6 +143,7 @@ class TraceFile(LogSource):
     """
 
     path: Path
+    _fd: int | None = None  # (a class default: __del__ may run on a half-made object)
 
     def __init__(
         self,
@@ -437,6 +438,11 @@ class TraceFile(LogSource):
             if handler is not None:
                 self.builder.run(handler, self, rec, "close")
 
+    def settle(self) -> None:
+        """What a feed with `settle` does at its end (for an index restored from a snapshot,
+        which was fed without)."""
+        self._settle_open()
+
     def _settle_open(self) -> None:
         """Close the last record when its payload is complete (its md5 matches)."""
         rec = self._open
@@ -552,6 +558,13 @@ class TraceFile(LogSource):
         if self._fd is not None:
             os.close(self._fd)
             self._fd = None
+
+    def __del__(self) -> None:
+        # A model dropped without close() (many loads in one process) must not keep its files.
+        try:
+            self.close()
+        except OSError:
+            pass
 
     @property
     def last_ts(self) -> str | None:
