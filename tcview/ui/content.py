@@ -21,6 +21,7 @@ from ..trace import FusionDecision, Model, TextLog
 from ..trace.facts import short_guard
 from ..trace.kernels import KernelSpan, split_output_code
 from ..trace.model import Compile, Frame, Kernel, Record
+from ..trace.names import record_name
 from ..trace.summary import counts_line
 
 GRAPH_KINDS = frozenset(
@@ -157,29 +158,6 @@ def record_title(rec: Record) -> str:
     except Exception:  # noqa: BLE001 - lineno is lazy and may need a read
         pass
     return " · ".join(p for p in parts if p)
-
-
-def record_name(rec: Record) -> str:
-    label = rec.label
-    return {
-        "dynamo_output_graph": "Dynamo graph",
-        "dynamo_cpp_guards_str": "guards",
-        "dynamo_guards": "guards (json)",
-        "recompile_reasons": "recompile reason",
-        "dynamo_graph_break_reason": "graph break",
-        "aot_forward_graph": "AOT forward graph",
-        "aot_backward_graph": "AOT backward graph",
-        "aot_joint_graph": "AOT joint graph",
-        "aot_inference_graph": "AOT inference graph",
-        "inductor_pre_grad_graph": "Inductor pre-grad graph",
-        "inductor_post_grad_graph": "Inductor post-grad graph",
-        "inductor_output_code": "output code",
-        "compilation_metrics": "metrics",
-        "bwd_compilation_metrics": "metrics (backward)",
-        "compilation_metrics_runtime": "runtime metrics",
-        "bwd_compilation_metrics_runtime": "runtime metrics (backward)",
-        "dynamo_error": "dynamo error",
-    }.get(label, label)
 
 
 def record_doc(rec: Record) -> Document:
