@@ -187,8 +187,8 @@ class _Bytes:
     def count(self, sub: bytes, start: int, end: int) -> int:
         n = 0
         base = self.base
-        if start < base:
-            n += self.read(start, min(end, base)).count(sub)
+        if start < base:  # before the chunk, and what straddles its start
+            n += self.read(start, min(end, base + len(sub) - 1)).count(sub)
             start = base
         if end > start:
             n += self.buf.count(sub, start - base, end - base)
@@ -201,7 +201,7 @@ class _Bytes:
             at = self.buf.rfind(sub, max(start, base) - base, end - base)
             if at >= 0:
                 return at + base
-            end = max(start, base) + len(sub) - 1  # a match may straddle the chunk start
+            end = min(end, max(start, base) + len(sub) - 1)  # one may straddle the start
         step = 1 << 20
         while end - start >= len(sub):
             lo = max(start, end - step)
@@ -572,3 +572,22 @@ def _areas(model: Model, pattern: re.Pattern[bytes], ignore_case: bool) -> list[
 def search(model: Model, query: Query, limit: int = 0) -> Iterator[Hit]:
     """Every hit of `query` in `model`, in file order (at most `limit`, 0: all)."""
     return Search(model, query, limit).run()
+
+
+def place_of(hit: Hit, model: Model) -> str:
+    """Where a hit is, when the input has more than one place: ``rank 1`` (or the file, when
+    ranks repeat), ``log`` for a run directory's TORCH_LOGS capture, and the process when a
+    capture has several (``rank 0 · pid 12``); '' when there is nothing to tell apart."""
+    source = hit.source
+    if isinstance(source, TraceFile):
+        files = model.files
+        if len(files) <= 1:
+            return ""
+        if source.rank is not None and sum(1 for f in files if f.rank == source.rank) == 1:
+            return f"rank {source.rank}"
+        return source.display
+    parts = [] if isinstance(model, TextLog) else ["log"]
+    log = model if isinstance(model, TextLog) else model.text
+    if source is not None and log is not None and len(log.files) > 1:
+        parts.append(source.display)
+    return " ".join(parts)
