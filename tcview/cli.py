@@ -1,4 +1,4 @@
-"""Entry point: ``tcview open | run | summary | doctor``."""
+"""Entry point: ``tcview open | run | summary | grep | export | doctor``."""
 
 from __future__ import annotations
 
@@ -162,9 +162,10 @@ def build_parser() -> argparse.ArgumentParser:
     p_run.add_argument("target", nargs=argparse.REMAINDER, help="script.py [args] or -- CMD...")
     p_run.set_defaults(func=cmd_run)
 
-    from . import grep
+    from . import exports, grep
 
     grep.add_parser(sub)
+    exports.add_parser(sub)
 
     p_doc = sub.add_parser("doctor", help="show the Python, torch, triton, CUDA and GPU seen")
     p_doc.add_argument("--python", help="Python to ask (default: this one)")
