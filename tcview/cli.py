@@ -123,6 +123,13 @@ def build_parser() -> argparse.ArgumentParser:
     p_open.add_argument("--goto", metavar="TARGET", help="compile id (0/1, !0/1/0) or kernel name")
     p_open.add_argument("--follow", action="store_true", help="keep reading as files grow")
     p_open.add_argument("--poll", action="store_true", help="poll instead of inotify (NFS)")
+    p_open.add_argument(
+        "--map-path",
+        action="append",
+        default=[],
+        metavar="FROM=TO",
+        help="open trace paths under FROM from TO in $EDITOR (repeatable; longest wins)",
+    )
     p_open.set_defaults(func=cmd_open)
 
     p_sum = sub.add_parser("summary", help="print what the compiler did")
@@ -152,6 +159,13 @@ def build_parser() -> argparse.ArgumentParser:
     p_run.add_argument("--python", help="Python to run the script with")
     p_run.add_argument("--no-tui", action="store_true", help="headless: stream output, summary")
     p_run.add_argument("--fail-on", metavar="KINDS", help="with --no-tui: exit 1 on these")
+    p_run.add_argument(
+        "--map-path",
+        action="append",
+        default=[],
+        metavar="FROM=TO",
+        help="open trace paths under FROM from TO in $EDITOR (repeatable; longest wins)",
+    )
     p_run.add_argument(
         "-m",
         dest="module",

@@ -17,7 +17,7 @@ from .pager import Pager
 from .safe import safe_line
 from .term import Painter, use_color
 from .trace.model import Model
-from .trace.search import Hit, Query, QueryError, Search, place_of
+from .trace.search import Case, Hit, Query, QueryError, Search, place_of
 
 # Styles of the parts of a result line (grep's own: a purple name, green numbers, red match).
 STYLE = {"compile": "magenta", "artifact": "cyan", "line": "green", "match": "bold red"}
@@ -71,7 +71,7 @@ def result_json(hit: Hit, model: Model) -> dict[str, Any]:
 def cmd_grep(args: argparse.Namespace) -> int:
     from .trace.source import NotATrace, load_source
 
-    case = "ignore" if args.ignore_case else "match" if args.case_sensitive else "smart"
+    case: Case = "ignore" if args.ignore_case else "match" if args.case_sensitive else "smart"
     query = Query(args.pattern, regex=bool(args.regex), case=case)
     try:
         query.byte_pattern()

@@ -7,6 +7,7 @@ import sys
 from dataclasses import replace
 from pathlib import Path
 
+from ..trace.paths import PathMap
 from ..trace.summary import parse_fail_on
 from .cleanup import install_cleanup
 from .report import finish_report
@@ -20,6 +21,11 @@ def run_command(args: argparse.Namespace) -> int:
     except LaunchError as exc:
         print(f"tcview: {exc}", file=sys.stderr)
         return 2
+    try:
+        path_map = PathMap.parse(args.map_path)
+    except ValueError as exc:
+        print(f"tcview: {exc}", file=sys.stderr)
+        return 2
     if not args.no_tui:
         if sys.stdin.isatty() and sys.stdout.isatty():
             from ..ui.run_pane import run_live  # Textual loads only for the TUI
@@ -28,7 +34,7 @@ def run_command(args: argparse.Namespace) -> int:
             launcher.options = replace(launcher.options, inherit_stdin=False)
             install_cleanup()
             try:
-                return run_live(launcher, fail_on)
+                return run_live(launcher, fail_on, path_map)
             finally:
                 if launcher.sessions:
                     _print_quietly(launcher.sessions[-1].reopen_hint)

@@ -143,6 +143,9 @@ class Hit:
             return self.kernel.compile
         return self.record.compile if self.record is not None else None
 
+    def __repr__(self) -> str:  # the model objects' reprs are huge
+        return f"<Hit {self.where} line {self.line} @{self.offset}>"
+
     @property
     def where(self) -> str:
         """``output code › kernel triton_poi_fused_add_0``, ``guards``, ``other output``."""

@@ -96,14 +96,21 @@ def open_app(args: argparse.Namespace) -> int:
     if not sys.stdout.isatty():
         print("tcview open: needs a terminal (try `tcview summary` for text)", file=sys.stderr)
         return 2
+    from ..trace.paths import PathMap
     from .app import TcviewApp
 
+    try:
+        path_map = PathMap.parse(args.map_path)
+    except ValueError as exc:
+        print(f"tcview open: {safe_line(str(exc))}", file=sys.stderr)
+        return 2
     app = TcviewApp(
         path,
         goto=args.goto,
         follow=follow,
         poll=bool(args.poll),
         stdin_fd=stdin_fd,
+        path_map=path_map,
     )
     app.run()
     return app.return_code or 0
