@@ -40,9 +40,11 @@ def chromium_events(tf: TraceFile) -> Iterator[dict[str, Any]]:
                 cut = raw.find(b"\n", first + 1) if first >= 0 else -1
                 while cut >= 0 and raw[cut + 1 : cut + 2] == b"\t":
                     cut = raw.find(b"\n", cut + 1)
-                if first >= 0 and (cut >= 0 or offset + len(raw) >= size):
+                at_end = offset + len(raw) >= size
+                # A line end at the window's edge: the next line (a payload line?) is unseen.
+                if first >= 0 and ((0 <= cut < len(raw) - 1) or at_end):
                     break
-                if offset + len(raw) >= size or want > (64 << 20):
+                if at_end or want > (64 << 20):
                     break
                 want *= 4
             if first < 0:
