@@ -166,6 +166,9 @@ class SearchScreen(Screen[None]):
 
     def on_mount(self) -> None:
         self._head()
+
+    def on_screen_resume(self) -> None:
+        # A query given while the screen was being pushed (the palette, S with a text).
         if self._initial is not None:
             text, self._initial = self._initial, None
             self.start(text)
@@ -210,7 +213,7 @@ class SearchScreen(Screen[None]):
 
     def start(self, text: str, regex: bool | None = None) -> None:
         """Search for `text` (a regex when `regex`, else as the toggle says)."""
-        if not self.is_mounted:
+        if not self.is_mounted or not self.is_current:
             self._initial = text  # searched once the screen is up
             if regex is not None:
                 self.regex = regex
