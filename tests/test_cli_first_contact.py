@@ -89,10 +89,7 @@ def _real_inputs() -> list[Path]:
         roots.append(shared)
     packed = (".xz", ".gz", ".pyc")  # archives of fixtures and bytecode are not inputs
     return sorted(
-        p
-        for root in roots
-        for p in root.rglob("*")
-        if p.is_file() and not p.name.endswith(packed)
+        p for root in roots for p in root.rglob("*") if p.is_file() and not p.name.endswith(packed)
     )
 
 
