@@ -201,7 +201,8 @@ class SearchScreen(Screen[None]):
             self.start(box.value)
 
     def action_to_results(self) -> None:
-        self.query_one(ResultsTree).focus()
+        # At once (widget.focus() waits a turn): an Enter typed right after goes to the list.
+        self.set_focus(self.query_one(ResultsTree))
 
     def action_close(self) -> None:
         self.app.pop_screen()
