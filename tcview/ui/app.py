@@ -746,14 +746,19 @@ class TcviewApp(App[int]):
             ),
             HelpPlace(
                 "Global search (S)",
-                [
-                    *bindings_of(SearchScreen, inherited=False),
-                    *bindings_of(ResultsTree, inherited=False),
-                ],
+                [*bindings_of(SearchScreen, inherited=False), *bindings_of(ResultsTree)],
                 [
                     ("query", "enter searches; results stream in, grouped by compile"),
                     ("not searched", "chromium timing events, the string table, describe_*"),
                 ],
+            ),
+            HelpPlace(
+                "Save (Y) and pick a location (e in the viewer)",
+                [
+                    *bindings_of(SaveScreen, inherited=False),
+                    *bindings_of(LocationPicker, inherited=False),
+                ],
+                [("tmux", "y needs `set -g set-clipboard on` in ~/.tmux.conf")],
             ),
             HelpPlace(
                 "Status bar",
