@@ -33,7 +33,11 @@ if TYPE_CHECKING:
     from .app import TcviewApp
 
 MAX_RESULTS = 5000  # matching lines listed; the search stops there
-POST_GAP = 0.05  # at most 20 batches a second reach the screen
+# Batches reach the screen at most every POST_GAP seconds, then, once many hits are listed
+# (each batch rebuilds the list's lines), every SLOW_GAP.
+POST_GAP = 0.05
+SLOW_GAP = 0.25
+SLOW_AFTER = 500
 MATCH_STYLE = "bold black on yellow"
 
 
@@ -101,6 +105,12 @@ class ResultsTree(Tree[Hit | None]):
         Binding("j", "cursor_down", "Down", show=False, id="results.down", tooltip="next"),
         Binding("k", "cursor_up", "Up", show=False, id="results.up", tooltip="previous"),
     ]
+
+    def get_label_width(self, node: TreeNode[Hit | None]) -> int:
+        # Tree renders every label to measure it, at each rebuild of its lines (each batch of
+        # hits); the labels are Text already: their cell length is the width.
+        label = node.label
+        return label.cell_len if isinstance(label, Text) else len(label)
 
 
 class SearchScreen(Screen[None]):
@@ -272,7 +282,7 @@ class SearchScreen(Screen[None]):
                     return  # a newer search replaced this one
                 self._pending.append(hit)
             now = time.monotonic()
-            if now - last >= POST_GAP:
+            if now - last >= (POST_GAP if search.hits < SLOW_AFTER else SLOW_GAP):
                 last = now
                 self.post_message(HitsFound())
         with self._lock:
