@@ -507,7 +507,7 @@ class ErrorsView(TableView[Error]):
                     [
                         lit("-" if error.rank is None else error.rank, "bold"),
                         lit(_cut(error.error_type.rsplit(".", 1)[-1], 40), "bold red"),
-                        lit(_cut(error.headline.split(": ", 1)[-1], 100)),
+                        lit(_cut(error.first_line, 100)),
                         lit(_cut(where, 80), "dim"),
                     ],
                     error,
