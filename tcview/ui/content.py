@@ -18,9 +18,10 @@ from textual.cache import LRUCache
 
 from ..safe import safe_line
 from ..trace import FusionDecision, Model, TextLog
+from ..trace.compile_id import FIRST_EPISODE
 from ..trace.facts import short_guard
 from ..trace.kernels import KernelSpan, split_output_code
-from ..trace.model import Compile, Frame, Kernel, Record
+from ..trace.model import Compile, Error, Frame, Kernel, Record
 from ..trace.names import record_name
 from ..trace.summary import counts_line
 
@@ -38,14 +39,23 @@ METRIC_KINDS = frozenset(
 JSON_LIMIT = 32 << 20
 SUMMARY_ROWS = 500  # compiles listed in a frame summary
 FUSION_ROWS = 40  # fused pairs, and reasons for not fusing, listed in a compile's detail
+# A compile's status (model.STATUSES) and its marks (model.MARKS): a style and a symbol each.
 STATUS_STYLE = {
     "ok": "green",
+    "empty graph": "magenta",
     "graph break": "yellow",
-    "recompile": "cyan",
     "failed": "bold red",
+    "recompile": "cyan",
     "cache hit": "blue",
 }
-STATUS_MARK = {"ok": "✓", "graph break": "✂", "recompile": "↻", "failed": "✗", "cache hit": "●"}
+STATUS_MARK = {
+    "ok": "✓",
+    "empty graph": "∅",
+    "graph break": "✂",
+    "failed": "✗",
+    "recompile": "↻",
+    "cache hit": "●",
+}
 KIND_STYLE = {
     "pointwise": "green",
     "reduction": "magenta",
@@ -291,6 +301,26 @@ def status_text(status: str) -> Text:
     return Text(status, style=STATUS_STYLE.get(status, ""))
 
 
+def marks_text(marks: Sequence[str], words: bool = True) -> Text:
+    """A compile's or frame's marks: ``↻ recompile  ● cache hit`` (symbols only: ``↻●``)."""
+    text = Text()
+    for mark in marks:
+        if words and text:
+            text.append("  ")
+        shown = f"{STATUS_MARK.get(mark, '?')} {mark}" if words else STATUS_MARK.get(mark, "?")
+        text.append(shown, style=STATUS_STYLE.get(mark, ""))
+    return text
+
+
+def verdict_text(comp: Compile) -> Text:
+    """Its status and marks: ``ok  ↻ recompile  ● cache hit``."""
+    text = status_text(comp.status)
+    if comp.marks:
+        text.append("  ")
+        text.append_text(marks_text(comp.marks))
+    return text
+
+
 def phase_times(comp: Compile, detailed: bool = True) -> list[tuple[str, float, int]]:
     """(label, seconds, depth) of one compile's phases: from its chromium events when
     `detailed` (read from disk), else from the times in its compilation metrics."""
@@ -359,16 +389,22 @@ def fusion_lines(decisions: Sequence[FusionDecision]) -> list[Text]:
 
 def compile_summary(comp: Compile, fusion: Sequence[FusionDecision] = ()) -> list[Text]:
     out: list[Text] = []
-    head = Text.assemble(
-        ("compile ", "bold"), lit(comp.id_text, "bold"), "  ", status_text(comp.status)
-    )
+    head = Text.assemble(("compile ", "bold"), lit(comp.id_label, "bold"), "  ", verdict_text(comp))
     t = comp.compile_time_s
     if t is not None:
         head.append(f"  {fmt_seconds(t)}", style="bold")
     out.append(head)
+    if comp.episode != FIRST_EPISODE:
+        out.append(
+            Text.assemble(
+                ("episode   ", "dim"),
+                f"{comp.episode}: torch._dynamo.reset() made the process number its compiles "
+                "from 0 again",
+            )
+        )
     frame = comp.frame
     if frame is not None:
-        out.append(Text.assemble(("frame     ", "dim"), lit(frame.label), f"  [{frame.id_text}]"))
+        out.append(Text.assemble(("frame     ", "dim"), lit(frame.label), f"  [{frame.id_label}]"))
     m = comp.metrics or {}
     if m.get("co_name"):
         where = f"{m.get('co_name')}  {m.get('co_filename')}:{m.get('co_firstlineno')}"
@@ -401,11 +437,11 @@ def compile_summary(comp: Compile, fusion: Sequence[FusionDecision] = ()) -> lis
                 out.append(Text.assemble("    ", lit(gb.explanation, "dim")))
             for hint in gb.hints[:3]:
                 out.append(Text.assemble("    hint: ", lit(hint, "green")))
-    restarts = m.get("restart_reasons")
+    restarts = comp.restart_reasons
     if restarts and not comp.breaks:
         out.append(Text(""))
         out.append(Text("restarts", style="bold yellow underline"))
-        for reason in restarts if isinstance(restarts, list) else [restarts]:
+        for reason in restarts:
             out.append(Text.assemble("  • ", lit(reason)))
     if comp.failures:
         out.append(Text(""))
@@ -452,17 +488,24 @@ def compile_summary(comp: Compile, fusion: Sequence[FusionDecision] = ()) -> lis
 
 
 def frame_summary(frame: Frame) -> list[Text]:
+    status = status_text(frame.status)
+    if frame.marks:
+        status.append("  ")
+        status.append_text(marks_text(frame.marks))
     out = [
-        Text.assemble(("frame ", "bold"), lit(frame.label, "bold"), f"  [{frame.id_text}]"),
-        Text.assemble(("status  ", "dim"), status_text(frame.status)),
+        Text.assemble(("frame ", "bold"), lit(frame.label, "bold"), f"  [{frame.id_label}]"),
+        Text.assemble(("status  ", "dim"), status),
         Text.assemble(("compiles ", "dim"), str(len(frame.compiles))),
         Text(""),
         Text("compiles", style="bold underline"),
     ]
     for comp in frame.compiles[:SUMMARY_ROWS]:
-        row = Text.assemble("  ", lit(comp.id_text.ljust(8), "bold"), " ")
+        row = Text.assemble("  ", lit(comp.id_label.ljust(8), "bold"), " ")
         row.append_text(status_text(comp.status.ljust(12)))
         row.append(fmt_seconds(comp.compile_time_s).rjust(8))
+        if comp.marks:
+            row.append("  ")
+            row.append_text(marks_text(comp.marks))
         out.append(row)
         if comp.recompile is not None:
             for reason in comp.recompile.reasons[:3]:
@@ -477,6 +520,46 @@ def frame_summary(frame: Frame) -> list[Text]:
         for sf in frame.stack[-16:]:
             out.append(Text.assemble("  ", lit(f"{sf.filename}:{sf.line}"), " in ", lit(sf.name)))
     return out
+
+
+ERROR_ROWS = 5  # errors the overview lists (e lists them all)
+
+
+def crash_summary(model: Model) -> list[Text]:
+    """ "The run crashed" and its first errors, for the top of the overview (or nothing)."""
+    errors = model.run_errors()
+    if not errors:
+        return []
+    out = [Text(f"The run crashed: {len(errors)} error(s)  (e for all)", style="bold red")]
+    for error in errors[:ERROR_ROWS]:
+        out.append(Text.assemble("  ", lit(error.headline, "red")))
+        if error.stack:
+            out.append(Text.assemble("    at ", lit(error.stack[-1], "dim")))
+    if len(errors) > ERROR_ROWS:
+        out.append(Text(f"  … {len(errors) - ERROR_ROWS} more", style="dim"))
+    return out
+
+
+def error_doc(error: Error) -> Document:
+    """One error: where it came from, its exception, its stack and the traceback as printed."""
+    where = "run.json" if error.origin == "run.json" else f"line {error.lineno}"
+    rank = "-" if error.rank is None else str(error.rank)
+    lines = [
+        Text.assemble(lit(error.error_type, "bold red")),
+        lit(error.message),
+        Text.assemble(
+            ("rank ", "dim"), lit(rank), ("  from ", "dim"), lit(error.where), " ", (where, "dim")
+        ),
+    ]
+    if error.stack:
+        lines.append(Text(""))
+        lines.append(Text("stack (most recent call last)", style="bold underline"))
+        lines.extend(Text.assemble("  ", lit(frame)) for frame in error.stack[-40:])
+    if error.text:
+        lines.append(Text(""))
+        lines.append(Text("as printed", style="bold underline"))
+        lines.extend(lit(line) for line in error.text.split("\n")[:400])
+    return styled_doc(f"error · {error.error_type}", lines)
 
 
 class InputState(NamedTuple):
@@ -533,6 +616,7 @@ def model_summary(
     breaks and slowest compiles; `state` says the input is empty (see `input_state`)."""
     s = model.summary_counts() if summary is None else summary
     out = [Text(safe_line(title), style="bold")]
+    out.extend(crash_summary(model))
     if state is not None:
         out.append(lit(state.text, "bold yellow"))
         if state.help:
@@ -559,7 +643,7 @@ def model_summary(
             out.append(
                 Text.assemble(
                     f"  {fmt_seconds(comp.compile_time_s):>8}  ",
-                    lit(comp.id_text.ljust(8), "bold"),
+                    lit(comp.id_label.ljust(8), "bold"),
                     " ",
                     lit(label),
                 )

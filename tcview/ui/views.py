@@ -22,20 +22,21 @@ from textual.worker import get_current_worker
 
 from ..trace import Model
 from ..trace.facts import short_guard
-from ..trace.model import BreakGroup, Compile, Failure, Frame, Kernel
+from ..trace.model import BreakGroup, Compile, Error, Failure, Frame, Kernel
 from .content import (
     KIND_STYLE,
     STATUS_STYLE,
     Document,
     bar,
     compile_summary,
+    error_doc,
     fmt_seconds,
     kernel_doc,
     lit,
     phase_times,
     record_doc,
-    status_text,
     styled_doc,
+    verdict_text,
 )
 from .reader import Reader
 from .status import StatusBar
@@ -232,8 +233,8 @@ class BreaksView(TableView[BreakGroup]):
         for g in model.grouped_breaks():
             comps = []
             for gb in g.breaks:
-                if gb.compile is not None and gb.compile.id_text not in comps:
-                    comps.append(gb.compile.id_text)
+                if gb.compile is not None and gb.compile.id_label not in comps:
+                    comps.append(gb.compile.id_label)
             ids = ", ".join(comps[:4]) + (f" +{len(comps) - 4}" if len(comps) > 4 else "")
             out.append(
                 (
@@ -268,7 +269,7 @@ class BreaksView(TableView[BreakGroup]):
             lines.append(Text.assemble(("hint      ", "dim"), lit(hint, "green")))
         if gb.url:
             lines.append(Text.assemble(("more      ", "dim"), lit(gb.url, "underline")))
-        seen = Counter(b.compile.id_text if b.compile else "?" for b in group.breaks)
+        seen = Counter(b.compile.id_label if b.compile else "?" for b in group.breaks)
         lines.append(
             Text.assemble(
                 ("compiles  ", "dim"),
@@ -334,9 +335,9 @@ class RecompilesView(TableView[Compile | None]):
                         [
                             Text.assemble(
                                 ("  └ " if i == len(frame.compiles) - 1 else "  ├ ", "dim"),
-                                lit(comp.id_text, "bold"),
+                                lit(comp.id_label, "bold"),
                             ),
-                            status_text(comp.status),
+                            verdict_text(comp),
                             Text(fmt_seconds(comp.compile_time_s), style="dim"),
                             lit(_cut(why, 110), "cyan" if reasons else "dim"),
                         ],
@@ -351,7 +352,7 @@ class RecompilesView(TableView[Compile | None]):
     def detail(self, comp: Compile | None) -> Document | None:
         if comp is None:
             return None
-        return styled_doc(f"compile {comp.id_text}", compile_summary(comp))
+        return styled_doc(f"compile {comp.id_label}", compile_summary(comp))
 
     def activate(self, comp: Compile | None) -> None:
         if comp is not None:
@@ -398,7 +399,7 @@ class KernelsView(TableView[Kernel]):
                     [
                         lit(k.name),
                         Text(kind, style=KIND_STYLE.get(kind, "")),
-                        lit(comp.id_text if comp is not None else k.output.compile_text),
+                        lit(comp.id_label if comp is not None else k.output.compile_text),
                         lit(_cut(_frame_name(comp), 50), "dim"),
                     ],
                     k,
@@ -455,7 +456,7 @@ class FailuresView(TableView[Failure]):
             out.append(
                 (
                     [
-                        lit(comp.id_text if comp is not None else "-", "bold"),
+                        lit(comp.id_label if comp is not None else "-", "bold"),
                         lit(_cut(f.fail_type, 40), "bold red"),
                         lit(_cut(f.reason, 100)),
                         lit(f.location or "", "dim"),
@@ -495,6 +496,38 @@ class FailuresView(TableView[Failure]):
         return styled_doc(f"failure · {f.fail_type}", lines)
 
 
+# ---------------------------------------------------------------- errors
+
+
+class ErrorsView(TableView[Error]):
+    TITLE = "Errors"
+    HELP = "the run crashed: uncaught tracebacks, a non-zero exit code · esc: back"
+    COLUMNS = ("rank", "type", "message", "where")
+
+    def rows(self, model: Model) -> list[Row[Error]]:
+        out: list[Row[Error]] = []
+        for error in model.run_errors():
+            where = error.stack[-1] if error.stack else error.where
+            out.append(
+                (
+                    [
+                        lit("-" if error.rank is None else error.rank, "bold"),
+                        lit(_cut(error.error_type.rsplit(".", 1)[-1], 40), "bold red"),
+                        lit(_cut(error.first_line, 100)),
+                        lit(_cut(where, 80), "dim"),
+                    ],
+                    error,
+                )
+            )
+        return out
+
+    def empty_text(self) -> str:
+        return "No errors: no uncaught traceback, and no non-zero exit code."
+
+    def detail(self, error: Error) -> Document:
+        return error_doc(error)
+
+
 # ---------------------------------------------------------------- compile time
 
 
@@ -519,7 +552,7 @@ class TimeView(TableView[Compile]):
                 (
                     [
                         Text.assemble(
-                            lit(c.id_text, "bold"),
+                            lit(c.id_label, "bold"),
                             " ",
                             (
                                 c.status[:1].upper() if c.status != "ok" else "",
@@ -557,7 +590,7 @@ class TimeView(TableView[Compile]):
         return head
 
     def detail(self, comp: Compile) -> Document:
-        return styled_doc(f"compile {comp.id_text}", compile_summary(comp))
+        return styled_doc(f"compile {comp.id_label}", compile_summary(comp))
 
     def activate(self, comp: Compile) -> None:
         self.browser.reveal("compile", comp)
@@ -651,6 +684,7 @@ VIEWS: dict[str, type[Screen[None]]] = {
     "recompiles": RecompilesView,
     "kernels": KernelsView,
     "failures": FailuresView,
+    "errors": ErrorsView,
     "time": TimeView,
     "other": OtherView,
 }
