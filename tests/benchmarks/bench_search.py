@@ -124,7 +124,9 @@ def main() -> None:
             f"index: {result['index_s']:.2f} s, peak RSS {result['rss_index_mb']:.0f} MB"
             " (the model the search maps hits with)"
         )
-        print(f"{'query':28} {'hits':>7} {'first hit':>10} {'whole':>8} {'MB/s':>6} {'peak RSS':>9}")
+        print(
+            f"{'query':28} {'hits':>7} {'first hit':>10} {'whole':>8} {'MB/s':>6} {'peak RSS':>9}"
+        )
         for q in result["queries"]:
             first = f"{q['first_s'] * 1000:.0f} ms" if q["first_s"] is not None else "-"
             print(
