@@ -159,6 +159,7 @@ class SearchScreen(Screen[None]):
         self._ended: Search | None = None  # the last search whose worker ran to its end
         self._ticker: Timer | None = None
         self._initial: str | None = None  # a query given before the screen was mounted
+        self.partial = False  # the search started while the input was still being indexed
 
     @property
     def browser(self) -> TcviewApp:
@@ -252,7 +253,9 @@ class SearchScreen(Screen[None]):
         query = Query(text, regex=self.regex)
         try:
             self.text_pattern = query.text_pattern()
-            search = Search(model, query, limit=MAX_RESULTS)
+            with self.browser.lock:  # what the model holds now is what is searched
+                search = Search(model, query, limit=MAX_RESULTS)
+            self.partial = not self.browser.loader.finished
         except QueryError as exc:
             self._state(Text(safe_line(str(exc)), style="bold red"))
             return
@@ -362,6 +365,8 @@ class SearchScreen(Screen[None]):
             f"{safe_line(label)} · {self.done_at:.2f} s{tail}",
             style=style,
         )
+        if self.partial:
+            text.append(" · searched what was indexed so far: enter again for the rest")
         if search.problems:
             text.append(" · " + safe_line("; ".join(search.problems)), style="red")
         if not self.shown:
