@@ -194,3 +194,20 @@ async def test_a_run_directory_s_log_hits_open_without_the_tree() -> None:
         viewer = app.screen.query_one(Reader).viewer
         line, start, end = viewer.matches[viewer.match_index]
         assert viewer.doc.plain(line)[start:end] == "Recompiling function"
+
+
+def test_result_labels_show_trace_text_literally() -> None:
+    from tcview.ui.finder import hit_label
+
+    model = load_source(str(FIXTURES / "hostile" / "escapes.log"))
+    hits = list(search(model, Query("pwned")))
+    assert hits
+    for hit in hits:
+        label = hit_label(hit)
+        assert "\x1b" not in label.plain and "\x07" not in label.plain
+        assert "␛]0;PWNED TITLE␇" in label.plain or "PWNED" in label.plain
+        marked = [s for s in label.spans if "yellow" in str(s.style)]
+        assert marked and all(label.plain[s.start : s.end].lower() == "pwned" for s in marked)
+    markup = load_source(str(FIXTURES / "hostile" / "markup.log"))
+    hit = next(iter(search(markup, Query("[bold red]not bold"))))
+    assert "[bold red]not bold[/]" in hit_label(hit).plain

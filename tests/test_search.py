@@ -223,3 +223,16 @@ def test_grep_exit_status_json_and_flags() -> None:
     assert insensitive.stdout.count("\n") == len(rows)
     first = _grep("-m", "2", "tmp", GPU_RUN)
     assert first.stdout.count("\n") == 2
+
+
+def test_grep_reads_stdin() -> None:
+    capture = CPU_RUN / "torch_logs.txt"
+    from_file = _grep("Recompiling function", capture)
+    piped = subprocess.run(
+        [sys.executable, "-m", "tcview.cli", "grep", "Recompiling function", "-"],
+        input=capture.read_bytes(),
+        capture_output=True,
+        cwd=REPO,
+    )
+    assert piped.returncode == 0
+    assert piped.stdout.decode() == from_file.stdout and from_file.stdout.count("\n") == 3
