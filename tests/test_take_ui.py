@@ -286,3 +286,25 @@ def test_copied_kinds_of_model_objects() -> None:
     assert isinstance(rec, Record) and copy_text(rec).text == rec.payload()
     assert copy_text(model.grouped_breaks()[0]).what == "graph break"
     assert copy_text(object()) is None
+
+
+def test_map_path_on_the_command_line() -> None:
+    import subprocess
+    import sys
+
+    from conftest import REPO
+
+    from tcview.cli import build_parser
+
+    args = build_parser().parse_args(["run", "--map-path", "/a=/b", "--map-path", "/c=/d", "x.py"])
+    assert args.map_path == ["/a=/b", "/c=/d"]
+    args = build_parser().parse_args(["open", "--map-path", "/w=/x", "DIR"])
+    assert PathMap.parse(args.map_path).local("/w/f.py") == "/x/f.py"
+    for command in ("open", "run"):
+        out = subprocess.run(
+            [sys.executable, "-m", "tcview.cli", command, "--map-path", "nonsense", "x.py"],
+            capture_output=True,
+            text=True,
+            cwd=REPO,
+        )
+        assert out.returncode == 2 and "--map-path wants FROM=TO" in out.stderr, out.stderr

@@ -17,13 +17,13 @@ from .spec import DEFAULT_LOGS, LaunchError, RunOptions, build_spec
 
 def run_command(args: argparse.Namespace) -> int:
     try:
-        launcher, fail_on = launcher_from_args(args)
-    except LaunchError as exc:
+        path_map = PathMap.parse(args.map_path)
+    except ValueError as exc:
         print(f"tcview: {exc}", file=sys.stderr)
         return 2
     try:
-        path_map = PathMap.parse(args.map_path)
-    except ValueError as exc:
+        launcher, fail_on = launcher_from_args(args)
+    except LaunchError as exc:
         print(f"tcview: {exc}", file=sys.stderr)
         return 2
     if not args.no_tui:

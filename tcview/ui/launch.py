@@ -9,6 +9,7 @@ from pathlib import Path
 
 from ..safe import safe_line
 from ..trace.index import TRACE_NAME_PREFIX
+from ..trace.paths import PathMap
 from ..trace.source import describe_other, detect
 
 SEARCH_DEPTH = 4
@@ -71,6 +72,11 @@ def _reattach_tty() -> bool:
 
 
 def open_app(args: argparse.Namespace) -> int:
+    try:
+        path_map = PathMap.parse(args.map_path)
+    except ValueError as exc:
+        print(f"tcview open: {safe_line(str(exc))}", file=sys.stderr)
+        return 2
     path = resolve_path(args.path)
     if path is None:
         print(NO_INPUT_HELP, file=sys.stderr, end="")
@@ -96,14 +102,8 @@ def open_app(args: argparse.Namespace) -> int:
     if not sys.stdout.isatty():
         print("tcview open: needs a terminal (try `tcview summary` for text)", file=sys.stderr)
         return 2
-    from ..trace.paths import PathMap
     from .app import TcviewApp
 
-    try:
-        path_map = PathMap.parse(args.map_path)
-    except ValueError as exc:
-        print(f"tcview open: {safe_line(str(exc))}", file=sys.stderr)
-        return 2
     app = TcviewApp(
         path,
         goto=args.goto,
