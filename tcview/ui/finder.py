@@ -32,7 +32,7 @@ from .status import StatusBar
 if TYPE_CHECKING:
     from .app import TcviewApp
 
-MAX_RESULTS = 5000  # matching lines listed; the search stops there
+MAX_RESULTS = 2000  # matching lines listed; the search stops there (grep prints all)
 # Batches reach the screen at most every POST_GAP seconds, then, once many hits are listed
 # (each batch rebuilds the list's lines), every SLOW_GAP.
 POST_GAP = 0.05

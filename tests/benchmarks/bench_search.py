@@ -136,11 +136,12 @@ def main() -> None:
         dt, rss, lines = grep(trace, QUERIES[0][1])
         print(f"tcview grep (index + search): {dt:.2f} s, {lines} lines, peak RSS {rss:.0f} MB")
         if args.ui:
-            indexed, first, done, shown = asyncio.run(ui(trace, QUERIES[1][1]))
-            print(
-                f"app: indexed in {indexed:.2f} s; S {QUERIES[1][1]!r} enter: first result on "
-                f"screen {first * 1000:.0f} ms, done {done:.2f} s ({shown} lines)"
-            )
+            for _label, text, _regex in QUERIES[:2]:
+                indexed, first, done, shown = asyncio.run(ui(trace, text))
+                print(
+                    f"app (indexed in {indexed:.2f} s): S {text!r} enter: first result on "
+                    f"screen {first * 1000:.0f} ms, done {done:.2f} s ({shown} lines)"
+                )
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
 
