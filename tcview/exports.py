@@ -42,6 +42,11 @@ def cmd_export(args: argparse.Namespace) -> int:
             with _open_out(args.perfetto) as fh:
                 stats = write_perfetto(model, fh)
             where = "stdout" if args.perfetto == "-" else args.perfetto
+            if not stats.processes:
+                print(
+                    "tcview export: no trace files here (TORCH_LOGS text has no timing events)",
+                    file=sys.stderr,
+                )
             print(
                 f"tcview export: {stats.complete} complete events (from B/E pairs), "
                 f"{stats.instants} instants, {stats.unmatched} unmatched B/E, "
