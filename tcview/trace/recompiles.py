@@ -19,7 +19,6 @@ from __future__ import annotations
 
 import json
 import re
-from collections import Counter
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -315,7 +314,8 @@ class Cause:
     change: str
     index: int | None
     compiles: list[Compile] = field(default_factory=list)
-    values: list[str] = field(default_factory=list)  # the actual values, in order
+    values: list[str] = field(default_factory=list)  # the new values, in order
+    guarded: list[str] = field(default_factory=list)  # the values guarded on, when no new one
 
     @property
     def count(self) -> int:
@@ -366,6 +366,8 @@ def diagnose(frame: Frame, config: CompileConfig | None = None) -> Diagnosis:
         cause.compiles.append(comp)
         if failure.actual:
             cause.values.append(failure.actual)
+        elif failure.expected:
+            cause.guarded.append(failure.expected)
     ordered = sorted(causes.values(), key=lambda c: (-c.count, CHANGES.index(c.change)))
     diagnosis = Diagnosis(
         len(recompiles),
@@ -388,9 +390,14 @@ def _cause_text(cause: Cause) -> str:
     who = f"`{cause.input}`" if cause.input else "a guard"
     values = ""
     if cause.values:
-        shown = ", ".join(cause.values[:6]) + (", …" if len(cause.values) > 6 else "")
-        values = f" (new values {shown})"
+        values = f" (new values {_few(cause.values)})"
+    elif cause.guarded:
+        values = f" (it was {_few(cause.guarded)})"
     return f"{who} {cause.what}{values}"
+
+
+def _few(values: list[str]) -> str:
+    return ", ".join(values[:6]) + (", …" if len(values) > 6 else "")
 
 
 def _sentences(frame: Frame, d: Diagnosis, config: CompileConfig) -> list[str]:
@@ -454,12 +461,22 @@ def _advice(d: Diagnosis, config: CompileConfig) -> list[str]:
                 f"each dtype of {who} needs its own graph: cast to one dtype before the call."
             )
         elif cause.change == "value":
-            specialize = config.dynamo.get("specialize_int")
-            note = " (specialize_int is on)" if specialize is True else ""
-            out.append(
-                f"{who} is a Python constant baked into the graph{note}: pass it as a tensor, "
-                "or let automatic dynamic shapes make it a symbol."
-            )
+            if auto is False:
+                out.append(
+                    f"{who} is a Python value baked into the graph as a constant, and "
+                    "automatic_dynamic_shapes is off: each new value recompiles; pass it as a "
+                    "tensor, or turn automatic dynamic shapes on (an int then becomes a symbol)."
+                )
+            elif config.dynamo.get("specialize_int") is True:
+                out.append(
+                    f"{who} is a Python value baked into the graph, and specialize_int is on: "
+                    "pass it as a tensor, or turn specialize_int off."
+                )
+            else:
+                out.append(
+                    f"{who} is a Python value baked into the graph as a constant: pass it as a "
+                    "tensor (automatic dynamic shapes makes an int a symbol once it changes)."
+                )
         elif cause.change == "identity":
             out.append(f"{who} is a different object on each call: reuse one object.")
         elif cause.change == "type":
@@ -469,13 +486,3 @@ def _advice(d: Diagnosis, config: CompileConfig) -> list[str]:
         elif cause.change == "requires_grad":
             out.append(f"{who} changed requires_grad between calls.")
     return out
-
-
-def frame_guard_counts(frame: Frame) -> Counter[tuple[str, str]]:
-    """(input, what) -> how many recompiles of the frame failed that way first."""
-    counts: Counter[tuple[str, str]] = Counter()
-    for comp in frame.compiles:
-        failure = primary_failure(comp)
-        if failure is not None:
-            counts[(failure.input, failure.what)] += 1
-    return counts
