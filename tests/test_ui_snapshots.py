@@ -61,3 +61,21 @@ def test_snapshot_help(snap_compare, gpu_trace: str) -> None:
 
 def test_snapshot_80x24(snap_compare, gpu_trace: str) -> None:
     assert snap_compare(_app(gpu_trace, goto="0/0"), terminal_size=(80, 24), run_before=_wait)
+
+
+@pytest.fixture
+def crashed_run(fixture_runs: Path, monkeypatch: pytest.MonkeyPatch) -> str:
+    """The 2-rank job that crashed (tests/fixtures/runs/crash_ranks), by a relative path."""
+    monkeypatch.chdir(fixture_runs)
+    return "crash_ranks"
+
+
+@pytest.mark.parametrize("key", [None, "e"])
+def test_snapshot_crashed_run(snap_compare, crashed_run: str, key: str | None) -> None:
+    async def before(pilot) -> None:
+        await ready(pilot.app, pilot)
+        if key is not None:
+            await pilot.press(key)
+            await ready(pilot.app, pilot)
+
+    assert snap_compare(_app(crashed_run), terminal_size=SIZE, run_before=before)

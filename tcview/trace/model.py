@@ -369,9 +369,13 @@ class Error:
     text: str = ""  # the traceback as printed (prefixes removed)
 
     @property
+    def first_line(self) -> str:
+        """The message's first line that says something (it may start with a ruler of ====)."""
+        return next((ln.strip() for ln in self.message.split("\n") if _WORDY.search(ln)), "")
+
+    @property
     def headline(self) -> str:
-        # The first line that says something (a message may start with a ruler of ====).
-        first = next((ln.strip() for ln in self.message.split("\n") if _WORDY.search(ln)), "")
+        first = self.first_line
         who = "" if self.rank is None else f"rank {self.rank}: "
         return f"{who}{self.error_type}: {first}" if first else f"{who}{self.error_type}"
 

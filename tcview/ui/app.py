@@ -164,6 +164,13 @@ BROWSE_BINDINGS = [
     ),
     Binding("f", "view('failures')", "Failures", id="view.failures", tooltip="failures"),
     Binding(
+        "e",
+        "view('errors')",
+        "Errors",
+        id="view.errors",
+        tooltip="errors: the run crashed (uncaught tracebacks per rank, a non-zero exit code)",
+    ),
+    Binding(
         "t",
         "view('time')",
         "Time",
@@ -258,6 +265,7 @@ class TcviewApp(App[int]):
         self._records_shown = 0
         self._input_state: InputState | None = None
         self._status_state: tuple = ()
+        self._errors_shown = 0  # errors in the last counts snapshot
         self._versions: tuple = ()
         self._show_timer: Timer | None = None
         self._ticker: Timer | None = None  # while indexing: progress and growth
@@ -402,6 +410,8 @@ class TcviewApp(App[int]):
     def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
         if action == "toggle_follow" and not self.follow:
             return False  # only meaningful, and only in the footer, when following
+        if action == "view" and parameters == ("errors",):
+            return self._errors_shown > 0  # in the footer only when the run crashed
         return True
 
     def action_toggle_follow(self) -> None:
@@ -517,6 +527,10 @@ class TcviewApp(App[int]):
         self._records_shown = summary.get("records", 0)
         self._input_state = state
         self.status_right = counts_line(summary)
+        errors = summary.get("errors", 0)
+        if errors != self._errors_shown:
+            self._errors_shown = errors
+            self.refresh_bindings()  # the Errors key shows once the run has errors
         if doc is not None:
             self.workers.cancel_group(self, "content")  # an older item must not replace it
             self._show_doc(doc, keep_position=True)

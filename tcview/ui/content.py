@@ -6,6 +6,7 @@ Everything here reads the model only; the caller holds the model lock.
 from __future__ import annotations
 
 import json
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any, NamedTuple
 
@@ -23,7 +24,7 @@ from ..trace.detail import (
     row_parts,
 )
 from ..trace.kernels import OUTPUT_CODES, KernelSpan
-from ..trace.model import Kernel, Record
+from ..trace.model import Compile, Error, Kernel, Record
 from ..trace.summary import counts_line
 
 GRAPH_KINDS = frozenset(
@@ -38,14 +39,23 @@ METRIC_KINDS = frozenset(
     bwd_compilation_metrics_runtime""".split()
 )
 JSON_LIMIT = 32 << 20
+# A compile's status (model.STATUSES) and its marks (model.MARKS): a style and a symbol each.
 STATUS_STYLE = {
     "ok": "green",
+    "empty graph": "magenta",
     "graph break": "yellow",
-    "recompile": "cyan",
     "failed": "bold red",
+    "recompile": "cyan",
     "cache hit": "blue",
 }
-STATUS_MARK = {"ok": "✓", "graph break": "✂", "recompile": "↻", "failed": "✗", "cache hit": "●"}
+STATUS_MARK = {
+    "ok": "✓",
+    "empty graph": "∅",
+    "graph break": "✂",
+    "failed": "✗",
+    "recompile": "↻",
+    "cache hit": "●",
+}
 KIND_STYLE = {
     "pointwise": "green",
     "reduction": "magenta",
@@ -328,6 +338,26 @@ def status_text(status: str) -> Text:
     return Text(status, style=STATUS_STYLE.get(status, ""))
 
 
+def marks_text(marks: Sequence[str], words: bool = True) -> Text:
+    """A compile's or frame's marks: ``↻ recompile  ● cache hit`` (symbols only: ``↻●``)."""
+    text = Text()
+    for mark in marks:
+        if words and text:
+            text.append("  ")
+        shown = f"{STATUS_MARK.get(mark, '?')} {mark}" if words else STATUS_MARK.get(mark, "?")
+        text.append(shown, style=STATUS_STYLE.get(mark, ""))
+    return text
+
+
+def verdict_text(comp: Compile) -> Text:
+    """Its status and marks: ``ok  ↻ recompile  ● cache hit``."""
+    text = status_text(comp.status)
+    if comp.marks:
+        text.append("  ")
+        text.append_text(marks_text(comp.marks))
+    return text
+
+
 def bar(value: float, top: float, width: int, style: str) -> Text:
     """A horizontal bar with eighth-block resolution."""
     if top <= 0 or width <= 0:
@@ -339,6 +369,46 @@ def bar(value: float, top: float, width: int, style: str) -> Text:
     if not text and value > 0:
         text = "▏"
     return Text(text.ljust(width), style=style)
+
+
+ERROR_ROWS = 5  # errors the overview lists (e lists them all)
+
+
+def crash_summary(model: Model) -> list[Text]:
+    """ "The run crashed" and its first errors, for the top of the overview (or nothing)."""
+    errors = model.run_errors()
+    if not errors:
+        return []
+    out = [Text(f"The run crashed: {len(errors)} error(s)  (e for all)", style="bold red")]
+    for error in errors[:ERROR_ROWS]:
+        out.append(Text.assemble("  ", lit(error.headline, "red")))
+        if error.stack:
+            out.append(Text.assemble("    at ", lit(error.stack[-1], "dim")))
+    if len(errors) > ERROR_ROWS:
+        out.append(Text(f"  … {len(errors) - ERROR_ROWS} more", style="dim"))
+    return out
+
+
+def error_doc(error: Error) -> Document:
+    """One error: where it came from, its exception, its stack and the traceback as printed."""
+    where = "run.json" if error.origin == "run.json" else f"line {error.lineno}"
+    rank = "-" if error.rank is None else str(error.rank)
+    lines = [
+        Text.assemble(lit(error.error_type, "bold red")),
+        lit(error.message),
+        Text.assemble(
+            ("rank ", "dim"), lit(rank), ("  from ", "dim"), lit(error.where), " ", (where, "dim")
+        ),
+    ]
+    if error.stack:
+        lines.append(Text(""))
+        lines.append(Text("stack (most recent call last)", style="bold underline"))
+        lines.extend(Text.assemble("  ", lit(frame)) for frame in error.stack[-40:])
+    if error.text:
+        lines.append(Text(""))
+        lines.append(Text("as printed", style="bold underline"))
+        lines.extend(lit(line) for line in error.text.split("\n")[:400])
+    return styled_doc(f"error · {error.error_type}", lines)
 
 
 class InputState(NamedTuple):
@@ -395,6 +465,7 @@ def model_summary(
     breaks and slowest compiles; `state` says the input is empty (see `input_state`)."""
     s = model.summary_counts() if summary is None else summary
     out = [Text(safe_line(title), style="bold")]
+    out.extend(crash_summary(model))
     if state is not None:
         out.append(lit(state.text, "bold yellow"))
         if state.help:
@@ -421,7 +492,7 @@ def model_summary(
             out.append(
                 Text.assemble(
                     f"  {fmt_seconds(comp.compile_time_s):>8}  ",
-                    lit(comp.id_text.ljust(8), "bold"),
+                    lit(comp.id_label.ljust(8), "bold"),
                     " ",
                     lit(label),
                 )

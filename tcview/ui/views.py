@@ -23,7 +23,7 @@ from ..trace import Model
 from ..trace.detail import compile_detail, fmt_seconds, kernel_detail, phase_times
 from ..trace.facts import short_guard
 from ..trace.kernels import KernelGroup, group_kernels, needs_digests, source_digests
-from ..trace.model import ROLE_SHORT, BreakGroup, Compile, Failure, Frame
+from ..trace.model import ROLE_SHORT, BreakGroup, Compile, Error, Failure, Frame
 from .content import (
     KIND_STYLE,
     STATUS_STYLE,
@@ -31,10 +31,11 @@ from .content import (
     bar,
     detail_doc,
     detail_lines,
+    error_doc,
     lit,
     record_doc,
-    status_text,
     styled_doc,
+    verdict_text,
 )
 from .reader import Reader
 from .status import StatusBar
@@ -250,8 +251,8 @@ class BreaksView(TableView[BreakGroup]):
         for g in model.grouped_breaks():
             comps = []
             for gb in g.breaks:
-                if gb.compile is not None and gb.compile.id_text not in comps:
-                    comps.append(gb.compile.id_text)
+                if gb.compile is not None and gb.compile.id_label not in comps:
+                    comps.append(gb.compile.id_label)
             ids = ", ".join(comps[:4]) + (f" +{len(comps) - 4}" if len(comps) > 4 else "")
             out.append(
                 (
@@ -286,7 +287,7 @@ class BreaksView(TableView[BreakGroup]):
             lines.append(Text.assemble(("hint      ", "dim"), lit(hint, "green")))
         if gb.url:
             lines.append(Text.assemble(("more      ", "dim"), lit(gb.url, "underline")))
-        seen = Counter(b.compile.id_text if b.compile else "?" for b in group.breaks)
+        seen = Counter(b.compile.id_label if b.compile else "?" for b in group.breaks)
         lines.append(
             Text.assemble(
                 ("compiles  ", "dim"),
@@ -352,9 +353,9 @@ class RecompilesView(TableView[Compile | None]):
                         [
                             Text.assemble(
                                 ("  └ " if i == len(frame.compiles) - 1 else "  ├ ", "dim"),
-                                lit(comp.id_text, "bold"),
+                                lit(comp.id_label, "bold"),
                             ),
-                            status_text(comp.status),
+                            verdict_text(comp),
                             Text(fmt_seconds(comp.compile_time_s), style="dim"),
                             lit(_cut(why, 110), "cyan" if reasons else "dim"),
                         ],
@@ -500,7 +501,7 @@ class FailuresView(TableView[Failure]):
             out.append(
                 (
                     [
-                        lit(comp.id_text if comp is not None else "-", "bold"),
+                        lit(comp.id_label if comp is not None else "-", "bold"),
                         lit(_cut(f.fail_type, 40), "bold red"),
                         lit(_cut(f.reason, 100)),
                         lit(f.location or "", "dim"),
@@ -540,6 +541,38 @@ class FailuresView(TableView[Failure]):
         return styled_doc(f"failure · {f.fail_type}", lines)
 
 
+# ---------------------------------------------------------------- errors
+
+
+class ErrorsView(TableView[Error]):
+    TITLE = "Errors"
+    HELP = "the run crashed: uncaught tracebacks, a non-zero exit code · esc: back"
+    COLUMNS = ("rank", "type", "message", "where")
+
+    def rows(self, model: Model) -> list[Row[Error]]:
+        out: list[Row[Error]] = []
+        for error in model.run_errors():
+            where = error.stack[-1] if error.stack else error.where
+            out.append(
+                (
+                    [
+                        lit("-" if error.rank is None else error.rank, "bold"),
+                        lit(_cut(error.error_type.rsplit(".", 1)[-1], 40), "bold red"),
+                        lit(_cut(error.first_line, 100)),
+                        lit(_cut(where, 80), "dim"),
+                    ],
+                    error,
+                )
+            )
+        return out
+
+    def empty_text(self) -> str:
+        return "No errors: no uncaught traceback, and no non-zero exit code."
+
+    def detail(self, error: Error) -> Document:
+        return error_doc(error)
+
+
 # ---------------------------------------------------------------- compile time
 
 
@@ -564,7 +597,7 @@ class TimeView(TableView[Compile]):
                 (
                     [
                         Text.assemble(
-                            lit(c.id_text, "bold"),
+                            lit(c.id_label, "bold"),
                             " ",
                             (
                                 c.status[:1].upper() if c.status != "ok" else "",
@@ -687,6 +720,7 @@ VIEWS: dict[str, type[Screen[None]]] = {
     "recompiles": RecompilesView,
     "kernels": KernelsView,
     "failures": FailuresView,
+    "errors": ErrorsView,
     "time": TimeView,
     "other": OtherView,
 }
