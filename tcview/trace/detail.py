@@ -247,16 +247,39 @@ def row_text(row: Row, width: int = 0) -> str:
     return "".join(row_parts(row, width))
 
 
+# Tags of the head rows shown on the first line, after the title: ``compile 0/1  ok  1.2s``.
+HEADLINE_TAGS = ("marks", "duration", "headline")
+
+
+def in_headline(row: Row) -> bool:
+    return row.tag.startswith("status:") or row.tag in HEADLINE_TAGS
+
+
+def headline(detail: Detail) -> tuple[str, list[Row]]:
+    """The first line: the title, then the head rows that go on it (status, marks, time)."""
+    head = detail.sections[0] if detail.sections and not detail.sections[0].heading else None
+    rows = [r for r in head.rows if in_headline(r)] if head is not None else []
+    return detail.title, rows
+
+
+def body_rows(detail: Detail, section: Section) -> list[Row]:
+    """A section's rows below the headline."""
+    if detail.sections and section is detail.sections[0] and not section.heading:
+        return [r for r in section.rows if not in_headline(r)]
+    return section.rows
+
+
 def render_text(detail: Detail) -> str:
     """The detail as plain text: what the pane shows, without styles."""
-    out = [detail.title]
+    title, rows = headline(detail)
+    out = ["  ".join([title, *(r.value for r in rows)])]
     for section in detail.sections:
         if not section.rows and not section.lines:
             continue
         if section.heading:
             out.append("")
             out.append(section.heading)
-        out.extend(row_text(r, section.label_width) for r in section.rows)
+        out.extend(row_text(r, section.label_width) for r in body_rows(detail, section))
         if section.lines:
             if section.language:
                 width = len(str(section.first_lineno + len(section.lines)))
@@ -346,7 +369,7 @@ def compile_detail(comp: Compile, model: Model | None = None) -> Detail:
         head.row("marks", ", ".join(comp.marks), "marks")
     t = comp.compile_time_s
     if t is not None:
-        head.row("time", fmt_seconds(t), "strong")
+        head.row("time", fmt_seconds(t), "duration")
     where = where_of(comp.file)
     if where:
         head.row("rank", where.split(" ", 1)[1])
@@ -622,8 +645,9 @@ def _fusion_section(detail: Detail, decisions: Sequence[FusionDecision]) -> None
 
 def frame_detail(frame: Frame) -> Detail:
     """A frame: its status, why it recompiled, its compiles and its stack."""
-    detail = Detail("frame", f"frame {frame.label}  [{frame.id_label}]", id=frame.id_label)
+    detail = Detail("frame", f"frame {frame.label}", id=frame.id_label)
     head = detail.section()
+    head.row("id", f"[{frame.id_label}]", "headline")
     head.row("status", frame.status, f"status:{frame.status}")
     if frame.marks:
         head.row("marks", ", ".join(frame.marks), "marks")

@@ -18,7 +18,9 @@ from ..trace.detail import (
     Detail,
     Row,
     Section,
+    body_rows,
     fmt_seconds,
+    headline,
     kernel_detail,
     record_name,
     row_parts,
@@ -237,25 +239,42 @@ def row_line(row: Row, width: int, top: float) -> Text:
     return text
 
 
-def section_lines(section: Section) -> list[Text]:
-    """A section's heading and rows, styled (its code lines are not included)."""
+def section_lines(section: Section, rows: list[Row] | None = None) -> list[Text]:
+    """A section's heading and rows (`rows`: those of them to show), styled; its code lines
+    are not included."""
     out: list[Text] = []
     if section.heading:
         out.append(Text(""))
         out.append(lit(section.heading, HEADING_STYLE.get(section.tag, "bold underline")))
-    top = max((r.amount for r in section.rows if r.amount is not None), default=0.0)
-    out.extend(row_line(r, section.label_width, top) for r in section.rows)
+    rows = section.rows if rows is None else rows
+    top = max((r.amount for r in rows if r.amount is not None), default=0.0)
+    out.extend(row_line(r, section.label_width, top) for r in rows)
     if section.lines and not section.language:
         out.extend(lit(line) for line in section.lines)
     return out
 
 
+def headline_text(detail: Detail) -> Text:
+    """The first line: the title, then its status, marks and time, styled."""
+    title, rows = headline(detail)
+    text = lit(title, "bold")
+    for row in rows:
+        text.append("  ")
+        if row.tag == "marks":
+            text.append_text(row_line(Row("", row.value, "marks"), 0, 0.0)[2:])
+        else:
+            text.append_text(
+                lit(row.value, "bold" if row.tag == "duration" else tag_style(row.tag))
+            )
+    return text
+
+
 def detail_lines(detail: Detail) -> list[Text]:
     """The whole detail as styled lines (code sections as plain lines)."""
-    out = [lit(detail.title, "bold")]
+    out = [headline_text(detail)]
     for section in detail.sections:
         if section.rows or section.lines:
-            out.extend(section_lines(section))
+            out.extend(section_lines(section, body_rows(detail, section)))
             if section.language:
                 out.extend(lit(line) for line in section.lines)
     return out
@@ -268,9 +287,9 @@ def detail_doc(detail: Detail) -> Document:
     code = sections[-1] if sections and sections[-1].language else None
     if code is None:
         return styled_doc(detail.title, detail_lines(detail))
-    head = [lit(detail.title, "bold")]
+    head = [headline_text(detail)]
     for section in sections[:-1]:
-        head.extend(section_lines(section))
+        head.extend(section_lines(section, body_rows(detail, section)))
     head.extend(section_lines(Section(code.heading, code.tag, list(code.rows))))
     n = len(head)
     # It opens at the top: what the kernel fuses and how it is launched come first.
