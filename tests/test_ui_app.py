@@ -10,6 +10,7 @@ from pathlib import Path
 import pytest
 from ui_helpers import CPU_SAMPLE, GPU_SAMPLE, counts_text, ready, settle, summary_json, sync
 
+from tcview.trace.model import Compile
 from tcview.ui.app import TcviewApp
 from tcview.ui.reader import Reader
 from tcview.ui.tree import TraceTree
@@ -234,7 +235,7 @@ async def test_recompiles_view_lists_guards() -> None:
         await pilot.press("r")
         await settle(app, pilot)
         view = app.screen
-        comps = [o for o in view.objects if o is not None and o.recompile is not None]
+        comps = [o for o in view.objects if isinstance(o, Compile) and o.recompile is not None]
         assert comps, "the CPU sample recompiles"
         await pilot.press("j")
         await settle(app, pilot)

@@ -20,10 +20,11 @@ from textual.widgets import DataTable, Footer, Input, Static
 from textual.worker import get_current_worker
 
 from ..trace import Model
-from ..trace.detail import compile_detail, fmt_seconds, kernel_detail, phase_times
+from ..trace.detail import compile_detail, fmt_seconds, frame_detail, kernel_detail, phase_times
 from ..trace.facts import short_guard
 from ..trace.kernels import KernelGroup, group_kernels, needs_digests, source_digests
 from ..trace.model import ROLE_SHORT, BreakGroup, Compile, Error, Failure, Frame
+from ..trace.recompiles import diagnose
 from .content import (
     KIND_STYLE,
     STATUS_STYLE,
@@ -310,34 +311,36 @@ class BreaksView(TableView[BreakGroup]):
 # ---------------------------------------------------------------- recompiles
 
 
-class RecompilesView(TableView[Compile | None]):
+class RecompilesView(TableView[Compile | Frame]):
     TITLE = "Recompiles"
-    HELP = "per frame: each compile and the guard that failed · enter: go to the compile"
-    COLUMNS = ("frame / compile", "status", "time", "guard that failed")
+    HELP = (
+        "per frame: why it recompiled, then each compile and the guard that failed"
+        " · enter: go to the compile"
+    )
+    COLUMNS = ("frame / compile", "status", "time", "why")
 
-    def rows(self, model: Model) -> list[Row[Compile | None]]:
-        out: list[Row[Compile | None]] = []
+    def rows(self, model: Model) -> list[Row[Compile | Frame]]:
+        out: list[Row[Compile | Frame]] = []
         frames: list[Frame] = []
         for tf in list(model.files):
             for frame in list(tf.frames.values()):
                 if len(frame.compiles) > 1 or any(c.key.is_recompile for c in frame.compiles):
                     frames.append(frame)
-        limited = {
-            id(f.compile.frame)
-            for f in model.failures
-            if f.is_recompile_limit and f.compile is not None
-        }
         for frame in frames:
-            mark = "  ⚠ recompile limit hit" if id(frame) in limited else ""
+            # The diagnosis without the config (that is read from disk, for the detail).
+            diagnosis = diagnose(frame)
+            limit = diagnosis.limit_hit is not None
+            mark = "  ⚠ recompile limit hit" if limit else ""
+            why = diagnosis.sentences[1 if limit and len(diagnosis.sentences) > 1 else 0]
             out.append(
                 (
                     [
                         Text.assemble(lit(frame.label, "bold"), (mark, "bold red")),
                         Text(f"{len(frame.compiles)} compiles", style="dim"),
                         Text(""),
-                        Text(""),
+                        lit(_cut(why, 110), "bold"),
                     ],
-                    frame.compiles[0] if frame.compiles else None,
+                    frame,
                 )
             )
             for i, comp in enumerate(frame.compiles):
@@ -367,13 +370,14 @@ class RecompilesView(TableView[Compile | None]):
     def empty_text(self) -> str:
         return "No recompiles: every frame compiled once."
 
-    def detail(self, comp: Compile | None) -> Document | None:
-        if comp is None:
-            return None
-        return detail_doc(compile_detail(comp, self.model))
+    def detail(self, obj: Compile | Frame) -> Document:
+        if isinstance(obj, Frame):
+            return detail_doc(frame_detail(obj))
+        return detail_doc(compile_detail(obj, self.model))
 
-    def activate(self, comp: Compile | None) -> None:
-        if comp is not None:
+    def activate(self, obj: Compile | Frame) -> None:
+        comp = obj.compiles[0] if isinstance(obj, Frame) and obj.compiles else obj
+        if isinstance(comp, Compile):
             self.browser.reveal("compile", comp)
 
 
