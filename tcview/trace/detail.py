@@ -404,11 +404,11 @@ def compile_detail(comp: Compile, model: Model | None = None) -> Detail:
     _recompile_section(detail, comp, config)
     _breaks_section(detail, comp)
     _failure_section(detail, comp)
-    _graphs_section(detail, comp)
+    _phases_section(detail, comp)
     _kernels_section(detail, comp)
+    _graphs_section(detail, comp)
     _config_section(detail, config)
     _metrics_section(detail, comp)
-    _phases_section(detail, comp)
     _shapes_section(detail, comp)
     _fusion_section(detail, fusion_of(model, comp))
     if frame is not None and frame.stack:

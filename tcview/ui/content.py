@@ -193,7 +193,7 @@ TAG_STYLE = {
     "hint": "green",
     "guard": "cyan",
     "failure": "red",
-    "limit": "bold red",
+    "limit": "bold",
     "diagnosis": "bold",
     "advice": "green",
     "dim": "dim",

@@ -373,8 +373,7 @@ class CodeView(ScrollView, can_focus=True):
         content = content.crop_extend(scroll_x, scroll_x + text_width, None)
         if gutter:
             lineno = self.doc.lineno(index)
-            shown = "" if lineno is None else str(lineno)
-            number = f"{shown:>{gutter - 2}} │"
+            number = " " * gutter if lineno is None else f"{lineno:>{gutter - 2}} │"
             is_focus = index == self.doc.focus and self.doc.focus > 0
             style = Style(dim=not is_focus, bold=is_focus)
             strip = Strip.join([Strip([Segment(number[:gutter], style)], gutter), content])
