@@ -484,7 +484,7 @@ def _failure_section(detail: Detail, comp: Compile) -> None:
         section.text_row(f.fail_type, f.reason, "failure")
         if f.is_recompile_limit:
             section.row(
-                "", "the recompile limit: the frame runs eagerly from then on", "limit", depth=1
+                "", "the recompile limit: the frame runs eagerly from then on", "failure", depth=1
             )
         if f.location:
             section.row("at", f.location, "where", depth=1)
