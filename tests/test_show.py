@@ -226,6 +226,10 @@ def test_launch_metadata_of_triton_kernels() -> None:
     template = rows(kernel_detail(by_name["triton_tem_fused_addmm_t_0"], user))["launch"]
     assert "num_warps 4" in template and "num_stages 5" in template
     assert "grid (128, 1, 1)" in template
+    # Older torch (the tlparse corpus) passes the grid to run() as a keyword.
+    old = load_source(str(shared("tlparse-corpus", "simple.log")))
+    launches = [rows(kernel_detail(k, old))["launch"] for k in old.kernels]
+    assert "grid grid(16384, 320)" in launches[1] and "ynumel 16384" in launches[1]
 
 
 def test_cpp_kernel_says_what_it_has(dim_model: Model) -> None:

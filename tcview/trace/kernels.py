@@ -272,6 +272,7 @@ _DECORATOR_INT = re.compile(r"^\s*(num_warps|num_stages)=(\d+)")
 _NUMEL = re.compile(r"^\s+([xyz]|r\d_)numel = (\S+)\s*$")
 _CPP_ARGS = re.compile(r"async_compile\.cpp\w*\(\[([^\]]*)\]")
 _INT = re.compile(r"^\d+$")
+_KEYWORD = re.compile(r"^\w+=")
 BLOCK_OF = {"x": "XBLOCK", "y": "YBLOCK", "z": "ZBLOCK"}
 ARG_CUT = 60  # characters of a launch argument shown
 
@@ -322,7 +323,7 @@ def launch_info(code: OutputCode, span: KernelSpan, info: dict[str, object] | No
         out.add("reduction hint", rhint.group(1))
     grid_type = _GRID_TYPE.search(text)
     numels = _numels(body)
-    args = _launch_args(launch, span.name) if launch is not None else None
+    args, keywords = _launch_args(launch, span.name) if launch is not None else (None, {})
     signature = _SIGNATURE.search(text)
     params = (
         [k for k, v in _SIG_ITEM.findall(signature.group(1)) if v != "constexpr"]
@@ -338,15 +339,15 @@ def launch_info(code: OutputCode, span: KernelSpan, info: dict[str, object] | No
         rest = args[len(params) :]
         extra = _EXTRA_ARGS.search(text)
         names = [n.strip().strip("'") for n in extra.group(1).split(",")] if extra else []
-        if not names and len(rest) == 3:
-            names = ["grid x", "grid y", "grid z"]
         extras = [(names[i] if i < len(names) else f"extra {i}", v) for i, v in enumerate(rest)]
     for dim, value in numels.items():
         out.add(f"{dim}numel", value)
     config = _config(info)
-    grid = [v for k, v in extras if k.startswith(("grid", "_grid"))]
+    grid = [v for k, v in extras if k.startswith("_grid")]
     if grid:
         out.add("grid", f"({', '.join(grid)})")
+    elif "grid" in keywords:  # torch before 2.6: ``.run(…, grid=grid(1024), stream=…)``
+        out.add("grid", keywords["grid"])
     elif grid_type is not None:
         computed = _grid(grid_type.group(1), numels, config)
         out.add("grid", computed or grid_type.group(1))
@@ -390,11 +391,11 @@ def _numels(body: list[str]) -> dict[str, str]:
     return out
 
 
-def _launch_args(line: str, name: str) -> list[str] | None:
-    """The positional arguments of ``NAME.run(a, b, 1024, stream=stream0)``."""
+def _launch_args(line: str, name: str) -> tuple[list[str] | None, dict[str, str]]:
+    """The positional and keyword arguments of ``NAME.run(a, b, 1024, stream=stream0)``."""
     at = line.find(name + ".run(")
     if at < 0:
-        return None
+        return None, {}
     args: list[str] = []
     depth = 0
     current: list[str] = []
@@ -412,7 +413,8 @@ def _launch_args(line: str, name: str) -> list[str] | None:
         current.append(ch)
     if "".join(current).strip():
         args.append("".join(current).strip())
-    return [_cut(a, ARG_CUT) for a in args if "=" not in a]
+    keywords = dict(a.split("=", 1) for a in args if _KEYWORD.match(a))
+    return [_cut(a, ARG_CUT) for a in args if not _KEYWORD.match(a)], keywords
 
 
 def _config(info: dict[str, object] | None) -> dict[str, object]:
