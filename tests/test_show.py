@@ -191,6 +191,52 @@ def test_kernel_source_starts_with_its_header_and_says_what_it_fuses() -> None:
     assert checked == len(model.kernels) == 54
 
 
+# tlparse 0.4.3 -i on the corpus's JIT provenance logs: kernel -> (post-grad nodes, pre-grad nodes)
+TLPARSE_PROVENANCE = [
+    (
+        "inductor_provenance_jit_debug_handle_log.txt",
+        "triton_poi_fused_addmm_gelu_2",
+        ["mul_3", "mul_1", "add_tensor", "add", "erf", "mul_2"],
+        ["z", "y"],
+    ),
+    (
+        "inductor_provenance_jit_debug_handle_log.txt",
+        "triton_poi_fused_addmm_relu_sigmoid_threshold_backward_0",
+        ["sigmoid", "relu", "add_tensor_1", "le"],
+        ["x_2", "x_1", "x"],
+    ),
+    ("inductor_provenance_jit_debug_handle_log.txt", "triton_poi_fused_mul_1", ["mul"], ["d"]),
+    (
+        "inductor_provenance_jit_log.txt",
+        "cpp_fused_gelu_1",
+        ["mul_3", "mul_1", "add", "erf", "mul_2"],
+        ["z"],
+    ),
+    (
+        "inductor_provenance_jit_log.txt",
+        "cpp_fused_mul_relu_sigmoid_0",
+        ["sigmoid", "relu", "mul"],
+        ["x_2", "x_1", "d"],
+    ),
+]
+
+
+@pytest.mark.parametrize(("log", "name", "post", "pre"), TLPARSE_PROVENANCE)
+def test_fused_nodes_agree_with_tlparse_provenance(
+    log: str, name: str, post: list[str], pre: list[str]
+) -> None:
+    """The nodes a kernel fuses, as tlparse -i maps them (from the provenance artifacts): tcview
+    reads the kernel's comment (post-grad nodes: its graph fragment), or, for C++ kernels that
+    have none, the same provenance artifact."""
+    model = load_source(str(shared("tlparse-corpus", log)))
+    kernel = next(k for k in model.kernels if k.name == name)
+    fused = rows(kernel_detail(kernel, model))
+    section = next(v for k, v in fused.items() if k.startswith("fuses"))
+    got = {r.split(" ", 1)[0]: r.split(" ", 1)[1] for r in section}
+    assert set(got["post-grad"].split(", ")) == set(post)
+    assert set(got["nodes"].split(", ")) == set(pre)
+
+
 def test_launch_metadata_of_triton_kernels() -> None:
     """Numels from the kernel body and its launch, the grid, and the autotuned warps and
     stages from the trace's triton_kernel_info (templates: from their decorator)."""

@@ -34,7 +34,9 @@ from .kernels import (
     kernel_info_of,
     launch_info,
     needs_digests,
+    provenance_of,
     source_digests,
+    user_lines_of,
 )
 from .model import (
     ROLE_SHORT,
@@ -714,13 +716,28 @@ def kernel_detail(kernel: Kernel, model: Model | None = None) -> Detail:
     launch = "not launched" if span.launch is None else f"#{span.launch + 1}"
     head.row("output code", f"lines {span.first + 1}-{span.end + 1} · launch {launch}")
     found = fuses(code, span)
-    section = detail.section("fuses")
-    section.label_width = 10
+    origin = ""
+    if not found.found:
+        mappings = _following(kernel, "inductor_provenance_tracking_node_mappings")
+        from_mappings = provenance_of(mappings.payload(), kernel.name) if mappings else None
+        if from_mappings is not None:
+            found, origin = from_mappings, "  (provenance tracking)"
+    section = detail.section("fuses" + origin)
+    section.label_width = 11
     if found.found:
-        section.row("ATen ops", ", ".join(found.aten_ops) or "(none)", "strong")
-        section.row("nodes", ", ".join(found.source_nodes) or "(none)", "")
+        if found.aten_ops:
+            section.row("ATen ops", ", ".join(found.aten_ops), "strong")
+        section.row("nodes", ", ".join(n or "(unnamed)" for n in found.source_nodes) or "(none)")
+        if found.post_grad_nodes:
+            section.row("post-grad", ", ".join(found.post_grad_nodes), "dim")
     else:
         section.row("", "the output code does not say (no source-node comment)", "dim")
+    traces = _following(kernel, "inductor_provenance_tracking_kernel_stack_traces")
+    user = user_lines_of(traces.payload(), kernel.name) if traces is not None else []
+    if user:
+        section = detail.section("user code")
+        for line in user:
+            section.row("", line)
     info = _kernel_info(kernel)
     launch_rows = launch_info(code, span, info).rows
     if launch_rows:
@@ -784,9 +801,9 @@ def _source_section(detail: Detail, code: OutputCode, span: KernelSpan) -> None:
         section.regions = [(at + 1, len(body) - 2, "cpp")]
 
 
-def _kernel_info(kernel: Kernel) -> dict[str, object] | None:
-    """The kernel's entry of the ``triton_kernel_info`` artifact logged after its output
-    code (autotuned config, compile time), read from disk; None when there is none."""
+def _following(kernel: Kernel, name: str) -> Record | None:
+    """The artifact `name` logged after the kernel's output code and before the next one of
+    its compile (what Inductor logs about that output code), if any."""
     comp = kernel.compile
     if comp is None:
         return None
@@ -798,7 +815,13 @@ def _kernel_info(kernel: Kernel) -> dict[str, object] | None:
     for rec in records[at + 1 :]:
         if rec.kind in ("inductor_output_code", "output_code"):
             return None
-        if rec.label == "triton_kernel_info":
-            entry = kernel_info_of(rec.payload()).get(kernel.name)
-            return entry if entry is not None else None
+        if rec.label == name:
+            return rec
     return None
+
+
+def _kernel_info(kernel: Kernel) -> dict[str, object] | None:
+    """The kernel's entry of the ``triton_kernel_info`` artifact logged after its output
+    code (autotuned config, compile time), read from disk; None when there is none."""
+    rec = _following(kernel, "triton_kernel_info")
+    return kernel_info_of(rec.payload()).get(kernel.name) if rec is not None else None

@@ -227,15 +227,19 @@ class Fuses:
     source_nodes: list[str] = field(default_factory=list)
     aten_ops: list[str] = field(default_factory=list)
     found: bool = False
+    # The post-grad graph's nodes, from ``# Source node to ATen node mapping:`` lines
+    # (``#   layer_norm => add, rsqrt, var_mean``), in order, each once.
+    post_grad_nodes: list[str] = field(default_factory=list)
 
 
 def fuses(code: OutputCode, span: KernelSpan) -> Fuses:
     """What the kernel fuses: from the comment above its definition, else from the one above
     its launch in call() (C++ kernels and older torch have only that one, if any)."""
-    for line in code.lines[span.first : span.start]:
+    head = code.lines[span.first : span.start]
+    for line in head:
         m = _NODES.search(line)
         if m:
-            return Fuses(_names(m.group(1)), _names(m.group(2)), True)
+            return Fuses(_names(m.group(1)), _names(m.group(2)), True, _post_grad(head))
     launch = _launch_index(code, span)
     if launch is not None:
         for line in reversed(code.lines[max(0, launch - 3) : launch]):
@@ -243,6 +247,33 @@ def fuses(code: OutputCode, span: KernelSpan) -> Fuses:
             if m:
                 return Fuses(_names(m.group(1)), _names(m.group(2)), True)
     return Fuses()
+
+
+_FRAGMENT_NODE = re.compile(r"^\s*#\s+%(\w+) : .*?= call_function\[")
+_MAPPING = re.compile(r"^\s*#\s{3}(.*?)\s*=>\s*(.*?)\s*$")
+
+
+def _post_grad(head: list[str]) -> list[str]:
+    """The post-grad nodes a kernel computes: the ``call_function`` nodes of its ``# Graph
+    fragment:`` (placeholders are its inputs), else the right-hand sides of its ``# Source
+    node to ATen node mapping:`` (older torch has no fragment)."""
+    out = [m.group(1) for line in head if (m := _FRAGMENT_NODE.match(line))]
+    if out:
+        return list(dict.fromkeys(out))
+    mapping = False
+    for line in head:
+        if line.lstrip().startswith("# Source node to ATen node mapping:"):
+            mapping = True
+            continue
+        m = _MAPPING.match(line) if mapping else None
+        if m is None:
+            if mapping:
+                break
+            continue
+        for name in _names(m.group(2)):
+            if name not in out:
+                out.append(name)
+    return out
 
 
 def _launch_index(code: OutputCode, span: KernelSpan) -> int | None:
@@ -255,7 +286,10 @@ def _launch_index(code: OutputCode, span: KernelSpan) -> int | None:
 
 
 def _names(text: str) -> list[str]:
-    return [part.strip() for part in text.split(",") if part.strip()]
+    """``a, b, c`` -> its names; an empty name (Inductor leaves some nodes unnamed) is kept
+    as "" between others."""
+    parts = [part.strip() for part in text.split(",")]
+    return [] if parts == [""] else parts
 
 
 # ---------------------------------------------------------------------- launch metadata
@@ -445,6 +479,55 @@ def _grid(grid_type: str, numels: dict[str, str], config: dict[str, object]) -> 
         sizes.append(math.ceil(int(numel) / block))
     sizes += [1] * (3 - len(sizes))
     return f"({', '.join(map(str, sizes))})  {grid_type}"
+
+
+def provenance_of(payload: str, name: str) -> Fuses | None:
+    """What an ``inductor_provenance_tracking_node_mappings`` artifact (``-i``/
+    INDUCTOR_PROVENANCE) says kernel `name` fuses: its post-grad nodes (``cppCodeToPost``,
+    keyed ``name`` or ``name:handle``) and their pre-grad (source) nodes (``postToPre``)."""
+    try:
+        value = json.loads(payload)
+    except ValueError:
+        return None
+    if not isinstance(value, dict):
+        return None
+    code = value.get("cppCodeToPost")
+    to_pre = value.get("postToPre")
+    if not isinstance(code, dict):
+        return None
+    post = next(
+        (v for k, v in code.items() if isinstance(v, list) and str(k).split(":")[0] == name),
+        None,
+    )
+    if post is None:
+        return None
+    pre: list[str] = []
+    for node in post:
+        for p in to_pre.get(node, []) if isinstance(to_pre, dict) else []:
+            if str(p) not in pre:
+                pre.append(str(p))
+    return Fuses(pre, [], True, [str(n) for n in post])
+
+
+def user_lines_of(payload: str, name: str) -> list[str]:
+    """A kernel's user source lines from ``inductor_provenance_tracking_kernel_stack_traces``:
+    ``file:line in fn: code``, one per traceback entry."""
+    try:
+        value = json.loads(payload)
+    except ValueError:
+        return []
+    if not isinstance(value, dict):
+        return []
+    traces = next((v for k, v in value.items() if str(k).split(":")[0] == name), None)
+    out: list[str] = []
+    for trace in traces if isinstance(traces, list) else []:
+        m = _TRACE_ENTRY.search(str(trace))
+        if m:
+            out.append(f"{m.group(1)}:{m.group(2)} in {m.group(3)}: {m.group(4).strip()}")
+    return out
+
+
+_TRACE_ENTRY = re.compile(r'File "([^"]+)", line (\d+), in (\S+)\n\s*(.*)')
 
 
 def kernel_info_of(payload: str) -> dict[str, dict[str, object]]:
