@@ -259,6 +259,13 @@ def test_launch_metadata_of_triton_kernels() -> None:
         "autotune only 1 config",
     ):
         assert row in launch, (row, launch)
+    # Dynamic shapes: the launch passes a variable that call() computed from a symbol.
+    dynamic = next(
+        k
+        for k in model.kernels
+        if k.name == "triton_per_fused_embedding_dense_backward_nll_loss_forward_sum_view_16"
+    )
+    assert "xnumel 256*s75" in rows(kernel_detail(dynamic, model))["launch"]
     user = load_source(str(shared("h200-torch2.11", "triton_user", "trace")))
     by_name = {k.name: k for k in user.kernels}
     user_launch = launch_info(

@@ -307,6 +307,7 @@ _NUMEL = re.compile(r"^\s+([xyz]|r\d_)numel = (\S+)\s*$")
 _CPP_ARGS = re.compile(r"async_compile\.cpp\w*\(\[([^\]]*)\]")
 _INT = re.compile(r"^\d+$")
 _KEYWORD = re.compile(r"^\w+=")
+_NAME = re.compile(r"^[A-Za-z_]\w*$")
 BLOCK_OF = {"x": "XBLOCK", "y": "YBLOCK", "z": "ZBLOCK"}
 ARG_CUT = 60  # characters of a launch argument shown
 
@@ -369,11 +370,14 @@ def launch_info(code: OutputCode, span: KernelSpan, info: dict[str, object] | No
         named = dict(zip(params, args, strict=False))
         for name, value in named.items():
             if name.endswith("numel"):
-                numels.setdefault(name[: -len("numel")], value)
+                numels.setdefault(name[: -len("numel")], _cut(_value_of(code, value), ARG_CUT))
         rest = args[len(params) :]
         extra = _EXTRA_ARGS.search(text)
         names = [n.strip().strip("'") for n in extra.group(1).split(",")] if extra else []
-        extras = [(names[i] if i < len(names) else f"extra {i}", v) for i, v in enumerate(rest)]
+        extras = [
+            (names[i] if i < len(names) else f"extra {i}", _cut(v, ARG_CUT))
+            for i, v in enumerate(rest)
+        ]
     for dim, value in numels.items():
         out.add(f"{dim}numel", value)
     config = _config(info)
@@ -415,6 +419,16 @@ def launch_info(code: OutputCode, span: KernelSpan, info: dict[str, object] | No
     return out
 
 
+def _value_of(code: OutputCode, arg: str) -> str:
+    """A launch argument's value: ``256*s75`` for ``k_xnumel`` where call() computed it
+    (``k_xnumel = 256*s75``, dynamic shapes), else the argument as written."""
+    if not _NAME.match(arg) or _INT.match(arg):
+        return arg
+    pattern = re.compile(r"^\s*" + re.escape(arg) + r" = (.+?)\s*$")
+    found = [m.group(1) for line in code.lines if (m := pattern.match(line))]
+    return found[-1] if len(set(found)) == 1 else arg
+
+
 def _numels(body: list[str]) -> dict[str, str]:
     """``xnumel = 1024`` lines at the top of a Triton kernel's body: dim -> value."""
     out: dict[str, str] = {}
@@ -448,7 +462,7 @@ def _launch_args(line: str, name: str) -> tuple[list[str] | None, dict[str, str]
     if "".join(current).strip():
         args.append("".join(current).strip())
     keywords = dict(a.split("=", 1) for a in args if _KEYWORD.match(a))
-    return [_cut(a, ARG_CUT) for a in args if not _KEYWORD.match(a)], keywords
+    return [a for a in args if not _KEYWORD.match(a)], keywords
 
 
 def _config(info: dict[str, object] | None) -> dict[str, object]:
