@@ -624,3 +624,20 @@ async def test_recompiles_view_says_why_per_frame(dim: Path) -> None:
 
 def test_kernel_of_a_detail_is_a_kernel(dim_model: Model) -> None:
     assert isinstance(find(dim_model, "cpp_fused_add_mul_tanh_0"), Kernel)
+
+
+def test_kernel_num_gb_where_inductor_wrote_it(fixture_runs: Path) -> None:
+    """A GPU training step compiled with benchmark_kernel (tests/fixtures/runs/benchmark_kernel,
+    H100, torch 2.11): each Triton kernel shows the kernel_num_gb of its inductor_meta, and the
+    backward's kernels say so."""
+    run = fixture_runs / "benchmark_kernel"
+    model = load_source(str(run))
+    raw = next((run / "trace").glob("*.log")).read_text()
+    written = re.findall(r"'kernel_name': '(\w+)'.*?'kernel_num_gb': ([0-9.e+-]+)", raw)
+    assert len(written) == 6
+    for name, gb in written:
+        kernel = next(k for k in model.kernels if k.name == name)
+        launch = rows(kernel_detail(kernel, model))["launch"]
+        assert f"kernel_num_gb {gb}" in launch
+        assert any(r.startswith("configs ") for r in launch)  # autotuned when it first runs
+    assert {k.role for k in model.kernels} == {"forward", "backward"}

@@ -411,6 +411,9 @@ def launch_info(code: OutputCode, span: KernelSpan, info: dict[str, object] | No
         state = info.get("autotune_cache_state")
         if state is not None:
             out.add("autotune", state)
+        configs = info.get("num_configs")
+        if isinstance(configs, int) and not config:
+            out.add("configs", f"{configs}, one chosen when it first runs (not in the trace)")
         compile_us = info.get("compile_time_us")
         if isinstance(compile_us, (int, float)):
             out.add("triton compile", f"{compile_us / 1e6:.3f}s")
