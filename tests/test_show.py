@@ -641,3 +641,34 @@ def test_kernel_num_gb_where_inductor_wrote_it(fixture_runs: Path) -> None:
         assert f"kernel_num_gb {gb}" in launch
         assert any(r.startswith("configs ") for r in launch)  # autotuned when it first runs
     assert {k.role for k in model.kernels} == {"forward", "backward"}
+
+
+HOSTILE = sorted((REPO / "tests" / "fixtures" / "hostile").glob("*.log"))
+
+
+@pytest.mark.parametrize("path", HOSTILE + sorted((REPO / "sample_traces").iterdir()), ids=str)
+def test_every_detail_builds_on_hostile_and_sample_traces(path: Path) -> None:
+    """Broken, hostile and odd inputs: every compile, frame and kernel still has a detail
+    (text and JSON), and control characters never reach the text unescaped."""
+    model = load_source(str(path))
+    details = [compile_detail(c, model) for c in model.compiles]
+    details += [frame_detail(fr) for f in model.files for fr in f.frames.values()]
+    details += [kernel_detail(k, model) for k in model.kernels]
+    for detail in details:
+        json.dumps(detail.to_json())
+        render_text(detail)
+    out = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "tcview.cli",
+            "show",
+            str(path),
+            *(["0/0"] if model.compiles else ["x"]),
+        ],
+        capture_output=True,
+        text=True,
+        cwd=REPO,
+    )
+    assert out.returncode in (0, 2)
+    assert "\x1b" not in out.stdout and "Traceback" not in out.stderr
