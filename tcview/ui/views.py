@@ -394,10 +394,12 @@ class KernelsView(TableView[KernelGroup]):
     AUTO_FOCUS = "#kernel-filter"
 
     def compose_top(self) -> ComposeResult:
-        yield Input(
+        box = Input(
             placeholder="filter kernels by name, kind or graph (e.g. red, cpp, layer_norm, bwd)",
             id="kernel-filter",
         )
+        box.cursor_blink = False  # a steady cursor: no redraw twice a second (over SSH)
+        yield box
 
     words: list[str] = []  # the filter, read on the UI thread before each reload
     distinct = 0  # rows before the filter (kernels with the same source are one)
