@@ -20,9 +20,10 @@ from pathlib import Path
 import pytest
 from conftest import REPO, SAMPLES, unpack_shared
 
+from tcview.trace.kernels import OUTPUT_CODES
 from tcview.trace.search import Query, search
 from tcview.trace.source import load_source
-from tcview.ui.content import kernel_span
+from tcview.ui.take import kernel_source
 
 pytestmark = pytest.mark.skipif(shutil.which("tmux") is None, reason="tmux is not installed")
 SIZE = (140, 42)
@@ -97,7 +98,8 @@ def _unique_kernel_line(trace: Path) -> tuple[str, str, int]:
     """(kernel, text, output-code line): a line of one kernel's source found nowhere else."""
     model = load_source(str(trace))
     for kernel in reversed(model.kernels):
-        lines, span = kernel_span(kernel)
+        code = OUTPUT_CODES.get(kernel.output)
+        lines, span = code.lines, code.span_of(kernel)
         assert span is not None
         for number in range(span.start + 2, span.end):
             text = lines[number].strip()
@@ -131,8 +133,7 @@ def test_tmux_y_on_a_kernel_puts_its_source_in_osc52(tmp_path: Path) -> None:
     trace = _gpu_trace()
     model = load_source(str(trace))
     kernel = [k for k in model.kernels if k.method == "triton"][-1]
-    lines, span = kernel_span(kernel)
-    source = "\n".join(lines[span.start : span.end + 1])
+    source = kernel_source(kernel)
     with tcview_in_tmux(tmp_path, str(trace), "--goto", kernel.name) as pane:
         pane.wait_for(f"def {kernel.name}("[:40])
         pane.keys("y")

@@ -9,6 +9,7 @@ from typing import Any
 from conftest import FIXTURES
 from ui_helpers import CPU_SAMPLE, GPU_SAMPLE, ready, settle, sync
 
+from tcview.trace.kernels import OUTPUT_CODES
 from tcview.trace.model import Kernel, Record
 from tcview.trace.search import Query, search
 from tcview.trace.source import load_source
@@ -45,9 +46,8 @@ def _unique_kernel_line(path: Path) -> tuple[Kernel, str, int]:
     """A line that only one kernel's source has (and nothing else in the input)."""
     model = load_source(str(path))
     for kernel in model.kernels:
-        from tcview.ui.content import kernel_span
-
-        lines, span = kernel_span(kernel)
+        code = OUTPUT_CODES.get(kernel.output)
+        lines, span = code.lines, code.span_of(kernel)
         assert span is not None
         for number in range(span.start + 2, span.end):
             text = lines[number].strip()
@@ -80,7 +80,7 @@ async def test_search_jumps_to_the_kernel_line() -> None:
         viewer = app.screen.query_one(Reader).viewer
         assert viewer.doc.title.startswith(f"kernel {kernel.name}")
         assert app.focused is viewer
-        index = line - viewer.doc.first_lineno
+        index = viewer.doc.index_of(line)
         assert viewer.matches[viewer.match_index][0] == index, "the match on the line is current"
         assert any(text in row for row in viewer.visible_text())
         assert str(viewer.border_subtitle).startswith(f"/{text}: 1/1")

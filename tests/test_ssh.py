@@ -346,7 +346,7 @@ def _pid_alive(pid: int) -> bool:
 def test_ssh_open_kernel_read_and_quit(ssh_server: SshServer, tmp_path: Path) -> None:
     trace, kernel = _trace_and_kernel()
     with _ssh_tcview(ssh_server, trace, kernel, tmp_path) as session:
-        want = f"def {kernel}("[:40]
+        want = f"kernel {kernel}"[:40]  # the kernel's detail opens on its rows
         screen = _wait_for(session.name, want)
         assert want in screen, screen
         assert "kernels" in screen  # the status bar's counts
@@ -366,7 +366,7 @@ def test_ssh_bytes_per_move_and_page(
 ) -> None:
     trace, kernel = _trace_and_kernel()
     with _ssh_tcview(ssh_server, trace, kernel, tmp_path) as session:
-        want = f"def {kernel}("[:40]
+        want = f"kernel {kernel}"[:40]  # the kernel's detail opens on its rows
         screen = _wait_for(session.name, want)
         assert want in screen, "the kernel did not open"
         left, bottom = _viewer_box(screen)

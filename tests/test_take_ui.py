@@ -13,12 +13,13 @@ from typing import Any
 import pytest
 from ui_helpers import CPU_SAMPLE, GPU_SAMPLE, SAMPLES, ready, settle, sync
 
+from tcview.trace.detail import compile_detail, render_text
+from tcview.trace.kernels import OUTPUT_CODES
 from tcview.trace.model import Kernel, Record
 from tcview.trace.paths import PathMap
 from tcview.ui.app import TcviewApp
-from tcview.ui.content import compile_summary, kernel_span
 from tcview.ui.reader import Reader
-from tcview.ui.take import LocationPicker, SaveScreen
+from tcview.ui.take import LocationPicker, SaveScreen, kernel_source
 from tcview.ui.views import BreaksView
 
 SIZE = (120, 40)
@@ -45,10 +46,12 @@ async def test_y_copies_what_each_item_is() -> None:
         _select(app, "kernel", kernel)
         await settle(app, pilot)
         await pilot.press("y")
-        lines, span = kernel_span(kernel)
-        source = "\n".join(lines[span.start : span.end + 1])
-        assert app.clipboard == source
-        assert source.startswith(f"{kernel.name} = async_compile.triton(")
+        code = OUTPUT_CODES.get(kernel.output)
+        span = code.span_of(kernel)
+        source = "\n".join(code.lines[span.first : span.end + 1])
+        assert app.clipboard == source == kernel_source(kernel)
+        assert f"\n{kernel.name} = async_compile.triton(" in f"\n{source}"
+        assert source.endswith("''', device_str='cuda')")
         assert (
             f"copied {len(source.encode())} bytes (kernel {kernel.name} source)"
             in _notices(app)[-1]
@@ -63,8 +66,8 @@ async def test_y_copies_what_each_item_is() -> None:
         comp = model.compiles[0]
         _select(app, "compile", comp)
         await pilot.press("y")
-        assert app.clipboard == "\n".join(t.plain for t in compile_summary(comp))
-        assert app.clipboard.startswith(f"compile {comp.id_text}")
+        assert app.clipboard == render_text(compile_detail(comp, model))
+        assert app.clipboard.startswith(f"compile {comp.id_label}")
 
         frame = comp.frame
         node = app.main_tree.node_showing(frame)
@@ -131,8 +134,7 @@ async def test_Y_saves_asks_before_overwriting_and_refuses_the_trace_dir(
         await pilot.press("enter")
         await settle(app, pilot)
         saved = work / f"{kernel.name}.py"
-        lines, span = kernel_span(kernel)
-        assert saved.read_text() == "\n".join(lines[span.start : span.end + 1])
+        assert saved.read_text() == kernel_source(kernel)
         assert f"saved {saved.stat().st_size} bytes" in _notices(app)[-1]
         assert str(saved) in _notices(app)[-1]
 
@@ -146,7 +148,7 @@ async def test_Y_saves_asks_before_overwriting_and_refuses_the_trace_dir(
         assert saved.read_text() == "mine"
         await pilot.press("enter")  # again: overwrite
         await settle(app, pilot)
-        assert saved.read_text().startswith(kernel.name)
+        assert saved.read_text() == kernel_source(kernel)
 
         before = sorted(p.name for p in trace.iterdir())
         await pilot.press("Y")

@@ -26,8 +26,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Literal
 
+from .detail import record_name
 from .model import KERNEL_DEF, Compile, Kernel, LogSource, Model, Record
-from .names import record_name
 from .textlines import PREFIX, clean_line, text_start
 from .textlog import TextLog
 from .textproc import ProcessLog

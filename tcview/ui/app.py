@@ -27,6 +27,7 @@ from ..editor import editor_call
 from ..safe import safe_line
 from ..trace import LogSource, Model
 from ..trace.compile_id import parse_compile_id
+from ..trace.detail import compile_detail, digest_namesakes, frame_detail, kernel_detail
 from ..trace.model import Compile, Frame, Kernel, Record
 from ..trace.paths import Location, PathMap, locations_of
 from ..trace.search import Hit
@@ -34,11 +35,8 @@ from ..trace.summary import counts_line
 from .content import (
     Document,
     InputState,
-    compile_summary,
-    frame_summary,
-    fusion_of,
+    detail_doc,
     input_state,
-    kernel_doc,
     lit,
     model_summary,
     record_doc,
@@ -87,13 +85,13 @@ def resolve_target(model: Model, target: str) -> tuple[str, Compile | Kernel] | 
 def doc_for(item: Item, model: Model | None, source: str) -> Document:
     obj = item.obj
     if isinstance(obj, Compile):
-        return styled_doc(f"compile {obj.id_label}", compile_summary(obj, fusion_of(model, obj)))
+        return detail_doc(compile_detail(obj, model))
     if isinstance(obj, Frame):
-        return styled_doc(f"frame {obj.label}", frame_summary(obj))
+        return detail_doc(frame_detail(obj))
     if isinstance(obj, Record):
         return record_doc(obj)
     if isinstance(obj, Kernel):
-        return kernel_doc(obj)
+        return detail_doc(kernel_detail(obj, model))
     if isinstance(obj, list) or (item.kind == "others" and isinstance(obj, LogSource)):
         records = obj if isinstance(obj, list) else [r for r in obj.records if r.key is None]
         lines = [Text(f"{len(records)} records", style="bold"), Text("")]
@@ -657,6 +655,8 @@ class TcviewApp(App[int]):
     @work(thread=True, group="content", exclusive=True, exit_on_error=False, description="show")
     def _build_doc(self, item: Item) -> None:
         try:
+            if isinstance(item.obj, Kernel) and self.model is not None:
+                digest_namesakes(self.model, item.obj, self.lock)
             with self.lock:
                 doc = doc_for(item, self.model, self.source_path)
         except Exception as exc:  # noqa: BLE001 - a broken record must not end the app
@@ -872,7 +872,7 @@ class TcviewApp(App[int]):
         """The selected item's text, else the text the focused viewer shows."""
         try:
             with self.lock:
-                taken = copy_text(self.selected_object())
+                taken = copy_text(self.selected_object(), self.model)
         except OSError as exc:
             self.notify(markup=False, message=f"could not read it: {exc}", severity="error")
             return None

@@ -23,6 +23,8 @@ from textual.widgets import Input, OptionList, Static
 from textual.widgets.option_list import Option
 
 from ..safe import safe_line
+from ..trace.detail import compile_detail, record_name, render_text
+from ..trace.kernels import OUTPUT_CODES
 from ..trace.model import (
     BreakGroup,
     Compile,
@@ -34,9 +36,7 @@ from ..trace.model import (
     Model,
     Record,
 )
-from ..trace.names import record_name
 from ..trace.paths import Location, inside_trace
-from .content import compile_summary, kernel_span
 
 # Clipboard sequences this long are dropped by some terminals (the notice says so).
 OSC52_SAFE = 100_000
@@ -102,13 +102,19 @@ def record_text(rec: Record) -> str:
     return json.dumps(rec.full_meta(), indent=2, ensure_ascii=False, default=repr)
 
 
-def copy_text(obj: object) -> Taken | None:
+def kernel_source(kernel: Kernel) -> str:
+    """The kernel's source as the viewer shows it: its header comment, then its definition
+    to the line that closes it; empty when its output code does not hold it."""
+    code = OUTPUT_CODES.get(kernel.output)
+    span = code.span_of(kernel)
+    return "\n".join(code.lines[span.first : span.end + 1]) if span is not None else ""
+
+
+def copy_text(obj: object, model: Model | None = None) -> Taken | None:
     """What `y` copies for an item (None: nothing of its own; the caller may take the text
-    shown instead)."""
+    shown instead). `model` adds what a compile's detail says from the rest of the input."""
     if isinstance(obj, Kernel):
-        lines, span = kernel_span(obj)
-        text = "\n".join(lines[span.start : span.end + 1]) if span is not None else ""
-        return Taken(f"kernel {obj.name} source", text, obj.name, ".py")
+        return Taken(f"kernel {obj.name} source", kernel_source(obj), obj.name, ".py")
     if isinstance(obj, BreakGroup):
         obj = obj.first
     if isinstance(obj, GraphBreak):
@@ -118,14 +124,14 @@ def copy_text(obj: object) -> Taken | None:
         comp = obj.compile
         brk = next((b for b in comp.breaks if b.record is obj), None) if comp else None
         if brk is not None:
-            return copy_text(brk)
+            return copy_text(brk, model)
         name = record_name(obj)
         code = obj.kind in ("inductor_output_code", "output_code") or name.endswith("graph")
         return Taken(
             name, record_text(obj), f"{name}_{obj.compile_text}", ".py" if code else ".txt"
         )
     if isinstance(obj, Compile):
-        text = "\n".join(t.plain for t in compile_summary(obj))
+        text = render_text(compile_detail(obj, model))
         return Taken(f"compile {obj.id_label} detail", text, f"compile_{obj.id_text}")
     if isinstance(obj, Frame):
         return Taken(f"stack of frame {obj.id_label}", frame_stack(obj), f"frame_{obj.id_text}")
