@@ -135,7 +135,7 @@ def test_tmux_y_on_a_kernel_puts_its_source_in_osc52(tmp_path: Path) -> None:
     kernel = [k for k in model.kernels if k.method == "triton"][-1]
     source = kernel_source(kernel)
     with tcview_in_tmux(tmp_path, str(trace), "--goto", kernel.name) as pane:
-        pane.wait_for(f"def {kernel.name}("[:40])
+        pane.wait_for(f"─ kernel {kernel.name}"[:40])  # the viewer's title
         pane.keys("y")
         _wait(lambda: OSC52.search(pane.pipe.read_bytes()) is not None)
         found = OSC52.findall(pane.pipe.read_bytes())

@@ -17,6 +17,7 @@ import pytest
 from conftest import FIXTURES, REPO, SAMPLES, shared_run_dirs
 
 import tcview.trace.search as engine
+from tcview.trace.detail import record_name
 from tcview.trace.kernels import split_output_code
 from tcview.trace.search import Query, QueryError, Search, search
 from tcview.trace.source import load_source
@@ -113,7 +114,7 @@ def test_a_kernel_line_names_its_kernel() -> None:
     hits = list(search(model, Query(f"def {kernel.name}(")))
     assert len(hits) == 1
     assert hits[0].kernel is kernel and hits[0].compile is kernel.compile
-    assert hits[0].where == f"output code › kernel {kernel.name}"
+    assert hits[0].where == f"{record_name(kernel.output)} › kernel {kernel.name}"
 
 
 def test_timing_events_and_string_table_are_not_searched() -> None:
@@ -196,8 +197,9 @@ def test_grep_prints_compile_artifact_line_text() -> None:
     out = _grep(f"def {kernel.name}(", GPU_RUN / "trace")
     assert out.returncode == 0, out.stderr
     hit = next(iter(search(model, Query(f"def {kernel.name}("))))
-    assert out.stdout == (
-        f"{kernel.compile.id_label} · output code › kernel {kernel.name} · {hit.line}: {hit.text}\n"
+    assert out.stdout == (f"{kernel.compile.id_label} · {hit.where} · {hit.line}: {hit.text}\n")
+    assert hit.where == f"{record_name(kernel.output)} › kernel {kernel.name}" and (
+        hit.kernel is kernel
     )
     assert "\x1b[" not in out.stdout, "no colour into a pipe"
 
