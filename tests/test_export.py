@@ -166,6 +166,16 @@ def test_markdown_numbers_are_summary_json(path: Path) -> None:
     if s["recompiles"]:
         assert f"### Recompiles ({s['recompiles']})" in text
         assert "guard failed: " in text
+        from tcview.trace.markdown import md_text
+        from tcview.trace.recompiles import diagnose
+        from tcview.trace.source import load_source
+
+        model = load_source(str(path))
+        frames = {rc.compile.frame for rc in model.recompiles}
+        assert "Why each frame recompiled" in text
+        for frame in frames:
+            sentence = " ".join(diagnose(frame).sentences)
+            assert sentence and f"- {md_text(frame.label)}: {md_text(sentence)}" in text
 
 
 def _breaks(path: Path) -> list[dict]:

@@ -15,7 +15,8 @@ from collections.abc import Callable
 
 from ..safe import safe_text
 from .facts import short_guard
-from .model import Compile, Model, Recompile
+from .model import Compile, Frame, Model, Recompile
+from .recompiles import diagnose
 from .summary import summary_json
 
 TOP_BREAKS = 20
@@ -71,8 +72,8 @@ def _seconds(value: float | None) -> str:
 
 
 def recompile_diagnosis(rc: Recompile) -> str:
-    """One sentence on why a compile was recompiled. The seam for a richer diagnosis (the
-    `show` work adds one to the model); until then, the guard that failed."""
+    """Why one compile was recompiled, in the recompiles table: the guard that failed (each
+    frame's diagnosis, from tcview.trace.recompiles, follows the table)."""
     if not rc.reasons:
         return "the trace does not say which guard failed"
     first = short_guard(rc.reasons[0]) or rc.reasons[0]
@@ -83,7 +84,7 @@ def recompile_diagnosis(rc: Recompile) -> str:
 Diagnose = Callable[[Recompile], str]
 
 
-def markdown_report(model: Model, diagnose: Diagnose = recompile_diagnosis) -> str:
+def markdown_report(model: Model, why: Diagnose = recompile_diagnosis) -> str:
     s = summary_json(model)
     out: list[str] = [f"## torch.compile report: {md_code(model.display, cell=False)}", ""]
     errors = model.run_errors()
@@ -115,7 +116,7 @@ def markdown_report(model: Model, diagnose: Diagnose = recompile_diagnosis) -> s
     if hurt:
         out += ["", "Damage in the input: " + ", ".join(f"{k} {v}" for k, v in hurt.items())]
     out += _breaks(model, s["graph_breaks"])
-    out += _recompiles(model, diagnose)
+    out += _recompiles(model, why)
     out += _failures(model)
     out += _errors(model)
     out += _slowest(model)
@@ -153,7 +154,7 @@ def _breaks(model: Model, total: int) -> list[str]:
     return out
 
 
-def _recompiles(model: Model, diagnose: Diagnose) -> list[str]:
+def _recompiles(model: Model, why: Diagnose) -> list[str]:
     recompiles = model.recompiles
     if not recompiles:
         return []
@@ -161,10 +162,20 @@ def _recompiles(model: Model, diagnose: Diagnose) -> list[str]:
     rows = []
     for rc in recompiles[:ROWS]:
         frame = rc.compile.frame.label if rc.compile.frame is not None else ""
-        rows.append([md_code(rc.compile.id_label), md_text(frame), md_text(diagnose(rc))])
+        rows.append([md_code(rc.compile.id_label), md_text(frame), md_text(why(rc))])
     out += _table(["compile", "frame", "why"], ["---", "---", "---"], rows)
     if len(recompiles) > ROWS:
         out += ["", f"… and {len(recompiles) - ROWS} more."]
+    frames: list[Frame] = []
+    for rc in recompiles:
+        of = rc.compile.frame
+        if of is not None and of not in frames:
+            frames.append(of)
+    if frames:
+        out += ["", "Why each frame recompiled (the diagnosis tcview shows):", ""]
+        for of in frames[:ROWS]:
+            sentences = " ".join(diagnose(of).sentences) or "no guard failure was logged"
+            out.append(f"- {md_text(of.label)}: {md_text(sentences)}")
     return out
 
 
