@@ -13,7 +13,7 @@ from .safe import safe_line
 
 
 def cmd_export(args: argparse.Namespace) -> int:
-    from .trace.export import write_perfetto
+    from .trace.perfetto import write_perfetto
     from .trace.markdown import markdown_report
     from .trace.paths import inside_trace
     from .trace.source import NotATrace, load_source
