@@ -13,9 +13,9 @@ from .safe import safe_line
 
 
 def cmd_export(args: argparse.Namespace) -> int:
-    from .trace.perfetto import write_perfetto
     from .trace.markdown import markdown_report
     from .trace.paths import inside_trace
+    from .trace.perfetto import write_perfetto
     from .trace.source import NotATrace, load_source
 
     path = args.path
