@@ -244,7 +244,7 @@ def test_real_terminal_title_untouched_and_text_literal(name: str, goto: str, sh
         term.wait_for(shown)
         assert term.pane("#{pane_title}") == title
         term.keys("q")
-        term.wait_ended(what="q to quit tcview")
+        assert term.wait_ended(what="q to quit tcview") == 0
         assert term.pane("#{pane_title}") == title
 
 

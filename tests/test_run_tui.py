@@ -10,7 +10,6 @@ import importlib.util
 import json
 import os
 import shlex
-import shutil
 import signal
 import subprocess
 import sys
@@ -21,6 +20,7 @@ from typing import Any
 
 import pytest
 from run_helpers import alive, assert_group_gone, job_pids, wait_for
+from tmux_helpers import Terminal, need_tmux
 from ui_helpers import REPO, counts_text, summary_json, sync
 
 from tcview.run.launcher import Launcher, PythonInfo, RunOptions, build_spec, group_members
@@ -207,6 +207,7 @@ async def test_r_while_running_says_why_not_and_R_cycles_the_pane(tmp_path: Path
 # -- Pilot: the real torch job ----------------------------------------------------------------
 
 
+@pytest.mark.slow
 @pytest.mark.skipif(not HAS_TORCH, reason="torch is not installed")
 @sync
 async def test_real_job_live_tree_and_counts_match_the_trace(tmp_path: Path) -> None:
@@ -240,44 +241,13 @@ async def test_real_job_live_tree_and_counts_match_the_trace(tmp_path: Path) -> 
 # -- a real terminal ----------------------------------------------------------------------------
 
 
-TMUX_SOCKET = "tcview-run-tests"  # a server of our own: other sessions' clients cannot resize
-
-
-def _tmux(*args: str) -> str:
-    return subprocess.run(
-        ["tmux", "-L", TMUX_SOCKET, *args], capture_output=True, text=True, check=False
-    ).stdout
-
-
-def _screen(session: str) -> str:
-    return _tmux("capture-pane", "-p", "-t", session)
-
-
-def _wait_screen(session: str, predicate: Any, timeout: float) -> str:
-    deadline = time.monotonic() + timeout
-    screen = _screen(session)
-    while not predicate(screen) and time.monotonic() < deadline:
-        time.sleep(0.1)
-        screen = _screen(session)
-    assert predicate(screen), screen
-    return screen
-
-
-def _start_tmux(tmp_path: Path, run_dir: Path, job_argv: list[str]) -> str:
-    session = f"tcview-run-{uuid.uuid4().hex[:8]}"
+def _tcview_run(run_dir: Path, job_argv: list[str]) -> Terminal:
+    """`tcview run` of `job_argv` in a real terminal; the pane's process is tcview itself."""
     command = (
         f"cd {shlex.quote(str(REPO))} && exec {shlex.quote(sys.executable)} -m tcview.cli run "
         f"--dir {shlex.quote(str(run_dir))} -- {shlex.join(job_argv)}"
     )
-    _tmux("new-session", "-d", "-s", session, "-x", "120", "-y", "40", command)
-    return session
-
-
-def _gone(session: str) -> bool:
-    done = subprocess.run(
-        ["tmux", "-L", TMUX_SOCKET, "has-session", "-t", session], capture_output=True
-    )
-    return done.returncode != 0
+    return Terminal(command, size=(120, 40))
 
 
 def _processes_running(name: str) -> list[str]:
@@ -287,25 +257,20 @@ def _processes_running(name: str) -> list[str]:
     return [line for line in out.splitlines() if name in line and "tcview.cli" not in line]
 
 
-need_tmux = pytest.mark.skipif(shutil.which("tmux") is None, reason="tmux is not installed")
-
-
 @need_tmux
+@pytest.mark.slow
 @pytest.mark.skipif(not HAS_TORCH, reason="torch is not installed")
 def test_real_terminal_real_job_counts_equal_the_trace(tmp_path: Path) -> None:
     run_dir = tmp_path / "D"
-    session = _start_tmux(tmp_path, run_dir, ["python3", str(TORCH_JOB)])
-    try:
-        screen = _wait_screen(session, lambda s: "running pid" in s or "exited" in s, 60)
-        screen = _wait_screen(session, lambda s: "exited 0" in s, 240)
+    with _tcview_run(run_dir, ["python3", str(TORCH_JOB)]) as term:
+        term.wait_for(lambda s: "running pid" in s or "exited" in s, what="the job's status")
+        term.wait_for("exited 0", timeout=240)
         expected = counts_text(summary_json(run_dir / "trace"))
-        screen = _wait_screen(session, lambda s: expected in s, 10)
+        screen = term.wait_for(expected)
         assert "step 2 scale 3" in screen and "done" in screen, screen
         assert " x Stop " not in screen and " r Rerun " in screen  # the footer after the end
-        _tmux("send-keys", "-t", session, "q")
-        assert wait_for(lambda: _gone(session), 10)
-    finally:
-        _tmux("kill-session", "-t", session)
+        term.keys("q")
+        term.wait_ended(what="q to quit")
 
 
 def _long_job_command(tmp_path: Path) -> Path:
@@ -317,34 +282,32 @@ def _long_job_command(tmp_path: Path) -> Path:
 
 
 @need_tmux
+@pytest.mark.slow
 def test_real_terminal_x_leaves_no_process(tmp_path: Path) -> None:
     exe = _long_job_command(tmp_path)
     run_dir = tmp_path / "D"
-    session = _start_tmux(tmp_path, run_dir, [str(exe)])
-    try:
-        _wait_screen(session, lambda s: "tick 3" in s and "running pid" in s, 30)
+    with _tcview_run(run_dir, [str(exe)]) as term:
+        term.wait_for(lambda s: "tick 3" in s and "running pid" in s, what="tick 3, running")
         pids = job_pids(run_dir)
         assert len(_processes_running(exe.name)) == 2  # the supervisor and the job
-        _tmux("send-keys", "-t", session, "x")
-        _wait_screen(session, lambda s: "killed (" in s or "exited " in s, 20)
+        term.keys("x")
+        term.wait_for(lambda s: "killed (" in s or "exited " in s, what="the job's end")
         assert wait_for(lambda: not _processes_running(exe.name), 10), _processes_running(exe.name)
         assert not any(alive(p) for p in pids)
-        _tmux("send-keys", "-t", session, "q")
-        assert wait_for(lambda: _gone(session), 10)
-    finally:
-        _tmux("kill-session", "-t", session)
+        term.keys("q")
+        term.wait_ended(what="q to quit")
 
 
 @need_tmux
+@pytest.mark.slow
 @pytest.mark.parametrize("sig", [signal.SIGTERM, signal.SIGHUP])
 def test_real_terminal_signal_to_tcview_takes_the_job_down(tmp_path: Path, sig: int) -> None:
     exe = _long_job_command(tmp_path)
     run_dir = tmp_path / "D"
-    session = _start_tmux(tmp_path, run_dir, [str(exe)])
-    try:
-        _wait_screen(session, lambda s: "tick 3" in s, 30)
+    with _tcview_run(run_dir, [str(exe)]) as term:
+        term.wait_for("tick 3")
         pids = job_pids(run_dir)
-        tcview_pid = int(_tmux("display-message", "-p", "-t", session, "#{pane_pid}").strip())
+        tcview_pid = int(term.pane("#{pane_pid}"))
         assert "tcview.cli" in Path(f"/proc/{tcview_pid}/cmdline").read_text()
         os.kill(tcview_pid, sig)
         assert wait_for(lambda: not alive(tcview_pid), 15), "tcview did not end"
@@ -352,5 +315,3 @@ def test_real_terminal_signal_to_tcview_takes_the_job_down(tmp_path: Path, sig: 
         assert not any(alive(p) for p in pids)
         meta = json.loads((run_dir / "run.json").read_text())
         assert meta["status"].startswith("killed"), meta
-    finally:
-        _tmux("kill-session", "-t", session)

@@ -5,6 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
+from textual.widgets import Input
 from ui_helpers import ready
 
 from tcview.ui.app import TcviewApp
@@ -28,6 +29,12 @@ async def _wait(pilot) -> None:
     await ready(pilot.app, pilot)
 
 
+def _steady_cursors(app: TcviewApp) -> None:
+    """A blinking cursor shows or not by when the shot is taken (a loaded machine): keep it on."""
+    for field in app.screen.query(Input):
+        field.cursor_blink = False
+
+
 def test_snapshot_main(snap_compare, gpu_trace: str) -> None:
     assert snap_compare(_app(gpu_trace), terminal_size=SIZE, run_before=_wait)
 
@@ -47,6 +54,7 @@ def test_snapshot_view(snap_compare, gpu_trace: str, key: str) -> None:
         await ready(pilot.app, pilot)
         await pilot.press(key)
         await ready(pilot.app, pilot)
+        _steady_cursors(pilot.app)
 
     assert snap_compare(_app(gpu_trace), terminal_size=SIZE, run_before=before)
 

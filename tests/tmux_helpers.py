@@ -7,14 +7,18 @@ Every wait polls `capture-pane` until a condition holds, with a generous deadlin
 with the last screen: a slow machine makes a test slower, never red.
 
 The pane stays on screen after its command ends (remain-on-exit), so a crash leaves its
-traceback to read in the failure message; `ended()` tells whether the command has exited.
+traceback to read in the failure message; `wait_ended()` waits for the command to exit and
+returns its exit status (which the shell writes to a file: tmux 3.3 does not always record
+it), or None where the command `exec`s another program.
 """
 
 from __future__ import annotations
 
 import os
+import shlex
 import shutil
 import subprocess
+import tempfile
 import time
 import uuid
 from collections.abc import Callable
@@ -39,6 +43,12 @@ class Terminal:
         self.size = size
         self.socket = f"tcview-test-{os.getpid()}-{uuid.uuid4().hex[:12]}"
         self.started = False
+        self.status_dir = tempfile.mkdtemp(prefix="tcview-tmux-")
+        self.status_file = os.path.join(self.status_dir, "status")
+
+    def _shell(self, command: str) -> str:
+        """The command, then its exit status written down (unless it `exec`s)."""
+        return f"{command}\necho $? > {shlex.quote(self.status_file)}"
 
     # -- tmux itself
 
@@ -56,7 +66,7 @@ class Terminal:
         done = self.tmux(
             "set-option", "-g", "remain-on-exit", "on", ";",
             "new-session", "-d", "-s", SESSION, "-x", str(width), "-y", str(height),
-            self.command,
+            self._shell(self.command),
         )  # fmt: skip
         assert done.returncode == 0, f"tmux did not start: {done.stderr}"
         self.started = True
@@ -66,6 +76,7 @@ class Terminal:
         if self.started:
             self.tmux("kill-server")
             self.started = False
+        shutil.rmtree(self.status_dir, ignore_errors=True)
 
     def __enter__(self) -> Terminal:
         return self.start()
@@ -93,13 +104,12 @@ class Terminal:
 
     def respawn(self, command: str) -> None:
         """Replace the pane's command (killing the one running)."""
-        done = self.tmux("respawn-pane", "-k", "-t", SESSION, command)
+        self.command = command
+        done = self.tmux("respawn-pane", "-k", "-t", SESSION, self._shell(command))
         assert done.returncode == 0, f"respawn-pane: {done.stderr}"
 
     def pipe_to(self, path: str) -> None:
         """Append everything written to the terminal from now on to the file at `path`."""
-        import shlex
-
         done = self.tmux("pipe-pane", "-o", "-t", SESSION, f"cat >> {shlex.quote(path)}")
         assert done.returncode == 0, f"pipe-pane: {done.stderr}"
 
@@ -122,17 +132,20 @@ class Terminal:
         """The pane's command has exited (or the whole session is gone)."""
         return self.pane("#{pane_dead}") != "0"
 
-    def wait_ended(self, timeout: float = DEADLINE_S, what: str = "the command to end") -> None:
-        """Wait until the pane's command exits.
-
-        (tmux 3.3 does not always record the exit status of a dead pane: a test that needs
-        it has its command write it down.)
-        """
+    def wait_ended(
+        self, timeout: float = DEADLINE_S, what: str = "the command to end"
+    ) -> int | None:
+        """Wait until the pane's command exits; its exit status (None after an `exec`)."""
         deadline = time.monotonic() + timeout
         while not self.ended():
             if time.monotonic() > deadline:
                 raise AssertionError(self._report(f"waited {timeout:g} s for {what}"))
             time.sleep(POLL_S)
+        try:
+            with open(self.status_file) as fh:
+                return int(fh.read())
+        except (OSError, ValueError):
+            return None
 
     def _report(self, message: str) -> str:
         state = "ended" if self.ended() else "running"
