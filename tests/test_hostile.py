@@ -43,7 +43,9 @@ def test_fixtures_are_current() -> None:
         import make_hostile
     finally:
         sys.path.pop(0)
-    for name, data in make_hostile.build().items():
+    built = make_hostile.build()
+    assert sorted(built) == [p.name for p in CASES], "every fixture is built, and only those"
+    for name, data in built.items():
         assert (HOSTILE / name).read_bytes() == data, f"regenerate {name}"
 
 

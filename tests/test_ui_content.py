@@ -52,6 +52,7 @@ def test_loader_builds_the_counted_model(sample: Path) -> None:
 
 def test_kernel_doc_focuses_the_def_line() -> None:
     ts = load_source(str(GPU_SAMPLE))
+    assert len(ts.kernels) == SAMPLE_COUNTS[GPU_SAMPLE.name]["kernels"]
     for kernel in ts.kernels:
         doc = kernel_doc(kernel)
         assert doc.lines[doc.focus].startswith(f"def {kernel.name}(")

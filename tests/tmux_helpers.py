@@ -1,8 +1,8 @@
 """A real terminal for tests: tmux on a private server, driven by waits on what the screen shows.
 
-Every tmux test goes through `Terminal`. Each terminal has a tmux server of its own (a socket
-name unique to the process and the test), so parallel pytest workers, other test runs on the
-machine and the user's own tmux never meet, and nobody else's client can resize the window.
+Every tmux test goes through `Terminal`. Each terminal has a tmux server of its own (its socket
+in a fresh temporary folder), so parallel pytest workers, other test runs on the machine and
+the user's own tmux never meet, and nobody else's client can resize the window.
 Every wait polls `capture-pane` until a condition holds, with a generous deadline, and fails
 with the last screen: a slow machine makes a test slower, never red.
 
@@ -20,7 +20,6 @@ import shutil
 import subprocess
 import tempfile
 import time
-import uuid
 from collections.abc import Callable
 from types import TracebackType
 
@@ -41,10 +40,12 @@ class Terminal:
     def __init__(self, command: str, size: tuple[int, int] = (120, 40)) -> None:
         self.command = command
         self.size = size
-        self.socket = f"tcview-test-{os.getpid()}-{uuid.uuid4().hex[:12]}"
         self.started = False
-        self.status_dir = tempfile.mkdtemp(prefix="tcview-tmux-")
-        self.status_file = os.path.join(self.status_dir, "status")
+        # the server's socket and the exit status live in a folder of our own, removed at
+        # the end (tmux leaves its socket file behind when the server exits)
+        self.folder = tempfile.mkdtemp(prefix="tcview-tmux-")
+        self.socket = os.path.join(self.folder, "socket")
+        self.status_file = os.path.join(self.folder, "status")
 
     def _shell(self, command: str) -> str:
         """The command, then its exit status written down (unless it `exec`s)."""
@@ -54,7 +55,7 @@ class Terminal:
 
     def tmux(self, *args: str) -> subprocess.CompletedProcess[str]:
         return subprocess.run(
-            ["tmux", "-f", "/dev/null", "-L", self.socket, *args],
+            ["tmux", "-f", "/dev/null", "-S", self.socket, *args],
             capture_output=True,
             text=True,
             check=False,
@@ -76,7 +77,7 @@ class Terminal:
         if self.started:
             self.tmux("kill-server")
             self.started = False
-        shutil.rmtree(self.status_dir, ignore_errors=True)
+        shutil.rmtree(self.folder, ignore_errors=True)
 
     def __enter__(self) -> Terminal:
         return self.start()
