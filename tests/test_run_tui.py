@@ -268,7 +268,8 @@ def test_real_terminal_real_job_counts_equal_the_trace(tmp_path: Path) -> None:
         expected = counts_text(summary_json(run_dir / "trace"))
         screen = term.wait_for(expected)
         assert "step 2 scale 3" in screen and "done" in screen, screen
-        assert " x Stop " not in screen and " r Rerun " in screen  # the footer after the end
+        # the footer after the end (it is redrawn a moment after the status line)
+        term.wait_for(lambda s: " x Stop " not in s and " r Rerun " in s, what="r Rerun, no x")
         term.keys("q")
         term.wait_ended(what="q to quit")
 
