@@ -130,8 +130,9 @@ class Terminal:
         return screen
 
     def ended(self) -> bool:
-        """The pane's command has exited (or the whole session is gone)."""
-        return self.pane("#{pane_dead}") != "0"
+        """The pane's command has exited (or the whole server is gone)."""
+        done = self.tmux("display-message", "-p", "-t", SESSION, "#{pane_dead}")
+        return done.returncode != 0 or done.stdout.strip() == "1"
 
     def wait_ended(
         self, timeout: float = DEADLINE_S, what: str = "the command to end"
