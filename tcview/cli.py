@@ -7,12 +7,16 @@ import json
 import os
 import sys
 import time
-from pathlib import Path
+from typing import TYPE_CHECKING
 
-from .safe import safe_text
+from .safe import safe_line, safe_text
+
+if TYPE_CHECKING:
+    from .trace import Model
+    from .trace.load import Progress
 
 
-def _progress_printer(enabled: bool):
+def _progress_printer(enabled: bool) -> Progress | None:
     if not enabled:
         return None
     state = {"last": 0.0}
@@ -31,7 +35,7 @@ def _progress_printer(enabled: bool):
     return progress
 
 
-def load_source(path: str, progress=None):
+def load_source(path: str, progress: Progress | None = None) -> Model:
     """Load whatever `path` is: a trace directory, a trace file, a TORCH_LOGS capture, '-'."""
     from .trace.source import load_source as _load
 
@@ -39,23 +43,25 @@ def load_source(path: str, progress=None):
 
 
 def cmd_summary(args: argparse.Namespace) -> int:
-    from .trace.summary import FAIL_ON_KINDS, fail_on, summary_json, summary_text
+    from .trace.source import NotATrace
+    from .trace.summary import fail_on, parse_fail_on, summary_json, summary_text
 
     path = args.path
-    kinds = [k.strip() for k in (args.fail_on or "").split(",") if k.strip()]
-    unknown = [k for k in kinds if k not in FAIL_ON_KINDS]
-    if unknown:
-        print(
-            f"tcview: --fail-on takes {','.join(FAIL_ON_KINDS)}; not: {','.join(unknown)}",
-            file=sys.stderr,
-        )
+    try:
+        kinds = parse_fail_on(args.fail_on)
+    except ValueError as exc:
+        print(f"tcview: {exc}", file=sys.stderr)
         return 2
     if path != "-" and not os.path.exists(path):
         print(f"tcview: no such file or directory: {path}", file=sys.stderr)
         return 2
-    big = path != "-" and _total_size(Path(path)) > 64 << 20
-    show = sys.stderr.isatty() or big
-    ts = load_source(path, progress=_progress_printer(show and not args.quiet))
+    # `\r` progress only where a terminal shows it: never in CI logs or redirected stderr.
+    show = (args.progress or sys.stderr.isatty()) and not args.quiet
+    try:
+        ts = load_source(path, progress=_progress_printer(show))
+    except NotATrace as exc:
+        print(f"tcview: {safe_line(path)}: {exc}", file=sys.stderr)
+        return 2
     data = summary_json(ts, verify=args.verify)
     if args.json:
         print(json.dumps(data, indent=2, sort_keys=False))
@@ -67,19 +73,6 @@ def cmd_summary(args: argparse.Namespace) -> int:
             print(f"tcview: found {', '.join(present)}", file=sys.stderr)
             return 1
     return 0
-
-
-def _total_size(path: Path) -> int:
-    if path.is_file():
-        return path.stat().st_size
-    total = 0
-    for root, _dirs, files in os.walk(path):
-        for name in files:
-            try:
-                total += (Path(root) / name).stat().st_size
-            except OSError:
-                pass
-    return total
 
 
 def cmd_open(args: argparse.Namespace) -> int:
@@ -101,6 +94,8 @@ def cmd_doctor(args: argparse.Namespace) -> int:
 
 
 def build_parser() -> argparse.ArgumentParser:
+    from .trace.summary import FAIL_ON_KINDS
+
     parser = argparse.ArgumentParser(
         prog="tcview", description="A terminal UI for torch.compile traces and logs."
     )
@@ -120,9 +115,14 @@ def build_parser() -> argparse.ArgumentParser:
     p_sum.add_argument(
         "--fail-on",
         metavar="KINDS",
-        help="exit 1 if any of these exist: graph_breaks,recompiles,failures",
+        help=f"exit 1 if any of these exist: {','.join(FAIL_ON_KINDS)}",
     )
     p_sum.add_argument("-q", "--quiet", action="store_true", help="no progress on stderr")
+    p_sum.add_argument(
+        "--progress",
+        action="store_true",
+        help="progress on stderr even when it is not a terminal",
+    )
     p_sum.set_defaults(func=cmd_summary)
 
     p_run = sub.add_parser("run", help="run a script under tracing and watch it live")
@@ -150,7 +150,10 @@ def build_parser() -> argparse.ArgumentParser:
 
 def main(argv: list[str] | None = None) -> int:
     parser = build_parser()
-    args = parser.parse_args(argv)
+    if argv is None:
+        argv = sys.argv[1:]
+    # Bare `tcview` opens what `tcview open` would: $TORCH_TRACE or the newest trace under `.`.
+    args = parser.parse_args(argv or ["open"])
     try:
         return int(args.func(args) or 0)
     except KeyboardInterrupt:

@@ -20,9 +20,9 @@ from pathlib import Path
 from typing import Any
 
 from .trace.index import TRACE_NAME_PREFIX, TraceSet, sniff_trace
+from .trace.load import CHUNK
 from .trace.source import detect, find_text_log
 
-READ_BLOCK = 4 << 20
 RESCAN_S = 0.5  # safety rescan, also when events are working
 
 
@@ -307,7 +307,7 @@ class Follower:
                 fh.seek(pos)
                 changed = False
                 while not self._stop.is_set():
-                    data = fh.read(READ_BLOCK)
+                    data = fh.read(CHUNK)
                     if not data:
                         break
                     with self.lock:
@@ -379,7 +379,7 @@ class Follower:
             if not ready:
                 continue
             try:
-                data = os.read(fd, READ_BLOCK)
+                data = os.read(fd, CHUNK)
             except OSError:
                 break
             if not data:

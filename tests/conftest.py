@@ -17,6 +17,11 @@ SHARED_ARCHIVE = REPO.parent / "shared" / "traces.tar.xz"
 SAMPLES = REPO / "sample_traces"
 FIXTURES = Path(__file__).resolve().parent / "fixtures"
 sys.path.insert(0, str(Path(__file__).resolve().parent))
+# pytest-xdist workers run with COLUMNS=80 and LINES=24 in their environment. A tmux server that
+# a test starts inherits them, and so does every app in its panes: Textual then draws 80x24
+# inside a 120x40 or 160x45 pane. Terminal tests must get their size from the terminal.
+for _name in ("COLUMNS", "LINES"):
+    os.environ.pop(_name, None)
 
 
 def _cache_dir() -> Path:
@@ -79,3 +84,16 @@ def shared_run_dirs() -> list[Path]:
         for p in (root / group).iterdir()
         if p.is_dir()
     )
+
+
+RUNS = FIXTURES / "runs"  # real runs too big to keep unpacked: <name>.tar.xz holds <name>/
+
+
+@pytest.fixture(scope="session")
+def fixture_runs(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """tests/fixtures/runs/*.tar.xz unpacked once per session (a run directory each)."""
+    dest = tmp_path_factory.mktemp("runs")
+    for archive in sorted(RUNS.glob("*.tar.xz")):
+        with tarfile.open(archive) as tar:
+            tar.extractall(dest, filter="data")
+    return dest

@@ -38,10 +38,13 @@ def count_file(path: Path) -> dict:
         bypass=0,
     )
     compiles, frames, ranks = set(), set(), set()
+    failed, empty = set(), set()  # compiles with a fail_type / graph_op_count 0, null, absent
     m = re.search(r"rank_(\d+)", path.name)
     if m:
         ranks.add(int(m.group(1)))
     in_output = False
+    episode = 1  # a dynamo_start (attempt 0 or none) of an id started in this episode: +1
+    started: set = set()
     for line in text.split("\n"):
         if line.startswith("\t"):
             if in_output:
@@ -78,9 +81,21 @@ def count_file(path: Path) -> dict:
                 obj.get("frame_id"),
                 obj.get("frame_compile_id"),
             )
-            compiles.add((repr(ca), repr(fid), repr(fc), isinstance(fc, int) and fc > 0))
+            ident = (repr(ca), repr(fid), repr(fc))
+            if kind == "dynamo_start" and obj.get("attempt", 0) in (0, None):
+                if ident in started:
+                    episode += 1
+                    started = set()
+                started.add(ident)
+            compiles.add((episode, *ident, isinstance(fc, int) and fc > 0))
+            if kind == "compilation_metrics" and isinstance(obj[kind], dict):
+                metrics = obj[kind]
+                if metrics.get("fail_type"):
+                    failed.add((episode, *ident))
+                if metrics.get("graph_op_count") is None or metrics.get("graph_op_count") == 0:
+                    empty.add((episode, *ident))
             if fid is not None:
-                frames.add((repr(ca), repr(fid)))
+                frames.add((episode, repr(ca), repr(fid)))
         meta = obj.get(kind) if kind else None
         if kind == "inductor_output_code":
             c["output_codes"] += 1
@@ -95,8 +110,9 @@ def count_file(path: Path) -> dict:
                 if name == f"fx_graph_cache_{r}":
                     c[r] += 1
     c["compiles"] = len(compiles)
+    c["empty_graphs"] = len(empty - failed)
     c["frames"] = len(frames)
-    c["recompiles"] = sum(1 for k in compiles if k[3])
+    c["recompiles"] = sum(1 for k in compiles if k[-1])
     c["ranks"] = ranks
     return c
 

@@ -6,7 +6,7 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 
-from tcview.run.launcher import group_members
+from tcview.run._supervisor import group_members
 
 
 def alive(pid: int) -> bool:

@@ -13,17 +13,10 @@ from pathlib import Path
 import pytest
 from run_helpers import alive, assert_group_gone, job_pids
 
-from tcview.run.cli import status_line
-from tcview.run.launcher import (
-    Launcher,
-    LaunchError,
-    OutputLine,
-    RunOptions,
-    RunSession,
-    RunSpec,
-    build_spec,
-    group_members,
-)
+from tcview.run._supervisor import group_members
+from tcview.run.report import status_line
+from tcview.run.session import Launcher, OutputLine, RunSession, RunStatus
+from tcview.run.spec import LaunchError, PythonInfo, RunOptions, RunSpec, build_spec
 
 REPO = Path(__file__).resolve().parent.parent
 LONG_JOB = REPO / "tests" / "fixtures" / "jobs" / "long_job.py"
@@ -42,8 +35,6 @@ def start(tmp_path: Path, spec: RunSpec, **options) -> RunSession:
 
 
 def _no_probe(spec: RunSpec):
-    from tcview.run.launcher import PythonInfo
-
     return PythonInfo(spec.python)
 
 
@@ -164,12 +155,10 @@ def test_full_pipes_never_block(tmp_path: Path) -> None:
 
 
 def test_status_line() -> None:
-    from tcview.run.launcher import RunStatus
-
     st = RunStatus("exited", 12, 3.25, returncode=0)
     counts = {"compiles": 4, "graph_breaks": 3, "recompiles": 1, "kernels": 2}
     assert status_line(st, counts) == (
-        "exited 0 · 3.2s · compiles 4 · graph breaks 3 · recompiles 1 · kernels 2"
+        "exited 0 · 3.2s · compiles 4 · breaks 3 · recompiles 1 · kernels 2"
     )
     assert RunStatus("running", 12, 75.0).text == "running pid 12 · 1:15"
     killed = RunStatus("killed", 12, 1.0, signal="SIGTERM")

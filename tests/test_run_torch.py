@@ -22,7 +22,7 @@ pytestmark = [
     pytest.mark.xdist_group("run_torch"),
 ]
 STATUS = re.compile(
-    r"^exited (\d+) · [\d.]+s · compiles (\d+) · graph breaks (\d+) · recompiles (\d+) · "
+    r"^exited (\d+) · [\d.]+s · compiles (\d+) · breaks (\d+) · recompiles (\d+) · "
     r"kernels (\d+)$",
     re.M,
 )

@@ -9,6 +9,7 @@ from __future__ import annotations
 import importlib.util
 import json
 import os
+import re
 import shlex
 import signal
 import subprocess
@@ -19,12 +20,17 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from rich.console import Console
+from rich.style import Style
 from run_helpers import alive, assert_group_gone, job_pids, wait_for
+from textual import events
 from tmux_helpers import Terminal, need_tmux
 from ui_helpers import REPO, counts_text, summary_json, sync
 
-from tcview.run.launcher import Launcher, PythonInfo, RunOptions, build_spec, group_members
-from tcview.ui.run_pane import ConfirmStop, OutputView, RunApp
+from tcview.run._supervisor import group_members
+from tcview.run.session import Launcher, OutputLine
+from tcview.run.spec import PythonInfo, RunOptions, build_spec
+from tcview.ui.run_pane import ConfirmStop, OutputView, RunApp, output_text
 
 JOBS = REPO / "tests" / "fixtures" / "jobs"
 LONG_JOB = JOBS / "long_job.py"
@@ -65,7 +71,46 @@ async def until(pilot: Any, predicate: Any, timeout: float = 15.0) -> bool:
 
 
 def output_of(app: RunApp) -> list[str]:
-    return [text for _, text in app.output.lines]
+    return [text.plain for _, text in app.output.lines]
+
+
+# -- the job's colours, and nothing else --------------------------------------------------
+
+HOSTILE = (
+    "\x1b]0;pwned title\x07\x1b[2J\x1b[H\x1b[31mred\x1b[0m \x1b[10;10Hmoved "
+    "\x1b]8;;http://evil.example\x1b\\link\x1b]8;;\x1b\\ \x9b31mc1\x07 \x1b[1;38;5;33mblue\ttab"
+)
+
+
+def test_output_line_keeps_colours_and_nothing_else() -> None:
+    """A title (OSC), cursor moves and erases (CSI), a link (OSC 8), a C1 CSI and a bell:
+    the colours are shown, the rest is dropped or made visible; the terminal gets only
+    colour codes."""
+    text = output_text(OutputLine(0, "stdout", HOSTILE, 0.0))
+    assert text.plain == "red moved link <U+009B>31mc1\u2407 blue  tab"  # tab stops of 4
+    console = Console(color_system="256", force_terminal=True, width=200)
+    segments = list(text.render(console))
+    red = next(s for s in segments if s.text == "red")
+    assert red.style is not None and red.style.color is not None
+    assert red.style.color.number == 1
+    blue = next(s for s in segments if s.text.startswith("blue"))
+    assert blue.style is not None and blue.style.bold and blue.style.color.number == 33
+    for segment in segments:
+        assert not any(ord(c) < 0x20 or 0x7F <= ord(c) <= 0x9F for c in segment.text), segment
+        assert segment.style is None or segment.style.link is None
+    with console.capture() as capture:
+        console.print(text)
+    sent = re.sub(r"\x1b\[[0-9;]*m", "", capture.get())  # what remains besides colour codes
+    assert not any(ord(c) < 0x20 and c != "\n" or 0x7F <= ord(c) <= 0x9F for c in sent), sent
+    assert "pwned" not in sent and "evil.example" not in sent
+
+
+def test_stderr_lines_are_orange_under_the_jobs_colours() -> None:
+    text = output_text(OutputLine(0, "stderr", "plain \x1b[32mgreen\x1b[0m", 0.0))
+    assert "dark_orange" in str(text.style) and text.plain == "plain green"
+    assert [(span.start, span.end, span.style) for span in text.spans] == [
+        (6, 11, Style(color="color(2)"))
+    ]
 
 
 # -- Pilot: fake jobs ---------------------------------------------------------------------
@@ -84,12 +129,19 @@ async def test_output_is_live_safe_and_follows_the_end(tmp_path: Path) -> None:
         assert app.status_left.startswith(f"running pid {session.pid} · 0:0")
         assert app.status_left.endswith(str(session.run_dir))
         view = app.output
-        assert ("stderr", "to stderr") in view.lines
-        assert ("stdout", "hello from the job") in view.lines
+        lines = [(stream, text.plain) for stream, text in view.lines]
+        assert ("stderr", "to stderr") in lines
+        assert ("stdout", "hello from the job") in lines
         shown = next(t for t in output_of(app) if "not markup" in t)
         assert shown == "[bold]not markup[/bold] red \u2407bell"  # no markup, no escapes
         plain = "".join(seg.text for seg in view.render_line(0))
         assert "\x1b" not in plain and "\x07" not in plain
+        coloured = next(text for _, text in view.lines if "not markup" in text.plain)
+        start = coloured.plain.index("red")
+        assert any(
+            span.start == start and span.end == start + 3 and span.style == Style(color="color(1)")
+            for span in coloured.spans
+        ), "the job's colours are shown"
         # (stdout and stderr are separate pipes: their relative order is not kept)
         assert view.visible_text()[-1] == output_of(app)[-1], "the pane follows the end"
 
@@ -103,6 +155,14 @@ async def test_output_is_live_safe_and_follows_the_end(tmp_path: Path) -> None:
         assert "bye" in output_of(app) and "bye" not in view.visible_text()
         await pilot.press("G")
         assert view.visible_text()[-1] == "bye"
+        # The wheel: up leaves the end, down back to the end follows it again.
+        view.post_message(events.MouseScrollUp(view, 1, 1, 0, -1, 0, False, False, False))
+        await pilot.pause(0.1)
+        assert not view.stick and view.scroll_offset.y < view.max_scroll_y
+        for _ in range(5):
+            view.post_message(events.MouseScrollDown(view, 1, 1, 0, 1, 0, False, False, False))
+        await pilot.pause(0.2)
+        assert view.stick and view.scroll_offset.y == view.max_scroll_y
         # After the exit, the run stays browsable; `x` is gone from the footer, `r` is there.
         bindings = app.screen.active_bindings
         assert "x" not in bindings and bindings["r"].binding.action == "rerun"

@@ -15,14 +15,16 @@ from hypothesis import strategies as st
 from refcount import count
 
 from tcview.trace import TraceSet, parse_compile_id
-from tcview.trace.compile_id import CompileKey
+from tcview.trace.builder import Builder
+from tcview.trace.compile_id import CompileKey, FrameKey
 from tcview.trace.facts import short_guard
 from tcview.trace.index import discover
 from tcview.trace.kernels import split_output_code
+from tcview.trace.model import Record
 from tcview.trace.tracefile import TraceFile
 
 REF_KEYS = (
-    "files records compiles frames recompiles graph_breaks failures output_codes kernels "
+    "files records compiles frames recompiles empty_graphs graph_breaks failures output_codes kernels "
     "unparsed_lines ranks fx_graph_cache"
 ).split()
 
@@ -85,7 +87,7 @@ def test_cpu_sample_facts() -> None:
     reasons = {rc.compile.id_text: [short_guard(r) for r in rc.reasons] for rc in ts.recompiles}
     assert reasons["0/1"] == ["0/0: scale == 2.0"]
     assert any("dtype mismatch" in r for r in reasons["0/2"])
-    frame = ts.files[0].frames[(None, 0)]
+    frame = ts.files[0].frames[FrameKey(None, 0)]
     assert frame.label == "scale_shift (script.py:11)"
     assert [c.id_text for c in frame.compiles] == ["0/0", "0/1", "0/2"]
     assert all(k.kind == "cpp" for k in ts.kernels)
@@ -145,6 +147,10 @@ def test_compile_id_forms() -> None:
     assert parse_compile_id("!0/1/0") == (CompileKey(0, 1, 0), 0)
     assert parse_compile_id("!3") == (CompileKey(3, None, None), 0)
     assert parse_compile_id("triton_poi_fused_0") is None
+    assert parse_compile_id("0/0 #2") == (CompileKey(None, 0, 0, 2), 0)
+    assert parse_compile_id("[0/0_1] #3") == (CompileKey(None, 0, 0, 3), 1)
+    for key in (CompileKey(None, 0, 0, 2), CompileKey(1, 2, 3, 4), CompileKey(None, 5, 1)):
+        assert parse_compile_id(key.label) == (key, 0)
     assert CompileKey(0, 1, 0).text == "!0/1/0"
 
 
@@ -340,3 +346,90 @@ def test_overlong_lines_are_counted_not_kept(
         range(0, len(data), 17_77),
     ):
         assert _snapshot(_index(path, list(cuts) + [cut + 1], settle=True)) == _snapshot(chunked)
+
+
+# ---------------------------------------------------------------- a handler that raises
+
+
+@pytest.mark.parametrize(
+    "table,name,phase",
+    [
+        ("HEADER_HANDLERS", "dynamo_start", "header"),
+        ("CLOSE_HANDLERS", "dynamo_graph_break_reason", "close"),
+    ],
+)
+def test_a_handler_that_raises_is_damage_not_the_end(
+    monkeypatch: pytest.MonkeyPatch, table: str, name: str, phase: str
+) -> None:
+    """Issue 11 item 3: the load goes on past a handler that raises on one record; every other
+    count stays, and one damage entry names the record."""
+    from tcview.trace import handlers
+    from tcview.trace.summary import summary_json
+
+    path = SAMPLES / "cpu_breaks_recompiles" / "trace"
+    clean = TraceSet.load(path)
+    target = [r for r in clean.files[0].records if r.label == name][1]  # the second one
+    handler = getattr(handlers, table)[name]
+
+    def boom(b: Builder, tf: TraceFile, rec: Record) -> None:
+        if rec.offset == target.offset:
+            raise RuntimeError("boom")
+        handler(b, tf, rec)
+
+    monkeypatch.setitem(getattr(handlers, table), name, boom)
+    hurt = TraceSet.load(path)
+    got, want = summary_json(hurt), summary_json(clean)
+    assert got["damage"].pop("handler_errors") == 1 and want["damage"].pop("handler_errors") == 0
+    assert got == want
+    (error,) = hurt.handler_errors()
+    assert (error.offset, error.lineno, error.kind, error.phase) == (
+        target.offset,
+        target.lineno,
+        name,
+        phase,
+    )
+    assert (error.error, error.message) == ("RuntimeError", "boom")
+    assert error.record is next(r for r in hurt.files[0].records if r.offset == target.offset)
+    assert f":{target.lineno}: {name} ({phase} handler): RuntimeError: boom" in error.text
+    assert len(hurt.records_of(name)) == len(clean.records_of(name))  # the record is kept
+
+
+def test_compile_identity_lives_in_one_method() -> None:
+    """Every lookup of a compile by id goes through Builder.compile_for, the chromium fast path
+    included: a builder that changes what an id names (as reset() episodes will) mid-file, and
+    forgets its memos, gets every later record and chromium event on its new compiles."""
+    from tcview.trace.compile_id import CompileKey as Key
+    from tcview.trace.model import Compile, LogSource
+
+    class Episodes(Builder):
+        def __init__(self) -> None:
+            super().__init__()
+            self.episode = 0
+            self.made: dict[tuple[int, Key], Compile] = {}
+
+        def compile_for(self, source: LogSource, key: Key, start: bool = False) -> Compile:
+            comp = self.made.get((self.episode, key))
+            if comp is None:
+                comp = self.made[(self.episode, key)] = Compile(source, key)
+            return comp
+
+        def next_episode(self) -> None:
+            self.episode += 1
+            self.forget()
+
+    data = SPLIT_FILE.read_bytes()
+    cut = data.index(b"\nV", len(data) // 2) + 1
+    builder = Episodes()
+    tf = TraceFile(SPLIT_FILE, builder=builder)
+    tf.feed(data[:cut])
+    first = len(tf.records), len(tf.chromium)
+    builder.next_episode()
+    tf.feed(data[cut:])
+    tf.finish()
+    earlier = [c for (episode, _), c in builder.made.items() if episode == 0]
+    later = [c for (episode, _), c in builder.made.items() if episode == 1]
+    keyed = [r for r in tf.records[first[0] :] if r.key is not None]
+    assert keyed and all(any(r.compile is c for c in later) for r in keyed)
+    assert all(at < cut for c in earlier for at in c.chromium_at)
+    assert all(at >= cut for c in later for at in c.chromium_at)
+    assert sum(c.chromium for c in later) > 0

@@ -11,15 +11,16 @@ from refcount import count
 from ui_helpers import CPU_SAMPLE, GPU_SAMPLE
 
 from tcview.trace.source import load_source
-from tcview.ui.app import resolve_target
+from tcview.trace.summary import counts_line
+from tcview.ui.app import doc_for, resolve_target
 from tcview.ui.content import (
-    counts_line,
     kernel_doc,
     metrics_table,
     record_doc,
 )
 from tcview.ui.launch import NO_INPUT_HELP, newest_trace_dir, open_app, resolve_path
 from tcview.ui.loader import Loader
+from tcview.ui.tree import Item
 from tcview.ui.viewer import highlight_line
 
 FOUR = ("compiles", "graph_breaks", "recompiles", "kernels")
@@ -35,6 +36,22 @@ def test_counts_line_words_and_numbers() -> None:
     assert counts_line(counts) == "compiles 5 · breaks 3 · recompiles 3 · kernels 5"
     distinct = {"compiles": 1, "graph_breaks": 2, "recompiles": 3, "kernels": 4}
     assert counts_line(distinct) == "compiles 1 · breaks 2 · recompiles 3 · kernels 4"
+
+
+def test_compile_detail_shows_the_fusion_decisions_of_the_text_log() -> None:
+    """A run directory (trace/ + torch_logs.txt with `fusion` messages): the compile's detail
+    lists what Inductor fused and, counted by reason, what it did not."""
+    model = load_source(str(GPU_SAMPLE))  # the run directory, not its trace/
+    comp = next(c for c in model.compiles if c.id_text == "0/0")
+    doc = doc_for(Item("compile", comp, "c"), model, str(GPU_SAMPLE))
+    shown = [doc.plain(i) for i in range(doc.count)]
+    assert "fusion decisions (2 fused, 5 not)" in shown
+    assert "  fused  op0 + op1" in shown and "  fused  op0_op1 + op3" in shown
+    assert "      5× not fused: intermediate nodes between node1 & node2" in shown
+    trace_only = load_source(str(GPU_SAMPLE / "trace"))  # no text log: no fusion section
+    comp = next(c for c in trace_only.compiles if c.id_text == "0/0")
+    doc = doc_for(Item("compile", comp, "c"), trace_only, "trace")
+    assert not any("fusion" in doc.plain(i) for i in range(doc.count))
 
 
 @pytest.mark.parametrize("sample", [GPU_SAMPLE, CPU_SAMPLE], ids=lambda p: p.name)

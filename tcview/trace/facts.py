@@ -9,6 +9,7 @@ from dataclasses import dataclass, field
 _BREAK_AT = re.compile(r"Graph break(?: \(user stack suppressed[^)]*\))? in user code at (\S+)")
 _URL = re.compile(r"https?://\S+gb\d+\S*|https?://\S+")
 _FRAME_LINE = re.compile(r'^\s*File "([^"]+)", line (\d+), in (.+)$')
+_INTERNAL_TRACEBACK = "Traceback (most recent call last)"
 
 
 @dataclass
@@ -33,6 +34,10 @@ def parse_graph_break(text: str) -> BreakText:
     in_user = False
     for line in lines:
         stripped = line.strip()
+        if stripped.startswith(_INTERNAL_TRACEBACK):
+            # Dynamo's own traceback follows, ending in the exception, whose text repeats the
+            # explanation and every hint: the fields come from the message above it only.
+            break
         if line.startswith("Graph Break Reason:"):
             in_reason = True
             first = line[len("Graph Break Reason:") :].strip()
@@ -40,7 +45,8 @@ def parse_graph_break(text: str) -> BreakText:
                 reason_lines.append(first)
             continue
         if stripped.startswith("Explanation:"):
-            out.explanation = stripped[len("Explanation:") :].strip()
+            # The first one explains the cause; later ones, breaks met while handling it.
+            out.explanation = out.explanation or stripped[len("Explanation:") :].strip()
             in_reason = False
             continue
         if stripped.startswith("Hint:"):
@@ -61,9 +67,7 @@ def parse_graph_break(text: str) -> BreakText:
             in_reason = False
             continue
         if in_user:
-            if stripped.startswith("Traceback (most recent call last)") or (
-                stripped and not line.startswith(" ")
-            ):
+            if stripped and not line.startswith(" "):
                 in_user = False
             elif stripped:
                 fm = _FRAME_LINE.match(line)
@@ -78,13 +82,24 @@ def parse_graph_break(text: str) -> BreakText:
     return out
 
 
+# First lines of a break reason that only wrap the real cause, which follows them: the generic
+# "Encountered graph break when attempting to trace CALL: ..." and the frame-skipping
+# "Failed to handle graph break gracefully. Skipping the function and falling back to eager.
+# Graph break encountered:" (whose cause may follow on the same line).
+WRAPPER_STARTS = ("Encountered graph break", "Failed to handle graph break gracefully")
+CAUSE_FOLLOWS = "Graph break encountered:"
+
+
 def _reason_summary(lines: list[str]) -> str:
-    """The most specific line: the one after the generic 'Encountered graph break' line."""
-    if not lines:
-        return ""
-    if len(lines) > 1 and lines[0].startswith("Encountered graph break"):
-        return lines[1]
-    return lines[0]
+    """The most specific line: the cause after any wrapper lines (`WRAPPER_STARTS`)."""
+    rest = list(lines)
+    while len(rest) > 1 and rest[0].startswith(WRAPPER_STARTS):
+        head, _, tail = rest[0].partition(CAUSE_FOLLOWS)
+        rest = [tail.strip(), *rest[1:]] if tail.strip() else rest[1:]
+    if len(rest) == 1 and rest[0].startswith(WRAPPER_STARTS):
+        tail = rest[0].partition(CAUSE_FOLLOWS)[2].strip()
+        return tail or rest[0]
+    return rest[0] if rest else ""
 
 
 def parse_recompile_reasons(text: str) -> list[str]:

@@ -1,16 +1,20 @@
-"""One small handler per event kind, registered in tables.
+"""What each kind of trace record yields: one small handler per kind, in two tables.
 
-`on_header` runs when a record's header is indexed; `on_close` runs once its payload is
-complete, for the kinds whose facts live in the payload.
+`HEADER_HANDLERS` (by record kind) run when a record's header is indexed; `CLOSE_HANDLERS` (by
+artifact name) run once its payload is complete, for the facts that live in the payload.
+Handlers make facts through the `Builder`; a handler that raises is recorded, not fatal.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
+from .builder import Builder, Handler
 from .facts import parse_graph_break, parse_recompile_reasons
-from .model import CacheEvent, Compile, Failure, GraphBreak, Kernel, Recompile, Record, StackFrame
+from .model import Record, StackFrame
+
+if TYPE_CHECKING:  # TraceFile runs these tables: a type-only import, no cycle at run time
+    from .tracefile import TraceFile
 
 KNOWN_KINDS = frozenset(
     """str dynamo_start dynamo_output_graph dynamo_guards dynamo_cpp_guards_str
@@ -33,29 +37,10 @@ GRAPH_KINDS = frozenset(
 )
 
 
-class Sink:
-    """Receives derived facts as they appear; the TraceSet subclasses it to aggregate."""
-
-    def compile(self, comp: Compile) -> None: ...
-    def graph_break(self, gb: GraphBreak) -> None: ...
-    def recompile(self, rc: Recompile) -> None: ...
-    def failure(self, failure: Failure) -> None: ...
-    def cache(self, event: CacheEvent) -> None: ...
-    def kernel(self, kernel: Kernel) -> None: ...
-    def unparsed(self, file: Any, offset: int, lineno: int) -> None: ...
-
-
-Handler = Callable[[Any, Record], None]
-
-
-def _comp(tf: Any, rec: Record) -> Compile | None:
-    return tf.compiles.get(rec.key) if rec.key is not None else None
-
-
 # ------------------------------------------------------------------ header handlers
 
 
-def h_str(tf: Any, rec: Record) -> None:
+def h_str(b: Builder, tf: TraceFile, rec: Record) -> None:
     meta = rec.meta
     if isinstance(meta, list) and len(meta) == 2:
         try:
@@ -64,8 +49,8 @@ def h_str(tf: Any, rec: Record) -> None:
             tf.problems.append(f"line {rec.lineno}: string table id is not hashable")
 
 
-def h_dynamo_start(tf: Any, rec: Record) -> None:
-    comp = _comp(tf, rec)
+def h_dynamo_start(b: Builder, tf: TraceFile, rec: Record) -> None:
+    comp = rec.compile
     if comp is None or comp.frame is None or comp.frame.stack:
         return
     stack = rec.meta.get("stack") if isinstance(rec.meta, dict) else None
@@ -87,14 +72,11 @@ def h_dynamo_start(tf: Any, rec: Record) -> None:
     comp.frame.stack = frames
 
 
-def h_metrics(tf: Any, rec: Record) -> None:
+def h_metrics(b: Builder, tf: TraceFile, rec: Record) -> None:
     meta = rec.meta if isinstance(rec.meta, dict) else None
     if meta is None:
         return
-    failed = rec.kind == "compilation_metrics" and bool(meta.get("fail_type"))
-    if failed:
-        tf.failure_count += 1
-    comp = _comp(tf, rec)
+    comp = rec.compile
     if comp is not None:
         comp.metric_records.append(rec)
         if rec.kind == "compilation_metrics":
@@ -104,27 +86,22 @@ def h_metrics(tf: Any, rec: Record) -> None:
                 frame.co_name = _str_or_none(meta.get("co_name"))
                 frame.co_filename = _str_or_none(meta.get("co_filename"))
                 frame.co_firstlineno = meta.get("co_firstlineno")
-    if failed:
+    if rec.kind == "compilation_metrics" and meta.get("fail_type"):
         fn, ln = meta.get("fail_user_frame_filename"), meta.get("fail_user_frame_lineno")
         where = f"{fn}:{ln}" if fn else ""
-        failure = Failure(
-            comp, str(meta["fail_type"]), str(meta.get("fail_reason") or ""), where, rec
-        )
-        if comp is not None:
-            comp.failures.append(failure)
-        tf.sink.failure(failure)
+        b.failure(tf, rec, str(meta["fail_type"]), str(meta.get("fail_reason") or ""), where)
 
 
-def h_artifact(tf: Any, rec: Record) -> None:
+CACHE_RESULTS = ("hit", "miss", "bypass")  # `*_cache_hash` artifacts are keys, not results
+
+
+def h_artifact(b: Builder, tf: TraceFile, rec: Record) -> None:
     name = rec.name or ""
     for prefix in ("fx_graph_cache_", "aotautograd_cache_"):
         if name.startswith(prefix):
             result = name[len(prefix) :]
-            comp = _comp(tf, rec)
-            event = CacheEvent(comp, prefix[:-7], result, rec)
-            if comp is not None:
-                comp.cache.append(event)
-            tf.sink.cache(event)
+            if result in CACHE_RESULTS:
+                b.cache_event(rec, prefix[:-7], result)
             return
 
 
@@ -132,7 +109,7 @@ def _str_or_none(value: Any) -> str | None:
     return value if isinstance(value, str) else None
 
 
-HEADER_HANDLERS: dict[str, Handler] = {
+HEADER_HANDLERS: dict[str, Handler[TraceFile]] = {
     "str": h_str,
     "dynamo_start": h_dynamo_start,
     "compilation_metrics": h_metrics,
@@ -141,55 +118,19 @@ HEADER_HANDLERS: dict[str, Handler] = {
 }
 
 
-def on_header(tf: Any, rec: Record) -> None:
-    handler = HEADER_HANDLERS.get(rec.kind)
-    if handler is not None:
-        handler(tf, rec)
-    elif rec.kind not in KNOWN_KINDS:
-        tf.unknown[rec.kind] += 1
-
-
 # ------------------------------------------------------------------ close handlers
 
 
-def c_graph_break(tf: Any, rec: Record) -> None:
-    text = rec.payload()
-    parsed = parse_graph_break(text)
-    comp = _comp(tf, rec)
-    gb = GraphBreak(
-        comp,
-        rec,
-        parsed.reason,
-        parsed.location,
-        parsed.explanation,
-        parsed.hints,
-        parsed.url,
-        parsed.user_stack,
-    )
-    if comp is not None:
-        comp.breaks.append(gb)
-    tf.sink.graph_break(gb)
+def c_graph_break(b: Builder, tf: TraceFile, rec: Record) -> None:
+    b.graph_break(rec, parse_graph_break(rec.payload()))
 
 
-def c_recompile(tf: Any, rec: Record) -> None:
-    comp = _comp(tf, rec)
-    if comp is None:
-        return
-    reasons = parse_recompile_reasons(rec.payload())
-    if comp.recompile is None:
-        comp.recompile = Recompile(comp, reasons, rec)
-        tf.sink.recompile(comp.recompile)
-    else:
-        comp.recompile.reasons = reasons
-        comp.recompile.record = rec
+def c_recompile(b: Builder, tf: TraceFile, rec: Record) -> None:
+    b.recompile_reasons(rec, parse_recompile_reasons(rec.payload()))
 
 
-CLOSE_ARTIFACTS: dict[str, Handler] = {
+# By artifact name: the facts of these artifacts are in their payload.
+CLOSE_HANDLERS: dict[str, Handler[TraceFile]] = {
     "dynamo_graph_break_reason": c_graph_break,
     "recompile_reasons": c_recompile,
 }
-
-
-def on_close(tf: Any, rec: Record) -> None:
-    if rec.kind == "artifact" and rec.name in CLOSE_ARTIFACTS:
-        CLOSE_ARTIFACTS[rec.name](tf, rec)

@@ -3,62 +3,18 @@
 from __future__ import annotations
 
 import os
-import threading
 from collections import Counter
-from collections.abc import Callable, Iterable
-from contextlib import nullcontext
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from .handlers import Sink
-from .model import (
-    CacheEvent,
-    Compile,
-    Facts,
-    Failure,
-    GraphBreak,
-    Kernel,
-    Recompile,
-)
+from .builder import Builder
+from .load import Hooks, Progress, file_size, read_chunks
+from .model import Lock, LogSource, Model, Run
+from .textlog import TextLog
 from .tracefile import HEADER, TraceFile
 
-CHUNK = 4 << 20
 TRACE_NAME_PREFIX = "dedicated_log_torch_trace"
 SNIFF_LIMIT = 4 << 20
-
-Progress = Callable[[int, int], None]
-
-
-@dataclass
-class Hooks:
-    """How a long load shares a model that grows (the UI indexes in a worker thread).
-
-    `publish` gets the model as soon as it exists; every change to it is made under `lock`;
-    `stop` ends the load early (the model is then finished as far as it got).
-    """
-
-    progress: Progress | None = None
-    lock: Any = field(default_factory=nullcontext)
-    stop: Callable[[], bool] = lambda: False
-    publish: Callable[[Any], None] = lambda model: None
-
-
-def read_chunks(
-    path: Path, feed: Callable[[bytes], None], hooks: Hooks, done: int = 0, total: int = 0
-) -> int:
-    """Feed a file to an index in chunks, each under the hooks' lock; returns bytes done."""
-    with open(path, "rb") as fh:
-        while not hooks.stop():
-            chunk = fh.read(CHUNK)
-            if not chunk:
-                break
-            with hooks.lock:
-                feed(chunk)
-            done += len(chunk)
-            if hooks.progress is not None:
-                hooks.progress(done, total)
-    return done
 
 
 def sniff_trace(path: Path) -> str | None:
@@ -128,53 +84,23 @@ def discover(path: Path) -> tuple[list[Path], list[tuple[Path, str]]]:
     return found, skipped
 
 
-@dataclass(eq=False)
-class Rank:
-    rank: int | None
-    files: list[TraceFile] = field(default_factory=list)
-
-    @property
-    def label(self) -> str:
-        return "no rank" if self.rank is None else f"rank {self.rank}"
-
-
-@dataclass(eq=False)
-class Run:
-    index: int
-    directory: str
-    files: list[Any]  # TraceFiles, or a capture's per-process logs
-    name: str = ""  # shown in place of "run N"
-
-    @property
-    def ranks(self) -> list[Rank]:
-        by: dict[int | None, Rank] = {}
-        for tf in self.files:
-            by.setdefault(tf.rank, Rank(tf.rank)).files.append(tf)
-        return sorted(by.values(), key=lambda r: (r.rank is None, r.rank or 0))
-
-    @property
-    def start(self) -> str:
-        return min((f.first_ts for f in self.files if f.first_ts), default="")
-
-    @property
-    def label(self) -> str:
-        pids = sorted({p for f in self.files for p in f.pids})
-        pid_text = ",".join(map(str, pids[:4])) + ("…" if len(pids) > 4 else "")
-        start = self.start
-        when = f"{start[:2]}-{start[2:4]} {start[5:13]}" if start else "no records"
-        return f"{self.name or f'run {self.index + 1}'} · {when} · pid {pid_text or '?'}"
-
-
-class TraceSet(Sink, Facts):
+class TraceSet(Model):
     """All trace files of one input, with the facts derived from them."""
 
-    def __init__(self, root: str | os.PathLike | None = None) -> None:
-        Facts.__init__(self)
-        self.root = Path(root) if root is not None else None
-        self.version = 0
-        self.text: Any = None  # a run directory's TORCH_LOGS capture (a TextLog)
-        # Taken by follow mode while it feeds bytes, and by readers that iterate the model.
-        self.lock = threading.RLock()
+    files: list[TraceFile]
+    text: TextLog | None = None  # a run directory's TORCH_LOGS capture
+
+    def __init__(
+        self,
+        root: str | os.PathLike[str] | None = None,
+        display: str | None = None,
+        lock: Lock | None = None,
+    ) -> None:
+        path = Path(root) if root is not None else None
+        Model.__init__(self, display or (str(root) if root is not None else ""), path, lock)
+        self.files = []
+        self.other = ()
+        self.builder = Builder(self)  # every file reports its facts to this model
 
     # ------------------------------------------------------------ building
 
@@ -185,25 +111,36 @@ class TraceSet(Sink, Facts):
                 display = str(path.relative_to(self.root))
             except ValueError:
                 pass
-        tf = TraceFile(path, display)
-        tf.sink = self
+        tf = TraceFile(path, display, self.builder)
         self.files.append(tf)
         return tf
+
+    def add_text(self, text: TextLog, skipped: list[tuple[Path, str]] | None = None) -> None:
+        """Attach a run directory's TORCH_LOGS capture (and, when given, the skipped files
+        without it and the files a run directory holds beside its trace)."""
+        self.text = text
+        if skipped is not None:
+            self.skipped = skipped
+        self.version += 1
 
     def file_for(self, path: Path) -> TraceFile | None:
         return next((f for f in self.files if f.path == path), None)
 
     @classmethod
     def load(
-        cls, path: str | os.PathLike, progress: Progress | None = None, hooks: Hooks | None = None
+        cls,
+        path: str | os.PathLike[str],
+        progress: Progress | None = None,
+        hooks: Hooks | None = None,
+        display: str | None = None,
     ) -> TraceSet:
-        """Index every trace file under `path`."""
+        """Index every trace file under `path` (shown as `display`, by default the path)."""
         hooks = hooks or Hooks(progress)
         root = Path(path)
-        ts = cls(root)
+        ts = cls(root, display)
         found, ts.skipped = discover(root)
         hooks.publish(ts)
-        total = sum(_size(p) for p in found)
+        total = sum(file_size(p) for p in found)
         done = 0
         for p in found:
             if hooks.stop():
@@ -224,26 +161,6 @@ class TraceSet(Sink, Facts):
             self.version += 1
         return done
 
-    # ------------------------------------------------------------ sink
-
-    def compile(self, comp: Compile) -> None:
-        self.compiles.append(comp)
-
-    def graph_break(self, gb: GraphBreak) -> None:
-        self.breaks.append(gb)
-
-    def recompile(self, rc: Recompile) -> None:
-        self.recompiles.append(rc)
-
-    def failure(self, failure: Failure) -> None:
-        self.failures.append(failure)
-
-    def cache(self, event: CacheEvent) -> None:
-        self.cache_events.append(event)
-
-    def kernel(self, kernel: Kernel) -> None:
-        self.kernels.append(kernel)
-
     # ------------------------------------------------------------ views
 
     @property
@@ -253,11 +170,10 @@ class TraceSet(Sink, Facts):
         for tf in self.files:
             by_dir.setdefault(str(tf.path.parent), []).append(tf)
         runs: list[Run] = []
-        for directory, files in by_dir.items():
-            files = sorted(files, key=lambda f: (f.first_ts or "~", f.display))
-            group: list[TraceFile] = []
+        for directory, in_dir in by_dir.items():
+            group: list[LogSource] = []
             group_end = ""
-            for tf in files:
+            for tf in sorted(in_dir, key=lambda f: (f.first_ts or "~", f.display)):
                 start = tf.first_ts or ""
                 if group and (not start or start > group_end or not group_end):
                     runs.append(Run(len(runs), directory, group))
@@ -270,28 +186,26 @@ class TraceSet(Sink, Facts):
 
     def summary_counts(self, verify: bool = False) -> dict[str, Any]:
         files = self.files
-        artifacts: Counter = Counter()
-        kinds: Counter = Counter()
-        unknown: Counter = Counter()
+        artifacts: Counter[str] = Counter()
+        kinds: Counter[str] = Counter()
         ranks: set[int] = set()
         for tf in files:
             artifacts.update(tf.artifacts)
             kinds.update(tf.kinds)
-            unknown.update(tf.unknown)
             ranks.update(tf.ranks)
+        facts = self.compile_counts()
         out: dict[str, Any] = {
             "files": len(files),
             "records": sum(kinds.values()),
-            "compiles": sum(len(tf.compiles) for tf in files),
-            "frames": sum(
-                len({(k.autograd_id, k.frame_id) for k in tf.compiles if k.frame_id is not None})
-                for tf in files
-            ),
-            "recompiles": sum(1 for tf in files for k in tf.compiles if k.is_recompile),
+            "compiles": facts["compiles"],
+            "frames": facts["frames"],
+            "recompiles": facts["recompiles"],
+            "empty_graphs": facts["empty_graphs"],
             "graph_breaks": artifacts["dynamo_graph_break_reason"],
             "failures": sum(tf.failure_count for tf in files),
+            "errors": facts["errors"],
             "output_codes": kinds["inductor_output_code"],
-            "kernels": sum(len(tf.kernels) for tf in files),
+            "kernels": facts["kernels"],
             "unparsed_lines": sum(len(tf.unparsed) for tf in files),
             "ranks": sorted(ranks),
             "fx_graph_cache": {
@@ -305,19 +219,3 @@ class TraceSet(Sink, Facts):
     def verify(self) -> int:
         """Hash every payload; returns the number of mismatches."""
         return sum(tf.verify() for tf in self.files)
-
-    def close(self) -> None:
-        for tf in self.files:
-            tf.close()
-
-
-def _size(p: Path) -> int:
-    try:
-        return p.stat().st_size
-    except OSError:
-        return 0
-
-
-def all_records(ts: TraceSet) -> Iterable:
-    for tf in ts.files:
-        yield from tf.records

@@ -2,15 +2,14 @@
 
 from __future__ import annotations
 
+import bisect
 import re
 from dataclasses import dataclass
 
-from .model import kernel_kind
+from .model import KERNEL_DEF, NOT_KERNEL_METHODS, kernel_kind
 
-KERNEL_DEF = re.compile(r"^([A-Za-z_]\w*) = async_compile\.([A-Za-z_]\w*)\(", re.M)
+_KERNEL_LINE = re.compile("^" + KERNEL_DEF, re.M)
 _END = re.compile(r"^.*?'''\s*(?:,[^\n]*)?\)\s*$")
-_CALL_DEF = re.compile(r"^(\s*)def call\(", re.M)
-_EXTERN = re.compile(r"\bextern_kernels\.(\w+)\(")
 
 
 @dataclass
@@ -34,8 +33,8 @@ def split_output_code(text: str) -> list[KernelSpan]:
     lines = text.split("\n")
     offsets = _line_starts(text)
     spans: list[KernelSpan] = []
-    for m in KERNEL_DEF.finditer(text):
-        if m.group(2) == "wait":
+    for m in _KERNEL_LINE.finditer(text):
+        if m.group(2) in NOT_KERNEL_METHODS:
             continue
         start = _line_of(offsets, m.start())
         spans.append(KernelSpan(m.group(1), m.group(2), start, _span_end(lines, start)))
@@ -56,23 +55,6 @@ def _span_end(lines: list[str], start: int) -> int:
     return start
 
 
-def call_body(text: str) -> tuple[int, int] | None:
-    """Character span of the wrapper's ``def call(`` body, if any."""
-    m = _CALL_DEF.search(text)
-    if not m:
-        return None
-    indent = len(m.group(1))
-    start = m.start()
-    pos = text.find("\n", m.end())
-    while pos != -1:
-        nxt = text.find("\n", pos + 1)
-        line = text[pos + 1 : nxt if nxt != -1 else len(text)]
-        if line.strip() and len(line) - len(line.lstrip()) <= indent:
-            return start, pos
-        pos = nxt
-    return start, len(text)
-
-
 def launch_order(text: str, spans: list[KernelSpan]) -> dict[str, int]:
     """Kernel name -> index of its first launch, outside the kernels' own sources.
 
@@ -82,7 +64,7 @@ def launch_order(text: str, spans: list[KernelSpan]) -> dict[str, int]:
         return {}
     names = sorted({s.name for s in spans}, key=len, reverse=True)
     pattern = re.compile(r"\b(" + "|".join(map(re.escape, names)) + r")(?:\.run)?\(")
-    inside = set()
+    inside: set[int] = set()
     for s in spans:
         inside.update(range(s.start, s.end + 1))
     order: dict[str, int] = {}
@@ -92,14 +74,6 @@ def launch_order(text: str, spans: list[KernelSpan]) -> dict[str, int]:
         for m in pattern.finditer(line):
             order.setdefault(m.group(1), len(order))
     return order
-
-
-def extern_calls(text: str) -> list[str]:
-    """Library kernels (cuBLAS etc.) called from call(), in order."""
-    span = call_body(text)
-    if span is None:
-        return []
-    return _EXTERN.findall(text, span[0], span[1])
 
 
 def _line_starts(text: str) -> list[int]:
@@ -112,6 +86,4 @@ def _line_starts(text: str) -> list[int]:
 
 
 def _line_of(starts: list[int], offset: int) -> int:
-    import bisect
-
     return bisect.bisect_right(starts, offset) - 1

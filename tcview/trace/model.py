@@ -1,4 +1,8 @@
-"""The model every source feeds: records, files, frames, compiles and derived facts.
+"""The declared model: what a log source and a model offer, and the objects they hold.
+
+A `LogSource` is one stream of records: a `TraceFile`, or one process (`ProcessLog`) of a
+TORCH_LOGS capture. A `Model` is what one input yields: a `TraceSet` or a `TextLog`. The UI,
+`summary` and follow mode read these two types only.
 
 Records keep byte offsets only; payload text is read on demand through the record's source.
 Derived facts (graph breaks, recompiles, failures, cache events, kernels) are plain objects that
@@ -9,20 +13,46 @@ from __future__ import annotations
 
 import hashlib
 import re
+import threading
+from abc import ABC, abstractmethod
 from collections import Counter
+from collections.abc import Sequence
+from contextlib import AbstractContextManager
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Protocol
+from typing import Any, Literal, NamedTuple, TypeAlias
 
-from .compile_id import CompileKey, attempt_text
+from .compile_id import FIRST_EPISODE, CompileKey, FrameKey, IdPart, attempt_text, episode_suffix
+from .facts import BreakText
+
+# A header's JSON value (a record's `meta`, a compilation_metrics dict, a stack frame's line).
+JsonValue: TypeAlias = dict[str, Any] | list[Any] | str | int | float | bool | None
+# What guards a model that grows while it is read (an RLock; follow mode and the UI share one).
+Lock: TypeAlias = AbstractContextManager[Any]
+# When a handler runs: "header" when its record starts, "close" when its payload is complete.
+Phase: TypeAlias = Literal["header", "close"]
 
 
-class PayloadSource(Protocol):
-    def read_payload(self, record: Record) -> bytes: ...
+class LogMeta:
+    """What the prefix of a TORCH_LOGS message says besides its compile id and tag."""
+
+    __slots__ = ("level", "ts", "where")
+
+    def __init__(self, level: str, ts: str, where: str) -> None:
+        self.level = level
+        self.ts = ts
+        self.where = where
+
+    def __repr__(self) -> str:
+        return f"<LogMeta {self.level} {self.ts} {self.where}>"
 
 
 class Record:
-    """One structured event: a header plus optional payload, located by byte offsets."""
+    """One event: a trace record (header plus optional payload) or a TORCH_LOGS message.
+
+    `meta` is the header's JSON value for a trace record (slimmed when big: `full_meta()` reads
+    it all), a `LogMeta` for a message. `compile` is the compile the record's id names.
+    """
 
     __slots__ = (
         "source",
@@ -33,7 +63,7 @@ class Record:
         "kind",
         "name",
         "meta",
-        "key",
+        "compile",
         "attempt",
         "md5",
         "closed",
@@ -41,14 +71,14 @@ class Record:
 
     def __init__(
         self,
-        source: Any,
+        source: LogSource,
         offset: int,
         lineno: int,
         hdr_end: int,
         kind: str,
-        meta: Any,
-        key: CompileKey | None,
-        attempt: Any,
+        meta: JsonValue | LogMeta,
+        compile: Compile | None,
+        attempt: IdPart,
         md5: str | None,
         name: str | None = None,
     ) -> None:
@@ -60,10 +90,14 @@ class Record:
         self.kind = kind
         self.name = name
         self.meta = meta
-        self.key = key
+        self.compile = compile
         self.attempt = attempt
         self.md5 = md5
         self.closed = False
+
+    @property
+    def key(self) -> CompileKey | None:
+        return self.compile.key if self.compile is not None else None
 
     @property
     def label(self) -> str:
@@ -78,12 +112,12 @@ class Record:
 
     def full_meta(self) -> Any:
         """The event's value with nothing dropped (big headers are slimmed in memory)."""
-        full = getattr(self.source, "full_meta", None)
-        return full(self) if full is not None else self.meta
+        return self.source.full_meta(self)
 
     @property
     def compile_text(self) -> str:
-        return attempt_text(self.key, self.attempt) if self.key else "-"
+        key = self.key
+        return attempt_text(key, self.attempt) if key is not None else "-"
 
     def payload_bytes(self) -> bytes:
         return self.source.read_payload(self)
@@ -110,7 +144,7 @@ def payload_from_region(raw: bytes) -> bytes:
 @dataclass
 class StackFrame:
     filename: str
-    line: Any
+    line: JsonValue
     name: str
 
     @property
@@ -128,17 +162,24 @@ def is_torch_internal(filename: str) -> bool:
     return bool(_TORCH_INTERNAL.search(filename))
 
 
+# A compile's status, worst first: tlparse's precedence (a compilation_metrics record with a
+# fail_type; one whose graph_op_count is 0 or missing; a restart); see `Compile.status`.
+STATUSES = ("failed", "empty graph", "graph break", "ok")
+# What a compile is besides its status: a recompile (frame_compile_id > 0), a cache hit.
+MARKS = ("recompile", "cache hit")
+
+
 @dataclass(eq=False)
 class Frame:
     """A Python frame that Dynamo compiled (one code object), within one process."""
 
-    file: Any
-    key: tuple[Any, Any]  # (compiled_autograd_id, frame_id)
+    file: LogSource
+    key: FrameKey
     stack: list[StackFrame] = field(default_factory=list)
     compiles: list[Compile] = field(default_factory=list)
     co_name: str | None = None
     co_filename: str | None = None
-    co_firstlineno: Any = None
+    co_firstlineno: JsonValue = None
 
     @property
     def user_frame(self) -> StackFrame | None:
@@ -167,14 +208,30 @@ class Frame:
 
     @property
     def id_text(self) -> str:
-        ca, fid = self.key
+        """``0`` or ``!0/1``, without the episode."""
+        ca, fid = self.key.autograd_id, self.key.frame_id
         return (f"!{ca}/" if ca is not None else "") + ("?" if fid is None else str(fid))
 
     @property
+    def id_label(self) -> str:
+        """The id with its episode where it has one: ``0``, ``0 #2``."""
+        return self.id_text + episode_suffix(self.key.episode)
+
+    @property
+    def episode(self) -> int:
+        return self.key.episode
+
+    @property
     def status(self) -> str:
-        order = ("failed", "graph break", "recompile", "cache hit", "ok")
+        """The worst status of its compiles (`STATUSES` order)."""
         seen = {c.status for c in self.compiles}
-        return next((s for s in order if s in seen), "ok")
+        return next((s for s in STATUSES if s in seen), "ok")
+
+    @property
+    def marks(self) -> list[str]:
+        """The marks any of its compiles has, in `MARKS` order."""
+        seen = {m for c in self.compiles for m in c.marks}
+        return [m for m in MARKS if m in seen]
 
 
 @dataclass(eq=False)
@@ -196,6 +253,15 @@ class GraphBreak:
     @property
     def short_location(self) -> str:
         return short_location(self.location)
+
+    def fill(self, parsed: BreakText) -> None:
+        """Take the fields parsed from the whole message (a location only when it has one)."""
+        self.reason = parsed.reason
+        self.location = parsed.location or self.location
+        self.explanation = parsed.explanation
+        self.hints = parsed.hints
+        self.url = parsed.url
+        self.user_stack = parsed.user_stack
 
 
 def short_location(location: str) -> str:
@@ -233,37 +299,6 @@ def group_breaks(breaks: list[GraphBreak]) -> list[BreakGroup]:
     return sorted(groups.values(), key=lambda g: -g.count)
 
 
-class Facts:
-    """What one input yielded, in arrival order: shared by TraceSet and TextLog."""
-
-    def __init__(self) -> None:
-        self.files: list[Any] = []  # TraceFiles, or one object per logging process
-        self.skipped: list[tuple[Path, str]] = []
-        self.compiles: list[Compile] = []
-        self.breaks: list[GraphBreak] = []
-        self.recompiles: list[Recompile] = []
-        self.failures: list[Failure] = []
-        self.cache_events: list[CacheEvent] = []
-        self.kernels: list[Kernel] = []
-
-    def summary_counts(self, verify: bool = False) -> dict[str, Any]:
-        raise NotImplementedError
-
-    def counts(self) -> dict[str, int]:
-        """The four numbers of the status bar, as `summary --json` has them."""
-        s = self.summary_counts()
-        return {k: s[k] for k in ("compiles", "graph_breaks", "recompiles", "kernels")}
-
-    def grouped_breaks(self) -> list[BreakGroup]:
-        return group_breaks(self.breaks)
-
-    def unknown_kinds(self) -> Counter:
-        total: Counter = Counter()
-        for f in self.files:
-            total.update(f.unknown)
-        return total
-
-
 @dataclass(eq=False)
 class Recompile:
     compile: Compile
@@ -278,11 +313,40 @@ class Failure:
     reason: str
     location: str = ""
     record: Record | None = None
-    source: str = "compilation_metrics"  # or dynamo_error
+    source: str = "compilation_metrics"  # or dynamo_error, torch_logs
 
     @property
     def is_recompile_limit(self) -> bool:
         return "recompile limit" in self.reason.lower() or "recompile_limit" in self.reason
+
+
+_WORDY = re.compile(r"\w")
+
+
+@dataclass(eq=False)
+class Error:
+    """The run crashed: an uncaught Python traceback in a capture, or a non-zero exit code.
+
+    `stack` holds the traceback's frames as ``file:line in function`` (outermost first);
+    `lineno` and `offset` locate the ``Traceback`` line in the capture (0 and -1 for run.json).
+    """
+
+    rank: int | None
+    error_type: str  # the exception's type as printed ("AssertionError"), or "exit code"
+    message: str
+    stack: list[str] = field(default_factory=list)
+    origin: str = "traceback"  # or "run.json"
+    where: str = ""  # the file the error was read from
+    lineno: int = 0
+    offset: int = -1
+    text: str = ""  # the traceback as printed (prefixes removed)
+
+    @property
+    def headline(self) -> str:
+        # The first line that says something (a message may start with a ruler of ====).
+        first = next((ln.strip() for ln in self.message.split("\n") if _WORDY.search(ln)), "")
+        who = "" if self.rank is None else f"rank {self.rank}: "
+        return f"{who}{self.error_type}: {first}" if first else f"{who}{self.error_type}"
 
 
 @dataclass(eq=False)
@@ -294,6 +358,11 @@ class CacheEvent:
 
 
 KERNEL_KINDS = ("pointwise", "reduction", "persistent", "template", "cpp", "user", "other")
+# A kernel definition in output code: ``NAME = async_compile.METHOD(`` (groups: name, method).
+# One pattern text, compiled for str or bytes, with or without the payload's tab, where used.
+KERNEL_DEF = r"([A-Za-z_]\w*) = async_compile\.([A-Za-z_]\w*)\("
+# async_compile methods that define no kernel (``async_compile.wait(globals())``).
+NOT_KERNEL_METHODS = frozenset({"wait"})
 
 
 def kernel_kind(name: str, kind: str) -> str:
@@ -319,7 +388,7 @@ def kernel_kind(name: str, kind: str) -> str:
 class Kernel:
     name: str
     method: str  # async_compile.<method>
-    output: Record  # the inductor_output_code record
+    output: Record  # the output code record (or message) that defines it
     index: int  # position among this output code's kernels
     compile: Compile | None = None
 
@@ -330,12 +399,12 @@ class Kernel:
 
 @dataclass(eq=False)
 class Compile:
-    file: Any
+    file: LogSource
     key: CompileKey
     frame: Frame | None = None
     records: list[Record] = field(default_factory=list)
-    attempts: Counter = field(default_factory=Counter)  # attempt -> record count
-    metrics: dict | None = None
+    attempts: Counter[IdPart] = field(default_factory=Counter)  # attempt -> record count
+    metrics: dict[str, Any] | None = None
     metric_records: list[Record] = field(default_factory=list)
     breaks: list[GraphBreak] = field(default_factory=list)
     recompile: Recompile | None = None
@@ -346,30 +415,86 @@ class Compile:
     chromium_at: list[int] = field(default_factory=list)  # their header offsets
     minor: int = 0  # describe_* records (inputs' fake-tensor metadata), read on demand
     order: int = 0
+    _phases: list[tuple[str, float, int]] | None = field(default=None, init=False, repr=False)
 
     @property
     def id_text(self) -> str:
+        """The id as torch prints it (``0/1``), without the episode."""
         return self.key.text
 
     @property
+    def id_label(self) -> str:
+        """The id with its episode where it has one: ``0/0``, ``0/0 #2``."""
+        return self.key.label
+
+    @property
+    def episode(self) -> int:
+        """1, or 2, 3, … for compiles after `torch._dynamo.reset()` reused the process's ids."""
+        return self.key.episode
+
+    def compilation_metrics(self) -> list[dict[str, Any]]:
+        """Its `compilation_metrics` values (one per compile; `bwd_compilation_metrics` apart)."""
+        return [
+            r.meta
+            for r in self.metric_records
+            if r.kind == "compilation_metrics" and isinstance(r.meta, dict)
+        ]
+
+    @property
+    def empty_graph(self) -> bool:
+        """A compilation_metrics record says its graph has no ops (0, or the count is missing)."""
+        return any(m.get("graph_op_count") in (None, 0) for m in self.compilation_metrics())
+
+    @property
+    def restart_reasons(self) -> list[str]:
+        """Why Dynamo restarted the analysis (compilation_metrics' restart_reasons, whole)."""
+        out: list[str] = []
+        for m in self.compilation_metrics():
+            reasons = m.get("restart_reasons")
+            if isinstance(reasons, list):
+                out.extend(str(r) for r in reasons)
+            elif reasons:
+                out.append(str(reasons))
+        return out
+
+    @property
     def has_break(self) -> bool:
+        """A restart: non-empty restart_reasons, a graph break logged, or a second attempt."""
         if self.breaks or len(self.attempts) > 1:
             return True
-        return bool(self.metrics and self.metrics.get("restart_reasons"))
+        return any(m.get("restart_reasons") for m in self.compilation_metrics())
 
     @property
     def status(self) -> str:
-        if self.failures or (self.metrics and self.metrics.get("fail_type")):
+        """One of `STATUSES`: failed > empty graph > graph break > ok (see the README)."""
+        if self.failures:
             return "failed"
+        if self.empty_graph:
+            return "empty graph"
         if self.has_break:
             return "graph break"
-        if self.key.is_recompile:
-            return "recompile"
-        if any(c.result == "hit" for c in self.cache) and not any(
-            c.result == "miss" for c in self.cache
-        ):
-            return "cache hit"
         return "ok"
+
+    @property
+    def cache_hit(self) -> bool:
+        """A cache hit and no miss (the compiled graph came from the cache)."""
+        results = {c.result for c in self.cache}
+        return "hit" in results and "miss" not in results
+
+    @property
+    def status_text(self) -> str:
+        """Its status and marks in words: ``ok, recompile, cache hit``."""
+        return ", ".join([self.status, *self.marks])
+
+    @property
+    def marks(self) -> list[str]:
+        """The `MARKS` it has besides its status."""
+        out = []
+        if self.key.is_recompile:
+            out.append("recompile")
+        if self.cache_hit:
+            out.append("cache hit")
+        return out
 
     @property
     def compile_time_s(self) -> float | None:
@@ -382,13 +507,15 @@ class Compile:
         dur = m.get("duration_us")
         return dur / 1e6 if isinstance(dur, (int, float)) else None
 
+    def reset_phases(self) -> None:
+        """Its chromium events changed: phases() reads them again."""
+        self._phases = None
+
     def phases(self) -> list[tuple[str, float, int]]:
         """(phase, seconds, depth) from this compile's chromium B/E events, in start order."""
-        cached = getattr(self, "_phases", None)
-        if cached is not None:
-            return cached
-        read = getattr(self.file, "chromium_payloads", None)
-        events = read(self.chromium_at) if read is not None and self.chromium_at else []
+        if self._phases is not None:
+            return self._phases
+        events = self.file.chromium_payloads(self.chromium_at) if self.chromium_at else []
         out: list[tuple[str, float, int]] = []
         open_: list[tuple[str, float, int]] = []  # (name, ts, index in out)
         for ev in events:
@@ -413,3 +540,276 @@ class Compile:
     @property
     def output_codes(self) -> list[Record]:
         return [r for r in self.records if r.kind in ("inductor_output_code", "output_code")]
+
+
+@dataclass(eq=False)
+class FusionDecision:
+    """One ``fusing A with B`` or ``cannot fuse A with B: why`` line of the fusion log."""
+
+    compile: Compile | None = field(repr=False)
+    record: Record = field(repr=False)
+    first: str = ""
+    second: str = ""
+    fused: bool = False
+    reason: str = ""
+
+
+class OtherLine(NamedTuple):
+    """A line of a capture that is not part of a TORCH_LOGS message (read from disk)."""
+
+    lineno: int
+    offset: int
+    text: str
+
+
+@dataclass(eq=False)
+class HandlerError:
+    """A handler that raised on one record: the record is kept, facts from it may be missing."""
+
+    record: Record
+    phase: Phase
+    error: str  # the exception's type
+    message: str
+
+    @property
+    def kind(self) -> str:
+        return self.record.label
+
+    @property
+    def offset(self) -> int:
+        return self.record.offset
+
+    @property
+    def lineno(self) -> int:
+        return self.record.lineno
+
+    @property
+    def text(self) -> str:
+        message = " ".join(self.message.split("\n"))
+        return (
+            f"{self.record.source.display}:{self.lineno}: {self.kind} ({self.phase} handler): "
+            f"{self.error}: {message}"
+        )
+
+
+# ---------------------------------------------------------------------- log sources
+
+
+class LogSource(ABC):
+    """One stream of records and what was indexed from it: a trace file, or one process of a
+    TORCH_LOGS capture. Records read their payload, header line and line number through it."""
+
+    # Damage only a trace file can have; a text source keeps these at 0.
+    bad_headers: int = 0  # header JSON that parsed but is not a well-typed record
+    truncated: int = 0  # a last record whose payload is incomplete when the file ends
+    missing_strings: int = 0  # stack frames naming a string-table id never defined
+    deleted: bool = False  # set by follow mode when the file is gone from disk
+    finished: bool = False  # the input is complete (a last partial line was indexed)
+    unparsed: Sequence[tuple[int, int]]  # (offset, line number) of each unparsed line
+
+    def __init__(self, display: str, path: Path | None) -> None:
+        self.display = display
+        self.path = path
+        self.records: list[Record] = []
+        self.compiles: dict[CompileKey, Compile] = {}
+        self.frames: dict[FrameKey, Frame] = {}
+        self.kernels: list[Kernel] = []
+        self.kinds: Counter[str] = Counter()
+        self.artifacts: Counter[str] = Counter()
+        self.unknown: Counter[str] = Counter()
+        self.ranks: set[int] = set()
+        self.pids: set[int] = set()
+        self.first_ts: str | None = None
+        self.failure_count = 0
+        self.problems: list[str] = []
+        self.handler_errors: list[HandlerError] = []  # records whose handler raised
+        self.version = 0  # bumped whenever the index changes
+        # The compile episode records are in now, its compiles by the id records name them
+        # with, and the ids that started in it (for Builder.compile_for: an id that starts
+        # again begins the next episode).
+        self.episode = FIRST_EPISODE
+        self.current: dict[CompileKey, Compile] = {}
+        self.started: set[CompileKey] = set()
+
+    @property
+    @abstractmethod
+    def rank(self) -> int | None: ...
+
+    @property
+    @abstractmethod
+    def pid(self) -> int | None: ...
+
+    @property
+    @abstractmethod
+    def last_ts(self) -> str | None: ...
+
+    @abstractmethod
+    def read_payload(self, record: Record) -> bytes:
+        """The record's payload (a message's text without its line prefixes)."""
+
+    @abstractmethod
+    def header_line(self, record: Record) -> bytes:
+        """The record's first line as it is on disk (cleaned of escapes for text)."""
+
+    @abstractmethod
+    def line_at(self, offset: int, limit: int = 1 << 20) -> bytes:
+        """The line starting at `offset`, at most `limit` bytes."""
+
+    @abstractmethod
+    def lineno_of(self, offset: int) -> int:
+        """1-based line number of the line starting at `offset`."""
+
+    def full_meta(self, record: Record) -> Any:
+        """The record's value with nothing dropped; sources that slim values override it."""
+        return record.meta
+
+    def chromium_payloads(self, offsets: Sequence[int]) -> list[dict[str, Any]]:
+        """The Chrome trace events of the chromium_event records at `offsets` (traces only)."""
+        return []
+
+    @abstractmethod
+    def close(self) -> None:
+        """Release the file handle, if any."""
+
+
+@dataclass(eq=False)
+class Rank:
+    rank: int | None
+    files: list[LogSource] = field(default_factory=list)
+
+    @property
+    def label(self) -> str:
+        return "no rank" if self.rank is None else f"rank {self.rank}"
+
+
+@dataclass(eq=False)
+class Run:
+    """The sources of one launch (a directory's files with overlapping times, or a capture)."""
+
+    index: int
+    directory: str
+    files: list[LogSource]
+    name: str = ""  # shown in place of "run N"
+
+    @property
+    def ranks(self) -> list[Rank]:
+        by: dict[int | None, Rank] = {}
+        for tf in self.files:
+            by.setdefault(tf.rank, Rank(tf.rank)).files.append(tf)
+        return sorted(by.values(), key=lambda r: (r.rank is None, r.rank or 0))
+
+    @property
+    def start(self) -> str:
+        return min((f.first_ts for f in self.files if f.first_ts), default="")
+
+    @property
+    def label(self) -> str:
+        pids = sorted({p for f in self.files for p in f.pids})
+        pid_text = ",".join(map(str, pids[:4])) + ("…" if len(pids) > 4 else "")
+        start = self.start
+        when = f"{start[:2]}-{start[2:4]} {start[5:13]}" if start else "no records"
+        return f"{self.name or f'run {self.index + 1}'} · {when} · pid {pid_text or '?'}"
+
+
+# ---------------------------------------------------------------------- models
+
+
+class Facts:
+    """The facts one input yielded, in arrival order (what a `Builder` appends to)."""
+
+    def __init__(self) -> None:
+        self.compiles: list[Compile] = []
+        self.breaks: list[GraphBreak] = []
+        self.recompiles: list[Recompile] = []
+        self.failures: list[Failure] = []
+        self.errors: list[Error] = []
+        self.cache_events: list[CacheEvent] = []
+        self.kernels: list[Kernel] = []
+
+
+class Model(Facts, ABC):
+    """What one input yielded: a `TraceSet` (trace files) or a `TextLog` (a TORCH_LOGS capture).
+
+    Every change is made under `lock`; readers of a model that grows take it too, and compare
+    `version` (and the files' versions) to know when to redraw.
+    """
+
+    files: Sequence[LogSource]
+    other: Sequence[OtherLine]  # output that is not a log message (empty for traces)
+    text: Model | None = None  # a run directory's TORCH_LOGS capture, beside its traces
+
+    def __init__(self, display: str, root: Path | None, lock: Lock | None = None) -> None:
+        Facts.__init__(self)
+        self.display = display
+        self.root = root
+        self.skipped: list[tuple[Path, str]] = []  # inputs not read, and why
+        self.version = 0
+        self.lock: Lock = lock if lock is not None else threading.RLock()
+
+    @property
+    @abstractmethod
+    def runs(self) -> list[Run]: ...
+
+    @abstractmethod
+    def summary_counts(self, verify: bool = False) -> dict[str, Any]:
+        """The counts of `summary --json` (its definitions are in the README)."""
+
+    @abstractmethod
+    def verify(self) -> int:
+        """Hash every payload; returns the number of mismatches (0 for text)."""
+
+    @property
+    def notices(self) -> list[str]:
+        """Things the user must know to read the result (e.g. a custom log format)."""
+        return []
+
+    def counts(self) -> dict[str, int]:
+        """The four numbers of the status bar, as `summary --json` has them."""
+        s = self.summary_counts()
+        return {k: s[k] for k in ("compiles", "graph_breaks", "recompiles", "kernels")}
+
+    def compile_counts(self) -> dict[str, int]:
+        """compiles, frames, recompiles, empty graphs, kernels and errors, counted the same
+        way for both formats."""
+        files = self.files
+        return {
+            "compiles": sum(len(f.compiles) for f in files),
+            "frames": sum(
+                len({k.frame for k in f.compiles if k.frame_id is not None}) for f in files
+            ),
+            "recompiles": sum(1 for f in files for k in f.compiles if k.is_recompile),
+            "empty_graphs": sum(
+                1 for f in files for c in f.compiles.values() if c.status == "empty graph"
+            ),
+            "kernels": sum(len(f.kernels) for f in files),
+            "errors": len(self.run_errors()),
+        }
+
+    def run_errors(self) -> list[Error]:
+        """The run's errors: this model's, and for a run directory its capture's too."""
+        return [*self.errors, *(self.text.errors if self.text is not None else [])]
+
+    def grouped_breaks(self) -> list[BreakGroup]:
+        return group_breaks(self.breaks)
+
+    def unknown_kinds(self) -> Counter[str]:
+        total: Counter[str] = Counter()
+        for f in self.files:
+            total.update(f.unknown)
+        return total
+
+    def records_of(self, kind: str) -> list[Record]:
+        """Every record of a kind or artifact name (a message tag for text), in file order."""
+        return [r for f in self.files for r in f.records if r.kind == kind or r.name == kind]
+
+    def handler_errors(self) -> list[HandlerError]:
+        """Records whose handler raised (the load went on without their facts)."""
+        return [e for f in self.files for e in f.handler_errors]
+
+    def fusion_decisions(self, compile: Compile | None = None) -> list[FusionDecision]:
+        """Inductor's fusion choices (all, or one compile's), from the TORCH_LOGS text."""
+        return self.text.fusion_decisions(compile) if self.text is not None else []
+
+    def close(self) -> None:
+        for f in self.files:
+            f.close()

@@ -3,27 +3,54 @@
 from __future__ import annotations
 
 import atexit
+import json
 import os
+import re
 import shutil
 import stat
 import tempfile
 from dataclasses import replace
 from pathlib import Path
-from typing import Any
 
-from .index import Hooks, Progress, TraceSet, discover, sniff_trace
+from .builder import Builder
+from .index import TraceSet, discover, sniff_trace
+from .load import Hooks, Progress
+from .model import Error, Model
+from .textlog import TextLog
+from .tracefile import HEADER
 
 TEXT_LOG_NAMES = ("torch_logs.txt", "torch_logs.log", "stderr.txt", "logs.txt")
-# Files a run directory holds beside its trace (tcview run, the shared runs); not reported.
+# Files a run directory holds beside its trace and its log (`tcview run` writes run.json,
+# through run.json.tmp, and stdout.txt; the shared runs the others); not reported as skipped.
 RUN_FILES = frozenset(
-    {"run.json", "stdout.txt", "command.txt", "script.py", "stdout_typescript.txt", "versions.txt"}
+    {
+        "run.json",
+        "run.json.tmp",
+        "stdout.txt",
+        "command.txt",
+        "script.py",
+        "stdout_typescript.txt",
+        "versions.txt",
+    }
 )
 
 
-def detect(path: str) -> str:
-    """'stdin', 'stream', 'trace-dir', 'run-dir', 'trace-file', 'text' or 'missing'.
+# A file is 'other' (neither a trace nor TORCH_LOGS text) when its first bytes hold no log prefix
+# and look binary: a NUL byte, or more than this share of characters that text does not have.
+BINARY_SNIFF = 64 << 10
+BINARY_SHARE = 0.10
+_NOT_TEXT = re.compile("[\x00-\x08\x0e-\x1a\x1c-\x1f\x7f\ufffd]")
 
-    A 'stream' is a FIFO, a device or a `<(...)` pipe: read once, never sniffed.
+
+class NotATrace(ValueError):
+    """The input is neither a trace nor TORCH_LOGS text; the message says what it looks like."""
+
+
+def detect(path: str) -> str:
+    """'stdin', 'stream', 'trace-dir', 'run-dir', 'trace-file', 'text', 'other' or 'missing'.
+
+    A 'stream' is a FIFO, a device or a `<(...)` pipe: read once, never sniffed. 'other' is a
+    file that is neither format (see `looks_binary`).
     """
     if path == "-":
         return "stdin"
@@ -36,7 +63,53 @@ def detect(path: str) -> str:
         return "missing"
     if p.name.startswith("dedicated_log_torch_trace") or sniff_trace(p) is None:
         return "trace-file"
-    return "text"
+    return "other" if looks_binary(_head(p, BINARY_SNIFF)) else "text"
+
+
+def looks_binary(head: bytes) -> bool:
+    """True for the first bytes of a file that is not text: no trace or log prefix in them,
+    and a NUL byte or more than BINARY_SHARE characters that are neither printable nor
+    whitespace nor ESC (colour codes), invalid UTF-8 included."""
+    if not head or HEADER.search(head):
+        return False
+    if b"\0" in head:
+        return True
+    text = head.decode("utf-8", "replace")
+    return len(_NOT_TEXT.findall(text)) > BINARY_SHARE * len(text)
+
+
+def describe_other(path: Path) -> str:
+    """What a file of neither format looks like: its size and first bytes, shown safely."""
+    head = _head(path, 16)
+    try:
+        size = path.stat().st_size
+    except OSError:
+        size = len(head)
+    hexes = " ".join(f"{b:02x}" for b in head[:8]) + (" …" if size > 8 else "")
+    shown = "".join(_ascii(b) for b in head) + ("…" if size > len(head) else "")
+    return f'not a trace or TORCH_LOGS capture: {size_text(size)}, starts with {hexes} ("{shown}")'
+
+
+def _ascii(byte: int) -> str:
+    if byte in (0x22, 0x5C):  # " and \
+        return "\\" + chr(byte)
+    return chr(byte) if 0x20 <= byte < 0x7F else f"\\x{byte:02x}"
+
+
+def size_text(size: int) -> str:
+    """1.2 MB, 12.3 kB, 812 bytes."""
+    for unit, scale in (("GB", 1e9), ("MB", 1e6), ("kB", 1e3)):
+        if size >= scale:
+            return f"{size / scale:.1f} {unit}"
+    return f"{size} byte{'s' if size != 1 else ''}"
+
+
+def _head(path: Path, limit: int) -> bytes:
+    try:
+        with open(path, "rb") as fh:
+            return fh.read(limit)
+    except OSError:
+        return b""
 
 
 def is_stream(path: Path) -> bool:
@@ -83,7 +156,32 @@ def run_dir_skipped(
     ]
 
 
-def load_source(path: str, progress: Progress | None = None, hooks: Hooks | None = None) -> Any:
+RUN_JSON = "run.json"  # what `tcview run` writes beside the trace: the job's exit code
+
+
+def run_json_error(directory: Path) -> Error | None:
+    """The error a run directory's run.json reports: a non-zero exit code (None otherwise)."""
+    path = directory / RUN_JSON
+    try:
+        data = json.loads(path.read_bytes())
+    except (OSError, ValueError, RecursionError):
+        return None
+    if not isinstance(data, dict):
+        return None
+    code = data.get("exit_code")
+    if not isinstance(code, int) or isinstance(code, bool) or code == 0:
+        return None
+    command = data.get("command_line")
+    message = command if isinstance(command, str) else ""
+    return Error(None, f"exit code {code}", message, origin="run.json", where=str(path))
+
+
+def load_source(
+    path: str,
+    progress: Progress | None = None,
+    hooks: Hooks | None = None,
+    display: str | None = None,
+) -> Model:
     """A TraceSet for traces (with `.text` for a run directory's log), or a TextLog.
 
     With `hooks`, the model is published at once and grows under their lock (the UI).
@@ -92,28 +190,29 @@ def load_source(path: str, progress: Progress | None = None, hooks: Hooks | None
     kind = detect(path)
     if kind == "missing":
         raise FileNotFoundError(path)
+    if kind == "other":
+        raise NotATrace(describe_other(Path(path)))
     if kind == "stream":
-        copy = spool(path)
-        model = load_source(str(copy), hooks=hooks)
-        if hasattr(model, "display"):
-            model.display = path
-        return model
-    from .textlog import TextLog
-
+        return load_source(str(spool(path)), hooks=hooks, display=display or path)
     if kind in ("stdin", "text"):
-        return TextLog.load(path, hooks=hooks)
-    ts = TraceSet.load(path, hooks=hooks)
+        return TextLog.load(path, hooks=hooks, display=display)
+    ts = TraceSet.load(path, hooks=hooks, display=display)
+    model: Model = ts
     if kind == "run-dir" and not hooks.stop():
         log = find_text_log(Path(path))
         if log is not None:
             text = TextLog.load(str(log), hooks=replace(hooks, publish=lambda model: None))
             with hooks.lock:
-                ts.text = text
-                ts.skipped = run_dir_skipped(Path(path), ts.skipped, log)
+                ts.add_text(text, run_dir_skipped(Path(path), ts.skipped, log))
             if not ts.files:
                 hooks.publish(text)
-                return text
-    return ts
+                model = text
+    error = run_json_error(Path(path)) if Path(path).is_dir() else None
+    if error is not None:
+        with hooks.lock:
+            Builder(model).error(error)
+            model.version += 1
+    return model
 
 
-__all__ = ["detect", "discover", "find_text_log", "load_source", "os"]
+__all__ = ["detect", "discover", "find_text_log", "load_source"]

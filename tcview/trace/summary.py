@@ -3,15 +3,33 @@
 from __future__ import annotations
 
 from collections import Counter
+from collections.abc import Mapping
 from typing import Any
 
 from .facts import short_guard
-from .model import KERNEL_KINDS, short_location
+from .model import KERNEL_KINDS, Model, short_location
 
-FAIL_ON_KINDS = ("graph_breaks", "recompiles", "failures")
+FAIL_ON_KINDS = ("graph_breaks", "recompiles", "failures", "errors")
 
 
-def summary_json(ts: Any, verify: bool = False) -> dict[str, Any]:
+def parse_fail_on(text: str | None) -> list[str]:
+    """The kinds of a ``--fail-on`` value (comma-separated); ValueError names unknown ones."""
+    kinds = [k.strip() for k in (text or "").split(",") if k.strip()]
+    unknown = [k for k in kinds if k not in FAIL_ON_KINDS]
+    if unknown:
+        raise ValueError(f"--fail-on: unknown {', '.join(unknown)} (use {','.join(FAIL_ON_KINDS)})")
+    return kinds
+
+
+def counts_line(counts: Mapping[str, int]) -> str:
+    """The four counts in one line, as the status bar and `tcview run` show them."""
+    return (
+        f"compiles {counts.get('compiles', 0)} · breaks {counts.get('graph_breaks', 0)}"
+        f" · recompiles {counts.get('recompiles', 0)} · kernels {counts.get('kernels', 0)}"
+    )
+
+
+def summary_json(ts: Model, verify: bool = False) -> dict[str, Any]:
     out = ts.summary_counts(verify=verify)
     out["kernels_by_kind"] = kernels_by_kind(ts)
     out["skipped"] = [{"path": str(p), "reason": why} for p, why in ts.skipped]
@@ -21,22 +39,23 @@ def summary_json(ts: Any, verify: bool = False) -> dict[str, Any]:
     return out
 
 
-def damage(ts: Any, counts: dict[str, Any]) -> dict[str, int]:
+def damage(ts: Model, counts: dict[str, Any]) -> dict[str, int]:
     """What was wrong with the input; all zero for a healthy trace."""
-    files = [f for f in getattr(ts, "files", []) if hasattr(f, "bad_headers")]
+    files = ts.files
     out = {
         "unparsed_lines": counts.get("unparsed_lines", 0),
         "bad_headers": sum(f.bad_headers for f in files),
         "truncated_records": sum(f.truncated for f in files),
         "missing_strings": sum(f.missing_strings for f in files),
         "unreadable_files": sum(1 for _p, why in ts.skipped if why.startswith("unreadable")),
+        "handler_errors": len(ts.handler_errors()),
     }
     if "md5_mismatches" in counts:
         out["md5_mismatches"] = counts["md5_mismatches"]
     return out
 
 
-def kernels_by_kind(ts: Any) -> dict[str, int]:
+def kernels_by_kind(ts: Model) -> dict[str, int]:
     counts = Counter(k.kind for k in ts.kernels)
     return {kind: counts[kind] for kind in KERNEL_KINDS if counts[kind]}
 
@@ -46,20 +65,38 @@ def fail_on(summary: dict[str, Any], kinds: list[str]) -> list[str]:
     return [k for k in kinds if summary.get(k)]
 
 
+def crash_lines(ts: Model, limit: int = 20) -> list[str]:
+    """ "The run crashed" and its errors (rank, type, message, where), or nothing."""
+    errors = ts.run_errors()
+    if not errors:
+        return []
+    lines = [f"The run crashed: {len(errors)} error(s)"]
+    for error in errors[:limit]:
+        lines.append(f"  {error.headline}")
+        if error.stack:
+            lines.append(f"    at {error.stack[-1]}")
+    if len(errors) > limit:
+        lines.append(f"  … {len(errors) - limit} more")
+    return lines
+
+
 def _fmt_s(value: float | None) -> str:
     if value is None:
         return "   -  "
     return f"{value:6.2f}s" if value >= 0.01 else f"{value * 1000:5.1f}ms"
 
 
-def summary_text(ts: Any, verify: bool = False, width: int = 100) -> str:
+def summary_text(ts: Model, verify: bool = False, width: int = 100) -> str:
     s = summary_json(ts, verify=verify)
-    lines: list[str] = []
+    lines: list[str] = crash_lines(ts)
     add = lines.append
+    if lines:
+        add("")
     add(
         f"files {s['files']} · records {s['records']} · compiles {s['compiles']} · "
         f"frames {s['frames']} · breaks {s['graph_breaks']} · recompiles {s['recompiles']} · "
-        f"failures {s['failures']} · kernels {s['kernels']}"
+        f"empty graphs {s['empty_graphs']} · failures {s['failures']} · errors {s['errors']} · "
+        f"kernels {s['kernels']}"
     )
     cache = s["fx_graph_cache"]
     add(
@@ -69,7 +106,7 @@ def summary_text(ts: Any, verify: bool = False, width: int = 100) -> str:
     )
     add("")
     add("Runs")
-    for run in getattr(ts, "runs", []):
+    for run in ts.runs:
         add(f"  {run.label}  ({run.directory})")
         for rank in run.ranks:
             for tf in rank.files:
@@ -77,14 +114,16 @@ def summary_text(ts: Any, verify: bool = False, width: int = 100) -> str:
                     f"    {rank.label:8} {tf.display}  compiles {len(tf.compiles)}"
                     f" · records {sum(tf.kinds.values())}"
                 )
-    frames = [f for tf in getattr(ts, "files", []) for f in tf.frames.values()]
+    frames = [f for tf in ts.files for f in tf.frames.values()]
     if frames:
         add("")
         add("Frames")
         for frame in frames[:200]:
-            ids = ", ".join(f"{c.id_text} {c.status}" for c in frame.compiles[:8])
+            ids = "; ".join(f"{c.id_label} {c.status_text}" for c in frame.compiles[:8])
             more = f" +{len(frame.compiles) - 8}" if len(frame.compiles) > 8 else ""
-            add(f"  [{frame.id_text}] {frame.label}: {len(frame.compiles)} compile(s): {ids}{more}")
+            add(
+                f"  [{frame.id_label}] {frame.label}: {len(frame.compiles)} compile(s): {ids}{more}"
+            )
         if len(frames) > 200:
             add(f"  … {len(frames) - 200} more frames")
     groups = ts.grouped_breaks()
@@ -95,19 +134,19 @@ def summary_text(ts: Any, verify: bool = False, width: int = 100) -> str:
             add(f"  {g.count:4}×  {short_location(g.location) or '?'}  {g.reason}")
             if g.first.hints:
                 add(f"         hint: {g.first.hints[0]}")
-    recompiles = [rc for rc in ts.recompiles]
+    recompiles = ts.recompiles
     if recompiles:
         add("")
         add(f"Recompiles ({len(recompiles)})")
         for rc in recompiles[:200]:
-            frame = rc.compile.frame.label if rc.compile.frame else "?"
+            where = rc.compile.frame.label if rc.compile.frame else "?"
             why = "; ".join(short_guard(r) for r in rc.reasons[:3]) or "(reason not logged)"
-            add(f"  [{rc.compile.id_text}] {frame}: {why}")
+            add(f"  [{rc.compile.id_label}] {where}: {why}")
     if ts.failures:
         add("")
         add(f"Failures ({len(ts.failures)})")
         for f in ts.failures[:100]:
-            cid = f.compile.id_text if f.compile else "-"
+            cid = f.compile.id_label if f.compile else "-"
             first = f.reason.strip().split("\n", 1)[0]
             limit = "  [recompile limit: fell back to eager]" if f.is_recompile_limit else ""
             add(f"  [{cid}] {f.fail_type}: {first}{limit}")
@@ -120,12 +159,14 @@ def summary_text(ts: Any, verify: bool = False, width: int = 100) -> str:
         add("")
         add("Slowest compiles")
         for c in sorted(timed, key=lambda c: -(c.compile_time_s or 0))[:10]:
-            frame = c.frame.label if c.frame else ""
-            add(f"  {_fmt_s(c.compile_time_s)}  [{c.id_text}] {frame}  ({c.status})")
+            where = c.frame.label if c.frame else ""
+            add(f"  {_fmt_s(c.compile_time_s)}  [{c.id_label}] {where}  ({c.status_text})")
     hurt = {k: v for k, v in s["damage"].items() if v}
     if hurt:
         add("")
         add("Damage: " + ", ".join(f"{k.replace('_', ' ')} {v}" for k, v in hurt.items()))
+        for error in ts.handler_errors()[:20]:
+            add(f"  {error.text}")
     if s["unknown_kinds"]:
         add("")
         add("Unknown event kinds: " + ", ".join(f"{k} ×{n}" for k, n in s["unknown_kinds"].items()))

@@ -20,14 +20,14 @@ import os
 import re
 import sys
 from array import array
-from collections import Counter
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal, NamedTuple, overload
 
-from .compile_id import CompileKey, key_from_header
-from .handlers import Sink, on_close, on_header
-from .model import Compile, Frame, Kernel, Recompile, Record, payload_from_region
+from .builder import Builder
+from .compile_id import PLAIN_TYPES, CompileKey, IdPart, id_part, key_from_header
+from .handlers import CLOSE_HANDLERS, HEADER_HANDLERS, KNOWN_KINDS
+from .model import KERNEL_DEF, Compile, JsonValue, LogSource, Record, payload_from_region
 
 CONTEXT_KEYS = frozenset(
     {
@@ -61,13 +61,15 @@ LINE = re.compile(
     + _CTX
     + rb'(?:, "has_payload": "[0-9a-f]{32}")?\}(?=\n))?)?'
 )
-KERNEL_DEF = re.compile(rb"^\t([A-Za-z_]\w*) = async_compile\.([A-Za-z_]\w*)\(", re.M)
+KERNEL_LINE = re.compile(rb"^\t" + KERNEL_DEF.encode(), re.M)  # in an output code's payload
 RANK_IN_NAME = re.compile(r"rank_(\d+)")
 HAS_PAYLOAD = b'"has_payload": "'
 MD5_HEX = re.compile(rb"[0-9a-f]{32}")
 MAX_LINE = 64 << 20  # longer lines are counted (as unparsed lines) but not kept or parsed
 
 _INVALID = object()
+# A dynamo_start with these attempts starts a compile (restarts log attempt 1, 2, …).
+STARTING_ATTEMPTS = (0, None)
 
 
 def _loads_json(data: bytes) -> Any:
@@ -114,14 +116,28 @@ _CACHE_MAX_KEY = 600  # header JSON longer than this is not cached
 _CACHE_MAX = 4096
 _META_KEEP = 2048  # header JSON longer than this keeps only a slim value in memory
 _SLIM_STR = 400
+# compilation_metrics fields a slim value keeps whole, whatever their length: the facts
+# tcview shows (why a compile restarted or failed).
+KEEP_WHOLE = frozenset({"restart_reasons", "fail_reason", "fail_type"})
 
 
-class TraceFile:
-    """Index of one trace file; also the payload source of its records."""
+class TraceFile(LogSource):
+    """Index of one trace file; also the payload source of its records.
 
-    def __init__(self, path: str | os.PathLike, display: str | None = None) -> None:
-        self.path = Path(path)
-        self.display = display or str(path)
+    Facts go through `builder` (the TraceSet's, so that they reach its lists; a file indexed
+    on its own gets a builder of its own).
+    """
+
+    path: Path
+
+    def __init__(
+        self,
+        path: str | os.PathLike[str],
+        display: str | None = None,
+        builder: Builder | None = None,
+    ) -> None:
+        LogSource.__init__(self, display or str(path), Path(path))
+        self.builder = builder if builder is not None else Builder()
         self.pos = 0  # bytes consumed from the file
         self._pending = b"\n"  # a virtual newline before the first line
         self._more: list[bytes] = []  # further pieces of a partial line (no copying per feed)
@@ -129,43 +145,24 @@ class TraceFile:
         self._skipping = False  # inside a line longer than MAX_LINE
         self._open: Record | None = None
         self._open_scan = 0  # offset up to which the open record's payload was scanned
-        self._kernel_count = 0  # kernels found in the open record
-        self._cache: dict[bytes, Any] = {}
-        self._chromium: dict[bytes, tuple] = {}
+        self._cache: dict[bytes, Derived] = {}
+        self._chromium = self.builder.memo()  # a chromium header's context keys -> compile
         self._fd: int | None = None
         self._marks: list[tuple[int, int]] = [(0, 1)]  # known (offset, line number)
-        self.finished = False
 
-        self.records: list[Record] = []  # every record except chromium events
-        self.chromium: array = array("q")  # header offsets of chromium events
-        self.minor: array = array("q")  # header offsets of MINOR_KINDS records
-        self.unparsed = LineRefs()  # (offset, line number) of each unparsed line
-        self.strings: dict[Any, str] = {}
-        self.kinds: Counter = Counter()
-        self.artifacts: Counter = Counter()
-        self.compiles: dict[CompileKey, Compile] = {}
-        self.frames: dict[tuple, Frame] = {}
-        self.kernels: list[Kernel] = []
-        self.unknown: Counter = Counter()
-        self.ranks: set[int] = set()
-        self.pids: set[int] = set()
+        # self.records holds every record except chromium events and payload-less MINOR_KINDS
+        self.chromium = array("q")  # header offsets of chromium events
+        self.minor = array("q")  # header offsets of MINOR_KINDS records
+        self.unparsed: LineRefs = LineRefs()
+        self.strings: dict[IdPart, str] = {}  # the string table: id -> file name
         self._pid_b: set[bytes] = set()
-        self.first_ts: str | None = None
         self._last_ts_b: bytes | None = None
         self.md5_mismatches = 0
         self.bad_md5: set[int] = set()  # header offsets whose payload md5 failed (--verify)
-        self.failure_count = 0  # compilation_metrics records with a non-empty fail_type
-        self.bad_headers = 0  # header JSON that parsed but is not a well-typed record
-        self.truncated = 0  # a last record whose payload is incomplete when the file ends
-        self.missing_strings = 0  # stack frames naming a string-table id never defined
-        self.problems: list[str] = []
-        self.version = 0  # bumped whenever the index changes
         m = RANK_IN_NAME.search(self.path.name)
         self.name_rank = int(m.group(1)) if m else None
         if self.name_rank is not None:
             self.ranks.add(self.name_rank)
-        # Replaced by the owner (TraceSet) so that derived facts reach the aggregate.
-        self.sink: Sink = Sink()
 
     # ---------------------------------------------------------------- feeding
 
@@ -210,7 +207,6 @@ class TraceFile:
             if self._open is not None:
                 self._close_open()
             self.unparsed.append((start, self.lineno_of(start)))
-            self.sink.unparsed(self, start, self.unparsed[-1][1])
         self._pending, self._more, self._more_len = b"\n", [], 0
         self._skipping = True
 
@@ -275,16 +271,16 @@ class TraceFile:
         if self._open is not None:
             self._extend_open(buf, base, cut + 1)
 
-    def _chromium_info(self, seg: bytes) -> Compile | bool:
+    def _chromium_info(self, seg: bytes) -> Compile | Literal[False]:
         """The compile of a chromium header's context keys (False: none), cached."""
         header = json.loads(b"{" + seg[2:] + b"}") if seg else {}
         key = key_from_header(header)
         rank = header.get("rank")
         if isinstance(rank, int):
             self.ranks.add(rank)
-        comp: Compile | bool = False
+        comp: Compile | Literal[False] = False
         if key is not None:
-            comp = self.compiles.get(key) or self._new_compile(key)
+            comp = self.builder.compile_for(self, key)
         if len(self._chromium) < _CACHE_MAX:
             self._chromium[seg] = comp
         return comp
@@ -297,26 +293,18 @@ class TraceFile:
         """The open record's payload reaches file offset base + upto."""
         rec = self._open
         lo = self._open_scan - base
-        if upto <= lo:
+        if rec is None or upto <= lo:
             return
         if rec.kind == "inductor_output_code":
-            for m in KERNEL_DEF.finditer(buf, max(lo, 0), upto):
-                self._kernel(rec, m.group(1), m.group(2))
+            for m in KERNEL_LINE.finditer(buf, max(lo, 0), upto):
+                name, method = (
+                    m.group(1).decode("utf-8", "replace"),
+                    m.group(2).decode("ascii", "replace"),
+                )
+                self.builder.kernel(self, rec, name, method)
         end = min(base + upto, self.pos)
         rec.end = end
         self._open_scan = base + upto
-
-    def _kernel(self, rec: Record, name_b: bytes, method_b: bytes) -> None:
-        method = method_b.decode("ascii", "replace")
-        if method == "wait":
-            return
-        comp = self.compiles.get(rec.key) if rec.key else None
-        kernel = Kernel(name_b.decode("utf-8", "replace"), method, rec, self._kernel_count, comp)
-        self._kernel_count += 1
-        self.kernels.append(kernel)
-        if comp is not None:
-            comp.kernels.append(kernel)
-        self.sink.kernel(kernel)
 
     def _unparsed(self, buf: bytes, base: int, s: int, e: int) -> None:
         if not buf[s:e].strip():
@@ -324,9 +312,10 @@ class TraceFile:
         offset = base + s
         lineno = self.lineno_of(offset)
         self.unparsed.append((offset, lineno))
-        self.sink.unparsed(self, offset, lineno)
 
-    def _header(self, m: re.Match, buf: bytes, base: int, s: int, e: int, at_eof: bool) -> None:
+    def _header(
+        self, m: re.Match[bytes], buf: bytes, base: int, s: int, e: int, at_eof: bool
+    ) -> None:
         js = buf[m.end() : e]
         md5 = None
         key = js
@@ -362,24 +351,22 @@ class TraceFile:
             if rank is not None:
                 self.ranks.add(rank)
             if key is not None:
-                comp = self.compiles.get(key) or self._new_compile(key)
-                comp.minor += 1
+                self.builder.compile_for(self, key).minor += 1
             self._open = None
             return
         if md5 is None:
             md5 = md5_field
         if rank is not None:
             self.ranks.add(rank)
-        rec = Record(self, offset, -1, hdr_end, kind, meta, key, attempt, md5, name)
+        comp = None
+        if key is not None:
+            starts = kind == "dynamo_start" and attempt in STARTING_ATTEMPTS
+            comp = self.builder.compile_for(self, key, starts)
+        rec = Record(self, offset, -1, hdr_end, kind, meta, comp, attempt, md5, name)
         self.kinds[kind] += 1
         if name is not None and kind == "artifact":
             self.artifacts[name] += 1
-        comp = None
-        if key is not None:
-            comp = self.compiles.get(key)
-            if comp is None:
-                comp = self._new_compile(key)
-        self._open, self._open_scan, self._kernel_count = rec, hdr_end, 0
+        self._open, self._open_scan = rec, hdr_end
         if kind == "chromium_event":
             # An oddly shaped chromium header: count it like the fast path does.
             self.chromium.append(offset)
@@ -391,27 +378,13 @@ class TraceFile:
         if comp is not None:
             comp.records.append(rec)
             comp.attempts[attempt] += 1
-        on_header(self, rec)
+        handler = HEADER_HANDLERS.get(kind)
+        if handler is not None:
+            self.builder.run(handler, self, rec, "header")
+        elif kind not in KNOWN_KINDS:
+            self.unknown[kind] += 1
         if md5 is None:
-            rec.closed = True
-            on_close(self, rec)
-
-    def _new_compile(self, key: CompileKey) -> Compile:
-        comp = Compile(self, key, order=len(self.compiles))
-        self.compiles[key] = comp
-        fkey = key.frame
-        if key.frame_id is not None:
-            frame = self.frames.get(fkey)
-            if frame is None:
-                frame = Frame(self, fkey)
-                self.frames[fkey] = frame
-            frame.compiles.append(comp)
-            comp.frame = frame
-        self.sink.compile(comp)
-        if key.is_recompile:
-            comp.recompile = Recompile(comp)
-            self.sink.recompile(comp.recompile)
-        return comp
+            self._close(rec)
 
     def _close_open(self) -> None:
         rec = self._open
@@ -419,8 +392,15 @@ class TraceFile:
             return
         self._open = None
         if not rec.closed:
-            rec.closed = True
-            on_close(self, rec)
+            self._close(rec)
+
+    def _close(self, rec: Record) -> None:
+        """The record's payload is complete (or it has none)."""
+        rec.closed = True
+        if rec.kind == "artifact" and rec.name is not None:
+            handler = CLOSE_HANDLERS.get(rec.name)
+            if handler is not None:
+                self.builder.run(handler, self, rec, "close")
 
     def _settle_open(self) -> None:
         """Close the last record when its payload is complete (its md5 matches)."""
@@ -455,13 +435,6 @@ class TraceFile:
         except (ValueError, RecursionError):
             return record.meta
         return header.get(record.kind, record.meta) if isinstance(header, dict) else header
-
-    def header(self, record: Record) -> Any:
-        """The whole header JSON of a record, read from disk."""
-        line = self.header_line(record)
-        m = HEADER.match(line)
-        value = loads(line[m.end() :]) if m else _INVALID
-        return None if value is _INVALID else value
 
     def line_at(self, offset: int, limit: int = 1 << 20) -> bytes:
         data = self.read(offset, offset + limit)
@@ -523,7 +496,7 @@ class TraceFile:
         self.md5_mismatches = len(bad)
         return len(bad)
 
-    def chromium_payloads(self, offsets: list[int] | array) -> list[dict]:
+    def chromium_payloads(self, offsets: Sequence[int]) -> list[dict[str, Any]]:
         """The Chrome trace events (B/E/i) of the chromium_event records at `offsets`."""
         events = []
         for offset in offsets:
@@ -563,7 +536,7 @@ class TraceFile:
         return f"<TraceFile {self.display}>"
 
 
-class LineRefs(Sequence):
+class LineRefs(Sequence[tuple[int, int]]):
     """(offset, line number) pairs in two arrays: millions of junk lines stay small."""
 
     def __init__(self) -> None:
@@ -577,7 +550,13 @@ class LineRefs(Sequence):
     def __len__(self) -> int:
         return len(self.offsets)
 
-    def __getitem__(self, i: Any) -> Any:
+    @overload
+    def __getitem__(self, i: int) -> tuple[int, int]: ...
+
+    @overload
+    def __getitem__(self, i: slice) -> list[tuple[int, int]]: ...
+
+    def __getitem__(self, i: int | slice) -> tuple[int, int] | list[tuple[int, int]]:
         if isinstance(i, slice):
             return [(o, n) for o, n in zip(self.offsets[i], self.linenos[i], strict=True)]
         return (self.offsets[i], self.linenos[i])
@@ -586,13 +565,23 @@ class LineRefs(Sequence):
         return list(self) == list(other) if isinstance(other, (list, LineRefs)) else NotImplemented
 
 
-Derived = tuple  # (kind, meta, key, attempt, name, rank, md5 field, well-typed)
+class Derived(NamedTuple):
+    """What a record needs from its header JSON (cached for headers that repeat)."""
+
+    kind: str
+    meta: JsonValue
+    key: CompileKey | None
+    attempt: IdPart
+    name: str | None
+    rank: int | None
+    md5: str | None  # the has_payload field
+    typed: bool  # every context key has its documented type
 
 
 def derive(header: Any, size: int) -> Derived:
     """What a record needs from its header JSON (cached for headers that repeat)."""
     if type(header) is not dict:
-        return ("(not an object)", header, None, 0, None, None, None, False)
+        return Derived("(not an object)", header, None, 0, None, None, None, False)
     kind = ""
     for k in header:
         if k not in CONTEXT_KEYS:
@@ -609,18 +598,15 @@ def derive(header: Any, size: int) -> Derived:
     md5 = get("has_payload")
     typed = (
         kind != ""
-        and type(fid) in _PLAIN
-        and type(fcid) in _PLAIN
-        and type(ca) in _PLAIN
-        and type(attempt) in _PLAIN
-        and type(rank) in _PLAIN
+        and type(fid) in PLAIN_TYPES
+        and type(fcid) in PLAIN_TYPES
+        and type(ca) in PLAIN_TYPES
+        and type(attempt) in PLAIN_TYPES
+        and type(rank) in PLAIN_TYPES
         and (md5 is None or type(md5) is str)
     )
     if not typed:
-        try:
-            hash(attempt)
-        except TypeError:
-            attempt = repr(attempt)
+        attempt = id_part(attempt)
     if type(rank) is not int:
         rank = None
     md5 = str(md5) if md5 else None
@@ -640,19 +626,18 @@ def derive(header: Any, size: int) -> Derived:
         if typed and (fid is not None or ca is not None or "frame_id" in header)
         else key_from_header(header)
     )
-    return (kind, meta, key, attempt, name, rank, md5, typed)
+    return Derived(kind, meta, key, attempt, name, rank, md5, typed)
 
 
-_PLAIN = (int, type(None))
-
-
-def slim(meta: dict) -> dict:
+def slim(meta: dict[str, Any]) -> dict[str, Any]:
     """Keep scalars and short strings of a big header; the full value stays on disk."""
-    out: dict = {}
+    out: dict[str, Any] = {}
     for k, v in meta.items():
-        if isinstance(v, str):
-            if len(v) <= _SLIM_STR or k in ("fail_reason", "fail_type"):
-                out[k] = v[:20000]
+        if k in KEEP_WHOLE:
+            out[k] = v
+        elif isinstance(v, str):
+            if len(v) <= _SLIM_STR:
+                out[k] = v
         elif v is None or isinstance(v, (int, float, bool)):
             out[k] = v
         elif (

@@ -3,72 +3,70 @@
 from __future__ import annotations
 
 import os
+import threading
 import time
-from pathlib import Path
-from typing import Any
+from dataclasses import replace
+from threading import RLock
+from typing import Any, TypeAlias
 
 from rich.text import Text
 from textual import on, work
 from textual.app import App, ComposeResult
 from textual.binding import Binding
-from textual.containers import Horizontal
+from textual.containers import Horizontal, ScrollableContainer
 from textual.css.query import NoMatches
 from textual.reactive import reactive
-from textual.widgets import Footer, Static, Tree
+from textual.screen import Screen
+from textual.timer import Timer
+from textual.widgets import Footer, Tree
 from textual.worker import get_current_worker
 
 from ..safe import safe_line
+from ..trace import LogSource, Model
 from ..trace.compile_id import parse_compile_id
+from ..trace.model import Compile, Frame, Kernel, Record
+from ..trace.summary import counts_line
 from .content import (
     Document,
+    InputState,
     compile_summary,
-    counts_line,
     frame_summary,
+    fusion_of,
+    input_state,
     kernel_doc,
     lit,
     model_summary,
     record_doc,
     styled_doc,
 )
+from .help import HelpPlace, HelpScreen, bindings_of
 from .loader import FollowLoader, Loader
-from .reader import Reader
+from .messages import ModelMoved
+from .palette import TraceCommands
+from .reader import Reader, SearchBox
+from .status import StatusBar
 from .tree import Item, TraceTree
+from .viewer import CodeView
+from .views import VIEWS, OtherView, TableView, TimeView, ViewTable
 
 TICK = 0.2  # seconds between model refreshes while indexing
-LIVE_TICK = 0.1  # follow mode: at most ten redraws a second, however fast the data moves
+LIVE_GAP = 0.05  # follow mode: at most 20 redraws a second, however fast the data moves
 
 
-class StatusBar(Horizontal):
-    """Source and mode on the left, the four counts on the right."""
-
-    def compose(self) -> ComposeResult:
-        yield Static(id="status-left")
-        yield Static(id="status-right")
-
-    def on_mount(self) -> None:
-        self.watch(self.app, "status_left", self._left)
-        self.watch(self.app, "status_right", self._right)
-
-    def _left(self, value: str) -> None:
-        self.query_one("#status-left", Static).update(
-            Text(value, no_wrap=True, overflow="ellipsis")
-        )
-
-    def _right(self, value: str) -> None:
-        self.query_one("#status-right", Static).update(Text(value, no_wrap=True))
+Target: TypeAlias = Compile | Kernel | Record  # what the tree can reveal
 
 
-def resolve_target(model: Any, target: str) -> tuple[str, Any] | None:
+def resolve_target(model: Model, target: str) -> tuple[str, Compile | Kernel] | None:
     """A compile id (0/1, [0/1], !0/1/0) or a kernel name -> (kind, object)."""
     target = target.strip()
     parsed = parse_compile_id(target)
     if parsed is not None:
         key = parsed[0]
-        for tf in list(getattr(model, "files", [])):
+        for tf in list(model.files):
             comp = tf.compiles.get(key)
             if comp is not None:
                 return "compile", comp
-    kernels = list(getattr(model, "kernels", []))
+    kernels = list(model.kernels)
     for k in kernels:
         if k.name == target:
             return "kernel", k
@@ -79,36 +77,54 @@ def resolve_target(model: Any, target: str) -> tuple[str, Any] | None:
     return None
 
 
-def doc_for(item: Item, model: Any, source: str) -> Document:
-    kind, obj = item.kind, item.obj
-    if kind == "compile":
-        return styled_doc(f"compile {obj.id_text}", compile_summary(obj))
-    if kind == "frame":
+def doc_for(item: Item, model: Model | None, source: str) -> Document:
+    obj = item.obj
+    if isinstance(obj, Compile):
+        return styled_doc(f"compile {obj.id_text}", compile_summary(obj, fusion_of(model, obj)))
+    if isinstance(obj, Frame):
         return styled_doc(f"frame {obj.label}", frame_summary(obj))
-    if kind == "record":
+    if isinstance(obj, Record):
         return record_doc(obj)
-    if kind == "kernel":
+    if isinstance(obj, Kernel):
         return kernel_doc(obj)
-    if kind in ("group", "others"):
+    if isinstance(obj, list) or (item.kind == "others" and isinstance(obj, LogSource)):
         records = obj if isinstance(obj, list) else [r for r in obj.records if r.key is None]
         lines = [Text(f"{len(records)} records", style="bold"), Text("")]
         for rec in records[:2000]:
             lines.append(lit(f"line {rec.lineno:>8}  {rec.label}  {rec.compile_text}"))
         return styled_doc("records", lines)
-    if kind == "file":
+    if isinstance(obj, LogSource):
         return styled_doc(obj.display, file_summary(obj))
+    summary = model.summary_counts() if model is not None else {}
+    return overview_doc(model, source, summary)
+
+
+def overview_doc(
+    model: Model | None,
+    source: str,
+    summary: dict[str, Any],
+    state: InputState | None = None,
+    error: str = "",
+) -> Document:
+    """The right-hand pane when no item is picked: the counts of `summary` (the snapshot the
+    status bar shows), and what the input holds (waiting, nothing found, could not read)."""
+    source = "stdin" if source == "-" else source
+    if error:
+        lines = [lit(source, "bold"), lit(f"could not read: {error}", "bold red")]
+        return styled_doc(source, lines)
     if model is None:
-        return styled_doc("", [Text("indexing…")])
-    return styled_doc(source, model_summary(model, source))
+        lines = [lit(source, "bold"), Text("indexing…"), Text(counts_line(summary), style="bold")]
+        return styled_doc(source, lines)
+    return styled_doc(source, model_summary(model, source, summary, state))
 
 
-def file_summary(tf: Any) -> list[Text]:
+def file_summary(tf: LogSource) -> list[Text]:
     out = [lit(tf.display, "bold"), lit(f"path      {tf.path}")]
     out.append(lit(f"records   {len(tf.records)}   compiles {len(tf.compiles)}"))
     out.append(lit(f"unparsed  {len(tf.unparsed)} lines"))
-    for problem in getattr(tf, "problems", [])[:20]:
+    for problem in tf.problems[:20]:
         out.append(lit(f"problem   {problem}", "red"))
-    kinds = getattr(tf, "kinds", None)
+    kinds = tf.kinds
     if kinds:
         out.append(Text(""))
         out.append(Text("record kinds", style="bold underline"))
@@ -117,27 +133,103 @@ def file_summary(tf: Any) -> list[Text]:
     return out
 
 
+# Textual's own app keys (ctrl+q quits, ctrl+c says how), with ids like every tcview key.
+TEXTUAL_BINDINGS = [
+    replace(binding, id=f"textual.{binding.action.replace('_', '-')}")
+    for binding in App.BINDINGS
+    if isinstance(binding, Binding)
+]
+QUIT = Binding("q", "quit", "Quit", id="app.quit", tooltip="quit (tcview run: asks first)")
+# The browser's keys, in footer order. A binding's tooltip is its line in the help (`?`).
+BROWSE_BINDINGS = [
+    Binding("question_mark", "help", "Help", key_display="?", id="app.help", tooltip="this help"),
+    Binding(
+        "b",
+        "view('breaks')",
+        "Breaks",
+        id="view.breaks",
+        tooltip="graph breaks, de-duplicated: counts, reason, hints, location",
+    ),
+    Binding(
+        "r",
+        "view('recompiles')",
+        "Recompiles",
+        id="view.recompiles",
+        tooltip="recompiles: per frame, each compile and the guard that failed",
+    ),
+    Binding(
+        "K",
+        "view('kernels')",
+        "Kernels",
+        id="view.kernels",
+        tooltip="kernels: every kernel; type to filter by name or kind",
+    ),
+    Binding("f", "view('failures')", "Failures", id="view.failures", tooltip="failures"),
+    Binding(
+        "t",
+        "view('time')",
+        "Time",
+        id="view.time",
+        tooltip="compile time: per compile and per phase",
+    ),
+    Binding(
+        "o",
+        "view('other')",
+        "Other",
+        id="view.other",
+        tooltip="other output: text-log lines and unparsed lines",
+    ),
+    Binding(
+        "slash",
+        "search",
+        "Search",
+        key_display="/",
+        id="app.search",
+        tooltip="search the text shown (ignores case unless you type capitals)",
+    ),
+    Binding(
+        "escape",
+        "back",
+        "Back",
+        show=False,
+        id="app.back",
+        tooltip="back to the tree (from a view or the search box)",
+    ),
+    Binding(
+        "F",
+        "toggle_follow",
+        "Follow newest",
+        id="app.follow",
+        tooltip="live: keep the newest compile selected, or the view where it is",
+    ),
+    Binding(
+        "p",
+        "toggle_preview",
+        "Preview",
+        show=False,
+        id="app.preview",
+        tooltip="preview as you move, or only on enter (the default over SSH)",
+    ),
+    # Declared here (Textual adds the same binding otherwise) to give it an id and help text.
+    Binding(
+        App.COMMAND_PALETTE_BINDING,
+        "command_palette",
+        "palette",
+        show=False,
+        priority=True,
+        id="app.palette",
+        tooltip="jump to a compile id, kernel or file",
+    ),
+]
+
+
 class TcviewApp(App[int]):
     CSS_PATH = "app.tcss"
     TITLE = "tcview"
     ENABLE_COMMAND_PALETTE = True
+    COMMANDS = App.COMMANDS | {TraceCommands}
 
-    BINDINGS = [
-        Binding("q", "quit", "Quit"),
-        Binding("question_mark", "help", "Help", key_display="?"),
-        Binding("b", "view('breaks')", "Breaks"),
-        Binding("r", "view('recompiles')", "Recompiles"),
-        Binding("K", "view('kernels')", "Kernels"),
-        Binding("f", "view('failures')", "Failures"),
-        Binding("t", "view('time')", "Time"),
-        Binding("o", "view('other')", "Other"),
-        Binding("slash", "search", "Search", key_display="/"),
-        Binding("n", "next_match(1)", "Next match", show=False),
-        Binding("N", "next_match(-1)", "Previous match", show=False),
-        Binding("escape", "back", "Back", show=False),
-        Binding("F", "toggle_follow", "Follow newest", id="follow"),
-        Binding("p", "toggle_preview", "Preview", id="preview", show=False),
-    ]
+    BINDINGS = [QUIT, *BROWSE_BINDINGS, *TEXTUAL_BINDINGS]
 
     status_left: reactive[str] = reactive("")
     status_right: reactive[str] = reactive("")
@@ -147,39 +239,45 @@ class TcviewApp(App[int]):
         path: str,
         goto: str | None = None,
         follow: bool = False,
-        model: Any = None,
+        model: Model | None = None,
         poll: bool = False,
         stdin_fd: int | None = None,
     ) -> None:
         super().__init__()
-        from .palette import TraceCommands
-
-        self.COMMANDS = App.COMMANDS | {TraceCommands}
         self.animation_level = "none"
         self.source_path = path
         self.goto_target = goto
         self.follow = follow or path == "-"
         self.follow_newest = False
+        self.poll = poll
         self.auto_preview = preview_as_you_move()
-        self.loader: Any = (
-            FollowLoader(path, poll=poll, stdin_fd=stdin_fd) if self.follow else Loader(path, model)
+        self.loader: Loader | FollowLoader = (
+            FollowLoader(path, poll=poll, stdin_fd=stdin_fd, on_update=self.model_moved)
+            if self.follow
+            else Loader(path, model)
         )
-        self._newest: Any = None
+        self._newest: Compile | None = None
         self._records_shown = 0
+        self._input_state: InputState | None = None
         self._status_state: tuple = ()
         self._versions: tuple = ()
-        self._show_timer: Any = None
+        self._show_timer: Timer | None = None
+        self._ticker: Timer | None = None  # while indexing: progress and growth
+        self._live_timer: Timer | None = None  # a live redraw held back by LIVE_GAP
+        self._live_at = 0.0
         self._last_item: Item | None = None
+        # The cursor is still where _first_row put it: highlights there keep the overview.
+        self._cursor_placed = False
         self.loaded_at: float | None = None
         self.first_frame_at: float | None = None
         self.started_at = time.monotonic()
 
     @property
-    def model(self) -> Any:
+    def model(self) -> Model | None:
         return self.loader.model
 
     @property
-    def lock(self) -> Any:
+    def lock(self) -> RLock:
         return self.loader.lock
 
     @property
@@ -201,14 +299,14 @@ class TcviewApp(App[int]):
         tree.stable = self.follow
         tree.border_title = "compiles"
         tree.focus()
-        self._update_status()
+        self._last_item = tree.root.data  # the overview, until an item is picked
         if self.loader.finished:
             self._model_ready()
         else:
+            self.refresh_counts()
+            self._update_status()
             self._index()
             self._ticker = self.set_interval(TICK, self._tick)
-        if self.follow:
-            self.set_interval(LIVE_TICK, self._live_tick)
         self.call_after_refresh(self._first_frame)
         self._warm_up()
 
@@ -226,15 +324,67 @@ class TcviewApp(App[int]):
     @work(thread=True, group="index", exit_on_error=False, description="index")
     def _index(self) -> None:
         self.loader.run()
+        self.model_moved()  # done: show it now, not at the next tick
 
     def _tick(self) -> None:
         self.refresh_model()
-        if self.loader.finished:
+        if self.loader.finished and self._ticker is not None:
             self._ticker.stop()
+            self._ticker = None
             self._model_ready()
 
-    def _live_tick(self) -> None:
-        if not self.loader.finished or not self.screen_stack:
+    def model_moved(self) -> None:
+        """Tell the app that the model moved; callable from any thread. Bursts merge."""
+        self.post_message(ModelMoved())
+
+    @on(ModelMoved)
+    def _schedule_redraw(self) -> None:
+        if self._ticker is not None:
+            self._tick()  # still indexing (or just done): the tick's work
+            return
+        if self._live_timer is not None:
+            return  # a redraw is already due
+        wait = self._live_at + LIVE_GAP - time.monotonic()
+        if wait > 0:
+            self._live_timer = self.set_timer(wait, self._live_refresh)
+        else:
+            self._live_refresh()
+
+    def switch_source(self, path: str) -> None:
+        """Show another source from now on (e.g. a rerun's directory): a new loader, tree
+        and status; the old loader stops in the background."""
+        old = self.loader
+        old.cancelled = True
+        threading.Thread(target=old.stop, name="tcview-loader-stop", daemon=True).start()
+        if self._ticker is not None:
+            self._ticker.stop()
+        self.source_path = path
+        self.loader = (
+            FollowLoader(path, poll=self.poll, on_update=self.model_moved)
+            if self.follow
+            else Loader(path)
+        )
+        while len(self.screen_stack) > 1:
+            self.pop_screen()
+        tree = self.main_tree
+        tree.mark_new = False  # what the new source has at first is not "new"
+        tree.new_keys.clear()
+        with self.lock:
+            tree.set_model(self.model)
+        self._versions = ()
+        self._last_item = None
+        self._newest = None
+        self.loaded_at = None
+        self._index()
+        self._ticker = self.set_interval(TICK, self._tick)
+        self.refresh_bindings()
+        self.refresh_counts()
+        self._update_status()
+
+    def _live_refresh(self) -> None:
+        self._live_timer = None
+        self._live_at = time.monotonic()
+        if not self.screen_stack:
             return
         try:
             self.refresh_model()
@@ -245,7 +395,7 @@ class TcviewApp(App[int]):
 
     def _select_newest(self) -> None:
         with self.lock:
-            compiles = getattr(self.model, "compiles", None) or []
+            compiles = self.model.compiles if self.model is not None else []
             newest = compiles[-1] if compiles else None
         if newest is not None and newest is not self._newest:
             self._newest = newest
@@ -280,6 +430,9 @@ class TcviewApp(App[int]):
                 tree.set_model(self.model)
             else:
                 tree.refresh_model()
+        if self._last_item is None:
+            self._last_item = tree.root.data
+        self.refresh_counts()
         self._update_status()
         if self.loader.error:
             self.notify(
@@ -296,8 +449,16 @@ class TcviewApp(App[int]):
                     severity="warning",
                 )
             self.goto_target = None
-        elif tree.cursor_line < 0 or self._last_item is None:
-            self._show_now(tree.root.data)
+        self._first_row()
+
+    def _first_row(self) -> None:
+        """Put the cursor on the first row (so that ↓ goes to the second), without showing it:
+        the overview stays until the user moves."""
+        tree = self.main_tree
+        if tree.cursor_line >= 0 or tree.last_line < 0:
+            return
+        self._cursor_placed = True
+        tree.cursor_line = 0
 
     def refresh_model(self) -> None:
         """Pick up what the model gained since the last call; the tree grows in place."""
@@ -307,12 +468,13 @@ class TcviewApp(App[int]):
             self._update_status()
             return
         with self.lock:
+            text = model.text
             versions = (
                 id(model),
-                getattr(model, "version", 0),
+                model.version,
                 len(model.files),
-                sum(getattr(f, "version", 0) for f in model.files),
-                getattr(getattr(model, "text", None), "version", 0),
+                sum(f.version for f in model.files),
+                text.version if text is not None else 0,
             )
             changed = versions != self._versions
             if changed:
@@ -321,22 +483,56 @@ class TcviewApp(App[int]):
                     tree.set_model(model)
                 else:
                     tree.refresh_model()
-        # The counts walk every compile: only when something moved (a live tick is 10 Hz).
-        state = (versions, len(getattr(self.loader, "notices", ())), self.loader.finished)
+        # The counts walk every compile: only when something moved.
+        state = (versions, len(self.loader.notices), self.loader.finished)
         if changed or state != self._status_state:
             self._status_state = state
+            self.refresh_counts()
             self._update_status()
         if self.goto_target and self._goto(self.goto_target):
             self.goto_target = None
+        self._first_row()
+
+    @property
+    def overview_shown(self) -> bool:
+        """The reader shows the overview (no item picked since the start)."""
+        return self._last_item is not None and self._last_item.kind == "root"
+
+    def awaits_input(self) -> bool:
+        """Whether more input may come (follow mode): an empty input is then "waiting"."""
+        return self.follow
+
+    def refresh_counts(self) -> None:
+        """The status bar's counts and, when it is shown, the overview: from one snapshot of
+        the model, updated in the same refresh so that they never disagree."""
+        model = self.model
+        overview = self.overview_shown
+        loader = self.loader
+        with self.lock:
+            summary = model.summary_counts() if model is not None else {}
+            done = loader.finished
+            state = input_state(model, self.source_path, self.awaits_input(), done)
+            doc = None
+            if overview:
+                error = loader.error if done and loader.error else ""
+                doc = overview_doc(model, self.source_path, summary, state, error)
+        self._records_shown = summary.get("records", 0)
+        self._input_state = state
+        self.status_right = counts_line(summary)
+        if doc is not None:
+            self.workers.cancel_group(self, "content")  # an older item must not replace it
+            self._show_doc(doc, keep_position=True)
 
     def _update_status(self) -> None:
         # Mode and progress first: the path is what gets cut on a narrow terminal.
         parts = ["live" if self.follow else "static"]
         if self.follow_newest:
             parts.append("following newest")
-        notices = getattr(self.loader, "notices", None)
+        notices = self.loader.notices
         if notices:
             parts.append(notices[-1])
+        if self._input_state is not None:
+            parts.append(self._input_state.brief)
         loader = self.loader
         if not loader.finished:
             if loader.total:
@@ -351,21 +547,17 @@ class TcviewApp(App[int]):
         parts.append(self.source_path)
         left = " · ".join(parts)
         self.status_left = safe_line(left)
-        model = self.model
-        if model is not None:
-            with self.lock:
-                counts = model.counts()
-                self._records_shown = sum(
-                    sum(getattr(f, "kinds", {}).values()) for f in getattr(model, "files", [])
-                )
-            self.status_right = counts_line(counts)
-        else:
-            self.status_right = counts_line({})
 
     # ------------------------------------------------------------ showing items
 
     @on(Tree.NodeHighlighted, "#tree")
     def _highlighted(self, event: Tree.NodeHighlighted[Item]) -> None:
+        if self._cursor_placed:
+            # The first row, highlighted at start (perhaps again, as the tree grew in place):
+            # the overview stays until the cursor leaves it.
+            if self.main_tree.cursor_line == 0:
+                return
+            self._cursor_placed = False
         if self._show_timer is not None:
             self._show_timer.stop()
         item = event.node.data
@@ -378,8 +570,8 @@ class TcviewApp(App[int]):
         if not event.node.allow_expand:
             self._show_now(event.node.data)
             self.screen_stack[0].query_one("#reader", Reader).viewer.focus()
-        elif not self.auto_preview:
-            self._show_now(event.node.data)
+        elif not self.auto_preview or self.overview_shown:
+            self._show_now(event.node.data)  # also the first row, highlighted but not yet shown
 
     def action_toggle_preview(self) -> None:
         self.auto_preview = not self.auto_preview
@@ -395,7 +587,10 @@ class TcviewApp(App[int]):
         if item is None or item is self._last_item:
             return
         self._last_item = item
-        self._build_doc(item)
+        if item.kind == "root":
+            self.refresh_counts()  # the overview comes with the counts it shows
+        else:
+            self._build_doc(item)
 
     @work(thread=True, group="content", exclusive=True, exit_on_error=False, description="show")
     def _build_doc(self, item: Item) -> None:
@@ -407,8 +602,8 @@ class TcviewApp(App[int]):
         if not get_current_worker().is_cancelled:
             self.call_from_thread(self._show_doc, doc)
 
-    def _show_doc(self, doc: Document) -> None:
-        self.screen_stack[0].query_one("#reader", Reader).show(doc)
+    def _show_doc(self, doc: Document, keep_position: bool = False) -> None:
+        self.screen_stack[0].query_one("#reader", Reader).show(doc, keep_position)
 
     def show_item(self, item: Item) -> None:
         """Show now, bypassing the highlight debounce."""
@@ -425,23 +620,23 @@ class TcviewApp(App[int]):
         self.reveal(*found)
         return True
 
-    def reveal(self, kind: str, obj: Any) -> bool:
+    def reveal(self, kind: str, obj: Target) -> bool:
         """Select a compile, kernel or record in the tree and show it."""
         tree = self.main_tree
         with self.lock:
             node = tree.reveal(obj, kind)
         if node is None:
             return False
+        self._cursor_placed = False
         while len(self.screen_stack) > 1:
             self.pop_screen()
         tree.reveal_node(node)
-        self.show_item(node.data)
+        if node.data is not None:
+            self.show_item(node.data)
         tree.focus()
         return True
 
     def action_view(self, name: str) -> None:
-        from .views import VIEWS
-
         screen_cls = VIEWS[name]
         if len(self.screen_stack) > 1:
             current = self.screen
@@ -451,16 +646,57 @@ class TcviewApp(App[int]):
         else:
             self.push_screen(screen_cls())
 
-    def action_back(self) -> None:
+    async def action_back(self) -> None:
         if len(self.screen_stack) > 1:
             self.pop_screen()
         else:
             self.main_tree.focus()
 
     def action_help(self) -> None:
-        from .help import HelpScreen
+        self.push_screen(HelpScreen(self.help_places()))
 
-        self.push_screen(HelpScreen())
+    @classmethod
+    def help_places(cls) -> list[HelpPlace]:
+        """Where this app's keys live, for the help: each place's bindings and notes."""
+        return [
+            HelpPlace(
+                "Anywhere",
+                [*bindings_of(cls), *bindings_of(Screen)],
+                [("mouse", "click to select, wheel to scroll")],
+            ),
+            HelpPlace(
+                "Scrolling (where no pane below binds the key)", bindings_of(ScrollableContainer)
+            ),
+            HelpPlace(
+                "Tree",
+                bindings_of(TraceTree),
+                [("new", "live: marks what arrived since you opened; gone once visited")],
+            ),
+            HelpPlace(
+                "Viewer",
+                [*bindings_of(CodeView), *bindings_of(SearchBox, inherited=False)],
+                [("search box", "enter finds; the usual editing keys")],
+            ),
+            HelpPlace(
+                "Views (b r K f t o)",
+                [
+                    *bindings_of(TableView),
+                    *bindings_of(ViewTable),
+                    *bindings_of(TimeView, inherited=False),
+                    *bindings_of(OtherView, inherited=False),
+                ],
+                [("kernels view", "type to filter by name or kind; ↓ to the list")],
+            ),
+            HelpPlace(
+                "Status bar",
+                [],
+                [
+                    ("left", "job status (tcview run), static or live, indexing progress, path"),
+                    ("right", "compiles · breaks · recompiles · kernels, as `tcview summary`"),
+                ],
+            ),
+            HelpPlace("Help", bindings_of(HelpScreen)),
+        ]
 
     def _reader(self) -> Reader | None:
         readers = list(self.screen.query(Reader))
@@ -471,16 +707,8 @@ class TcviewApp(App[int]):
         if reader is not None:
             reader.open_search()
 
-    def action_next_match(self, step: int) -> None:
-        reader = self._reader()
-        if reader is not None:
-            reader.viewer.next_match(step)
-
     def on_unmount(self) -> None:
-        self.loader.cancelled = True
-        stop = getattr(self.loader, "stop", None)
-        if stop is not None:
-            stop()
+        self.loader.stop()
 
 
 def preview_as_you_move() -> bool:
@@ -494,14 +722,3 @@ def preview_as_you_move() -> bool:
     if setting in ("auto", "enter"):
         return setting == "auto"
     return not (os.environ.get("SSH_CONNECTION") or os.environ.get("SSH_TTY"))
-
-
-def default_title(path: str) -> str:
-    return Path(path).name or path
-
-
-def run_live(launcher: Any, fail_on: list[str]) -> int:
-    """`tcview run` in the TUI: the browser follows the job's run directory (see run_pane)."""
-    from .run_pane import run_live as run
-
-    return run(launcher, fail_on)

@@ -7,15 +7,21 @@ from __future__ import annotations
 
 import json
 import re
-from collections import Counter, OrderedDict
+import threading
+from collections import Counter
+from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, NamedTuple
 
 from rich.text import Text
+from textual.cache import LRUCache
 
 from ..safe import safe_line
+from ..trace import FusionDecision, Model, TextLog
 from ..trace.facts import short_guard
 from ..trace.kernels import KernelSpan, split_output_code
+from ..trace.model import Compile, Frame, Kernel, Record
+from ..trace.summary import counts_line
 
 GRAPH_KINDS = frozenset(
     """dynamo_output_graph aot_forward_graph aot_backward_graph aot_joint_graph
@@ -30,6 +36,7 @@ METRIC_KINDS = frozenset(
 )
 JSON_LIMIT = 32 << 20
 SUMMARY_ROWS = 500  # compiles listed in a frame summary
+FUSION_ROWS = 40  # fused pairs, and reasons for not fusing, listed in a compile's detail
 STATUS_STYLE = {
     "ok": "green",
     "graph break": "yellow",
@@ -96,7 +103,7 @@ class Document:
         return self.lines[index]
 
 
-def lit(text: Any, style: str = "") -> Text:
+def lit(text: object, style: str = "") -> Text:
     """Trace text as a literal, terminal-safe Text (never parsed as markup)."""
     return Text(safe_line(str(text)), style=style)
 
@@ -109,23 +116,27 @@ def styled_doc(title: str, lines: list[Text]) -> Document:
 
 
 class OutputCodeCache:
-    """Decoded output code and its kernel spans, for the last few records shown."""
+    """Decoded output code and its kernel spans, for the last few records shown.
+
+    Keyed by the record and its end (a live record may still grow); the value holds the
+    record, so its id cannot be reused while cached. Workers and the UI thread share it.
+    """
 
     def __init__(self, size: int = 6) -> None:
-        self.size = size
-        self._items: OrderedDict[int, tuple[Any, int, list[str], list[KernelSpan]]] = OrderedDict()
+        self._items: LRUCache[tuple[int, int], tuple[Record, list[str], list[KernelSpan]]]
+        self._items = LRUCache(size)
+        self._lock = threading.Lock()  # LRUCache is not thread-safe
 
-    def get(self, record: Any) -> tuple[list[str], list[KernelSpan]]:
-        key = id(record)
-        hit = self._items.get(key)
-        if hit is not None and hit[0] is record and hit[1] == record.end:
-            self._items.move_to_end(key)
-            return hit[2], hit[3]
+    def get(self, record: Record) -> tuple[list[str], list[KernelSpan]]:
+        key = (id(record), record.end)
+        with self._lock:
+            hit = self._items.get(key)
+        if hit is not None and hit[0] is record:
+            return hit[1], hit[2]
         text = record.payload()
         lines, spans = text.split("\n"), split_output_code(text)
-        self._items[key] = (record, record.end, lines, spans)
-        while len(self._items) > self.size:
-            self._items.popitem(last=False)
+        with self._lock:
+            self._items.set(key, (record, lines, spans))
         return lines, spans
 
 
@@ -139,7 +150,7 @@ def cpp_regions(spans: list[KernelSpan], offset: int = 0) -> list[tuple[int, int
 # ---------------------------------------------------------------- records
 
 
-def record_title(rec: Any) -> str:
+def record_title(rec: Record) -> str:
     parts = [record_name(rec), rec.compile_text]
     try:
         parts.append(f"line {rec.lineno}")
@@ -148,7 +159,7 @@ def record_title(rec: Any) -> str:
     return " · ".join(p for p in parts if p)
 
 
-def record_name(rec: Any) -> str:
+def record_name(rec: Record) -> str:
     label = rec.label
     return {
         "dynamo_output_graph": "Dynamo graph",
@@ -171,7 +182,7 @@ def record_name(rec: Any) -> str:
     }.get(label, label)
 
 
-def record_doc(rec: Any) -> Document:
+def record_doc(rec: Record) -> Document:
     """The payload of one record, highlighted by kind; metrics as a table."""
     title = record_title(rec)
     if rec.kind in METRIC_KINDS and isinstance(rec.meta, dict):
@@ -204,18 +215,11 @@ def _looks_like_python(label: str, text: str) -> bool:
     return label.endswith("_graph") or label.endswith("graph_runnable") or "def forward(" in text
 
 
-def json_lines(value: Any) -> list[str]:
+def json_lines(value: object) -> list[str]:
     try:
         return json.dumps(value, indent=2, ensure_ascii=False, default=repr).split("\n")
     except (ValueError, TypeError, RecursionError):
         return [repr(value)]
-
-
-def header_text(rec: Any) -> str:
-    try:
-        return rec.source.header_line(rec).decode("utf-8", "replace")
-    except Exception:  # noqa: BLE001 - a display helper; the file may be gone
-        return ""
 
 
 # ---------------------------------------------------------------- kernels
@@ -224,17 +228,17 @@ _DEF = re.compile(r"^\s*(?:async\s+)?def \w+\(")
 _CPP_ENTRY = re.compile(r'^\s*(?:extern "C"|void kernel\()')
 
 
-def kernel_span(kernel: Any) -> tuple[list[str], KernelSpan | None]:
+def kernel_span(kernel: Kernel) -> tuple[list[str], KernelSpan | None]:
     lines, spans = OUTPUT_CODES.get(kernel.output)
     same = [s for s in spans if s.name == kernel.name]
     if not same:
         return lines, None
-    index = getattr(kernel, "index", 0)
+    index = kernel.index
     exact = [s for i, s in enumerate(spans) if s.name == kernel.name and i == index]
     return lines, (exact or same)[0]
 
 
-def kernel_doc(kernel: Any) -> Document:
+def kernel_doc(kernel: Kernel) -> Document:
     """The kernel's own lines of the output code, scrolled to its ``def``."""
     lines, span = kernel_span(kernel)
     comp = kernel.compile.id_text if kernel.compile is not None else kernel.output.compile_text
@@ -251,11 +255,6 @@ def kernel_doc(kernel: Any) -> Document:
     return Document(title, body, "python", span.start + 1, focus, regions=regions)
 
 
-def kernel_def_line(kernel: Any) -> str | None:
-    doc = kernel_doc(kernel)
-    return doc.lines[doc.focus] if doc.lines else None
-
-
 # ---------------------------------------------------------------- tables and summaries
 
 
@@ -269,7 +268,7 @@ def fmt_seconds(value: float | None) -> str:
     return f"{value * 1000:.0f}ms" if value >= 0.001 else f"{value * 1e6:.0f}µs"
 
 
-def _metric_value(key: str, value: Any) -> str:
+def _metric_value(key: str, value: object) -> str:
     if isinstance(value, bool) or value is None:
         return str(value)
     if isinstance(value, (int, float)):
@@ -314,17 +313,16 @@ def status_text(status: str) -> Text:
     return Text(status, style=STATUS_STYLE.get(status, ""))
 
 
-def phase_times(comp: Any, detailed: bool = True) -> list[tuple[str, float, int]]:
+def phase_times(comp: Compile, detailed: bool = True) -> list[tuple[str, float, int]]:
     """(label, seconds, depth) of one compile's phases: from its chromium events when
     `detailed` (read from disk), else from the times in its compilation metrics."""
-    model_phases = getattr(comp, "phases", None) if detailed else None
-    if callable(model_phases):
+    if detailed:
         try:
-            got = model_phases()
-            if got:
-                return [(str(a), float(b), int(c)) for a, b, c in got]
-        except Exception:  # noqa: BLE001 - an optional model hook
-            pass
+            got = comp.phases()
+        except (OSError, ValueError):  # the file went away, or an event is broken
+            got = []
+        if got:
+            return got
     m = comp.metrics or {}
     out = []
     for key, label, div, depth in PHASES:
@@ -347,7 +345,41 @@ def bar(value: float, top: float, width: int, style: str) -> Text:
     return Text(text.ljust(width), style=style)
 
 
-def compile_summary(comp: Any) -> list[Text]:
+def fusion_of(model: Model | None, comp: Compile) -> list[FusionDecision]:
+    """Inductor's fusion decisions for this compile, from the TORCH_LOGS text (a TextLog, or
+    a run directory's `text`). The trace's compile and the log's are separate objects: they
+    are matched by compile id."""
+    log = model if isinstance(model, TextLog) or model is None else model.text
+    if log is None:
+        return []
+    return [
+        d
+        for d in log.fusion_decisions()
+        if d.compile is comp or (d.compile is not None and d.compile.id_text == comp.id_text)
+    ]
+
+
+def fusion_lines(decisions: Sequence[FusionDecision]) -> list[Text]:
+    """The fused pairs, then the reasons the others were not fused, with counts."""
+    fused = [d for d in decisions if d.fused]
+    why = Counter(d.reason or "(no reason given)" for d in decisions if not d.fused)
+    out = [
+        Text(""),
+        Text(
+            f"fusion decisions ({len(fused)} fused, {len(decisions) - len(fused)} not)",
+            style="bold underline",
+        ),
+    ]
+    for d in fused[:FUSION_ROWS]:
+        out.append(Text.assemble(("  fused  ", "green"), lit(f"{d.first} + {d.second}")))
+    if len(fused) > FUSION_ROWS:
+        out.append(Text(f"  … {len(fused) - FUSION_ROWS} more fused", style="dim"))
+    for reason, n in why.most_common(FUSION_ROWS):
+        out.append(Text.assemble((f"  {n:>5}× not fused: ", "dim"), lit(reason)))
+    return out
+
+
+def compile_summary(comp: Compile, fusion: Sequence[FusionDecision] = ()) -> list[Text]:
     out: list[Text] = []
     head = Text.assemble(
         ("compile ", "bold"), lit(comp.id_text, "bold"), "  ", status_text(comp.status)
@@ -431,6 +463,8 @@ def compile_summary(comp: Any) -> list[Text]:
                 f"{len(comp.kernels)} in {len(comp.output_codes)} output code(s): {desc}",
             )
         )
+    if fusion:
+        out.extend(fusion_lines(fusion))
     if frame is not None and frame.stack:
         out.append(Text(""))
         out.append(Text("user stack", style="bold underline"))
@@ -439,7 +473,7 @@ def compile_summary(comp: Any) -> list[Text]:
     return out
 
 
-def frame_summary(frame: Any) -> list[Text]:
+def frame_summary(frame: Frame) -> list[Text]:
     out = [
         Text.assemble(("frame ", "bold"), lit(frame.label, "bold"), f"  [{frame.id_text}]"),
         Text.assemble(("status  ", "dim"), status_text(frame.status)),
@@ -467,25 +501,70 @@ def frame_summary(frame: Any) -> list[Text]:
     return out
 
 
-def counts_line(counts: dict[str, int]) -> str:
-    """Exactly the status-bar form, from model.counts()."""
-    return (
-        f"compiles {counts.get('compiles', 0)} · breaks {counts.get('graph_breaks', 0)}"
-        f" · recompiles {counts.get('recompiles', 0)} · kernels {counts.get('kernels', 0)}"
+class InputState(NamedTuple):
+    """An input that holds nothing yet: what to say in the overview, in the status bar (which
+    shows the path anyway), and why."""
+
+    text: str
+    brief: str
+    help: str = ""
+
+
+def input_state(model: Model | None, source: str, live: bool, finished: bool) -> InputState | None:
+    """What to say while the input holds nothing: waiting for it (live), or that there is
+    nothing; None once it holds something, or while a one-shot read is still going."""
+    if model is None or not (live or finished):
+        return None
+    if isinstance(model, TextLog):
+        if model.pos:
+            return None
+        if model.path is None:  # stdin, or a pipe read like it
+            if model.finished:
+                return InputState("stdin ended without input", "no input")
+            return InputState(
+                "waiting for input on stdin…",
+                "waiting for input…",
+                "TORCH_LOGS text is indexed as it comes through the pipe.",
+            )
+        if live:
+            return InputState(f"waiting for input in {source}…", "waiting for input…")
+        return InputState(f"{source} is empty", "empty")
+    if model.files:
+        return None
+    if live:
+        return InputState(
+            f"waiting for traces in {source}…",
+            "waiting for traces…",
+            "Trace files (dedicated_log_torch_trace_*.log) are shown as they appear.",
+        )
+    return InputState(
+        f"no trace found in {source}",
+        "no trace found",
+        "tcview reads the dedicated_log_torch_trace_*.log files that TORCH_TRACE=DIR writes,"
+        " and TORCH_LOGS captures (e.g. torch_logs.txt).",
     )
 
 
-def model_summary(model: Any, title: str) -> list[Text]:
+def model_summary(
+    model: Model,
+    title: str,
+    summary: dict[str, Any] | None = None,
+    state: InputState | None = None,
+) -> list[Text]:
+    """The overview: `summary` (model.summary_counts(), the status bar's snapshot), the top
+    breaks and slowest compiles; `state` says the input is empty (see `input_state`)."""
+    s = model.summary_counts() if summary is None else summary
     out = [Text(safe_line(title), style="bold")]
-    try:
-        s = model.summary_counts()
-    except Exception:  # noqa: BLE001 - a text log may not have every count
-        s = dict(model.counts())
-    out.append(Text(counts_line(model.counts()), style="bold"))
+    if state is not None:
+        out.append(lit(state.text, "bold yellow"))
+        if state.help:
+            out.append(Text(state.help, style="dim"))
+    out.append(Text(counts_line(s), style="bold"))
     out.append(Text(""))
-    for key, value in s.items():
-        out.append(Text.assemble(lit(str(key).ljust(16), "dim"), lit(value)))
-    groups = model.grouped_breaks() if hasattr(model, "grouped_breaks") else []
+    if state is None:
+        for key, value in s.items():
+            out.append(Text.assemble(lit(str(key).ljust(16), "dim"), lit(value)))
+    groups = model.grouped_breaks()
     if groups:
         out.append(Text(""))
         out.append(Text("top graph breaks  (b for all)", style="bold yellow underline"))
@@ -493,7 +572,7 @@ def model_summary(model: Any, title: str) -> list[Text]:
             out.append(Text.assemble(f"  {g.count:>4}× ", lit(g.reason, "bold")))
             if g.location:
                 out.append(Text.assemble("        at ", lit(g.first.short_location, "yellow")))
-    timed = [c for c in getattr(model, "compiles", []) if c.compile_time_s]
+    timed = [c for c in model.compiles if c.compile_time_s]
     if timed:
         out.append(Text(""))
         out.append(Text("slowest compiles  (t for all)", style="bold underline"))
@@ -507,7 +586,7 @@ def model_summary(model: Any, title: str) -> list[Text]:
                     lit(label),
                 )
             )
-    skipped = getattr(model, "skipped", [])
+    skipped = model.skipped
     if skipped:
         out.append(Text(""))
         out.append(Text(f"skipped files ({len(skipped)})", style="bold underline"))
@@ -515,8 +594,6 @@ def model_summary(model: Any, title: str) -> list[Text]:
             out.append(Text.assemble("  ", lit(path), "  ", lit(why, "dim")))
     out.append(Text(""))
     out.append(
-        Text(
-            "keys: ? help · b breaks · r recompiles · K kernels · t time · ctrl+p jump", style="dim"
-        )
+        Text("? help · b breaks · r recompiles · K kernels · t time · ctrl+p jump", style="dim")
     )
     return out

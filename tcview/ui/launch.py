@@ -7,8 +7,9 @@ import os
 import sys
 from pathlib import Path
 
+from ..safe import safe_line
 from ..trace.index import TRACE_NAME_PREFIX
-from ..trace.source import detect
+from ..trace.source import describe_other, detect
 
 SEARCH_DEPTH = 4
 SKIP_DIRS = {".git", "node_modules", "__pycache__", ".venv", "venv", "site-packages", ".tox"}
@@ -70,12 +71,16 @@ def _reattach_tty() -> bool:
 
 
 def open_app(args: argparse.Namespace) -> int:
-    path = resolve_path(getattr(args, "path", None))
+    path = resolve_path(args.path)
     if path is None:
         print(NO_INPUT_HELP, file=sys.stderr, end="")
         return 2
-    follow = bool(getattr(args, "follow", False))
+    follow = bool(args.follow)
     stdin_fd = None
+    kind = detect(path)
+    if kind == "other":
+        print(f"tcview: {safe_line(path)}: {describe_other(Path(path))}", file=sys.stderr)
+        return 2
     if path == "-":
         # The pipe carries the log; keys come from the terminal. Read the pipe live.
         stdin_fd = os.dup(0)
@@ -83,7 +88,7 @@ def open_app(args: argparse.Namespace) -> int:
             print("tcview open -: no terminal to read keys from", file=sys.stderr)
             return 2
         follow = True
-    elif detect(path) == "stream":
+    elif kind == "stream":
         follow = True  # a FIFO or <(...): read it as it comes, like a pipe on stdin
     elif not os.path.exists(path) and not follow:
         print(f"tcview: no such file or directory: {path}", file=sys.stderr)
@@ -95,9 +100,9 @@ def open_app(args: argparse.Namespace) -> int:
 
     app = TcviewApp(
         path,
-        goto=getattr(args, "goto", None),
+        goto=args.goto,
         follow=follow,
-        poll=bool(getattr(args, "poll", False)),
+        poll=bool(args.poll),
         stdin_fd=stdin_fd,
     )
     app.run()

@@ -7,24 +7,22 @@ at once and feeds it in chunks, each under `lock`, which the UI takes to read it
 from __future__ import annotations
 
 import threading
-import time
-from typing import Any
+from collections.abc import Callable
+from threading import RLock
 
-from ..trace.index import Hooks
+from ..trace import Hooks, Model
 from ..trace.source import load_source
 
 
 class Loader:
-    def __init__(self, path: str, model: Any = None) -> None:
+    def __init__(self, path: str, model: Model | None = None) -> None:
         self.path = path
         self.lock = threading.RLock()
-        self.model: Any = model
+        self.model: Model | None = model
         self.done = 0
         self.total = 0
         self.finished = model is not None
         self.error: str | None = None
-        self.started = time.monotonic()
-        self.elapsed = 0.0
         self.cancelled = False
 
     @property
@@ -41,7 +39,6 @@ class Loader:
         except Exception as exc:  # noqa: BLE001 - shown in the UI instead of a crash
             self.error = f"{type(exc).__name__}: {exc}"
         finally:
-            self.elapsed = time.monotonic() - self.started
             self.finished = True
 
     def _run(self) -> None:
@@ -49,34 +46,50 @@ class Loader:
         model = load_source(self.path, hooks=hooks)
         self._publish(model)
 
-    def _publish(self, model: Any) -> None:
+    @property
+    def notices(self) -> list[str]:
+        """What the user must know about the input (none for a one-shot load)."""
+        return []
+
+    def _publish(self, model: Model) -> None:
         with self.lock:
             self.model = model
 
+    def stop(self) -> None:
+        """Ask the load to end at its next chunk."""
+        self.cancelled = True
+
 
 class FollowLoader:
-    """Follow mode: a `Follower` grows the model; the app reads it under the same lock."""
+    """Follow mode: a `Follower` grows the model; the app reads it under the same lock.
 
-    def __init__(self, path: str, poll: bool = False, stdin_fd: int | None = None) -> None:
+    `on_update` is called (in the follower's thread) each time the model moved.
+    """
+
+    def __init__(
+        self,
+        path: str,
+        poll: bool = False,
+        stdin_fd: int | None = None,
+        on_update: Callable[[], None] | None = None,
+    ) -> None:
         from ..live import Follower
 
         self.path = path
-        self.follower = Follower(path, poll=poll)
+        self.follower = Follower(path, poll=poll, on_update=on_update)
         self.stdin_fd = stdin_fd
         self.done = 0
         self.total = 0
         self.finished = False
         self.error: str | None = None
-        self.started = time.monotonic()
-        self.elapsed = 0.0
         self.cancelled = False
 
     @property
-    def model(self) -> Any:
+    def model(self) -> Model:
         return self.follower.model
 
     @property
-    def lock(self) -> Any:
+    def lock(self) -> RLock:
         return self.follower.lock
 
     @property
@@ -95,7 +108,6 @@ class FollowLoader:
         except Exception as exc:  # noqa: BLE001 - shown in the UI instead of a crash
             self.error = f"{type(exc).__name__}: {exc}"
         finally:
-            self.elapsed = time.monotonic() - self.started
             self.finished = True
         if not self.cancelled:
             self.follower.start(stdin_fd=self.stdin_fd)

@@ -4,20 +4,26 @@ from __future__ import annotations
 
 import asyncio
 import time
+from collections.abc import Iterable, Sequence
 from functools import partial
-from typing import Any
+from typing import TYPE_CHECKING, cast
 
 from textual.command import DiscoveryHit, Hit, Hits, Provider
 from textual.content import Content
 from textual.markup import escape
 
 from ..safe import safe_line
+from ..trace import LogSource
+from ..trace.model import Compile, Kernel
+
+if TYPE_CHECKING:
+    from .app import TcviewApp
 
 SEARCH_BUDGET_S = 0.3
 MAX_HITS = 200
 
 
-def _content(text: str, offsets: Any = ()) -> Content:
+def _content(text: str, offsets: Iterable[int] = ()) -> Content:
     """Literal text (never markup), with the matched characters underlined."""
     content = Content(text)
     for offset in offsets:
@@ -29,10 +35,14 @@ def _content(text: str, offsets: Any = ()) -> Content:
 class TraceCommands(Provider):
     """Compiles, kernels and files of the loaded model."""
 
+    @property
+    def browser(self) -> TcviewApp:
+        return cast("TcviewApp", self.app)
+
     async def startup(self) -> None:
-        self.candidates: list[tuple[str, str, str, Any]] = []
-        app: Any = self.app
-        model = getattr(app, "model", None)
+        self.candidates: list[tuple[str, str, str, Compile | Kernel | LogSource]] = []
+        app = self.browser
+        model = app.model
         if model is None:
             return
         with app.lock:
@@ -43,21 +53,21 @@ class TraceCommands(Provider):
                     self.candidates.append((text, "compile", tf.display, comp))
                 self.candidates.append((safe_line(f"file {tf.display}"), "file", "", tf))
             for k in list(model.kernels):
-                comp = k.compile.id_text if k.compile is not None else k.output.compile_text
+                cid = k.compile.id_text if k.compile is not None else k.output.compile_text
                 self.candidates.append(
-                    (safe_line(f"kernel {k.name}"), "kernel", f"{k.kind} · compile {comp}", k)
+                    (safe_line(f"kernel {k.name}"), "kernel", f"{k.kind} · compile {cid}", k)
                 )
 
-    def _open(self, kind: str, obj: Any) -> None:
-        app: Any = self.app
-        if kind == "file":
-            tree = app.query_one("#tree")
-            node = next((n for n in tree._by_key.values() if n.data and n.data.obj is obj), None)
-            if node is not None:
-                tree.reveal_node(node)
-                app.show_item(node.data)
+    def _open(self, kind: str, obj: Compile | Kernel | LogSource) -> None:
+        app = self.browser
+        if isinstance(obj, (Compile, Kernel)):
+            app.reveal(kind, obj)
             return
-        app.reveal(kind, obj)
+        tree = app.main_tree
+        node = tree.node_showing(obj)
+        if node is not None and node.data is not None:
+            tree.reveal_node(node)
+            app.show_item(node.data)
 
     async def discover(self) -> Hits:
         for text, kind, help_text, obj in self.candidates[:MAX_HITS]:
@@ -75,7 +85,7 @@ class TraceCommands(Provider):
             if low in text.lower():
                 start = text.lower().index(low)
                 score = 0.9 + 0.1 * len(query) / max(len(text), 1)
-                offsets = range(start, start + len(query))
+                offsets: Sequence[int] = range(start, start + len(query))
             else:
                 if time.monotonic() > deadline:
                     continue

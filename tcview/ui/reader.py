@@ -14,7 +14,9 @@ from .viewer import CodeView
 
 
 class SearchBox(Input):
-    BINDINGS = [Binding("escape", "cancel", "Cancel", show=False)]
+    BINDINGS = [
+        Binding("escape", "cancel", "Cancel", show=False, id="search.cancel", tooltip="close"),
+    ]
 
     def action_cancel(self) -> None:
         reader = self.parent
@@ -38,8 +40,8 @@ class Reader(Vertical):
     def search_box(self) -> SearchBox:
         return self.query_one(SearchBox)
 
-    def show(self, doc: Document) -> None:
-        self.viewer.show(doc, keep_search=True)
+    def show(self, doc: Document, keep_position: bool = False) -> None:
+        self.viewer.show(doc, keep_search=True, keep_position=keep_position)
 
     def open_search(self) -> None:
         box = self.search_box

@@ -1,57 +1,75 @@
 """`tcview run` in the TUI: the job's output in a Run pane, its status, stop, quit and rerun.
 
-The browser follows the run directory (follow mode) while the job writes it. The job's output
-is polled from the session (`lines_since`) on the UI thread ten times a second, so no launcher
-thread ever touches a widget.
+The browser follows the run directory (follow mode) while the job writes it. The launcher's
+threads only post messages (`OutputArrived`, merged while one is pending, and `JobEnded`); the
+UI thread then reads the new lines with `lines_since`, so no launcher thread touches a widget.
+A one-second timer runs the status bar's clock while the job runs; nothing polls.
 """
 
 from __future__ import annotations
 
 import os
-import re
 import signal
 import sys
 import threading
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
-from typing import Any
+from dataclasses import replace
+from types import FrameType
+from typing import Any, TypeAlias
 
-from rich.cells import cell_len
 from rich.segment import Segment
 from rich.style import Style
 from rich.text import Text
-from textual import work
-from textual.app import App, ComposeResult
+from textual import events, on, work
+from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import Horizontal, Vertical
 from textual.geometry import Size
 from textual.screen import ModalScreen
 from textual.scroll_view import ScrollView
 from textual.strip import Strip
+from textual.timer import Timer
 from textual.widgets import Footer, Static
 
-from ..run.launcher import Launcher, LaunchError, OutputLine, RunSession, kill_all
-from ..safe import safe_line
-from .app import LIVE_TICK, TICK, StatusBar, TcviewApp
-from .loader import FollowLoader
+from ..run.cleanup import kill_all
+from ..run.report import load_counts, status_line
+from ..run.session import Launcher, OutputLine, RunSession
+from ..run.spec import LaunchError
+from ..safe import colours_only, safe_line
+from .app import BROWSE_BINDINGS, QUIT, TEXTUAL_BINDINGS, TcviewApp
+from .help import HelpPlace, bindings_of
+from .messages import JobEnded, OutputArrived
 from .reader import Reader
+from .status import StatusBar
 from .tree import TraceTree
 from .viewer import SCROLL_BINDINGS
 
+SignalHandler: TypeAlias = Callable[[int, FrameType | None], Any] | int | signal.Handlers | None
 MAX_LINES = 20_000  # lines kept in the pane, as many as the session keeps
 QUIT_KILL_AFTER_S = 3.0  # after the stop escalation's own time, when quitting
 SIGNAL_EXIT_DEADLINE_S = 5.0  # a signalled tcview ends this long after the job, at the latest
-_ANSI_SHOWN = re.compile("\u241b\\[[0-?]*[ -/]*[@-~]")  # colour codes, after safe_line made ESC ␛
+CLOCK_S = 1.0  # the status bar's elapsed time while the job runs
 _STDERR = Style(color="dark_orange")
 _STDERR_MARK = Segment("▎", Style(color="dark_orange"))
 _STDOUT_MARK = Segment(" ")
 LAYOUTS = ("split", "full", "hidden")  # what `R` cycles through
 
 
+def output_text(line: OutputLine) -> Text:
+    """A line of the job's output in its own colours; every other escape sequence is dropped
+    and the control characters are shown (␇), so nothing else reaches the terminal."""
+    text = Text.from_ansi(colours_only(line.raw), no_wrap=True, end="", tab_size=4)
+    text.expand_tabs()
+    if line.stream == "stderr":
+        text.style = _STDERR  # under the job's own colours
+    return text
+
+
 class OutputView(ScrollView, can_focus=True):
     """The job's output: only visible lines are rendered; follows the end unless scrolled up."""
 
-    BINDINGS = SCROLL_BINDINGS
+    BINDINGS = [*SCROLL_BINDINGS]
 
     DEFAULT_CSS = """
     OutputView { background: $surface; }
@@ -59,7 +77,7 @@ class OutputView(ScrollView, can_focus=True):
 
     def __init__(self, *, id: str | None = None) -> None:
         super().__init__(id=id)
-        self.lines: list[tuple[str, str]] = []  # (stream, text already made safe)
+        self.lines: list[tuple[str, Text]] = []  # (stream, the line in the job's colours)
         # Keep the last line in view. Only the user's scrolling changes it: a horizontal
         # scrollbar appearing must not count as "scrolled up".
         self.stick = True
@@ -69,9 +87,9 @@ class OutputView(ScrollView, can_focus=True):
         if not new:
             return
         for line in new:
-            text = _ANSI_SHOWN.sub("", line.text)
+            text = output_text(line)
             self.lines.append((line.stream, text))
-            self._width = max(self._width, cell_len(text) + 2)
+            self._width = max(self._width, text.cell_len + 2)
         dropped = len(self.lines) - MAX_LINES
         if dropped > 0:
             del self.lines[:dropped]
@@ -101,9 +119,8 @@ class OutputView(ScrollView, can_focus=True):
         base = self.rich_style
         if index >= len(self.lines):
             return Strip.blank(width, base)
-        stream, text = self.lines[index]
+        stream, line = self.lines[index]
         err = stream == "stderr"
-        line = Text(text, style=_STDERR if err else "", no_wrap=True, end="")
         content = Strip(line.render(self.app.console), line.cell_len)
         content = content.crop_extend(scroll_x, scroll_x + max(width - 1, 0), None)
         mark = Strip([_STDERR_MARK if err else _STDOUT_MARK], 1)
@@ -124,7 +141,7 @@ class OutputView(ScrollView, can_focus=True):
         """The plain text of the lines on screen (for tests)."""
         top = self.scroll_offset.y
         height = self.scrollable_content_region.height
-        return [text for _, text in self.lines[top : top + height]]
+        return [text.plain for _, text in self.lines[top : top + height]]
 
     # ------------------------------------------------------------ actions
 
@@ -149,14 +166,13 @@ class OutputView(ScrollView, can_focus=True):
     def action_bottom(self) -> None:
         self._scrolled(y=self.max_scroll_y)
 
-    def _on_mouse_scroll_up(self, event: Any) -> None:
-        super()._on_mouse_scroll_up(event)
-        self.stick = False
+    # Textual calls these before its own handler (on Widget) scrolls the view.
+    def on_mouse_scroll_up(self, event: events.MouseScrollUp) -> None:
+        self.stick = False  # the wheel up leaves the end
         self._update_subtitle()
 
-    def _on_mouse_scroll_down(self, event: Any) -> None:
-        super()._on_mouse_scroll_down(event)
-        self.call_after_refresh(self._restick)
+    def on_mouse_scroll_down(self, event: events.MouseScrollDown) -> None:
+        self.call_after_refresh(self._restick)  # back at the end: follow it again
 
     def _restick(self) -> None:
         self.stick = self.scroll_offset.y >= self.max_scroll_y
@@ -167,8 +183,8 @@ class ConfirmStop(ModalScreen[bool]):
     """`q` while the job runs: stop it and quit?"""
 
     BINDINGS = [
-        Binding("y,enter", "answer(True)", "Stop and quit"),
-        Binding("n,escape", "answer(False)", "Keep running"),
+        Binding("y,enter", "answer(True)", "Stop and quit", id="confirm.yes"),
+        Binding("n,escape", "answer(False)", "Keep running", id="confirm.no"),
     ]
 
     def __init__(self, question: str) -> None:
@@ -184,34 +200,68 @@ class ConfirmStop(ModalScreen[bool]):
         self.dismiss(yes)
 
 
-def _browse(*keys: str) -> list[Binding]:
-    """The browser's own bindings for these keys."""
-    return [b for b in TcviewApp.BINDINGS if isinstance(b, Binding) and b.key in keys]
+RUN_BINDINGS = [
+    Binding(
+        "x",
+        "stop",
+        "Stop",
+        id="run.stop",
+        tooltip="stop the job: SIGINT, then SIGTERM, then SIGKILL (x again: now)",
+    ),
+    Binding(
+        "r",
+        "rerun",
+        "Rerun",
+        id="run.rerun",
+        tooltip="after the job ended: rerun it into a new run directory",
+    ),
+    # While the job runs `rerun` is disabled (and out of the footer); this one says why.
+    Binding(
+        "r",
+        "rerun_busy",
+        "Rerun",
+        show=False,
+        id="run.rerun-busy",
+        tooltip="while the job runs: says that x stops it first",
+    ),
+    Binding(
+        "R",
+        "output",
+        "Output",
+        id="run.output",
+        tooltip="the job's output: beside the browser, full screen, hidden",
+    ),
+]
+# Run mode's keys for the browser's bindings: `r` reruns here, so Recompiles moves to `c`.
+RUN_KEYMAP = {"view.recompiles": "c"}
+RUN_HIDDEN = {"app.search"}  # out of the footer, which has 120 columns for the run keys
+
+
+def run_mode(bindings: list[Binding]) -> list[Binding]:
+    """The browser's bindings with run mode's keys (RUN_KEYMAP) and footer (RUN_HIDDEN)."""
+    out = []
+    for binding in bindings:
+        if binding.id in RUN_KEYMAP:
+            binding = binding.with_key(RUN_KEYMAP[binding.id])
+        if binding.id in RUN_HIDDEN:
+            binding = replace(binding, show=False)
+        out.append(binding)
+    return out
 
 
 class RunApp(TcviewApp, inherit_bindings=False):
     """The browser following a job's run directory, plus the job's output and controls."""
 
     # Run keys first: the footer shows bindings in this order (it has 120 columns for them).
-    # `r` reruns here, so the Recompiles view moves to `c`.
-    BINDINGS = [
-        *App.BINDINGS,
-        Binding("q", "quit", "Quit"),
-        Binding("x", "stop", "Stop"),
-        Binding("r", "rerun", "Rerun"),
-        Binding("r", "rerun_busy", show=False),  # while the job runs: say why not
-        Binding("R", "output", "Output"),
-        *_browse("question_mark", "b"),
-        Binding("c", "view('recompiles')", "Recompiles"),
-        *_browse("K", "f", "t", "o", "n", "N", "escape", "F"),
-        Binding("slash", "search", "Search", show=False),  # in the help; keeps the footer short
-    ]
+    # Textual's own keymap (App.set_keymap) would do the key change at run time, but it drops
+    # every binding that shares a remapped key (the rerun on `r`) and moves remapped keys to
+    # the end of the footer, so the keymap is applied here, by binding id.
+    BINDINGS = [QUIT, *RUN_BINDINGS, *run_mode(BROWSE_BINDINGS), *TEXTUAL_BINDINGS]
 
     def __init__(self, launcher: Launcher, session: RunSession, poll: bool = False) -> None:
         super().__init__(str(session.run_dir), follow=True, poll=poll)
         self.launcher = launcher
         self.session = session
-        self.poll = poll
         self.layout_mode = "split"
         self.quitting = False
         self.signalled: int | None = None  # 128 + signal when SIGTERM/SIGHUP ended tcview
@@ -219,6 +269,31 @@ class RunApp(TcviewApp, inherit_bindings=False):
         self._seq = 0
         self._ended = False
         self._run_text = ""
+        self._output_pending = False  # an OutputArrived is on its way: no need for another
+        self._clock: Timer | None = None
+
+    @classmethod
+    def help_places(cls) -> list[HelpPlace]:
+        run_ids = {binding.id for binding in RUN_BINDINGS}
+        places = super().help_places()
+        anywhere = places[0]
+        app_keys = bindings_of(cls)
+        run = HelpPlace(
+            "Run (tcview run)",
+            [
+                *[b for b in app_keys if b.id in run_ids],
+                *bindings_of(OutputView),
+                *bindings_of(ConfirmStop, inherited=False),
+            ],
+            [
+                ("output", "the viewer's keys; stderr lines marked orange; G follows the end"),
+                ("colours", "the job's colours are shown; other escape codes are not sent"),
+            ],
+        )
+        places[0] = replace(
+            anywhere, bindings=[b for b in anywhere.bindings if b.id not in run_ids]
+        )
+        return [*places[:-2], run, *places[-2:]]  # before the status bar and the help
 
     @property
     def output(self) -> OutputView:
@@ -235,23 +310,59 @@ class RunApp(TcviewApp, inherit_bindings=False):
     # Textual calls on_mount / on_unmount of every class in the MRO, this one first: no super().
     def on_mount(self) -> None:
         self._title_output()
-        self.set_interval(LIVE_TICK, self._run_tick)
+        self.launcher.on_line = self._line_written
+        self.launcher.on_exit = self._session_ended
+        self._start_clock()
+        # What the job wrote, or how it ended, before the callbacks were in place.
+        self._line_written(None)
+        if self.session.done:
+            self._session_ended(self.session)
 
     def _title_output(self) -> None:
         self.output.border_title = Text(safe_line(f"output · {self.launcher.spec.display}"))
 
-    # ------------------------------------------------------------ polling the job
+    # ------------------------------------------------------------ told by the job's threads
 
-    def _run_tick(self) -> None:
-        session = self.session
-        lines, self._seq = session.lines_since(self._seq)
+    def _line_written(self, line: OutputLine | None) -> None:
+        """A launcher thread delivered a line: one message until the UI has read them."""
+        if self._output_pending:
+            return
+        self._output_pending = True
+        self.post_message(OutputArrived())
+
+    def _session_ended(self, session: RunSession) -> None:
+        self.post_message(JobEnded(session))
+
+    @on(OutputArrived)
+    def _read_output(self) -> None:
+        # Cleared before reading: a line delivered from now on posts again, or is read here.
+        self._output_pending = False
+        lines, self._seq = self.session.lines_since(self._seq)
         if lines:
             self.output.append(lines)
-        if session.done and not self._ended:
-            self._ended = True
-            self._job_ended()
+
+    @on(JobEnded)
+    def _ended_message(self, message: JobEnded) -> None:
+        if message.session is not self.session or self._ended:
+            return  # a previous run's session, or already handled
+        self._read_output()
+        self._ended = True
+        if self._clock is not None:
+            self._clock.stop()
+            self._clock = None
+        self.refresh_counts()  # no longer waiting for traces
+        self._job_ended()
+
+    def _start_clock(self) -> None:
+        if self._clock is None:
+            self._clock = self.set_interval(CLOCK_S, self._tick_clock)
+
+    def _tick_clock(self) -> None:
         if self.run_status_text() != self._run_text:
             self._update_status()
+
+    def awaits_input(self) -> bool:
+        return not self.session.done
 
     def run_status_text(self) -> str:
         status = self.session.status
@@ -322,34 +433,14 @@ class RunApp(TcviewApp, inherit_bindings=False):
 
     def _follow_session(self, session: RunSession) -> None:
         """Point the browser, the output and the status at a new session."""
-        old = self.loader
-        old.cancelled = True
-        threading.Thread(target=old.stop, name="tcview-follow-stop", daemon=True).start()
-        ticker = getattr(self, "_ticker", None)
-        if ticker is not None:
-            ticker.stop()
         self.session = session
         self._seq = 0
         self._ended = False
-        self.source_path = str(session.run_dir)
-        self.loader = FollowLoader(self.source_path, poll=self.poll)
-        while len(self.screen_stack) > 1:
-            self.pop_screen()
-        tree = self.main_tree
-        tree.mark_new = False
-        tree.new_keys.clear()
-        with self.lock:
-            tree.set_model(self.model)
-        self._versions = ()
-        self._last_item = None
-        self._newest = None
-        self.loaded_at = None
         self.output.clear()
         self._title_output()
-        self._index()
-        self._ticker = self.set_interval(TICK, self._tick)
-        self.refresh_bindings()
-        self._update_status()
+        self.switch_source(str(session.run_dir))
+        self._start_clock()
+        self._read_output()
 
     def action_output(self) -> None:
         """Cycle the Run pane: beside the browser, full screen, hidden."""
@@ -404,6 +495,8 @@ class RunApp(TcviewApp, inherit_bindings=False):
         self.call_from_thread(self.exit)
 
     def on_unmount(self) -> None:
+        self.launcher.on_line = None
+        self.launcher.on_exit = None
         model = self.model
         if model is not None:
             with self.lock:
@@ -420,9 +513,9 @@ def _signals_end(app: RunApp) -> Iterator[None]:
     if threading.current_thread() is not threading.main_thread():
         yield
         return
-    previous: dict[int, Any] = {}
+    previous: dict[signal.Signals, SignalHandler] = {}
 
-    def on_signal(signum: int, frame: object) -> None:
+    def on_signal(signum: int, frame: FrameType | None) -> None:
         kill_all()
         code = 128 + signum
         app.signalled = code
@@ -469,8 +562,6 @@ def run_live(launcher: Launcher, fail_on: list[str]) -> int:
     session = launcher.sessions[-1]
     status = session.wait(5.0) or session.status
     code = status.exit_code if status.exit_code is not None else 1
-    from ..run.cli import load_counts, status_line
-
     print(status_line(status, app.final_counts))
     if fail_on:
         _, summary, _ = load_counts(session.run_dir)

@@ -7,17 +7,20 @@ expansion and cursor.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Hashable
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Literal, TypeAlias
 
+from rich.cells import cell_len
 from rich.text import Text
 from textual.binding import Binding
 from textual.widgets import Tree
 from textual.widgets.tree import TreeNode
 
+from ..trace import LogSource, Model, Rank, Run, TextLog, TraceSet
 from ..trace.facts import short_guard
 from ..trace.handlers import KNOWN_KINDS
+from ..trace.model import Compile, Frame, Kernel, Record
 from .content import KIND_STYLE, STATUS_MARK, STATUS_STYLE, fmt_seconds, lit, record_name
 
 NEW_MARK = Text("new ", style="bold green")
@@ -46,17 +49,27 @@ MAIN_KINDS = (
 )
 MAIN_ORDER = {kind: i for i, kind in enumerate(MAIN_KINDS)}
 
+ItemKind = Literal[
+    "root", "run", "rank", "file", "frame", "compile", "record", "kernel", "group", "others",
+    "more", "page",
+]  # fmt: skip
+# What a node stands for: the model (root), a run, a rank, a trace file or process log
+# (file; "others": its records without a compile id), a frame, a compile, a record, a kernel,
+# a group of records, or the paged node ("page": the Item whose children it pages).
+ItemObject: TypeAlias = "Model | Run | Rank | LogSource | Frame | Compile | Record | Kernel | list[Record] | Item | None"
+
 
 @dataclass(eq=False, repr=False)
 class Item:
     """What a tree node stands for. `key` identifies it across model refreshes."""
 
-    kind: str  # root run rank file frame compile record kernel group others more
-    obj: Any
-    key: Any
+    kind: ItemKind
+    obj: ItemObject
+    key: Hashable
     loaded: bool = False
-    extra: Any = None
-    files: list[Any] = field(default_factory=list)  # trace files under a run/rank/file node
+    comp: Compile | None = None  # a record's or a group's compile (its kernels, its breaks)
+    by_label: bool = True  # a group: split its records by label first
+    files: list[LogSource] = field(default_factory=list)  # trace files under a run/rank/file
     limit: int = 0  # children shown so far when there are more than PAGE (0: all)
 
     def __repr__(self) -> str:  # the model objects' reprs can be huge
@@ -65,20 +78,26 @@ class Item:
 
 @dataclass
 class Spec:
-    key: Any
+    key: Hashable
     label: Text
-    kind: str
-    obj: Any
+    kind: ItemKind
+    obj: ItemObject
     expandable: bool = False
     expand: bool = False
-    extra: Any = None
-    files: list[Any] = field(default_factory=list)
+    comp: Compile | None = None
+    by_label: bool = True
+    files: list[LogSource] = field(default_factory=list)
+
+    def item(self) -> Item:
+        return Item(
+            self.kind, self.obj, self.key, comp=self.comp, by_label=self.by_label, files=self.files
+        )
 
 
 # ---------------------------------------------------------------- labels
 
 
-def frame_label(frame: Any) -> Text:
+def frame_label(frame: Frame) -> Text:
     status = frame.status
     n = len(frame.compiles)
     return Text.assemble(
@@ -88,7 +107,7 @@ def frame_label(frame: Any) -> Text:
     )
 
 
-def compile_label(comp: Any) -> Text:
+def compile_label(comp: Compile) -> Text:
     status = comp.status
     text = Text.assemble(
         lit(comp.id_text, "bold"),
@@ -100,7 +119,7 @@ def compile_label(comp: Any) -> Text:
     t = comp.compile_time_s
     if t is not None:
         text.append(f"  {fmt_seconds(t)}", style="dim")
-    if comp.frame is None and getattr(comp, "metrics", None):
+    if comp.frame is None and comp.metrics:
         name = comp.metrics.get("co_name")
         if isinstance(name, str):
             text.append("  ")
@@ -108,7 +127,7 @@ def compile_label(comp: Any) -> Text:
     return text
 
 
-def record_label(rec: Any, comp: Any | None) -> Text:
+def record_label(rec: Record, comp: Compile | None) -> Text:
     name = record_name(rec)
     text = Text(name, style="bold" if rec.kind in MAIN_ORDER or rec.label in MAIN_ORDER else "")
     if comp is not None and len(comp.attempts) > 1 and rec.attempt not in (0, None):
@@ -131,7 +150,7 @@ def record_label(rec: Any, comp: Any | None) -> Text:
     return text
 
 
-def kernel_label(kernel: Any) -> Text:
+def kernel_label(kernel: Kernel) -> Text:
     kind = kernel.kind
     return Text.assemble(lit(kernel.name), ("  " + kind, KIND_STYLE.get(kind, "dim")))
 
@@ -139,7 +158,7 @@ def kernel_label(kernel: Any) -> Text:
 # ---------------------------------------------------------------- children
 
 
-def _file_content(files: list[Any]) -> list[Spec]:
+def _file_content(files: list[LogSource]) -> list[Spec]:
     if len(files) > 1:
         out = []
         for tf in files:
@@ -169,7 +188,30 @@ def _file_content(files: list[Any]) -> list[Spec]:
     return out
 
 
-def _run_children(run: Any) -> list[Spec]:
+def _root_children(model: Model, stable: bool) -> list[Spec]:
+    # A run without files (a pipe or a capture before its first log line) has no rows yet:
+    # the overview says that the input is awaited.
+    runs = [run for run in model.runs if run.files]
+    if len(runs) == 1 and not stable:
+        return _run_children(runs[0])
+    out = []
+    for run in runs:
+        label = Text.assemble(lit(run.label, "bold"))
+        out.append(
+            Spec(
+                ("run", run.directory, id(run.files[0])),
+                label,
+                "run",
+                run,
+                True,
+                run is runs[-1],
+                files=list(run.files),
+            )
+        )
+    return out
+
+
+def _run_children(run: Run) -> list[Spec]:
     ranks = run.ranks
     ranked = [r for r in ranks if r.rank is not None]
     if not ranked:
@@ -192,9 +234,9 @@ def _run_children(run: Any) -> list[Spec]:
     return out
 
 
-def _compile_children(comp: Any) -> list[Spec]:
-    main: list[tuple[int, int, Any]] = []
-    other: list[Any] = []
+def _compile_children(comp: Compile) -> list[Spec]:
+    main: list[tuple[int, int, Record]] = []
+    other: list[Record] = []
     for pos, rec in enumerate(list(comp.records)):
         order = MAIN_ORDER.get(rec.label, MAIN_ORDER.get(rec.kind))
         if order is None:
@@ -212,18 +254,18 @@ def _compile_children(comp: Any) -> list[Spec]:
                 "record",
                 rec,
                 bool(kernels),
-                extra=comp,
+                comp=comp,
             )
         )
     if other:
         label = Text.assemble("other artifacts", (f"  {len(other)}", "dim"))
-        out.append(Spec(("group", id(comp)), label, "group", other, True, extra=comp))
+        out.append(Spec(("group", id(comp)), label, "group", other, True, comp=comp))
     return out
 
 
-def _group_children(records: list[Any], comp: Any | None, by_label: bool = True) -> list[Spec]:
+def _group_children(records: list[Record], comp: Compile | None, by_label: bool) -> list[Spec]:
     if by_label:
-        groups: dict[str, list[Any]] = {}
+        groups: dict[str, list[Record]] = {}
         for rec in records:
             groups.setdefault(rec.label, []).append(rec)
         if len(groups) > 1 or len(records) > 40:
@@ -232,9 +274,7 @@ def _group_children(records: list[Any], comp: Any | None, by_label: bool = True)
                 if len(recs) == 1:
                     rec = recs[0]
                     out.append(
-                        Spec(
-                            ("record", id(rec)), record_label(rec, comp), "record", rec, extra=comp
-                        )
+                        Spec(("record", id(rec)), record_label(rec, comp), "record", rec, comp=comp)
                     )
                 else:
                     text = Text.assemble(record_label(recs[0], comp), (f"  ×{len(recs)}", "dim"))
@@ -245,7 +285,8 @@ def _group_children(records: list[Any], comp: Any | None, by_label: bool = True)
                             "group",
                             recs,
                             True,
-                            extra=(comp, False),
+                            comp=comp,
+                            by_label=False,
                         )
                     )
             return out
@@ -253,7 +294,7 @@ def _group_children(records: list[Any], comp: Any | None, by_label: bool = True)
     for i, rec in enumerate(records[:GROUP_LIMIT]):
         text = record_label(rec, comp)
         text.append(f"  #{i + 1}", style="dim")
-        out.append(Spec(("record", id(rec)), text, "record", rec, extra=comp))
+        out.append(Spec(("record", id(rec)), text, "record", rec, comp=comp))
     if len(records) > GROUP_LIMIT:
         more = Text(f"… {len(records) - GROUP_LIMIT} more not listed", style="dim italic")
         out.append(Spec(("more", id(records[0])), more, "more", None))
@@ -263,45 +304,26 @@ def _group_children(records: list[Any], comp: Any | None, by_label: bool = True)
 def children_of(item: Item, stable: bool = False) -> list[Spec]:
     """Child specs of an item. `stable` (follow mode) keeps the run level even for one run,
     so that a second run appearing later adds a node instead of reshaping the tree."""
-    kind, obj = item.kind, item.obj
-    if kind == "root":
-        if obj is None:
-            return []
-        runs = getattr(obj, "runs", None)
-        if runs is None:
-            return _file_content(list(getattr(obj, "files", [])))
-        if len(runs) == 1 and not stable:
-            return _run_children(runs[0])
-        out = []
-        for run in runs:
-            label = Text.assemble(lit(run.label, "bold"))
-            out.append(
-                Spec(
-                    ("run", run.directory, id(run.files[0])),
-                    label,
-                    "run",
-                    run,
-                    True,
-                    run is runs[-1],
-                    files=list(run.files),
-                )
-            )
-        return out
-    if kind == "run":
+    obj = item.obj
+    if isinstance(obj, (TraceSet, TextLog)):
+        return _root_children(obj, stable)
+    if isinstance(obj, Run):
         return _run_children(obj)
-    if kind == "rank":
+    if isinstance(obj, Rank):
         return _file_content(list(obj.files))
-    if kind == "file":
+    if isinstance(obj, LogSource):
+        if item.kind == "others":
+            return _group_children([r for r in obj.records if r.key is None], None, True)
         return _file_content([obj])
-    if kind == "frame":
+    if isinstance(obj, Frame):
         return [
             Spec(("compile", id(c)), compile_label(c), "compile", c, True)
             for c in list(obj.compiles)
         ]
-    if kind == "compile":
+    if isinstance(obj, Compile):
         return _compile_children(obj)
-    if kind == "record":
-        comp = item.extra
+    if isinstance(obj, Record):
+        comp = item.comp
         if comp is None:
             return []
         return [
@@ -309,12 +331,8 @@ def children_of(item: Item, stable: bool = False) -> list[Spec]:
             for k in list(comp.kernels)
             if k.output is obj
         ]
-    if kind == "group":
-        comp, by_label = item.extra if isinstance(item.extra, tuple) else (item.extra, True)
-        return _group_children(obj, comp, by_label)
-    if kind == "others":
-        records = [r for r in obj.records if r.key is None]
-        return _group_children(records, None)
+    if isinstance(obj, list):
+        return _group_children(obj, item.comp, item.by_label)
     return []
 
 
@@ -323,12 +341,42 @@ def children_of(item: Item, stable: bool = False) -> list[Spec]:
 
 class TraceTree(Tree[Item]):
     BINDINGS = [
-        Binding("j", "cursor_down", "Down", show=False),
-        Binding("k", "cursor_up", "Up", show=False),
-        Binding("g", "scroll_home", "Top", show=False),
-        Binding("G", "scroll_end", "Bottom", show=False),
-        Binding("right,l", "expand_or_down", "Expand", show=False),
-        Binding("left,h", "collapse_or_parent", "Collapse", show=False),
+        Binding("down,j", "cursor_down", "Down", show=False, id="tree.down", tooltip="move down"),
+        Binding("up,k", "cursor_up", "Up", show=False, id="tree.up", tooltip="move up"),
+        Binding(
+            "enter",
+            "select_cursor",
+            "Open",
+            show=False,
+            id="tree.open",
+            tooltip="expand, or open the item in the viewer",
+        ),
+        Binding(
+            "space",
+            "toggle_node",
+            "Toggle",
+            show=False,
+            id="tree.toggle",
+            tooltip="expand or collapse",
+        ),
+        Binding(
+            "right,l",
+            "expand_or_down",
+            "Expand",
+            show=False,
+            id="tree.expand",
+            tooltip="expand (or move down)",
+        ),
+        Binding(
+            "left,h",
+            "collapse_or_parent",
+            "Collapse",
+            show=False,
+            id="tree.collapse",
+            tooltip="collapse (or go to the parent)",
+        ),
+        Binding("home,g", "scroll_home", "Top", show=False, id="tree.top", tooltip="first"),
+        Binding("end,G", "scroll_end", "Bottom", show=False, id="tree.bottom", tooltip="last"),
     ]
 
     def __init__(self, *, id: str | None = None) -> None:
@@ -336,17 +384,19 @@ class TraceTree(Tree[Item]):
         self.show_root = False
         self.guide_depth = 2
         self.auto_expand = True
-        self._by_key: dict[Any, TreeNode[Item]] = {}
+        self._by_key: dict[Hashable, TreeNode[Item]] = {}
         self.mark_new = False  # follow mode: nodes added from now on are marked as new
         self.stable = False  # follow mode: keep levels that a growing model could add
-        self.new_keys: set[Any] = set()
+        self.new_keys: set[Hashable] = set()
 
     # ------------------------------------------------------------ building
 
     def get_label_width(self, node: TreeNode[Item]) -> int:
-        return node._label.cell_len + (2 if node._allow_expand else 0)
+        label = node.label
+        width = label.cell_len if isinstance(label, Text) else cell_len(label)
+        return width + (2 if node.allow_expand else 0)
 
-    def set_model(self, model: Any) -> None:
+    def set_model(self, model: Model | None) -> None:
         self.root.data = Item("root", model, "root", loaded=False)
         self.clear()
         self.root.data = Item("root", model, "root", loaded=False)
@@ -367,10 +417,9 @@ class TraceTree(Tree[Item]):
         item.loaded = True
 
     def _add(self, parent: TreeNode[Item], spec: Spec) -> TreeNode[Item]:
-        item = Item(spec.kind, spec.obj, spec.key, extra=spec.extra, files=spec.files)
         if self.mark_new and spec.key not in self._by_key:
             self.new_keys.add(spec.key)
-        node = parent.add(self._label(spec), data=item, allow_expand=spec.expandable)
+        node = parent.add(self._label(spec), data=spec.item(), allow_expand=spec.expandable)
         self._by_key[spec.key] = node
         if spec.expand and spec.expandable:
             self.ensure_loaded(node)
@@ -394,18 +443,20 @@ class TraceTree(Tree[Item]):
         total = len(specs)
         if item.limit:
             specs = specs[: item.limit]
-        existing = [c for c in node.children if c.data is not None and c.data.kind != "page"]
-        keys = [c.data.key for c in existing]
+        existing = [
+            (c, c.data) for c in node.children if c.data is not None and c.data.kind != "page"
+        ]
+        keys = [data.key for _, data in existing]
         if [s.key for s in specs[: len(keys)]] != keys:
             self._rebuild(node, specs)
             self._page_node(node, total)
             return
-        for child, spec in zip(existing, specs, strict=False):
+        for (child, data), spec in zip(existing, specs, strict=False):
             # Runs, ranks and groups are recomputed views: take the fresh object.
-            child.data.obj, child.data.files = spec.obj, spec.files
-            child.data.extra = spec.extra
+            data.obj, data.files = spec.obj, spec.files
+            data.comp, data.by_label = spec.comp, spec.by_label
             label = self._label(spec)
-            if label.plain != child.label.plain:
+            if label.plain != _plain(child):
                 child.set_label(label)
             if spec.expandable and not child.allow_expand:
                 child.allow_expand = True
@@ -425,6 +476,8 @@ class TraceTree(Tree[Item]):
     def _page_node(self, node: TreeNode[Item], total: int) -> None:
         """Keep the "… N more" node at the end of a paged node, with the right count."""
         item = node.data
+        if item is None:
+            return
         page = self._page_of(node)
         rest = total - item.limit if item.limit else 0
         if rest <= 0:
@@ -434,14 +487,15 @@ class TraceTree(Tree[Item]):
         label = Text(f"… {rest} more · enter shows {min(PAGE, rest)} more", style="dim italic")
         if page is None:
             node.add(label, data=Item("page", item, ("page", item.key)), allow_expand=False)
-        elif page.label.plain != label.plain:
+        elif _plain(page) != label.plain:
             page.set_label(label)
 
     def _add_before(self, parent: TreeNode[Item], spec: Spec, before: TreeNode[Item]) -> None:
-        item = Item(spec.kind, spec.obj, spec.key, extra=spec.extra, files=spec.files)
         if self.mark_new and spec.key not in self._by_key:
             self.new_keys.add(spec.key)
-        node = parent.add(self._label(spec), data=item, before=before, allow_expand=spec.expandable)
+        node = parent.add(
+            self._label(spec), data=spec.item(), before=before, allow_expand=spec.expandable
+        )
         self._by_key[spec.key] = node
 
     def show_more(self, node: TreeNode[Item]) -> None:
@@ -459,7 +513,7 @@ class TraceTree(Tree[Item]):
             self.show_more(node.parent)
 
     def _rebuild(self, node: TreeNode[Item], specs: list[Spec]) -> None:
-        expanded: set[Any] = set()
+        expanded: set[Hashable] = set()
         cursor = self.cursor_node.data.key if self.cursor_node and self.cursor_node.data else None
 
         def collect(n: TreeNode[Item]) -> None:
@@ -477,7 +531,7 @@ class TraceTree(Tree[Item]):
         if cursor is not None and cursor in self._by_key:
             self.reveal_node(self._by_key[cursor], select=False)
 
-    def _restore(self, node: TreeNode[Item], expanded: set[Any]) -> None:
+    def _restore(self, node: TreeNode[Item], expanded: set[Hashable]) -> None:
         if node.data is None or node.data.key not in expanded:
             return
         self.ensure_loaded(node)
@@ -502,54 +556,67 @@ class TraceTree(Tree[Item]):
 
     # ------------------------------------------------------------ finding
 
-    def node_for(self, key: Any) -> TreeNode[Item] | None:
+    def node_for(self, key: Hashable) -> TreeNode[Item] | None:
         return self._by_key.get(key)
 
-    def reveal(self, target: Any, kind: str) -> TreeNode[Item] | None:
-        """Expand the path to a compile, kernel or record and return its node."""
-        chain: list[Callable[[Item], bool]] = []
-        comp = target if kind == "compile" else getattr(target, "compile", None)
-        if kind == "record":
+    def node_showing(self, obj: object) -> TreeNode[Item] | None:
+        """A loaded node that stands for `obj` (a trace file, say), if there is one."""
+        return next((n for n in self._by_key.values() if n.data and n.data.obj is obj), None)
+
+    def reveal(self, target: Compile | Kernel | Record, kind: str = "") -> TreeNode[Item] | None:
+        """Expand the path to a compile, kernel or record and return its node. (`kind`, the
+        caller's name for the target, is not needed: the target's type says it.)"""
+        comp: Compile | None
+        tf: LogSource | None
+        if isinstance(target, Compile):
+            comp = target
+        elif isinstance(target, Kernel):
+            comp = target.compile
+        else:
             comp = _compile_of_record(target)
-        tf = comp.file if comp is not None else getattr(target, "source", None)
+        if comp is not None:
+            tf = comp.file
+        elif isinstance(target, Kernel):
+            tf = target.output.source
+        elif isinstance(target, Record):
+            tf = target.source
+        else:
+            tf = None
+        chain: list[Callable[[Item], bool]] = []
         if comp is not None:
             if comp.frame is not None:
-                chain.append(lambda it, f=comp.frame: it.kind == "frame" and it.obj is f)
-            chain.append(lambda it, c=comp: it.kind == "compile" and it.obj is c)
-        if kind == "kernel":
-            chain.append(lambda it, r=target.output: it.kind == "record" and it.obj is r)
-            chain.append(lambda it, k=target: it.kind == "kernel" and it.obj is k)
-        elif kind == "record":
+                chain.append(_is("frame", comp.frame))
+            chain.append(_is("compile", comp))
+        if isinstance(target, Kernel):
+            chain.append(_is("record", target.output))
+            chain.append(_is("kernel", target))
+        elif isinstance(target, Record):
+            rec = target
             chain.append(
-                lambda it, r=target: (
-                    (it.kind == "record" and it.obj is r)
-                    or (it.kind in ("group", "others") and _holds(it, r))
+                lambda it: (
+                    (it.kind == "record" and it.obj is rec)
+                    or (it.kind in ("group", "others") and _holds(it, rec))
                 )
             )
         node = self.root
         for step in chain:
             while True:
                 self.ensure_loaded(node)
-                found = next((c for c in node.children if c.data and step(c.data)), None)
+                found = _child(node, step)
                 while found is None and self._page_of(node) is not None:
                     self.show_more(node)
-                    found = next((c for c in node.children if c.data and step(c.data)), None)
+                    found = _child(node, step)
                 if found is not None:
                     node = found
                     last = step is chain[-1]
-                    if last and kind == "record" and found.data.kind != "record":
+                    if last and isinstance(target, Record) and _kind(found) != "record":
                         node.expand()  # a group holding the record: look inside
                         continue
                     if not last:
                         node.expand()
                     break
-                container = next(
-                    (
-                        c
-                        for c in node.children
-                        if c.data and c.data.kind in ("run", "rank", "file") and tf in c.data.files
-                    ),
-                    None,
+                container = _child(
+                    node, lambda it: it.kind in ("run", "rank", "file") and tf in it.files
                 )
                 if container is None:
                     return None
@@ -562,7 +629,7 @@ class TraceTree(Tree[Item]):
         while parent is not None and parent is not self.root:
             parent.expand()
             parent = parent.parent
-        _ = self._tree_lines  # lay out the lines so the node has a line number
+        _ = self.last_line  # lays out the lines, so that the node has its line number
         self.move_cursor(node)
         self.scroll_to_node(node, animate=False)
 
@@ -588,15 +655,28 @@ class TraceTree(Tree[Item]):
             self.move_cursor(node.parent)
 
 
-def _compile_of_record(rec: Any) -> Any:
-    source = getattr(rec, "source", None)
-    compiles = getattr(source, "compiles", None)
-    if rec.key is None or not isinstance(compiles, dict):
-        return None
-    return compiles.get(rec.key)
+def _is(kind: ItemKind, obj: object) -> Callable[[Item], bool]:
+    return lambda it: it.kind == kind and it.obj is obj
 
 
-def _holds(item: Item, rec: Any) -> bool:
+def _child(node: TreeNode[Item], test: Callable[[Item], bool]) -> TreeNode[Item] | None:
+    return next((c for c in node.children if c.data is not None and test(c.data)), None)
+
+
+def _kind(node: TreeNode[Item]) -> ItemKind | None:
+    return node.data.kind if node.data is not None else None
+
+
+def _plain(node: TreeNode[Item]) -> str:
+    label = node.label
+    return label.plain if isinstance(label, Text) else label
+
+
+def _compile_of_record(rec: Record) -> Compile | None:
+    return None if rec.key is None else rec.source.compiles.get(rec.key)
+
+
+def _holds(item: Item, rec: Record) -> bool:
     if item.kind == "others":
         return rec.key is None and item.obj is rec.source
     return isinstance(item.obj, list) and any(r is rec for r in item.obj)

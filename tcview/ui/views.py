@@ -1,23 +1,27 @@
 """Full-screen views: graph breaks, recompiles, kernels, failures, compile time, other output.
 
 Each view is a table of rows over the model, with the detail of the highlighted row below.
-Enter jumps to the compile (or, for kernels, to the kernel's source) in the tree.
+Enter jumps to the compile (or, for kernels, to the kernel's source) in the tree. The rows
+(and the head above them) are built in a worker; the UI thread only fills the table.
 """
 
 from __future__ import annotations
 
 from collections import Counter
-from typing import Any
+from typing import TYPE_CHECKING, Generic, TypeAlias, TypeVar, cast
 
 from rich.text import Text
-from textual import on, work
+from textual import events, on, work
 from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import Vertical
 from textual.screen import Screen
 from textual.widgets import DataTable, Footer, Input, Static
+from textual.worker import get_current_worker
 
+from ..trace import Model
 from ..trace.facts import short_guard
+from ..trace.model import BreakGroup, Compile, Failure, Frame, Kernel
 from .content import (
     KIND_STYLE,
     STATUS_STYLE,
@@ -33,9 +37,14 @@ from .content import (
     styled_doc,
 )
 from .reader import Reader
+from .status import StatusBar
+
+if TYPE_CHECKING:
+    from .app import TcviewApp
 
 ROW_LIMIT = 5000
-Row = tuple[list[Text], Any]
+T = TypeVar("T")
+Row: TypeAlias = tuple[list[Text], T]  # the cells, and what the row stands for
 
 
 def _cut(text: str, n: int) -> str:
@@ -43,7 +52,7 @@ def _cut(text: str, n: int) -> str:
     return text if len(text) <= n else text[: n - 1] + "…"
 
 
-def _frame_name(comp: Any) -> str:
+def _frame_name(comp: Compile | None) -> str:
     if comp is None:
         return ""
     if comp.frame is not None:
@@ -52,7 +61,22 @@ def _frame_name(comp: Any) -> str:
     return str(m.get("co_name") or "")
 
 
-class TableView(Screen):
+class ViewTable(DataTable):
+    """A view's table: Enter goes to the row's compile (or kernel source)."""
+
+    BINDINGS = [
+        Binding(
+            "enter",
+            "select_cursor",
+            "Go to",
+            show=False,
+            id="view.go-to",
+            tooltip="go to the compile in the tree, or show the kernel's source",
+        ),
+    ]
+
+
+class TableView(Screen[None], Generic[T]):
     """A table of rows and the detail of the highlighted row."""
 
     TITLE = ""
@@ -60,26 +84,24 @@ class TableView(Screen):
     AUTO_FOCUS = "#view-table"
     COLUMNS: tuple[str, ...] = ()
     BINDINGS = [
-        Binding("escape", "close", "Back to tree"),
-        Binding("j", "row(1)", show=False),
-        Binding("k", "row(-1)", show=False),
-        Binding("g", "edge(0)", show=False),
-        Binding("G", "edge(1)", show=False),
+        Binding("escape", "close", "Back to tree", id="view.close"),
+        Binding("j", "row(1)", "Down", show=False, id="view.down", tooltip="next row"),
+        Binding("k", "row(-1)", "Up", show=False, id="view.up", tooltip="previous row"),
+        Binding("g", "edge(0)", "First", show=False, id="view.first", tooltip="first row"),
+        Binding("G", "edge(1)", "Last", show=False, id="view.last", tooltip="last row"),
     ]
 
     def __init__(self) -> None:
         super().__init__()
-        self.objects: list[Any] = []
+        self.objects: list[T] = []
 
     def compose(self) -> ComposeResult:
         yield Static(id="view-head", classes="view-head")
         with Vertical(id="view-body"):
             yield from self.compose_top()
-            table: DataTable = DataTable(id="view-table", cursor_type="row", zebra_stripes=True)
+            table = ViewTable(id="view-table", cursor_type="row", zebra_stripes=True)
             yield table
             yield Reader(id="view-detail")
-        from .app import StatusBar
-
         yield StatusBar()
         yield Footer()
 
@@ -92,30 +114,48 @@ class TableView(Screen):
         self.reload()
 
     @property
-    def model(self) -> Any:
-        return self.app.model  # type: ignore[attr-defined]
+    def browser(self) -> TcviewApp:
+        return cast("TcviewApp", self.app)
 
-    def rows(self) -> list[Row]:
+    @property
+    def model(self) -> Model | None:
+        return self.browser.model
+
+    def rows(self, model: Model) -> list[Row[T]]:
         return []
 
     def head(self) -> Text:
         return Text.assemble((self.TITLE, "bold"), "  ", (self.HELP, "dim"))
 
     def reload(self) -> None:
+        """Rebuild the rows off the UI thread; a newer reload replaces one still running."""
+        self._build_rows()
+
+    @work(thread=True, group="rows", exclusive=True, exit_on_error=False, description="rows")
+    def _build_rows(self) -> None:
+        model = self.model
+        rows: list[Row[T]] = []
+        with self.browser.lock:
+            if model is not None:
+                rows = self.rows(model)
+            head = self.head()
+        if not get_current_worker().is_cancelled:
+            self.app.call_from_thread(self._fill, rows, head)
+
+    def cancelled(self) -> bool:
+        """True in a rows worker that a newer reload replaced (rows() may stop early)."""
+        return get_current_worker().is_cancelled
+
+    def _fill(self, rows: list[Row[T]], head: Text) -> None:
+        if not self.is_attached:
+            return  # closed meanwhile
         table = self.query_one(DataTable)
         table.clear()
         self.objects = []
-        model = self.model
-        if model is None:
-            rows: list[Row] = []
-        else:
-            with self.app.lock:  # type: ignore[attr-defined]
-                rows = self.rows()
         shown = rows[:ROW_LIMIT]
         for i, (cells, obj) in enumerate(shown):
             table.add_row(*cells, key=str(i))
             self.objects.append(obj)
-        head = self.head()
         if len(rows) > ROW_LIMIT:
             head.append(f"  (first {ROW_LIMIT} of {len(rows)} shown)", style="yellow")
         if not rows:
@@ -129,18 +169,16 @@ class TableView(Screen):
     def empty_text(self) -> str:
         return "nothing to show"
 
-    def detail(self, obj: Any) -> Document | None:
+    def detail(self, obj: T) -> Document | None:
         return None
 
-    def activate(self, obj: Any) -> None:
-        comp = getattr(obj, "compile", obj)
-        if comp is not None:
-            self.app.reveal("compile", comp)  # type: ignore[attr-defined]
+    def activate(self, obj: T) -> None:
+        """Enter on a row: go to what it stands for."""
 
     def _show_detail(self, index: int) -> None:
         if not (0 <= index < len(self.objects)):
             return
-        with self.app.lock:  # type: ignore[attr-defined]
+        with self.browser.lock:
             try:
                 doc = self.detail(self.objects[index])
             except Exception as exc:  # noqa: BLE001 - never end the app on a bad record
@@ -178,14 +216,14 @@ class TableView(Screen):
 # ---------------------------------------------------------------- graph breaks
 
 
-class BreaksView(TableView):
+class BreaksView(TableView[BreakGroup]):
     TITLE = "Graph breaks"
     HELP = "de-duplicated by reason and location · enter: go to the compile · esc: back"
     COLUMNS = ("count", "reason", "location", "compiles")
 
-    def rows(self) -> list[Row]:
-        out: list[Row] = []
-        for g in self.model.grouped_breaks():
+    def rows(self, model: Model) -> list[Row[BreakGroup]]:
+        out: list[Row[BreakGroup]] = []
+        for g in model.grouped_breaks():
             comps = []
             for gb in g.breaks:
                 if gb.compile is not None and gb.compile.id_text not in comps:
@@ -207,12 +245,12 @@ class BreaksView(TableView):
     def empty_text(self) -> str:
         return "No graph breaks: every frame compiled as one graph."
 
-    def activate(self, group: Any) -> None:
+    def activate(self, group: BreakGroup) -> None:
         comp = group.first.compile
         if comp is not None:
-            self.app.reveal("compile", comp)  # type: ignore[attr-defined]
+            self.browser.reveal("compile", comp)
 
-    def detail(self, group: Any) -> Document:
+    def detail(self, group: BreakGroup) -> Document:
         gb = group.first
         lines = [
             Text.assemble((f"{group.count}× ", "bold yellow"), lit(group.reason, "bold")),
@@ -247,21 +285,21 @@ class BreaksView(TableView):
 # ---------------------------------------------------------------- recompiles
 
 
-class RecompilesView(TableView):
+class RecompilesView(TableView[Compile | None]):
     TITLE = "Recompiles"
     HELP = "per frame: each compile and the guard that failed · enter: go to the compile"
     COLUMNS = ("frame / compile", "status", "time", "guard that failed")
 
-    def rows(self) -> list[Row]:
-        out: list[Row] = []
-        frames: list[Any] = []
-        for tf in list(self.model.files):
+    def rows(self, model: Model) -> list[Row[Compile | None]]:
+        out: list[Row[Compile | None]] = []
+        frames: list[Frame] = []
+        for tf in list(model.files):
             for frame in list(tf.frames.values()):
                 if len(frame.compiles) > 1 or any(c.key.is_recompile for c in frame.compiles):
                     frames.append(frame)
         limited = {
             id(f.compile.frame)
-            for f in self.model.failures
+            for f in model.failures
             if f.is_recompile_limit and f.compile is not None
         }
         for frame in frames:
@@ -304,16 +342,20 @@ class RecompilesView(TableView):
     def empty_text(self) -> str:
         return "No recompiles: every frame compiled once."
 
-    def detail(self, comp: Any) -> Document | None:
+    def detail(self, comp: Compile | None) -> Document | None:
         if comp is None:
             return None
         return styled_doc(f"compile {comp.id_text}", compile_summary(comp))
+
+    def activate(self, comp: Compile | None) -> None:
+        if comp is not None:
+            self.browser.reveal("compile", comp)
 
 
 # ---------------------------------------------------------------- kernels
 
 
-class KernelsView(TableView):
+class KernelsView(TableView[Kernel]):
     TITLE = "Kernels"
     HELP = "type to filter by name or kind · ↓ to the list · enter: show source · esc: back"
     COLUMNS = ("kernel", "kind", "compile", "frame")
@@ -325,10 +367,18 @@ class KernelsView(TableView):
             id="kernel-filter",
         )
 
-    def rows(self) -> list[Row]:
-        words = self.query_one("#kernel-filter", Input).value.lower().split()
-        out: list[Row] = []
-        for k in list(self.model.kernels):
+    words: list[str] = []  # the filter, read on the UI thread before each reload
+
+    def reload(self) -> None:
+        self.words = self.query_one("#kernel-filter", Input).value.lower().split()
+        super().reload()
+
+    def rows(self, model: Model) -> list[Row[Kernel]]:
+        words = self.words
+        out: list[Row[Kernel]] = []
+        for i, k in enumerate(list(model.kernels)):
+            if i % 1000 == 999 and self.cancelled():
+                return []  # a newer keystroke: its rows are what counts
             kind = k.kind
             hay = f"{k.name.lower()} {kind} {k.method.lower()}"
             if words and not all(w in hay for w in words):
@@ -352,7 +402,8 @@ class KernelsView(TableView):
 
     def head(self) -> Text:
         head = super().head()
-        kinds = Counter(k.kind for k in self.model.kernels) if self.model is not None else {}
+        model = self.model
+        kinds = Counter(k.kind for k in model.kernels) if model is not None else Counter()
         if kinds:
             head.append("\n")
             head.append(f"{sum(kinds.values())} kernels: ", style="bold")
@@ -371,29 +422,29 @@ class KernelsView(TableView):
     def _to_table(self, event: Input.Submitted) -> None:
         self.query_one(DataTable).focus()
 
-    def on_key(self, event: Any) -> None:
+    def on_key(self, event: events.Key) -> None:
         if event.key == "down" and isinstance(self.focused, Input):
             self.query_one(DataTable).focus()
             event.stop()
 
-    def detail(self, kernel: Any) -> Document:
+    def detail(self, kernel: Kernel) -> Document:
         return kernel_doc(kernel)
 
-    def activate(self, kernel: Any) -> None:
-        self.app.reveal("kernel", kernel)  # type: ignore[attr-defined]
+    def activate(self, kernel: Kernel) -> None:
+        self.browser.reveal("kernel", kernel)
 
 
 # ---------------------------------------------------------------- failures
 
 
-class FailuresView(TableView):
+class FailuresView(TableView[Failure]):
     TITLE = "Failures"
     HELP = "compiles that failed · enter: go to the compile · esc: back"
     COLUMNS = ("compile", "type", "reason", "location")
 
-    def rows(self) -> list[Row]:
-        out: list[Row] = []
-        for f in list(self.model.failures):
+    def rows(self, model: Model) -> list[Row[Failure]]:
+        out: list[Row[Failure]] = []
+        for f in list(model.failures):
             comp = f.compile
             out.append(
                 (
@@ -411,7 +462,11 @@ class FailuresView(TableView):
     def empty_text(self) -> str:
         return "No failures."
 
-    def detail(self, f: Any) -> Document:
+    def activate(self, f: Failure) -> None:
+        if f.compile is not None:
+            self.browser.reveal("compile", f.compile)
+
+    def detail(self, f: Failure) -> Document:
         lines = [
             Text.assemble(
                 lit(f.fail_type, "bold red"),
@@ -437,19 +492,21 @@ class FailuresView(TableView):
 # ---------------------------------------------------------------- compile time
 
 
-class TimeView(TableView):
+class TimeView(TableView[Compile]):
     TITLE = "Compile time"
     HELP = "s: sort by time / by order · enter: go to the compile · esc: back"
     COLUMNS = ("compile", "time", "", "frame")
-    BINDINGS = [*TableView.BINDINGS, Binding("s", "sort", "Sort")]
+    BINDINGS = [
+        Binding("s", "sort", "Sort", id="time.sort", tooltip="sort by time, or by order"),
+    ]
     by_time = True
 
-    def rows(self) -> list[Row]:
-        comps = [c for c in list(self.model.compiles)]
+    def rows(self, model: Model) -> list[Row[Compile]]:
+        comps = list(model.compiles)
         if self.by_time:
             comps.sort(key=lambda c: -(c.compile_time_s or 0))
-        top = max((c.compile_time_s or 0 for c in comps), default=0)
-        out: list[Row] = []
+        top = max((c.compile_time_s or 0.0 for c in comps), default=0.0)
+        out: list[Row[Compile]] = []
         for c in comps:
             t = c.compile_time_s
             out.append(
@@ -481,20 +538,23 @@ class TimeView(TableView):
         total = sum(c.compile_time_s or 0 for c in comps)
         head.append("\n")
         head.append(f"total {fmt_seconds(total)} in {len(comps)} compiles", style="bold")
-        sums: Counter = Counter()
+        sums: dict[str, float] = {}
         order: list[str] = []
         for c in comps:
             for label, value, depth in phase_times(c, detailed=False):
                 if depth in (1, 2) and "cumulative" not in label:
                     if label not in sums:
                         order.append(label)
-                    sums[label] += value
+                    sums[label] = sums.get(label, 0.0) + value
         for label in order:
             head.append(f" · {label} {fmt_seconds(sums[label])}", style="cyan")
         return head
 
-    def detail(self, comp: Any) -> Document:
+    def detail(self, comp: Compile) -> Document:
         return styled_doc(f"compile {comp.id_text}", compile_summary(comp))
+
+    def activate(self, comp: Compile) -> None:
+        self.browser.reveal("compile", comp)
 
     def action_sort(self) -> None:
         self.by_time = not self.by_time
@@ -507,36 +567,33 @@ class TimeView(TableView):
 OTHER_LIMIT = 100_000
 
 
-def other_output(model: Any) -> list[str]:
+def other_output(model: Model) -> list[str]:
     """Unparsed lines and text-log output, at most OTHER_LIMIT in all (read from disk)."""
     lines: list[str] = []
-    for tf in list(getattr(model, "files", [])):
-        unparsed = getattr(tf, "unparsed", None)
+    for tf in list(model.files):
+        unparsed = tf.unparsed
         if not unparsed:
             continue
         for offset, lineno in unparsed[: OTHER_LIMIT - len(lines)]:
             raw = tf.line_at(offset, 1 << 16).decode("utf-8", "replace")
             lines.append(f"{tf.display}:{lineno}: {raw}")
-    for log in (model, getattr(model, "text", None)):
-        other = getattr(log, "other", None) if log is not None else None
-        if other is None:
+    for log in (model, model.text):
+        if log is None:
             continue
-        name = getattr(log, "display", "log")
+        other = log.other
         for i in range(min(len(other), OTHER_LIMIT - len(lines))):
             line = other[i]
-            lines.append(f"{name}:{line.lineno}: {line.text}")
+            lines.append(f"{log.display}:{line.lineno}: {line.text}")
     return lines
 
 
-class OtherView(Screen):
-    BINDINGS = [Binding("escape", "close", "Back to tree")]
+class OtherView(Screen[None]):
+    BINDINGS = [Binding("escape", "close", "Back to tree", id="view.close")]
     AUTO_FOCUS = "Reader CodeView"
 
     def compose(self) -> ComposeResult:
         yield Static(id="view-head", classes="view-head")
         yield Reader(id="other-reader")
-        from .app import StatusBar
-
         yield StatusBar()
         yield Footer()
 
@@ -547,7 +604,7 @@ class OtherView(Screen):
     @work(thread=True, group="other", exclusive=True, exit_on_error=False, description="other")
     def _load(self) -> None:
         """Read the lines off the UI thread (they come from disk, one read each)."""
-        app: Any = self.app
+        app = cast("TcviewApp", self.app)
         model = app.model
         lines: list[str] = []
         if model is not None:
@@ -574,7 +631,7 @@ class OtherView(Screen):
         self.app.pop_screen()
 
 
-VIEWS: dict[str, type[Screen]] = {
+VIEWS: dict[str, type[Screen[None]]] = {
     "breaks": BreaksView,
     "recompiles": RecompilesView,
     "kernels": KernelsView,

@@ -15,85 +15,46 @@ hand them to its own loop (Textual: `app.call_from_thread`) or poll `lines_since
 
 from __future__ import annotations
 
-import atexit
 import collections
 import itertools
 import json
 import os
-import re
 import shlex
-import shutil
 import signal
 import socket
 import subprocess
 import sys
 import threading
 import time
-from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, field, replace
+from collections.abc import Callable
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import BinaryIO, Literal
 
 from ..safe import safe_line
+from . import cleanup
 from ._supervisor import group_members
+from .spec import LaunchError, PythonInfo, RunOptions, RunSpec, probe_python
 
-DEFAULT_LOGS = "graph_breaks,recompiles"
-DEFAULT_GRACE_S = 5.0
 SUPERVISOR = Path(__file__).with_name("_supervisor.py")
-_PYTHON_NAME = re.compile(r"python(\d+(\.\d+)*)?[a-z]?(\.exe)?$")
 _MAX_DISPLAY = 4000  # characters of one output line kept for display
 _MAX_PENDING = 64 << 10  # a line without newline is cut here
 _KEEP_LINES = 20000  # lines kept in memory for the Run pane
 
-Kind = Literal["script", "module", "command"]
 State = Literal["starting", "running", "exited", "killed"]
-
-
-class LaunchError(Exception):
-    """The run cannot start; the message says why, for the user."""
-
-
-@dataclass(frozen=True)
-class RunSpec:
-    """What to run. `argv` is the exact command line the job gets."""
-
-    kind: Kind
-    argv: tuple[str, ...]
-    name: str
-    python: str  # the interpreter asked for versions (and, for script/module, the one run)
-    needs_torch: bool  # refuse to start when `python` has no torch
-
-    @property
-    def display(self) -> str:
-        return shlex.join(self.argv)
-
-
-@dataclass(frozen=True)
-class RunOptions:
-    run_dir: Path | None = None  # exact directory; None: runs_root/<stamp>-<name>
-    runs_root: Path = Path("tcview_runs")
-    logs: str = DEFAULT_LOGS  # TORCH_LOGS; "" leaves TORCH_LOGS unset
-    env: Mapping[str, str] = field(default_factory=dict)  # --env K=V, applied last
-    grace_s: float = DEFAULT_GRACE_S  # stop(): SIGINT, grace, SIGTERM, grace, SIGKILL
-    cwd: Path | None = None
-    inherit_stdin: bool = False  # headless runs may read the terminal; the TUI must not
-
-
-@dataclass(frozen=True)
-class PythonInfo:
-    executable: str
-    version: str | None = None
-    torch: str | None = None
-    triton: str | None = None
-    error: str | None = None
 
 
 @dataclass(frozen=True)
 class OutputLine:
     seq: int  # increasing over both streams of one session
     stream: Literal["stdout", "stderr"]
-    text: str  # safe for a terminal (safe_line); the files keep the raw bytes
+    raw: str  # as the job wrote it, escape sequences included: never print it as is
     time: float  # time.time()
+
+    @property
+    def text(self) -> str:
+        """The line made safe for a terminal (escape codes shown, not obeyed)."""
+        return safe_line(self.raw)
 
 
 @dataclass(frozen=True)
@@ -126,104 +87,6 @@ class RunStatus:
         if self.state == "killed":
             return 128 + getattr(signal.Signals, self.signal or "SIGKILL", signal.SIGKILL)
         return None
-
-
-# -- building the command ---------------------------------------------------------------
-
-
-def build_spec(
-    target: Sequence[str],
-    module: Sequence[str] | str | None = None,
-    python: str | None = None,
-    env: Mapping[str, str] | None = None,
-) -> RunSpec:
-    """`script.py [args]`, `-m module [args]` or `[--] COMMAND [args]` as a RunSpec."""
-    python = python or sys.executable
-    target = list(target)
-    if module:
-        parts = [module] if isinstance(module, str) else list(module)
-        if target and target[0] == "--":
-            target = target[1:]
-        argv = [python, "-m", *parts, *target]
-        return RunSpec("module", tuple(argv), _safe_name(parts[0]), python, True)
-    explicit = bool(target) and target[0] == "--"
-    if explicit:
-        target = target[1:]
-    if not target:
-        raise LaunchError("nothing to run: give script.py, -m module, or -- COMMAND")
-    first = target[0]
-    if not explicit and (first.endswith(".py") or Path(first).is_file()):
-        if not Path(first).is_file():
-            raise LaunchError(f"no such script: {first}")
-        argv = [python, *target]
-        return RunSpec("script", tuple(argv), _safe_name(Path(first).stem), python, True)
-    path = (env or os.environ).get("PATH", os.defpath)
-    exe = shutil.which(first, path=path)
-    if exe is None:
-        raise LaunchError(f"command not found: {first}")
-    is_python = bool(_PYTHON_NAME.match(Path(first).name))
-    asked = exe if is_python else (_shebang_python(exe, path) or python)
-    script = next((a for a in target[1:] if a.endswith(".py")), None)
-    name = Path(script).stem if script else Path(first).name
-    return RunSpec("command", tuple(target), _safe_name(name), asked, is_python)
-
-
-def _shebang_python(exe: str, path: str) -> str | None:
-    """The interpreter of a Python entry point such as torchrun, for its versions."""
-    try:
-        with open(exe, "rb") as fh:
-            head = fh.readline(512)
-    except OSError:
-        return None
-    if not head.startswith(b"#!") or b"python" not in head:
-        return None
-    words = head[2:].decode("utf-8", "replace").split()
-    if words and Path(words[0]).name == "env" and len(words) > 1:
-        return shutil.which(words[1], path=path)
-    return words[0] if words else None
-
-
-def _safe_name(name: str) -> str:
-    return re.sub(r"[^A-Za-z0-9._-]+", "_", name).strip("._") or "run"
-
-
-def probe_python(
-    python: str, env: Mapping[str, str] | None = None, timeout: float = 60.0
-) -> PythonInfo:
-    """Ask `python` for its version, torch and triton, without importing torch anywhere."""
-    code = (
-        "import importlib.metadata as m, importlib.util as u, json, sys\n"
-        "def v(n):\n"
-        "    if u.find_spec(n) is None: return None\n"
-        "    try: return m.version(n)\n"
-        "    except Exception: return 'unknown version'\n"
-        "print(json.dumps({'executable': sys.executable, 'version': sys.version.split()[0],"
-        " 'torch': v('torch'), 'triton': v('triton')}))\n"
-    )
-    try:
-        done = subprocess.run(
-            [python, "-c", code],
-            env=dict(env) if env is not None else None,
-            capture_output=True,
-            timeout=timeout,
-            stdin=subprocess.DEVNULL,
-        )
-    except (OSError, subprocess.TimeoutExpired) as exc:
-        return PythonInfo(python, error=f"cannot run {python}: {exc}")
-    try:
-        data = json.loads(done.stdout.decode("utf-8", "replace").strip().splitlines()[-1])
-    except (ValueError, IndexError):
-        why = done.stderr.decode("utf-8", "replace").strip().splitlines()[-1:] or ["no output"]
-        return PythonInfo(python, error=f"{python} did not answer: {why[0]}")
-    return PythonInfo(
-        executable=str(data.get("executable") or python),
-        version=data.get("version"),
-        torch=data.get("torch"),
-        triton=data.get("triton"),
-    )
-
-
-# -- the launcher -----------------------------------------------------------------------
 
 
 class Launcher:
@@ -420,11 +283,11 @@ class RunSession:
             "--",
             *launcher.spec.argv,
         ]
-        _install_cleanup()
+        cleanup.install_cleanup()
         self._start_wall = time.time()
         self._start_mono = time.monotonic()
         try:
-            with _live_lock:
+            with cleanup.registering(self):
                 self._proc = subprocess.Popen(
                     argv,
                     stdin=None if opts.inherit_stdin else subprocess.DEVNULL,
@@ -434,7 +297,6 @@ class RunSession:
                     cwd=opts.cwd,
                     start_new_session=True,
                 )
-                _live.add(self)
         except OSError as exc:
             stdout_file.close()
             stderr_file.close()
@@ -506,7 +368,7 @@ class RunSession:
         if len(text) > _MAX_DISPLAY:
             text = text[:_MAX_DISPLAY] + f" … ({len(text) - _MAX_DISPLAY} more characters)"
         with self._line_lock:
-            line = OutputLine(self._seq, stream, safe_line(text), time.time())  # type: ignore[arg-type]
+            line = OutputLine(self._seq, stream, text, time.time())  # type: ignore[arg-type]
             self._seq += 1
             self._lines.append(line)
             callback = self.launcher.on_line
@@ -540,8 +402,7 @@ class RunSession:
             status = RunStatus("exited", proc.pid, end - self._start_mono, returncode=returncode)
         self._end_mono = end
         self._status = status
-        with _live_lock:
-            _live.discard(self)
+        cleanup.forget(self)
         try:
             self._write_run_json()
         finally:
@@ -618,63 +479,3 @@ def _signal_name(signum: int) -> str:
         return signal.Signals(signum).name
     except ValueError:
         return f"signal {signum}"
-
-
-# -- cleanup when tcview itself goes away -------------------------------------------------
-
-_live: set[RunSession] = set()
-_live_lock = threading.RLock()
-_atexit_installed = False
-_signals_installed = False
-
-
-def kill_all(grace_s: float = 2.0) -> None:
-    """SIGTERM every live job group, then SIGKILL what is left after `grace_s`."""
-    with _live_lock:
-        sessions = list(_live)
-    for sig, wait in ((signal.SIGTERM, grace_s), (signal.SIGKILL, 2.0)):
-        alive = [s for s in sessions if s.signal_group(sig)]
-        deadline = time.monotonic() + wait
-        for s in alive:
-            s.wait(max(0.0, deadline - time.monotonic()))
-        sessions = [s for s in alive if not s.done]
-        if not sessions:
-            return
-
-
-def _on_fatal_signal(signum: int, frame: object) -> None:
-    kill_all()
-    previous = _previous_handlers.get(signum)
-    if callable(previous):
-        previous(signum, frame)
-        return
-    raise SystemExit(128 + signum)
-
-
-_previous_handlers: dict[int, object] = {}
-
-
-def _install_cleanup() -> None:
-    """atexit always; SIGTERM and SIGHUP handlers once called on the main thread."""
-    global _atexit_installed, _signals_installed
-    if not _atexit_installed:
-        _atexit_installed = True
-        atexit.register(kill_all)
-    if _signals_installed or threading.current_thread() is not threading.main_thread():
-        return
-    _signals_installed = True
-    for sig in (signal.SIGTERM, signal.SIGHUP):
-        previous = signal.getsignal(sig)
-        if previous is signal.SIG_IGN:
-            continue  # e.g. under nohup: the user asked to survive this one
-        _previous_handlers[sig] = previous
-        signal.signal(sig, _on_fatal_signal)
-
-
-def install_cleanup() -> None:
-    """Install the exit and signal handlers now (call from the main thread, e.g. at startup).
-
-    On SIGTERM or SIGHUP every live job group is killed, then the previous handler runs;
-    where that was the default, SystemExit(128 + signal) is raised in the main thread.
-    """
-    _install_cleanup()

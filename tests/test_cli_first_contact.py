@@ -1,0 +1,144 @@
+"""The command line as a new user meets it: bare `tcview`, files of neither format, and
+progress that never reaches a log file. Run as a subprocess, stderr a pipe (not a terminal)."""
+
+from __future__ import annotations
+
+import gzip
+import os
+import random
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from conftest import FIXTURES, SAMPLES, unpack_shared
+from ui_helpers import GPU_SAMPLE, REPO
+
+from tcview.trace.source import detect
+
+HOSTILE = FIXTURES / "hostile"
+
+
+def tcview(*args: str, cwd: Path = REPO) -> subprocess.CompletedProcess[str]:
+    """Run the CLI with stdout and stderr pipes; their text keeps every `\r`."""
+    env = dict(os.environ, PYTHONPATH=str(REPO))
+    env.pop("TORCH_TRACE", None)
+    out = subprocess.run(
+        [sys.executable, "-m", "tcview.cli", *args],
+        capture_output=True,
+        cwd=cwd,
+        env=env,
+        stdin=subprocess.DEVNULL,
+        timeout=120,
+    )
+    return subprocess.CompletedProcess(
+        out.args, out.returncode, out.stdout.decode(), out.stderr.decode()
+    )
+
+
+# ---------------------------------------------------------------- 10.5: bare tcview
+
+
+def test_bare_tcview_is_tcview_open(tmp_path: Path) -> None:
+    out = tcview(cwd=tmp_path)  # nothing here: open's own message, not an argparse error
+    assert out.returncode == 2
+    assert out.stderr.startswith("tcview open: no trace given"), out.stderr
+    (tmp_path / "job" / "trace").mkdir(parents=True)
+    trace = next((GPU_SAMPLE / "trace").iterdir())
+    (tmp_path / "job" / "trace" / trace.name).write_bytes(trace.read_bytes())
+    out = tcview(cwd=tmp_path)  # a trace here: found, then open wants a terminal
+    assert out.returncode == 2
+    assert out.stderr.startswith("tcview open: needs a terminal"), out.stderr
+
+
+def test_help_still_works() -> None:
+    out = tcview("--help")
+    assert out.returncode == 0 and out.stdout.startswith("usage: tcview")
+
+
+# ---------------------------------------------------------------- 10.6: neither format
+
+
+def _binaries(tmp: Path) -> dict[str, Path]:
+    rng = random.Random(6)
+    trace = next((GPU_SAMPLE / "trace").iterdir()).read_bytes()
+    files = {
+        "elf": b"\x7fELF\x02\x01\x01\x00" + bytes(rng.randrange(256) for _ in range(4000)),
+        "gzip": gzip.compress(trace),
+        "random": rng.randbytes(100_000),
+        "png": b"\x89PNG\r\n\x1a\n" + bytes(2000),
+        "utf16": "I1121 05:22:57.259000 635 torch/_dynamo/x.py:12] hello\n".encode("utf-16"),
+    }
+    out = {}
+    for name, data in files.items():
+        path = tmp / f"{name}.bin"
+        path.write_bytes(data)
+        out[name] = path
+    return out
+
+
+def test_binary_files_are_neither_format(tmp_path: Path) -> None:
+    for name, path in _binaries(tmp_path).items():
+        assert detect(str(path)) == "other", name
+
+
+def _real_inputs() -> list[Path]:
+    roots = [SAMPLES, FIXTURES]
+    shared = unpack_shared()
+    if shared is not None:
+        roots.append(shared)
+    packed = (".xz", ".gz", ".pyc")  # archives of fixtures and bytecode are not inputs
+    return sorted(
+        p
+        for root in roots
+        for p in root.rglob("*")
+        if p.is_file() and not p.name.endswith(packed)
+    )
+
+
+def test_no_real_trace_or_capture_is_taken_for_binary() -> None:
+    inputs = _real_inputs()
+    assert any(p.parent == HOSTILE for p in inputs)
+    wrong = [p for p in inputs if detect(str(p)) == "other"]
+    assert wrong == []
+    for path in HOSTILE.glob("*.log"):  # NUL bytes, invalid UTF-8: still traces
+        assert detect(str(path)) == "trace-file", path.name
+
+
+@pytest.mark.parametrize("command", ["summary", "open"])
+def test_a_binary_file_gets_a_clear_message(tmp_path: Path, command: str) -> None:
+    path = _binaries(tmp_path)["elf"]
+    out = tcview(command, str(path))
+    assert out.returncode == 2
+    assert out.stdout == ""
+    assert out.stderr.startswith(f"tcview: {path}: not a trace or TORCH_LOGS capture: 4.0 kB")
+    assert 'starts with 7f 45 4c 46 02 01 01 00 … ("\\x7fELF\\x02\\x01\\x01\\x00' in out.stderr
+    assert "\x7f" not in out.stderr and "\x00" not in out.stderr
+
+
+# ---------------------------------------------------------------- 10.8: progress
+
+
+@pytest.fixture(scope="module")
+def big_trace(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A trace over 64 MB (the old rule showed progress past that size on any stderr)."""
+    data = next((GPU_SAMPLE / "trace").iterdir()).read_bytes()
+    path = tmp_path_factory.mktemp("big") / "dedicated_log_torch_trace_big.log"
+    with open(path, "wb") as fh:
+        for _ in range((65 << 20) // len(data) + 1):
+            fh.write(data)
+    return path
+
+
+def test_summary_writes_no_progress_to_a_pipe(big_trace: Path) -> None:
+    out = tcview("summary", "--json", str(big_trace))
+    assert out.returncode == 0, out.stderr
+    assert "\r" not in out.stderr and "indexing" not in out.stderr
+
+
+def test_progress_flag_asks_for_it(big_trace: Path) -> None:
+    out = tcview("summary", "--json", "--progress", str(big_trace))
+    assert out.returncode == 0
+    assert "\rindexing" in out.stderr and out.stderr.endswith("\n")
+    quiet = tcview("summary", "--json", "--progress", "-q", str(big_trace))
+    assert quiet.stderr == ""

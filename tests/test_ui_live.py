@@ -1,0 +1,362 @@
+"""Pilot tests for first contact and live mode: an empty or slow pipe waits and then grows,
+the overview and the status bar show one snapshot, the first row starts highlighted, detail
+panes wrap, and the app is told about changes instead of polling for them."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import sys
+import threading
+import time
+from pathlib import Path
+from typing import Any
+
+import pytest
+from conftest import FIXTURES, SAMPLES
+from ui_helpers import CPU_SAMPLE, counts_text, ready, settle, summary_json, sync
+
+import tcview.trace.load
+from tcview.replay import replay
+from tcview.run.session import Launcher
+from tcview.run.spec import PythonInfo, RunOptions, build_spec
+from tcview.trace import Model
+from tcview.ui.app import TcviewApp
+from tcview.ui.loader import Loader
+from tcview.ui.reader import Reader
+from tcview.ui.run_pane import RunApp
+from tcview.ui.tree import TraceTree
+from tcview.ui.views import KernelsView
+
+SIZE = (120, 40)
+CAPTURE = FIXTURES / "torch_logs_small.txt"  # a real TORCH_LOGS capture
+
+
+def viewer(app: TcviewApp) -> Any:
+    return app.screen.query(Reader).first().viewer
+
+
+def doc_text(app: TcviewApp) -> str:
+    """The lines of the document the viewer shows, one per line (before wrapping)."""
+    doc = viewer(app).doc
+    return "\n".join(doc.plain(i) for i in range(doc.count))
+
+
+def overview_counts(app: TcviewApp) -> str | None:
+    """The counts line of the overview, as the main screen's viewer holds it (None: not shown)."""
+    doc = app.screen_stack[0].query_one("#reader", Reader).viewer.doc
+    if doc.styled is None:
+        return None
+    return next((t.plain for t in doc.styled if t.plain.startswith("compiles ")), None)
+
+
+async def until(pilot: Any, predicate: Any, timeout: float = 15.0) -> bool:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if predicate():
+            return True
+        await pilot.pause(0.05)
+    return bool(predicate())
+
+
+# ---------------------------------------------------------------- 10.1: empty and slow pipes
+
+
+@sync
+async def test_slow_pipe_waits_then_grows_to_the_one_shot_counts() -> None:
+    expected = counts_text(summary_json(CAPTURE))
+    read_end, write_end = os.pipe()
+    app = TcviewApp("-", stdin_fd=read_end)
+    async with app.run_test(size=SIZE) as pilot:
+        await pilot.pause(0.5)  # nothing has come through the pipe yet
+        assert "waiting for input" in app.status_left
+        assert "waiting for input on stdin…" in doc_text(app)
+        assert app.main_tree.last_line < 0, "no rows before the first log line"
+        data = CAPTURE.read_bytes()
+        for start in range(0, len(data), 4096):
+            os.write(write_end, data[start : start + 4096])
+        os.close(write_end)
+        assert await until(pilot, lambda: app.status_right == expected), app.status_right
+        assert "waiting" not in app.status_left
+        assert overview_counts(app) == expected
+        assert app.main_tree.last_line > 0
+
+
+@sync
+async def test_a_pipe_without_torch_lines_is_a_valid_state() -> None:
+    read_end, write_end = os.pipe()
+    app = TcviewApp("-", stdin_fd=read_end)
+    async with app.run_test(size=SIZE) as pilot:
+        os.write(write_end, b"hello\n")
+        os.close(write_end)
+        assert await until(pilot, lambda: "input ended" in app.status_left)
+        assert "waiting" not in app.status_left
+        zero = "compiles 0 · breaks 0 · recompiles 0 · kernels 0"
+        assert overview_counts(app) == app.status_right == zero
+        for key in ("b", "K", "o"):  # every view, and the palette, over a run without files
+            await pilot.press(key)
+            await settle(app, pilot)
+            await pilot.press("escape")
+        await pilot.press("ctrl+p")
+        await pilot.pause(0.3)
+        await pilot.press("escape")
+        assert app.is_running
+
+
+# ---------------------------------------------------------------- 10.2: one snapshot
+
+
+@sync
+async def test_live_overview_and_status_bar_show_the_same_counts(tmp_path: Path) -> None:
+    source = SAMPLES / "gpu_triton_user" / "trace"
+    expected = counts_text(summary_json(source))
+    live = tmp_path / "live"
+    app = TcviewApp(str(live), follow=True)
+    seen: set[str] = set()
+    async with app.run_test(size=SIZE) as pilot:
+        await ready(app, pilot)
+        done = threading.Event()
+
+        def write() -> None:
+            replay(source, live / "run", speed_mb_s=2, seed=3, max_chunk=8 << 10)
+            done.set()
+
+        threading.Thread(target=write, daemon=True).start()
+        deadline = time.monotonic() + 30
+        while time.monotonic() < deadline and not (done.is_set() and app.status_right == expected):
+            await pilot.pause(0.02)
+            assert overview_counts(app) == app.status_right  # at every moment, not just the end
+            seen.add(app.status_right)
+        assert app.status_right == expected
+        assert len(seen) > 2, "the counts moved while the trace was written"
+
+
+@sync
+async def test_overview_counts_move_with_the_status_bar_while_indexing(
+    shared_traces: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Index in many small, slow steps, as a big trace would go.
+    monkeypatch.setattr(tcview.trace.load, "CHUNK", 16 << 10)
+    progress = Loader._progress
+
+    def slow(self: Loader, done: int, total: int) -> None:
+        time.sleep(0.004)
+        progress(self, done, total)
+
+    monkeypatch.setattr(Loader, "_progress", slow)
+    trace = shared_traces / "h200-torch2.11" / "gpt_train" / "trace"
+    app = TcviewApp(str(trace))
+    seen: set[str] = set()
+    async with app.run_test(size=SIZE) as pilot:
+        while not app.loader.finished:
+            await pilot.pause(0.01)
+            assert overview_counts(app) == app.status_right
+            seen.add(app.status_right)
+        await ready(app, pilot)
+        assert overview_counts(app) == app.status_right == counts_text(summary_json(trace))
+    assert len(seen) > 2, "the counts moved while indexing"
+
+
+# ---------------------------------------------------------------- 10.6: nothing to show
+
+
+@sync
+@pytest.mark.parametrize(
+    ("follow", "said"), [(False, "no trace found in"), (True, "waiting for traces in")]
+)
+async def test_an_empty_directory_says_so(tmp_path: Path, follow: bool, said: str) -> None:
+    app = TcviewApp(str(tmp_path), follow=follow)
+    async with app.run_test(size=SIZE) as pilot:
+        await ready(app, pilot)
+        assert f"{said} {tmp_path}" in doc_text(app)
+        assert said.split(" in")[0] in app.status_left
+
+
+@sync
+async def test_a_binary_file_is_reported_not_read_as_text(tmp_path: Path) -> None:
+    binary = tmp_path / "model.bin"
+    binary.write_bytes(b"\x7fELF\x02\x01\x01" + bytes(range(256)) * 64)
+    app = TcviewApp(str(binary))
+    async with app.run_test(size=SIZE) as pilot:
+        await ready(app, pilot)
+        shown = doc_text(app)
+        assert "not a trace or TORCH_LOGS capture: 16.4 kB, starts with 7f 45 4c 46" in shown
+        assert "\x7f" not in shown
+        assert app.model is None and app.is_running
+
+
+# ---------------------------------------------------------------- 10.7: the first row
+
+
+@sync
+async def test_first_row_is_highlighted_and_down_goes_to_the_second(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setenv("TCVIEW_PREVIEW", "auto")
+    app = TcviewApp(str(CPU_SAMPLE))
+    async with app.run_test(size=SIZE) as pilot:
+        await ready(app, pilot)
+        tree = app.query_one(TraceTree)
+        assert tree.cursor_line == 0
+        assert overview_counts(app) == app.status_right, "the overview stays until a move"
+        await pilot.press("down")
+        await settle(app, pilot)
+        assert tree.cursor_line == 1
+        second = tree.get_node_at_line(1).data
+        assert second is not None and viewer(app).doc.title != app.source_path
+
+
+@sync
+async def test_enter_on_the_first_row_shows_it(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("TCVIEW_PREVIEW", "auto")
+    app = TcviewApp(str(CPU_SAMPLE))
+    async with app.run_test(size=SIZE) as pilot:
+        await ready(app, pilot)
+        first = app.query_one(TraceTree).get_node_at_line(0).data
+        assert first is not None and first.kind == "frame"
+        await pilot.press("enter")
+        await settle(app, pilot)
+        assert viewer(app).doc.title == f"frame {first.obj.label}"
+
+
+# ---------------------------------------------------------------- 10.10: wrapping
+
+
+@sync
+async def test_detail_panes_wrap_long_lines_and_code_scrolls(shared_traces: Path) -> None:
+    trace = shared_traces / "h200-torch2.11" / "gpt_train" / "trace"
+    app = TcviewApp(str(trace))
+    async with app.run_test(size=(80, 30)) as pilot:
+        await ready(app, pilot)
+        await pilot.press("b")
+        await settle(app, pilot)
+        view = viewer(app)
+        width = view.scrollable_content_region.width
+        long = [t.plain for t in view.doc.styled if t.cell_len > width]
+        assert long, "user stack lines are longer than the pane"
+        await _assert_wrapped(pilot, view, long)
+        await pilot.resize_terminal(100, 30)  # a new width: wrapped again
+        await settle(app, pilot)
+        await _assert_wrapped(pilot, view, long)
+        # Code keeps one row per line and scrolls sideways.
+        await pilot.press("escape")
+        rec = next(r for r in app.model.files[0].records if r.kind == "inductor_output_code")
+        app.reveal("record", rec)
+        await settle(app, pilot)
+        view = viewer(app)
+        assert view.doc.styled is None and view.virtual_size.height == view.doc.count
+        assert view.virtual_size.width > view.scrollable_content_region.width
+
+
+async def _assert_wrapped(pilot: Any, view: Any, long: list[str]) -> None:
+    width = view.scrollable_content_region.width
+    rows: list[str] = []
+    for top in range(0, view.virtual_size.height, 10):
+        view.scroll_to(y=top, animate=False, immediate=True)
+        await pilot.pause()
+        for y in range(min(10, view.virtual_size.height - top)):
+            strip = view.render_line(y)
+            assert strip.cell_length <= width
+            rows.append(strip.text.strip())
+    shown = "".join("".join(rows).split())
+    for line in long:  # every character of every long line is on screen, in order
+        assert "".join(line.split()) in shown, line
+
+
+@sync
+async def test_overview_key_line_is_whole_at_120_columns() -> None:
+    app = TcviewApp(str(CPU_SAMPLE))
+    async with app.run_test(size=SIZE) as pilot:
+        await ready(app, pilot)
+        view = viewer(app)
+        keys = [i for i in range(view.virtual_size.height) if "ctrl+p" in view.render_line(i).text]
+        assert keys and "ctrl+p jump" in view.render_line(keys[0]).text
+
+
+# ---------------------------------------------------------------- 11.5: told, not polling
+
+
+@sync
+async def test_an_idle_followed_app_does_not_poll_the_model(tmp_path: Path) -> None:
+    trace = tmp_path / "trace"
+    shutil.copytree(CPU_SAMPLE / "trace", trace)
+    app = TcviewApp(str(trace), follow=True)
+    async with app.run_test(size=SIZE) as pilot:
+        await ready(app, pilot)
+        calls: list[float] = []
+        original = app.refresh_model
+
+        def counting() -> None:
+            calls.append(time.monotonic())
+            original()
+
+        app.refresh_model = counting  # type: ignore[method-assign]
+        await pilot.pause(1.0)
+        assert calls == [], "nothing changed: nothing to redraw"
+        # A burst of updates from another thread becomes one or two redraws.
+        burst = threading.Thread(target=lambda: [app.model_moved() for _ in range(200)])
+        burst.start()
+        burst.join()
+        await pilot.pause(0.3)
+        assert 1 <= len(calls) <= 3, len(calls)
+
+
+@sync
+async def test_kernel_rows_are_built_off_the_ui_thread(monkeypatch: pytest.MonkeyPatch) -> None:
+    threads: list[threading.Thread] = []
+    rows = KernelsView.rows
+
+    def recording(self: KernelsView, model: Model) -> Any:
+        threads.append(threading.current_thread())
+        return rows(self, model)
+
+    monkeypatch.setattr(KernelsView, "rows", recording)
+    app = TcviewApp(str(SAMPLES / "gpu_tinyblock"))
+    async with app.run_test(size=SIZE) as pilot:
+        await ready(app, pilot)
+        await pilot.press("K")
+        await settle(app, pilot)
+        await pilot.press(*"pointw")
+        await settle(app, pilot)
+        view = app.screen
+        assert isinstance(view, KernelsView)
+        assert len(view.objects) == 2 and all(k.kind == "pointwise" for k in view.objects)
+    assert threads and threading.main_thread() not in threads
+
+
+CHATTY = """\
+import sys, time
+for i in range(50):
+    print(f"line {i}", flush=True)
+time.sleep(float(sys.argv[1]))
+print("bye", flush=True)
+"""
+
+
+@sync
+async def test_run_pane_is_told_about_output_and_the_end(tmp_path: Path) -> None:
+    job = tmp_path / "job.py"
+    job.write_text(CHATTY)
+    spec = build_spec(["--", sys.executable, str(job), "2"])
+    launcher = Launcher(spec, RunOptions(run_dir=tmp_path / "D", grace_s=1.0))
+    launcher.python_info = PythonInfo(spec.python)  # no torch needed
+    session = launcher.start()
+    calls: list[float] = []
+    lines_since = session.lines_since
+
+    def counting(seq: int = 0) -> Any:
+        calls.append(time.monotonic())
+        return lines_since(seq)
+
+    session.lines_since = counting  # type: ignore[method-assign]
+    app = RunApp(launcher, session)
+    async with app.run_test(size=SIZE) as pilot:
+        shown = lambda: [text.plain for _, text in app.output.lines]  # noqa: E731
+        assert await until(pilot, lambda: "line 49" in shown())
+        quiet_from = time.monotonic()
+        await pilot.pause(1.0)  # the job sleeps: no output, nothing to read
+        assert [t for t in calls if t > quiet_from] == []
+        assert await until(pilot, lambda: "exited 0" in app.status_left)
+        assert shown()[-1] == "bye"
+        assert overview_counts(app) == app.status_right
+        await pilot.press("q")

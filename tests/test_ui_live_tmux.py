@@ -1,0 +1,77 @@
+"""First contact in a real terminal (tmux, 120x40): a slow pipe, bare `tcview`, and a toast
+that leaves the status bar's counts readable. Each step waits for a condition on screen."""
+
+from __future__ import annotations
+
+import shlex
+import shutil
+import sys
+from collections.abc import Callable, Iterator
+from pathlib import Path
+
+import pytest
+from conftest import FIXTURES, unpack_shared
+from tmux_helpers import Terminal, need_tmux
+from ui_helpers import CPU_SAMPLE, REPO, counts_text, summary_json
+
+pytestmark = [need_tmux, pytest.mark.slow]
+
+COUNT_KEYS = ("compiles", "graph_breaks", "recompiles", "kernels")
+Start = Callable[[str, Path], Terminal]
+
+
+@pytest.fixture
+def terminal() -> Iterator[Start]:
+    """Start a command in a 120x40 terminal of its own; closed afterwards."""
+    started: list[Terminal] = []
+
+    def start(command: str, cwd: Path) -> Terminal:
+        env = f"PYTHONPATH={shlex.quote(str(REPO))} TCVIEW_PREVIEW=auto"
+        term = Terminal(f"cd {shlex.quote(str(cwd))} && export {env} && {command}", (120, 40))
+        started.append(term)
+        return term.start()
+
+    yield start
+    for term in started:
+        term.close()
+
+
+def _tcview(*args: str) -> str:
+    return " ".join([shlex.quote(sys.executable), "-m", "tcview.cli", *map(shlex.quote, args)])
+
+
+def _captures() -> list[Path]:
+    """A committed capture, and a bigger shared one when ../shared is there."""
+    out = [FIXTURES / "torch_logs_small.txt"]
+    shared = unpack_shared()
+    if shared is not None:
+        out.append(shared / "h200-torch2.11" / "gpt_train" / "torch_logs.txt")
+    return out
+
+
+@pytest.mark.parametrize("capture", _captures(), ids=lambda p: p.parent.name)
+def test_slow_pipe_waits_then_shows_the_summary_counts(terminal: Start, capture: Path) -> None:
+    expected = counts_text(summary_json(capture))
+    term = terminal(f"(sleep 4; cat {shlex.quote(str(capture))}) | {_tcview('open', '-')}", REPO)
+    term.wait_for("waiting for input on stdin")
+    # The same counts in the overview and in the status bar.
+    screen = term.wait_for(lambda s: s.count(expected) >= 2, what=f"{expected!r} twice")
+    assert screen.splitlines()[-2].rstrip().endswith(expected), screen
+
+
+def test_bare_tcview_opens_the_newest_trace_here(terminal: Start, tmp_path: Path) -> None:
+    shutil.copytree(CPU_SAMPLE / "trace", tmp_path / "job" / "trace")
+    expected = counts_text(summary_json(tmp_path / "job" / "trace"))
+    term = terminal(f"env -u TORCH_TRACE {_tcview()}", tmp_path)
+    screen = term.wait_for(expected)
+    assert "static" in screen, screen
+
+
+def test_a_toast_leaves_the_status_bar_counts_readable(terminal: Start, tmp_path: Path) -> None:
+    job = f"{shlex.quote(sys.executable)} -c {shlex.quote('print(1)')}"
+    command = f"{_tcview('run', '--dir', str(tmp_path / 'D'))} -- {job}"
+    term = terminal(command, tmp_path)
+    screen = term.wait_for("r reruns it, q quits")  # the toast
+    status = screen.splitlines()[-2]
+    assert status.startswith(" exited 0"), screen
+    assert status.rstrip().endswith(counts_text(dict.fromkeys(COUNT_KEYS, 0))), screen
