@@ -33,6 +33,12 @@ need_tmux = pytest.mark.skipif(shutil.which("tmux") is None, reason="tmux is not
 
 Want = str | Callable[[str], bool]
 
+# The server, and so every pane, gets the test's environment without COLUMNS and LINES: apps in
+# a pane must take their size from the terminal. It is passed explicitly: in a serial run the
+# process's C environment holds COLUMNS=80 LINES=24 that os.environ does not show (GNU readline,
+# which pytest loads, exports them), and a child would inherit those.
+_TERMINAL_ENV = {k: v for k, v in os.environ.items() if k not in ("COLUMNS", "LINES")}
+
 
 class Terminal:
     """One detached tmux session of `size` (columns, rows) running `command` under `sh -c`."""
@@ -59,6 +65,7 @@ class Terminal:
             capture_output=True,
             text=True,
             check=False,
+            env=_TERMINAL_ENV,
         )
 
     def start(self) -> Terminal:
