@@ -70,6 +70,14 @@ async def until(pilot: Any, predicate: Any, timeout: float = 15.0) -> bool:
     return bool(predicate())
 
 
+def status_history(app: RunApp) -> list[str]:
+    """Every value the status bar's left part takes from now on: a passing state ("stopping…"
+    for the second of a stop's grace) is seen even when the loaded machine draws it late."""
+    seen = [app.status_left]
+    app.watch(app, "status_left", lambda value: seen.append(value), init=False)
+    return seen
+
+
 def output_of(app: RunApp) -> list[str]:
     return [text.plain for _, text in app.output.lines]
 
@@ -179,8 +187,9 @@ async def test_x_stops_a_long_job_and_leaves_nothing(tmp_path: Path) -> None:
         pids = job_pids(session.run_dir)
         assert set(pids) <= set(group_members(session.pid))
         assert await until(pilot, lambda: any(t.startswith("tick") for t in output_of(app)))
+        seen = status_history(app)
         await pilot.press("x")
-        assert await until(pilot, lambda: "stopping…" in app.status_left or session.done)
+        assert await until(pilot, lambda: any("stopping…" in text for text in seen)), seen
         assert await until(pilot, lambda: session.done)
         assert await until(pilot, lambda: app.status_left.startswith(("killed", "exited")))
         assert_group_gone(session.pid, pids)
@@ -203,8 +212,9 @@ async def test_q_asks_first_then_stops_the_job(tmp_path: Path) -> None:
         assert not session.done and "running pid" in app.status_left
         await pilot.press("q")
         assert isinstance(app.screen, ConfirmStop)
+        seen = status_history(app)
         await pilot.press("y")
-        assert await until(pilot, lambda: "stopping…" in app.status_left, timeout=3)
+        assert await until(pilot, lambda: any("stopping…" in text for text in seen)), seen
         await until(pilot, lambda: not app.is_running, timeout=10)
     assert session.done
     assert session.status.text == "killed (SIGTERM)"  # SIGINT was ignored
