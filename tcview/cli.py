@@ -1,4 +1,4 @@
-"""Entry point: ``tcview open | run | summary | doctor``."""
+"""Entry point: ``tcview open | run | summary | show | doctor``."""
 
 from __future__ import annotations
 
@@ -75,6 +75,35 @@ def cmd_summary(args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_show(args: argparse.Namespace) -> int:
+    """Print what the detail pane shows for one compile, frame or kernel."""
+    from .trace.detail import render_json, render_text
+    from .trace.show import ShowError, show_detail
+    from .trace.source import NotATrace
+
+    path = args.path
+    if path != "-" and not os.path.exists(path):
+        print(f"tcview: no such file or directory: {path}", file=sys.stderr)
+        return 2
+    try:
+        model = load_source(path)
+    except NotATrace as exc:
+        print(f"tcview: {safe_line(path)}: {exc}", file=sys.stderr)
+        return 2
+    try:
+        detail = show_detail(model, " ".join(args.item))
+    except ShowError as exc:
+        print(f"tcview: {safe_line(str(exc))}", file=sys.stderr)
+        return 2
+    finally:
+        model.close()
+    if args.json:
+        print(render_json(detail))
+    else:
+        print(safe_text(render_text(detail)), end="")
+    return 0
+
+
 def cmd_open(args: argparse.Namespace) -> int:
     from .ui.launch import open_app
 
@@ -124,6 +153,19 @@ def build_parser() -> argparse.ArgumentParser:
         help="progress on stderr even when it is not a terminal",
     )
     p_sum.set_defaults(func=cmd_summary)
+
+    p_show = sub.add_parser(
+        "show",
+        help="print what the app shows for a compile, frame or kernel",
+        description="Print, as plain text or JSON, the detail the app shows for one item: a"
+        " compile id (1/0, [1/0], 0/0 #2 for a later compile episode), 'frame N', or a kernel"
+        " name (NAME@ID for the one in compile ID). Start with 'rank N' or 'pid N' to pick a"
+        " process.",
+    )
+    p_show.add_argument("path", help="trace dir/file, log file, or - for stdin")
+    p_show.add_argument("item", nargs="+", help="compile id, 'frame N', or kernel name")
+    p_show.add_argument("--json", action="store_true", help="the same as data")
+    p_show.set_defaults(func=cmd_show)
 
     p_run = sub.add_parser("run", help="run a script under tracing and watch it live")
     p_run.add_argument("--dir", help="run directory (default ./tcview_runs/<time>-<name>/)")

@@ -313,7 +313,7 @@ def _pid_alive(pid: int) -> bool:
 def test_ssh_open_kernel_read_and_quit(ssh_server: SshServer, tmp_path: Path) -> None:
     trace, kernel = _trace_and_kernel()
     with _ssh_tcview(ssh_server, trace, kernel, tmp_path) as session:
-        want = f"def {kernel}("[:40]
+        want = f"kernel {kernel}"[:40]  # the kernel's detail opens on its rows
         screen = session.term.wait_for(want)
         assert "kernels" in screen  # the status bar's counts
         pid = session.remote_pid()
@@ -328,8 +328,8 @@ def test_ssh_bytes_per_move_and_page(
 ) -> None:
     trace, kernel = _trace_and_kernel()
     with _ssh_tcview(ssh_server, trace, kernel, tmp_path) as session:
-        want = f"def {kernel}("[:40]
-        screen = session.term.wait_for(want, what="the kernel's def line")
+        want = f"kernel {kernel}"[:40]  # the kernel's detail opens on its rows
+        screen = session.term.wait_for(want, what="the kernel's detail")
         left, bottom = _viewer_box(screen)
         startup = _settled_size(session.pipe, quiet=1.0)
         # up from the kernel: each move lands on another kernel (over SSH the viewer shows

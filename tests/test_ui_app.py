@@ -9,6 +9,7 @@ from pathlib import Path
 import pytest
 from ui_helpers import CPU_SAMPLE, GPU_SAMPLE, counts_text, ready, settle, summary_json, sync
 
+from tcview.trace.model import Compile
 from tcview.ui.app import TcviewApp
 from tcview.ui.reader import Reader
 from tcview.ui.tree import TraceTree
@@ -89,8 +90,14 @@ async def test_goto_kernel_shows_def_line() -> None:
         await ready(app, pilot)
         item = cursor_item(app)
         assert item.kind == "kernel" and item.obj.name == kernel.name
-        lines = viewer(app).visible_text()
-        assert any(ln.startswith(f"def {kernel.name}(") for ln in lines)
+        # The detail opens on what the kernel is (kind, graph, what it fuses, its launch),
+        # with its source below: the def line is in it.
+        view = viewer(app)
+        lines = view.visible_text()
+        assert lines[0] == f"kernel {kernel.name}"
+        assert any(ln.startswith("kind      ") for ln in lines)
+        doc = view.doc
+        assert any(doc.plain(i).startswith(f"def {kernel.name}(") for i in range(doc.count))
 
 
 @sync
@@ -259,7 +266,7 @@ async def test_recompiles_view_lists_guards() -> None:
         await pilot.press("r")
         await settle(app, pilot)
         view = app.screen
-        comps = [o for o in view.objects if o is not None and o.recompile is not None]
+        comps = [o for o in view.objects if isinstance(o, Compile) and o.recompile is not None]
         assert comps, "the CPU sample recompiles"
         await pilot.press("j")
         await settle(app, pilot)
@@ -286,7 +293,7 @@ async def test_kernels_view_filters_as_you_type() -> None:
         await settle(app, pilot)
         item = cursor_item(app)
         assert item.kind == "kernel" and item.obj.kind == "persistent"
-        assert any(ln.startswith("def ") for ln in viewer(app).visible_text())
+        assert "kind      persistent" in viewer(app).visible_text()
 
 
 @sync

@@ -67,13 +67,18 @@ def test_loader_builds_the_counted_model(sample: Path) -> None:
     assert loader.done == loader.total > 0
 
 
-def test_kernel_doc_focuses_the_def_line() -> None:
+def test_kernel_doc_has_its_detail_then_its_source() -> None:
+    """The kernel's detail rows come first (the view opens there), then its source, numbered
+    as in its output code, starting with the comment above its definition."""
     ts = load_source(str(GPU_SAMPLE))
     assert len(ts.kernels) == SAMPLE_COUNTS[GPU_SAMPLE.name]["kernels"]
     for kernel in ts.kernels:
         doc = kernel_doc(kernel)
-        assert doc.lines[doc.focus].startswith(f"def {kernel.name}(")
-        assert doc.lines[0].startswith(f"{kernel.name} = async_compile.")
+        assert doc.focus == 0 and doc.head[0].plain == f"kernel {kernel.name}"
+        assert doc.lines[0].startswith("# kernel path: ")
+        assert any(ln.startswith(f"{kernel.name} = async_compile.") for ln in doc.lines)
+        assert any(ln.startswith(f"def {kernel.name}(") for ln in doc.lines)
+        assert doc.lineno(len(doc.head)) == doc.first_lineno and doc.lineno(0) is None
         assert doc.language == "python"
 
 
@@ -82,9 +87,11 @@ def test_cpp_kernel_doc_is_cpp_inside() -> None:
     kernel = ts.kernels[0]
     doc = kernel_doc(kernel)
     assert kernel.kind == "cpp"
-    assert 'extern "C"' in doc.lines[doc.focus]
-    assert doc.language_at(doc.focus) == "cpp"
-    assert doc.language_at(0) == "python"
+    start = len(doc.head)
+    assert doc.plain(start).startswith(f"{kernel.name} = async_compile.cpp")
+    assert doc.language_at(start) == "python"
+    entry = next(i for i in range(start, doc.count) if 'extern "C"' in doc.plain(i))
+    assert doc.language_at(entry) == "cpp"
 
 
 def test_resolve_target_forms() -> None:

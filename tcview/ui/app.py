@@ -24,16 +24,14 @@ from textual.worker import get_current_worker
 from ..safe import safe_line
 from ..trace import LogSource, Model
 from ..trace.compile_id import parse_compile_id
+from ..trace.detail import compile_detail, digest_namesakes, frame_detail, kernel_detail
 from ..trace.model import Compile, Frame, Kernel, Record
 from ..trace.summary import counts_line
 from .content import (
     Document,
     InputState,
-    compile_summary,
-    frame_summary,
-    fusion_of,
+    detail_doc,
     input_state,
-    kernel_doc,
     lit,
     model_summary,
     record_doc,
@@ -80,13 +78,13 @@ def resolve_target(model: Model, target: str) -> tuple[str, Compile | Kernel] | 
 def doc_for(item: Item, model: Model | None, source: str) -> Document:
     obj = item.obj
     if isinstance(obj, Compile):
-        return styled_doc(f"compile {obj.id_text}", compile_summary(obj, fusion_of(model, obj)))
+        return detail_doc(compile_detail(obj, model))
     if isinstance(obj, Frame):
-        return styled_doc(f"frame {obj.label}", frame_summary(obj))
+        return detail_doc(frame_detail(obj))
     if isinstance(obj, Record):
         return record_doc(obj)
     if isinstance(obj, Kernel):
-        return kernel_doc(obj)
+        return detail_doc(kernel_detail(obj, model))
     if isinstance(obj, list) or (item.kind == "others" and isinstance(obj, LogSource)):
         records = obj if isinstance(obj, list) else [r for r in obj.records if r.key is None]
         lines = [Text(f"{len(records)} records", style="bold"), Text("")]
@@ -165,6 +163,13 @@ BROWSE_BINDINGS = [
         tooltip="kernels: every kernel; type to filter by name or kind",
     ),
     Binding("f", "view('failures')", "Failures", id="view.failures", tooltip="failures"),
+    Binding(
+        "e",
+        "view('errors')",
+        "Errors",
+        id="view.errors",
+        tooltip="errors: the run crashed (uncaught tracebacks per rank, a non-zero exit code)",
+    ),
     Binding(
         "t",
         "view('time')",
@@ -260,6 +265,7 @@ class TcviewApp(App[int]):
         self._records_shown = 0
         self._input_state: InputState | None = None
         self._status_state: tuple = ()
+        self._errors_shown = 0  # errors in the last counts snapshot
         self._versions: tuple = ()
         self._show_timer: Timer | None = None
         self._ticker: Timer | None = None  # while indexing: progress and growth
@@ -404,6 +410,8 @@ class TcviewApp(App[int]):
     def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
         if action == "toggle_follow" and not self.follow:
             return False  # only meaningful, and only in the footer, when following
+        if action == "view" and parameters == ("errors",):
+            return self._errors_shown > 0  # in the footer only when the run crashed
         return True
 
     def action_toggle_follow(self) -> None:
@@ -519,6 +527,10 @@ class TcviewApp(App[int]):
         self._records_shown = summary.get("records", 0)
         self._input_state = state
         self.status_right = counts_line(summary)
+        errors = summary.get("errors", 0)
+        if errors != self._errors_shown:
+            self._errors_shown = errors
+            self.refresh_bindings()  # the Errors key shows once the run has errors
         if doc is not None:
             self.workers.cancel_group(self, "content")  # an older item must not replace it
             self._show_doc(doc, keep_position=True)
@@ -595,6 +607,8 @@ class TcviewApp(App[int]):
     @work(thread=True, group="content", exclusive=True, exit_on_error=False, description="show")
     def _build_doc(self, item: Item) -> None:
         try:
+            if isinstance(item.obj, Kernel) and self.model is not None:
+                digest_namesakes(self.model, item.obj, self.lock)
             with self.lock:
                 doc = doc_for(item, self.model, self.source_path)
         except Exception as exc:  # noqa: BLE001 - a broken record must not end the app

@@ -49,11 +49,11 @@ class TraceCommands(Provider):
             for tf in list(model.files):
                 for comp in list(tf.compiles.values()):
                     frame = comp.frame.label if comp.frame is not None else ""
-                    text = safe_line(f"compile {comp.id_text}  {comp.status}  {frame}")
+                    text = safe_line(f"compile {comp.id_label}  {comp.status_text}  {frame}")
                     self.candidates.append((text, "compile", tf.display, comp))
                 self.candidates.append((safe_line(f"file {tf.display}"), "file", "", tf))
             for k in list(model.kernels):
-                cid = k.compile.id_text if k.compile is not None else k.output.compile_text
+                cid = k.compile.id_label if k.compile is not None else k.output.compile_text
                 self.candidates.append(
                     (safe_line(f"kernel {k.name}"), "kernel", f"{k.kind} · compile {cid}", k)
                 )

@@ -310,13 +310,14 @@ class CodeView(ScrollView, can_focus=True):
         if doc.styled is not None:
             return max((t.cell_len for t in doc.styled), default=0) + 1
         longest = max((len(ln) + 3 * ln.count("\t") for ln in doc.lines), default=0)
+        longest = max([longest, *(t.cell_len for t in doc.head)])
         return min(longest, DISPLAY_LIMIT + 40) + 1
 
     @property
     def gutter_width(self) -> int:
         if not self.doc.numbered:
             return 0
-        return len(str(self.doc.first_lineno + max(self.doc.count - 1, 0))) + 2
+        return len(str(self.doc.first_lineno + max(len(self.doc.lines) - 1, 0))) + 2
 
     def safe(self, index: int) -> str:
         text = self._safe_cache.get(index)
@@ -329,8 +330,11 @@ class CodeView(ScrollView, can_focus=True):
         cached = self._line_cache.get(index)
         if cached is not None:
             return cached
-        if self.doc.styled is not None:
-            text = self.doc.styled[index]
+        doc = self.doc
+        if doc.styled is not None:
+            text = doc.styled[index]
+        elif index < len(doc.head):
+            text = doc.head[index]
         else:
             text = highlight_line(self.safe(index), self.doc.language_at(index))
         hits = self._by_line.get(index)
@@ -368,7 +372,8 @@ class CodeView(ScrollView, can_focus=True):
             content = Strip.join([Strip.blank(indent), content])
         content = content.crop_extend(scroll_x, scroll_x + text_width, None)
         if gutter:
-            number = f"{self.doc.first_lineno + index:>{gutter - 2}} │"
+            lineno = self.doc.lineno(index)
+            number = " " * gutter if lineno is None else f"{lineno:>{gutter - 2}} │"
             is_focus = index == self.doc.focus and self.doc.focus > 0
             style = Style(dim=not is_focus, bold=is_focus)
             strip = Strip.join([Strip([Segment(number[:gutter], style)], gutter), content])
