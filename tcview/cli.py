@@ -1,4 +1,4 @@
-"""Entry point: ``tcview open | run | summary | doctor``."""
+"""Entry point: ``tcview open | run | summary | show | grep | export | doctor``."""
 
 from __future__ import annotations
 
@@ -9,7 +9,9 @@ import sys
 import time
 from typing import TYPE_CHECKING
 
+from .pager import emit
 from .safe import safe_line, safe_text
+from .term import COLOR_MODES, Painter, use_color
 
 if TYPE_CHECKING:
     from .trace import Model
@@ -64,14 +66,58 @@ def cmd_summary(args: argparse.Namespace) -> int:
         return 2
     data = summary_json(ts, verify=args.verify)
     if args.json:
-        print(json.dumps(data, indent=2, sort_keys=False))
+        emit(json.dumps(data, indent=2, sort_keys=False))
     else:
-        print(safe_text(summary_text(ts, verify=args.verify)))
+        paint = Painter(use_color(args.color, sys.stdout))
+        emit(paint_summary(safe_text(summary_text(ts, verify=args.verify)), paint))
     if kinds:
         present = fail_on(data, kinds)
         if present:
             print(f"tcview: found {', '.join(present)}", file=sys.stderr)
             return 1
+    return 0
+
+
+def paint_summary(text: str, paint: Painter) -> str:
+    """The summary report with its section headings (lines that start a section: not
+    indented, after a blank line) in bold, and "The run crashed" in red."""
+    lines = text.split("\n")
+    out = []
+    for i, line in enumerate(lines):
+        if line.startswith("The run crashed"):
+            line = paint(line, "bold red")
+        elif line and not line[0].isspace() and (i == 0 or not lines[i - 1]):
+            line = paint(line, "bold")
+        out.append(line)
+    return "\n".join(out)
+
+
+def cmd_show(args: argparse.Namespace) -> int:
+    """Print what the detail pane shows for one compile, frame or kernel."""
+    from .trace.detail import render_json, render_text
+    from .trace.show import ShowError, show_detail
+    from .trace.source import NotATrace
+
+    path = args.path
+    if path != "-" and not os.path.exists(path):
+        print(f"tcview: no such file or directory: {path}", file=sys.stderr)
+        return 2
+    try:
+        model = load_source(path)
+    except NotATrace as exc:
+        print(f"tcview: {safe_line(path)}: {exc}", file=sys.stderr)
+        return 2
+    try:
+        detail = show_detail(model, " ".join(args.item))
+    except ShowError as exc:
+        print(f"tcview: {safe_line(str(exc))}", file=sys.stderr)
+        return 2
+    finally:
+        model.close()
+    if args.json:
+        emit(render_json(detail))
+    else:
+        emit(safe_text(render_text(detail)))
     return 0
 
 
@@ -113,6 +159,13 @@ def build_parser() -> argparse.ArgumentParser:
     p_open.add_argument("--follow", action="store_true", help="keep reading as files grow")
     p_open.add_argument("--poll", action="store_true", help="poll instead of inotify (NFS)")
     p_open.add_argument("--no-cache", action="store_true", help=NO_CACHE_HELP)
+    p_open.add_argument(
+        "--map-path",
+        action="append",
+        default=[],
+        metavar="FROM=TO",
+        help="open trace paths under FROM from TO in $EDITOR (repeatable; longest wins)",
+    )
     p_open.set_defaults(func=cmd_open)
 
     p_sum = sub.add_parser("summary", help="print what the compiler did")
@@ -131,7 +184,23 @@ def build_parser() -> argparse.ArgumentParser:
         action="store_true",
         help="progress on stderr even when it is not a terminal",
     )
+    p_sum.add_argument(
+        "--color", choices=COLOR_MODES, default="auto", help="colour (default: auto)"
+    )
     p_sum.set_defaults(func=cmd_summary)
+
+    p_show = sub.add_parser(
+        "show",
+        help="print what the app shows for a compile, frame or kernel",
+        description="Print, as plain text or JSON, the detail the app shows for one item: a"
+        " compile id (1/0, [1/0], 0/0 #2 for a later compile episode), 'frame N', or a kernel"
+        " name (NAME@ID for the one in compile ID). Start with 'rank N' or 'pid N' to pick a"
+        " process.",
+    )
+    p_show.add_argument("path", help="trace dir/file, log file, or - for stdin")
+    p_show.add_argument("item", nargs="+", help="compile id, 'frame N', or kernel name")
+    p_show.add_argument("--json", action="store_true", help="the same as data")
+    p_show.set_defaults(func=cmd_show)
 
     p_run = sub.add_parser("run", help="run a script under tracing and watch it live")
     p_run.add_argument("--dir", help="run directory (default ./tcview_runs/<time>-<name>/)")
@@ -141,6 +210,13 @@ def build_parser() -> argparse.ArgumentParser:
     p_run.add_argument("--no-tui", action="store_true", help="headless: stream output, summary")
     p_run.add_argument("--fail-on", metavar="KINDS", help="with --no-tui: exit 1 on these")
     p_run.add_argument(
+        "--map-path",
+        action="append",
+        default=[],
+        metavar="FROM=TO",
+        help="open trace paths under FROM from TO in $EDITOR (repeatable; longest wins)",
+    )
+    p_run.add_argument(
         "-m",
         dest="module",
         nargs=argparse.REMAINDER,
@@ -149,6 +225,11 @@ def build_parser() -> argparse.ArgumentParser:
     )
     p_run.add_argument("target", nargs=argparse.REMAINDER, help="script.py [args] or -- CMD...")
     p_run.set_defaults(func=cmd_run)
+
+    from . import exports, grep
+
+    grep.add_parser(sub)
+    exports.add_parser(sub)
 
     p_doc = sub.add_parser("doctor", help="show the Python, torch, triton, CUDA and GPU seen")
     p_doc.add_argument("--python", help="Python to ask (default: this one)")

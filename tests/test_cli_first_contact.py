@@ -11,7 +11,7 @@ import sys
 from pathlib import Path
 
 import pytest
-from conftest import FIXTURES, SAMPLES, unpack_shared
+from conftest import FIXTURES, RUNS, SAMPLES, unpack_shared
 from ui_helpers import GPU_SAMPLE, REPO
 
 from tcview.trace.source import detect
@@ -82,22 +82,20 @@ def test_binary_files_are_neither_format(tmp_path: Path) -> None:
         assert detect(str(path)) == "other", name
 
 
-def _real_inputs() -> list[Path]:
-    roots = [SAMPLES, FIXTURES]
+def _real_inputs(unpacked_runs: Path) -> list[Path]:
+    """Every real file: samples, fixtures (the archived runs unpacked), the shared traces."""
+    roots = [SAMPLES, FIXTURES, unpacked_runs]
     shared = unpack_shared()
     if shared is not None:
         roots.append(shared)
-    packed = (".xz", ".gz", ".pyc")  # archives of fixtures and bytecode are not inputs
-    return sorted(
-        p
-        for root in roots
-        for p in root.rglob("*")
-        if p.is_file() and not p.name.endswith(packed)
-    )
+    files = (p for root in roots for p in root.rglob("*") if p.is_file())
+    # The archived runs are checked unpacked; bytecode is not an input.
+    return sorted(p for p in files if p.parent != RUNS and p.suffix != ".pyc")
 
 
-def test_no_real_trace_or_capture_is_taken_for_binary() -> None:
-    inputs = _real_inputs()
+def test_no_real_trace_or_capture_is_taken_for_binary(fixture_runs: Path) -> None:
+    inputs = _real_inputs(fixture_runs)
+    assert any(p.name == "torch_logs.txt" and p.is_relative_to(fixture_runs) for p in inputs)
     assert any(p.parent == HOSTILE for p in inputs)
     wrong = [p for p in inputs if detect(str(p)) == "other"]
     assert wrong == []

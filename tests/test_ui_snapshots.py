@@ -61,3 +61,40 @@ def test_snapshot_help(snap_compare, gpu_trace: str) -> None:
 
 def test_snapshot_80x24(snap_compare, gpu_trace: str) -> None:
     assert snap_compare(_app(gpu_trace, goto="0/0"), terminal_size=(80, 24), run_before=_wait)
+
+
+@pytest.fixture
+def crashed_run(fixture_runs: Path, monkeypatch: pytest.MonkeyPatch) -> str:
+    """The 2-rank job that crashed (tests/fixtures/runs/crash_ranks), by a relative path."""
+    monkeypatch.chdir(fixture_runs)
+    return "crash_ranks"
+
+
+@pytest.mark.parametrize("key", [None, "E"])
+def test_snapshot_crashed_run(snap_compare, crashed_run: str, key: str | None) -> None:
+    async def before(pilot) -> None:
+        await ready(pilot.app, pilot)
+        if key is not None:
+            await pilot.press(key)
+            await ready(pilot.app, pilot)
+
+    assert snap_compare(_app(crashed_run), terminal_size=SIZE, run_before=before)
+
+
+@pytest.fixture
+def recompile_run(fixture_runs: Path, monkeypatch: pytest.MonkeyPatch) -> str:
+    """13 recompiles on one dimension (tests/fixtures/runs/recompile_dim), by a relative path."""
+    monkeypatch.chdir(fixture_runs)
+    return "recompile_dim"
+
+
+def test_snapshot_recompile_diagnosis(snap_compare, recompile_run: str) -> None:
+    """The recompiles view: each frame says why it recompiled; its detail, the limit and
+    what would avoid them."""
+
+    async def before(pilot) -> None:
+        await ready(pilot.app, pilot)
+        await pilot.press("r")
+        await ready(pilot.app, pilot)
+
+    assert snap_compare(_app(recompile_run), terminal_size=(130, 40), run_before=before)

@@ -34,6 +34,30 @@ Lock: TypeAlias = AbstractContextManager[Any]
 Phase: TypeAlias = Literal["header", "close"]
 
 
+# What an AOT graph, or the Inductor output code compiled from it, is for: the forward or the
+# backward of a training graph, or an inference graph (no autograd).
+GRAPH_ROLES = ("forward", "backward", "inference")
+ROLE_SHORT = {"forward": "fwd", "backward": "bwd", "inference": "inference"}
+AOT_GRAPH_ROLES = {
+    "aot_forward_graph": "forward",
+    "aot_backward_graph": "backward",
+    "aot_inference_graph": "inference",
+}
+# The first payload line of an output code names its AOT graph: ``# AOT ID: ['0_forward']``.
+# One pattern text, compiled for str or bytes where used.
+AOT_ID_LINE = r"# AOT ID: \['\d+_(forward|backward|inference)'\]"
+OUTPUT_CODE_KINDS = ("inductor_output_code", "output_code")
+# Records of one Inductor compile that are not an AOT graph: whether the output code whose role
+# they take comes after them (True) or before.
+ROLE_FOLLOWERS = {
+    "inductor_post_grad_graph": True,
+    "before_post_grad_graph": True,
+    "after_post_grad_graph": True,
+    "fx_graph_runnable": True,
+    "triton_kernel_info": False,
+}
+
+
 class LogMeta:
     """What the prefix of a TORCH_LOGS message says besides its compile id and tag."""
 
@@ -68,6 +92,7 @@ class Record:
         "attempt",
         "md5",
         "closed",
+        "role",
     )
 
     def __init__(
@@ -95,6 +120,8 @@ class Record:
         self.attempt = attempt
         self.md5 = md5
         self.closed = False
+        # "forward", "backward" or "inference" for an AOT graph or output code (`GRAPH_ROLES`).
+        self.role: str | None = AOT_GRAPH_ROLES.get(kind)
 
     @property
     def key(self) -> CompileKey | None:
@@ -343,9 +370,13 @@ class Error:
     text: str = ""  # the traceback as printed (prefixes removed)
 
     @property
+    def first_line(self) -> str:
+        """The message's first line that says something (it may start with a ruler of ====)."""
+        return next((ln.strip() for ln in self.message.split("\n") if _WORDY.search(ln)), "")
+
+    @property
     def headline(self) -> str:
-        # The first line that says something (a message may start with a ruler of ====).
-        first = next((ln.strip() for ln in self.message.split("\n") if _WORDY.search(ln)), "")
+        first = self.first_line
         who = "" if self.rank is None else f"rank {self.rank}: "
         return f"{who}{self.error_type}: {first}" if first else f"{who}{self.error_type}"
 
@@ -392,10 +423,18 @@ class Kernel:
     output: Record  # the output code record (or message) that defines it
     index: int  # position among this output code's kernels
     compile: Compile | None = None
+    # A digest of its definition's text, for telling identical kernels apart: read from disk
+    # on demand (`kernels.source_digests`), None until then.
+    digest: str | None = None
 
     @property
     def kind(self) -> str:
         return kernel_kind(self.name, self.method)
+
+    @property
+    def role(self) -> str | None:
+        """The graph its output code was compiled from: forward, backward, inference."""
+        return self.output.role
 
 
 @dataclass(eq=False)
@@ -540,7 +579,35 @@ class Compile:
 
     @property
     def output_codes(self) -> list[Record]:
-        return [r for r in self.records if r.kind in ("inductor_output_code", "output_code")]
+        return [r for r in self.records if r.kind in OUTPUT_CODE_KINDS]
+
+    def output_role(self) -> str | None:
+        """The role of an output code whose text does not name its AOT graph (torch before
+        2.4): from the AOT graphs this compile logged, and whether its compilation_metrics
+        came first (AOTAutograd compiles the backward lazily, after the forward's metrics)."""
+        kinds = {r.kind for r in self.records}
+        if "aot_backward_graph" in kinds and self.metric_records:
+            return "backward"
+        if "aot_inference_graph" in kinds:
+            return "inference"
+        if "aot_forward_graph" in kinds:
+            return "forward"
+        return None
+
+    def graph_role(self, rec: Record) -> str | None:
+        """The role of one of its records: an AOT graph or output code's own; a post-grad
+        graph (or its runnable) takes the role of the output code compiled from it, the next
+        one; Triton's kernel info the role of the output code it follows."""
+        if rec.role is not None or rec.label not in ROLE_FOLLOWERS:
+            return rec.role
+        records = self.records
+        try:
+            at = records.index(rec)
+        except ValueError:
+            return None
+        after = ROLE_FOLLOWERS[rec.label]
+        seq = records[at + 1 :] if after else reversed(records[:at])
+        return next((r.role for r in seq if r.kind in OUTPUT_CODE_KINDS), None)
 
 
 @dataclass(eq=False)

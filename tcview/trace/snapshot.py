@@ -36,6 +36,7 @@ from typing import Any, Literal, Union
 
 from .compile_id import CompileKey, FrameKey, IdPart
 from .model import (
+    GRAPH_ROLES,
     CacheEvent,
     Compile,
     Error,
@@ -176,11 +177,13 @@ RECORD_SLOTS = (
     "attempt",
     "md5",
     "closed",
+    "role",
 )
 # Dataclass fields that are caches, not written (their default is kept).
 SKIPPED_FIELDS: dict[type, frozenset[str]] = {Compile: frozenset({"_phases"})}
 
 _SCALARS = (str, int, float, bool, type(None))
+_ROLES = {*GRAPH_ROLES, None}
 
 
 # ---------------------------------------------------------------------- encoding context
@@ -782,6 +785,7 @@ def _encode_records(records: list[Record], out: _Out) -> dict[str, Any]:
             -1 if r.compile is None else compiles[id(r.compile)] for r in records
         ),
         "closed": out.column(int(r.closed) for r in records),
+        "role": out.column(sid(r.role) for r in records),
         "attempt": [_idpart_out(r.attempt) for r in records],
         "md5": [r.md5 for r in records],
         "strings": list(strings),
@@ -953,6 +957,7 @@ def _decode_records(
     meta_at = ctx.column(doc["meta"], n)
     comp_at = ctx.column(doc["compile"], n)
     closed = ctx.column(doc["closed"], n)
+    role_at = ctx.column(doc["role"], n)
     attempts = doc["attempt"]
     md5s = doc["md5"]
     strings = doc["strings"]
@@ -972,6 +977,7 @@ def _decode_records(
         _check(min(meta_at) >= 0 and max(meta_at) < len(ctx.values), "bad meta")
         _check(min(comp_at) >= -1 and max(comp_at) < len(compiles), "bad compile")
         _check(min(closed) >= 0 and max(closed) <= 1, "bad closed flag")
+        _check(min(role_at) >= -1 and max(role_at) < len(strings), "bad role")
     interned = [sys.intern(s) for s in strings]
     kinds = [interned[i] for i in kind_at]
     names_or_none = [*interned, None]  # -1 is None
@@ -995,11 +1001,14 @@ def _decode_records(
             names,
         )
     )
-    for rec, end, shut in zip(records, ends, closed, strict=True):
+    roles = [names_or_none[i] for i in role_at]
+    _check(set(roles) <= _ROLES, "bad role")
+    for rec, end, shut, role in zip(records, ends, closed, roles, strict=True):
         if end != rec.hdr_end:  # else it is hdr_end already (one int object for both)
             rec.end = end
         if shut:
             rec.closed = True
+        rec.role = role
     return records
 
 

@@ -24,7 +24,17 @@ from typing import Any
 from .builder import Builder
 from .compile_id import CompileKey, parse_compile_id
 from .load import CHUNK, Hooks, Progress, file_size, read_chunks
-from .model import KERNEL_DEF, Compile, FusionDecision, Lock, LogMeta, Model, Record, Run
+from .model import (
+    AOT_ID_LINE,
+    KERNEL_DEF,
+    Compile,
+    FusionDecision,
+    Lock,
+    LogMeta,
+    Model,
+    Record,
+    Run,
+)
 from .texterrors import TracebackReader
 from .textlines import PREFIX, TORCHISH, LogReader, OtherLines, clean_line, text_start
 from .textmessages import (
@@ -41,6 +51,7 @@ from .textmessages import (
 from .textproc import ProcessLog
 
 KERNEL_LINE = re.compile(KERNEL_DEF.encode())  # in a message's text
+AOT_ID = re.compile(AOT_ID_LINE.encode())  # an output code's second line
 
 CUSTOM_FORMAT_NOTICE = (
     "This capture uses a custom TORCH_LOGS_FORMAT: no line has torch's standard prefix "
@@ -310,6 +321,10 @@ class TextLog(Model):
             self._kernel_line(proc, rec, line, t)
 
     def _kernel_line(self, proc: ProcessLog, rec: Record, line: bytes, t: int) -> None:
+        if rec.role is None and line.startswith(b"# AOT ID", t):
+            aot = AOT_ID.match(line, t)
+            if aot is not None:
+                rec.role = aot.group(1).decode("ascii")
         km = KERNEL_LINE.match(line, t)
         if km is not None:
             name, method = km.group(1), km.group(2)

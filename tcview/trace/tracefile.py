@@ -28,7 +28,15 @@ from .builder import Builder
 from .compile_id import PLAIN_TYPES, CompileKey, IdPart, id_part, key_from_header
 from .handlers import CLOSE_HANDLERS, HEADER_HANDLERS, KNOWN_KINDS
 from .load import Hooks, read_chunks
-from .model import KERNEL_DEF, Compile, JsonValue, LogSource, Record, payload_from_region
+from .model import (
+    AOT_ID_LINE,
+    KERNEL_DEF,
+    Compile,
+    JsonValue,
+    LogSource,
+    Record,
+    payload_from_region,
+)
 
 CONTEXT_KEYS = frozenset(
     {
@@ -63,6 +71,7 @@ LINE = re.compile(
     + rb'(?:, "has_payload": "[0-9a-f]{32}")?\}(?=\n))?)?'
 )
 KERNEL_LINE = re.compile(rb"^\t" + KERNEL_DEF.encode(), re.M)  # in an output code's payload
+AOT_ID = re.compile(rb"\t" + AOT_ID_LINE.encode())  # an output code's first payload line
 RANK_IN_NAME = re.compile(r"rank_(\d+)")
 HAS_PAYLOAD = b'"has_payload": "'
 MD5_HEX = re.compile(rb"[0-9a-f]{32}")
@@ -328,6 +337,10 @@ class TraceFile(LogSource):
         if rec is None or upto <= lo:
             return
         if rec.kind == "inductor_output_code":
+            if self._open_scan == rec.hdr_end:  # its first payload line is in this piece
+                aot = AOT_ID.match(buf, max(lo, 0), upto)
+                if aot is not None:
+                    rec.role = aot.group(1).decode("ascii")
             for m in KERNEL_LINE.finditer(buf, max(lo, 0), upto):
                 name, method = (
                     m.group(1).decode("utf-8", "replace"),
@@ -433,6 +446,8 @@ class TraceFile(LogSource):
     def _close(self, rec: Record) -> None:
         """The record's payload is complete (or it has none)."""
         rec.closed = True
+        if rec.kind == "inductor_output_code" and rec.role is None and rec.compile is not None:
+            rec.role = rec.compile.output_role()
         if rec.kind == "artifact" and rec.name is not None:
             handler = CLOSE_HANDLERS.get(rec.name)
             if handler is not None:

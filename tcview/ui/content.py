@@ -6,21 +6,27 @@ Everything here reads the model only; the caller holds the model lock.
 from __future__ import annotations
 
 import json
-import re
-import threading
-from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any, NamedTuple
 
 from rich.text import Text
-from textual.cache import LRUCache
 
 from ..safe import safe_line
-from ..trace import FusionDecision, Model, TextLog
-from ..trace.facts import short_guard
-from ..trace.kernels import KernelSpan, split_output_code
-from ..trace.model import Compile, Frame, Kernel, Record
+from ..trace import Model, TextLog
+from ..trace.detail import (
+    Detail,
+    Row,
+    Section,
+    body_rows,
+    fmt_seconds,
+    headline,
+    kernel_detail,
+    record_name,
+    row_parts,
+)
+from ..trace.kernels import OUTPUT_CODES, KernelSpan
+from ..trace.model import Compile, Error, Kernel, Record
 from ..trace.summary import counts_line
 
 GRAPH_KINDS = frozenset(
@@ -35,16 +41,23 @@ METRIC_KINDS = frozenset(
     bwd_compilation_metrics_runtime""".split()
 )
 JSON_LIMIT = 32 << 20
-SUMMARY_ROWS = 500  # compiles listed in a frame summary
-FUSION_ROWS = 40  # fused pairs, and reasons for not fusing, listed in a compile's detail
+# A compile's status (model.STATUSES) and its marks (model.MARKS): a style and a symbol each.
 STATUS_STYLE = {
     "ok": "green",
+    "empty graph": "magenta",
     "graph break": "yellow",
-    "recompile": "cyan",
     "failed": "bold red",
+    "recompile": "cyan",
     "cache hit": "blue",
 }
-STATUS_MARK = {"ok": "✓", "graph break": "✂", "recompile": "↻", "failed": "✗", "cache hit": "●"}
+STATUS_MARK = {
+    "ok": "✓",
+    "empty graph": "∅",
+    "graph break": "✂",
+    "failed": "✗",
+    "recompile": "↻",
+    "cache hit": "●",
+}
 KIND_STYLE = {
     "pointwise": "green",
     "reduction": "magenta",
@@ -54,29 +67,16 @@ KIND_STYLE = {
     "user": "bright_magenta",
     "other": "white",
 }
-# (metric key, label, divisor to seconds, depth) - the phases of one compile, nested.
-PHASES = (
-    ("entire_frame_compile_time_s", "entire frame", 1.0, 0),
-    ("dynamo_cumulative_compile_time_us", "dynamo", 1e6, 1),
-    ("backend_compile_time_s", "backend compile", 1.0, 1),
-    ("aot_autograd_cumulative_compile_time_us", "aot autograd", 1e6, 2),
-    ("joint_graph_pass_time_us", "joint graph passes", 1e6, 3),
-    ("inductor_compile_time_s", "inductor", 1.0, 2),
-    ("inductor_cumulative_compile_time_us", "inductor (cumulative)", 1e6, 2),
-    ("pre_grad_pass_time_us", "pre-grad passes", 1e6, 3),
-    ("post_grad_pass_time_us", "post-grad passes", 1e6, 3),
-    ("code_gen_time_s", "code gen", 1.0, 3),
-    ("inductor_code_gen_cumulative_compile_time_us", "code gen (cumulative)", 1e6, 3),
-    ("triton_compile_time_us", "triton compile", 1e6, 3),
-    ("compile_time_autotune_time_us", "autotune", 1e6, 3),
-    ("gc_time_us", "gc", 1e6, 1),
-    ("structured_logging_overhead_s", "trace logging", 1.0, 1),
-)
 
 
 @dataclass
 class Document:
-    """Lines for the viewer. `styled` lines (tables, summaries) bypass highlighting."""
+    """Lines for the viewer. `styled` lines (tables, summaries) bypass highlighting.
+
+    A code document may start with `head`: styled lines shown above the code, without line
+    numbers (a kernel's kind, launch and source nodes above its source). Indexes (`focus`,
+    `regions`, `plain`) count the head's lines first.
+    """
 
     title: str
     lines: list[str] = field(default_factory=list)
@@ -86,10 +86,13 @@ class Document:
     styled: list[Text] | None = None
     regions: list[tuple[int, int, str]] = field(default_factory=list)  # (first, last, lang)
     numbered: bool = True
+    head: list[Text] = field(default_factory=list)
 
     @property
     def count(self) -> int:
-        return len(self.styled) if self.styled is not None else len(self.lines)
+        if self.styled is not None:
+            return len(self.styled)
+        return len(self.head) + len(self.lines)
 
     def language_at(self, index: int) -> str | None:
         for first, last, lang in self.regions:
@@ -100,7 +103,20 @@ class Document:
     def plain(self, index: int) -> str:
         if self.styled is not None:
             return self.styled[index].plain
-        return self.lines[index]
+        head = self.head
+        if index < len(head):
+            return head[index].plain
+        return self.lines[index - len(head)]
+
+    def index_of(self, lineno: int) -> int:
+        """The index of the code line the gutter numbers `lineno` (-1: there is none)."""
+        at = lineno - self.first_lineno
+        return len(self.head) + at if self.styled is None and 0 <= at < len(self.lines) else -1
+
+    def lineno(self, index: int) -> int | None:
+        """The source line number shown in the gutter for line `index` (None: a head line)."""
+        at = index - len(self.head)
+        return None if at < 0 else self.first_lineno + at
 
 
 def lit(text: object, style: str = "") -> Text:
@@ -112,35 +128,7 @@ def styled_doc(title: str, lines: list[Text]) -> Document:
     return Document(title, styled=lines, numbered=False)
 
 
-# ---------------------------------------------------------------- output code cache
-
-
-class OutputCodeCache:
-    """Decoded output code and its kernel spans, for the last few records shown.
-
-    Keyed by the record and its end (a live record may still grow); the value holds the
-    record, so its id cannot be reused while cached. Workers and the UI thread share it.
-    """
-
-    def __init__(self, size: int = 6) -> None:
-        self._items: LRUCache[tuple[int, int], tuple[Record, list[str], list[KernelSpan]]]
-        self._items = LRUCache(size)
-        self._lock = threading.Lock()  # LRUCache is not thread-safe
-
-    def get(self, record: Record) -> tuple[list[str], list[KernelSpan]]:
-        key = (id(record), record.end)
-        with self._lock:
-            hit = self._items.get(key)
-        if hit is not None and hit[0] is record:
-            return hit[1], hit[2]
-        text = record.payload()
-        lines, spans = text.split("\n"), split_output_code(text)
-        with self._lock:
-            self._items.set(key, (record, lines, spans))
-        return lines, spans
-
-
-OUTPUT_CODES = OutputCodeCache()
+# ---------------------------------------------------------------- output code
 
 
 def cpp_regions(spans: list[KernelSpan], offset: int = 0) -> list[tuple[int, int, str]]:
@@ -159,29 +147,6 @@ def record_title(rec: Record) -> str:
     return " · ".join(p for p in parts if p)
 
 
-def record_name(rec: Record) -> str:
-    label = rec.label
-    return {
-        "dynamo_output_graph": "Dynamo graph",
-        "dynamo_cpp_guards_str": "guards",
-        "dynamo_guards": "guards (json)",
-        "recompile_reasons": "recompile reason",
-        "dynamo_graph_break_reason": "graph break",
-        "aot_forward_graph": "AOT forward graph",
-        "aot_backward_graph": "AOT backward graph",
-        "aot_joint_graph": "AOT joint graph",
-        "aot_inference_graph": "AOT inference graph",
-        "inductor_pre_grad_graph": "Inductor pre-grad graph",
-        "inductor_post_grad_graph": "Inductor post-grad graph",
-        "inductor_output_code": "output code",
-        "compilation_metrics": "metrics",
-        "bwd_compilation_metrics": "metrics (backward)",
-        "compilation_metrics_runtime": "runtime metrics",
-        "bwd_compilation_metrics_runtime": "runtime metrics (backward)",
-        "dynamo_error": "dynamo error",
-    }.get(label, label)
-
-
 def record_doc(rec: Record) -> Document:
     """The payload of one record, highlighted by kind; metrics as a table."""
     title = record_title(rec)
@@ -191,8 +156,8 @@ def record_doc(rec: Record) -> Document:
     if not has_payload:
         return Document(title + " · header only", json_lines(rec.meta), "json")
     if rec.kind == "inductor_output_code":
-        lines, spans = OUTPUT_CODES.get(rec)
-        return Document(title, lines, "python", regions=cpp_regions(spans))
+        code = OUTPUT_CODES.get(rec)
+        return Document(title, code.lines, "python", regions=cpp_regions(code.spans))
     text = rec.payload()
     ok = rec.md5_ok() if rec.md5 and len(text) < JSON_LIMIT else None
     if ok is False:
@@ -224,48 +189,132 @@ def json_lines(value: object) -> list[str]:
 
 # ---------------------------------------------------------------- kernels
 
-_DEF = re.compile(r"^\s*(?:async\s+)?def \w+\(")
-_CPP_ENTRY = re.compile(r'^\s*(?:extern "C"|void kernel\()')
+# ---------------------------------------------------------------- details (trace/detail.py)
+
+# A row's tag -> its value's style; a section's tag -> its heading's colour.
+TAG_STYLE = {
+    "break": "bold",
+    "where": "yellow",
+    "hint": "green",
+    "guard": "cyan",
+    "failure": "red",
+    "limit": "bold",
+    "diagnosis": "bold",
+    "advice": "green",
+    "dim": "dim",
+    "strong": "bold",
+    "id": "bold",
+    "fused": "green",
+    "role": "magenta",
+}
+HEADING_STYLE = {
+    "break": "bold yellow underline",
+    "recompile": "bold cyan underline",
+    "failure": "bold red underline",
+}
+LABEL_STYLE = {"failure": "bold red", "guard": "cyan"}
+BAR_WIDTH = 30
 
 
-def kernel_span(kernel: Kernel) -> tuple[list[str], KernelSpan | None]:
-    lines, spans = OUTPUT_CODES.get(kernel.output)
-    same = [s for s in spans if s.name == kernel.name]
-    if not same:
-        return lines, None
-    index = kernel.index
-    exact = [s for i, s in enumerate(spans) if s.name == kernel.name and i == index]
-    return lines, (exact or same)[0]
+def tag_style(tag: str) -> str:
+    kind, _, what = tag.partition(":")
+    if kind == "status":
+        return STATUS_STYLE.get(what, "")
+    if kind == "kind":
+        return KIND_STYLE.get(what, "")
+    return TAG_STYLE.get(tag, "")
+
+
+def row_line(row: Row, width: int, top: float) -> Text:
+    """One row, styled by its tag: the same characters as `trace.detail.row_text`."""
+    lead, label, value = row_parts(row, width)
+    text = Text(lead)
+    if label:
+        text.append_text(lit(label, LABEL_STYLE.get(row.tag, "dim" if row.depth == 0 else "")))
+    if row.tag == "marks":
+        for i, mark in enumerate(value.split(", ")):
+            if i:
+                text.append(", ")
+            text.append_text(lit(mark, STATUS_STYLE.get(mark, "")))
+        return text
+    text.append_text(lit(value, tag_style(row.tag)))
+    if row.amount is not None:
+        text.append(" ")
+        text.append_text(bar(row.amount, top, BAR_WIDTH, "cyan" if row.depth else "bold cyan"))
+    return text
+
+
+def section_lines(section: Section, rows: list[Row] | None = None) -> list[Text]:
+    """A section's heading and rows (`rows`: those of them to show), styled; its code lines
+    are not included."""
+    out: list[Text] = []
+    if section.heading:
+        out.append(Text(""))
+        out.append(lit(section.heading, HEADING_STYLE.get(section.tag, "bold underline")))
+    rows = section.rows if rows is None else rows
+    top = max((r.amount for r in rows if r.amount is not None), default=0.0)
+    out.extend(row_line(r, section.label_width, top) for r in rows)
+    if section.lines and not section.language:
+        out.extend(lit(line) for line in section.lines)
+    return out
+
+
+def headline_text(detail: Detail) -> Text:
+    """The first line: the title, then its status, marks and time, styled."""
+    title, rows = headline(detail)
+    text = lit(title, "bold")
+    for row in rows:
+        text.append("  ")
+        if row.tag == "marks":
+            text.append_text(row_line(Row("", row.value, "marks"), 0, 0.0)[2:])
+        else:
+            text.append_text(
+                lit(row.value, "bold" if row.tag == "duration" else tag_style(row.tag))
+            )
+    return text
+
+
+def detail_lines(detail: Detail) -> list[Text]:
+    """The whole detail as styled lines (code sections as plain lines)."""
+    out = [headline_text(detail)]
+    for section in detail.sections:
+        if section.rows or section.lines:
+            out.extend(section_lines(section, body_rows(detail, section)))
+            if section.language:
+                out.extend(lit(line) for line in section.lines)
+    return out
+
+
+def detail_doc(detail: Detail) -> Document:
+    """The detail for the viewer: styled lines, or, when it ends with code (a kernel's
+    source), that code highlighted and numbered below the other sections."""
+    sections = [s for s in detail.sections if s.rows or s.lines]
+    code = sections[-1] if sections and sections[-1].language else None
+    if code is None:
+        return styled_doc(detail.title, detail_lines(detail))
+    head = [headline_text(detail)]
+    for section in sections[:-1]:
+        head.extend(section_lines(section, body_rows(detail, section)))
+    head.extend(section_lines(Section(code.heading, code.tag, list(code.rows))))
+    n = len(head)
+    # It opens at the top: what the kernel fuses and how it is launched come first.
+    return Document(
+        detail.title,
+        code.lines,
+        code.language,
+        code.first_lineno,
+        0,
+        regions=[(a + n, b + n, lang) for a, b, lang in code.regions],
+        head=head,
+    )
 
 
 def kernel_doc(kernel: Kernel) -> Document:
-    """The kernel's own lines of the output code, scrolled to its ``def``."""
-    lines, span = kernel_span(kernel)
-    comp = kernel.compile.id_text if kernel.compile is not None else kernel.output.compile_text
-    title = f"kernel {kernel.name} · {kernel.kind} · {comp}"
-    if span is None:
-        return Document(title + " · not found in output code", lines, "python")
-    body = lines[span.start : span.end + 1]
-    focus = next((i for i, ln in enumerate(body) if _DEF.match(ln)), None)
-    if focus is None:
-        focus = next((i for i, ln in enumerate(body) if _CPP_ENTRY.match(ln)), 0)
-    launch = f" · launch #{span.launch + 1}" if span.launch is not None else " · not launched"
-    title += f" · lines {span.start + 1}-{span.end + 1}{launch}"
-    regions = [(1, len(body) - 2, "cpp")] if span.kind == "cpp" else []
-    return Document(title, body, "python", span.start + 1, focus, regions=regions)
+    """The kernel's detail: what it fuses, its launch, its source (scrolled to its ``def``)."""
+    return detail_doc(kernel_detail(kernel))
 
 
 # ---------------------------------------------------------------- tables and summaries
-
-
-def fmt_seconds(value: float | None) -> str:
-    if value is None:
-        return "-"
-    if value >= 100:
-        return f"{value:.0f}s"
-    if value >= 1:
-        return f"{value:.2f}s"
-    return f"{value * 1000:.0f}ms" if value >= 0.001 else f"{value * 1e6:.0f}µs"
 
 
 def _metric_value(key: str, value: object) -> str:
@@ -313,23 +362,24 @@ def status_text(status: str) -> Text:
     return Text(status, style=STATUS_STYLE.get(status, ""))
 
 
-def phase_times(comp: Compile, detailed: bool = True) -> list[tuple[str, float, int]]:
-    """(label, seconds, depth) of one compile's phases: from its chromium events when
-    `detailed` (read from disk), else from the times in its compilation metrics."""
-    if detailed:
-        try:
-            got = comp.phases()
-        except (OSError, ValueError):  # the file went away, or an event is broken
-            got = []
-        if got:
-            return got
-    m = comp.metrics or {}
-    out = []
-    for key, label, div, depth in PHASES:
-        value = m.get(key)
-        if isinstance(value, (int, float)) and not isinstance(value, bool) and value > 0:
-            out.append((label, value / div, depth))
-    return out
+def marks_text(marks: Sequence[str], words: bool = True) -> Text:
+    """A compile's or frame's marks: ``↻ recompile  ● cache hit`` (symbols only: ``↻●``)."""
+    text = Text()
+    for mark in marks:
+        if words and text:
+            text.append("  ")
+        shown = f"{STATUS_MARK.get(mark, '?')} {mark}" if words else STATUS_MARK.get(mark, "?")
+        text.append(shown, style=STATUS_STYLE.get(mark, ""))
+    return text
+
+
+def verdict_text(comp: Compile) -> Text:
+    """Its status and marks: ``ok  ↻ recompile  ● cache hit``."""
+    text = status_text(comp.status)
+    if comp.marks:
+        text.append("  ")
+        text.append_text(marks_text(comp.marks))
+    return text
 
 
 def bar(value: float, top: float, width: int, style: str) -> Text:
@@ -345,160 +395,44 @@ def bar(value: float, top: float, width: int, style: str) -> Text:
     return Text(text.ljust(width), style=style)
 
 
-def fusion_of(model: Model | None, comp: Compile) -> list[FusionDecision]:
-    """Inductor's fusion decisions for this compile, from the TORCH_LOGS text (a TextLog, or
-    a run directory's `text`). The trace's compile and the log's are separate objects: they
-    are matched by compile id."""
-    log = model if isinstance(model, TextLog) or model is None else model.text
-    if log is None:
+ERROR_ROWS = 5  # errors the overview lists (e lists them all)
+
+
+def crash_summary(model: Model) -> list[Text]:
+    """ "The run crashed" and its first errors, for the top of the overview (or nothing)."""
+    errors = model.run_errors()
+    if not errors:
         return []
-    return [
-        d
-        for d in log.fusion_decisions()
-        if d.compile is comp or (d.compile is not None and d.compile.id_text == comp.id_text)
-    ]
+    out = [Text(f"The run crashed: {len(errors)} error(s)  (e for all)", style="bold red")]
+    for error in errors[:ERROR_ROWS]:
+        out.append(Text.assemble("  ", lit(error.headline, "red")))
+        if error.stack:
+            out.append(Text.assemble("    at ", lit(error.stack[-1], "dim")))
+    if len(errors) > ERROR_ROWS:
+        out.append(Text(f"  … {len(errors) - ERROR_ROWS} more", style="dim"))
+    return out
 
 
-def fusion_lines(decisions: Sequence[FusionDecision]) -> list[Text]:
-    """The fused pairs, then the reasons the others were not fused, with counts."""
-    fused = [d for d in decisions if d.fused]
-    why = Counter(d.reason or "(no reason given)" for d in decisions if not d.fused)
-    out = [
-        Text(""),
-        Text(
-            f"fusion decisions ({len(fused)} fused, {len(decisions) - len(fused)} not)",
-            style="bold underline",
+def error_doc(error: Error) -> Document:
+    """One error: where it came from, its exception, its stack and the traceback as printed."""
+    where = "run.json" if error.origin == "run.json" else f"line {error.lineno}"
+    rank = "-" if error.rank is None else str(error.rank)
+    lines = [
+        Text.assemble(lit(error.error_type, "bold red")),
+        lit(error.message),
+        Text.assemble(
+            ("rank ", "dim"), lit(rank), ("  from ", "dim"), lit(error.where), " ", (where, "dim")
         ),
     ]
-    for d in fused[:FUSION_ROWS]:
-        out.append(Text.assemble(("  fused  ", "green"), lit(f"{d.first} + {d.second}")))
-    if len(fused) > FUSION_ROWS:
-        out.append(Text(f"  … {len(fused) - FUSION_ROWS} more fused", style="dim"))
-    for reason, n in why.most_common(FUSION_ROWS):
-        out.append(Text.assemble((f"  {n:>5}× not fused: ", "dim"), lit(reason)))
-    return out
-
-
-def compile_summary(comp: Compile, fusion: Sequence[FusionDecision] = ()) -> list[Text]:
-    out: list[Text] = []
-    head = Text.assemble(
-        ("compile ", "bold"), lit(comp.id_text, "bold"), "  ", status_text(comp.status)
-    )
-    t = comp.compile_time_s
-    if t is not None:
-        head.append(f"  {fmt_seconds(t)}", style="bold")
-    out.append(head)
-    frame = comp.frame
-    if frame is not None:
-        out.append(Text.assemble(("frame     ", "dim"), lit(frame.label), f"  [{frame.id_text}]"))
-    m = comp.metrics or {}
-    if m.get("co_name"):
-        where = f"{m.get('co_name')}  {m.get('co_filename')}:{m.get('co_firstlineno')}"
-        out.append(Text.assemble(("code      ", "dim"), lit(where)))
-    counts = []
-    for key, what in (
-        ("graph_op_count", "ops"),
-        ("graph_node_count", "nodes"),
-        ("guard_count", "guards"),
-        ("graph_input_count", "inputs"),
-    ):
-        if isinstance(m.get(key), int):
-            counts.append(f"{m[key]} {what}")
-    if counts:
-        out.append(Text.assemble(("graph     ", "dim"), " · ".join(counts)))
-    rc = comp.recompile
-    if rc is not None:
-        out.append(Text(""))
-        out.append(Text("recompiled because", style="bold cyan underline"))
-        for reason in rc.reasons or ["(no reason recorded)"]:
-            out.append(Text.assemble("  • ", lit(short_guard(reason) or reason)))
-    if comp.breaks:
-        out.append(Text(""))
-        out.append(Text(f"graph breaks ({len(comp.breaks)})", style="bold yellow underline"))
-        for gb in comp.breaks:
-            out.append(Text.assemble("  • ", lit(gb.reason, "bold")))
-            if gb.location:
-                out.append(Text.assemble("    at ", lit(gb.short_location, "yellow")))
-            if gb.explanation:
-                out.append(Text.assemble("    ", lit(gb.explanation, "dim")))
-            for hint in gb.hints[:3]:
-                out.append(Text.assemble("    hint: ", lit(hint, "green")))
-    restarts = m.get("restart_reasons")
-    if restarts and not comp.breaks:
-        out.append(Text(""))
-        out.append(Text("restarts", style="bold yellow underline"))
-        for reason in restarts if isinstance(restarts, list) else [restarts]:
-            out.append(Text.assemble("  • ", lit(reason)))
-    if comp.failures:
-        out.append(Text(""))
-        out.append(Text("failure", style="bold red underline"))
-        for f in comp.failures:
-            out.append(Text.assemble("  ", lit(f.fail_type, "bold red"), ": ", lit(f.reason)))
-            if f.location:
-                out.append(Text.assemble("    at ", lit(f.location)))
-    phases = phase_times(comp)
-    if phases:
-        out.append(Text(""))
-        out.append(Text("where the time went", style="bold underline"))
-        top = max(v for _, v, _ in phases)
-        # The chromium events nest deep and name every tiny pass: keep what matters.
-        phases = [p for p in phases if p[2] <= 5 and p[1] >= max(0.005 * top, 0.0005)]
-        for label, value, depth in phases:
-            label = label if len(label) <= 40 else label[:39] + "…"
-            row = Text("  " * depth + label.ljust(max(26, 44 - 2 * depth)))
-            row.append(fmt_seconds(value).rjust(8) + " ")
-            row.append(bar(value, top, 30, "cyan" if depth else "bold cyan"))
-            out.append(row)
-    if comp.cache:
-        parts = ", ".join(f"{c.cache} {c.result}" for c in comp.cache)
-        out.append(Text(""))
-        out.append(Text.assemble(("cache     ", "dim"), lit(parts)))
-    if comp.kernels:
-        kinds = Counter(k.kind for k in comp.kernels)
-        desc = ", ".join(f"{n} {k}" for k, n in kinds.most_common())
-        out.append(Text(""))
-        out.append(
-            Text.assemble(
-                ("kernels   ", "dim"),
-                f"{len(comp.kernels)} in {len(comp.output_codes)} output code(s): {desc}",
-            )
-        )
-    if fusion:
-        out.extend(fusion_lines(fusion))
-    if frame is not None and frame.stack:
-        out.append(Text(""))
-        out.append(Text("user stack", style="bold underline"))
-        for sf in frame.stack[-12:]:
-            out.append(Text.assemble("  ", lit(f"{sf.filename}:{sf.line}"), " in ", lit(sf.name)))
-    return out
-
-
-def frame_summary(frame: Frame) -> list[Text]:
-    out = [
-        Text.assemble(("frame ", "bold"), lit(frame.label, "bold"), f"  [{frame.id_text}]"),
-        Text.assemble(("status  ", "dim"), status_text(frame.status)),
-        Text.assemble(("compiles ", "dim"), str(len(frame.compiles))),
-        Text(""),
-        Text("compiles", style="bold underline"),
-    ]
-    for comp in frame.compiles[:SUMMARY_ROWS]:
-        row = Text.assemble("  ", lit(comp.id_text.ljust(8), "bold"), " ")
-        row.append_text(status_text(comp.status.ljust(12)))
-        row.append(fmt_seconds(comp.compile_time_s).rjust(8))
-        out.append(row)
-        if comp.recompile is not None:
-            for reason in comp.recompile.reasons[:3]:
-                out.append(Text.assemble("      guard failed: ", lit(short_guard(reason), "cyan")))
-        for gb in comp.breaks[:3]:
-            out.append(Text.assemble("      break: ", lit(gb.reason, "yellow")))
-    if len(frame.compiles) > SUMMARY_ROWS:
-        out.append(Text(f"  … {len(frame.compiles) - SUMMARY_ROWS} more", style="dim"))
-    if frame.stack:
-        out.append(Text(""))
-        out.append(Text("stack", style="bold underline"))
-        for sf in frame.stack[-16:]:
-            out.append(Text.assemble("  ", lit(f"{sf.filename}:{sf.line}"), " in ", lit(sf.name)))
-    return out
+    if error.stack:
+        lines.append(Text(""))
+        lines.append(Text("stack (most recent call last)", style="bold underline"))
+        lines.extend(Text.assemble("  ", lit(frame)) for frame in error.stack[-40:])
+    if error.text:
+        lines.append(Text(""))
+        lines.append(Text("as printed", style="bold underline"))
+        lines.extend(lit(line) for line in error.text.split("\n")[:400])
+    return styled_doc(f"error · {error.error_type}", lines)
 
 
 class InputState(NamedTuple):
@@ -555,6 +489,7 @@ def model_summary(
     breaks and slowest compiles; `state` says the input is empty (see `input_state`)."""
     s = model.summary_counts() if summary is None else summary
     out = [Text(safe_line(title), style="bold")]
+    out.extend(crash_summary(model))
     if state is not None:
         out.append(lit(state.text, "bold yellow"))
         if state.help:
@@ -581,7 +516,7 @@ def model_summary(
             out.append(
                 Text.assemble(
                     f"  {fmt_seconds(comp.compile_time_s):>8}  ",
-                    lit(comp.id_text.ljust(8), "bold"),
+                    lit(comp.id_label.ljust(8), "bold"),
                     " ",
                     lit(label),
                 )

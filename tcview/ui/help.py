@@ -20,11 +20,16 @@ from textual.screen import ModalScreen
 from textual.widgets import Static
 
 KEY_WIDTH = 14
+# A compile's status (one of these, worst first as tlparse orders them) ...
 STATUS_MARKS = (
-    ("✓", "ok", "green"),
-    ("✂", "graph break", "yellow"),
-    ("↻", "recompile", "cyan"),
     ("✗", "failed", "red"),
+    ("∅", "empty graph", "magenta"),
+    ("✂", "graph break", "yellow"),
+    ("✓", "ok", "green"),
+)
+# ... and the marks it may have beside it.
+EXTRA_MARKS = (
+    ("↻", "recompile", "cyan"),
     ("●", "cache hit", "blue"),
 )
 
@@ -106,8 +111,11 @@ def help_text(places: Sequence[HelpPlace], key_display: Callable[[Binding], str]
         for what, explanation in place.notes:
             text.append(f"  {what:<{KEY_WIDTH}}", style="cyan")
             text.append(f"{explanation}\n")
-    text.append("\nStatus marks: ", style="dim")
+    text.append("\nStatus: ", style="dim")
     for mark, what, style in STATUS_MARKS:
+        text.append(f"{mark} {what}  ", style=style)
+    text.append(" marks beside it: ", style="dim")
+    for mark, what, style in EXTRA_MARKS:
         text.append(f"{mark} {what}  ", style=style)
     text.append("\n\nPress escape, q or ? to close.", style="dim")
     return text

@@ -18,10 +18,19 @@ from textual.widgets import Tree
 from textual.widgets.tree import TreeNode
 
 from ..trace import LogSource, Model, Rank, Run, TextLog, TraceSet
+from ..trace.compile_id import FIRST_EPISODE, episode_suffix
 from ..trace.facts import short_guard
 from ..trace.handlers import KNOWN_KINDS
 from ..trace.model import Compile, Frame, Kernel, Record
-from .content import KIND_STYLE, STATUS_MARK, STATUS_STYLE, fmt_seconds, lit, record_name
+from .content import (
+    KIND_STYLE,
+    STATUS_MARK,
+    STATUS_STYLE,
+    fmt_seconds,
+    lit,
+    marks_text,
+    record_name,
+)
 
 NEW_MARK = Text("new ", style="bold green")
 PAGE = 500  # children added at a time; a "more" node adds the next page
@@ -100,20 +109,29 @@ class Spec:
 def frame_label(frame: Frame) -> Text:
     status = frame.status
     n = len(frame.compiles)
-    return Text.assemble(
+    text = Text.assemble(
         (STATUS_MARK.get(status, "?") + " ", STATUS_STYLE.get(status, "")),
         lit(frame.label),
-        (f"  {n} compile{'s' if n != 1 else ''}", "dim"),
     )
+    if frame.episode != FIRST_EPISODE:
+        text.append(episode_suffix(frame.episode), style="bold")
+    if frame.marks:
+        text.append(" ")
+        text.append_text(marks_text(frame.marks, words=False))
+    text.append(f"  {n} compile{'s' if n != 1 else ''}", style="dim")
+    return text
 
 
 def compile_label(comp: Compile) -> Text:
     status = comp.status
     text = Text.assemble(
-        lit(comp.id_text, "bold"),
+        lit(comp.id_label, "bold"),
         "  ",
         (STATUS_MARK.get(status, "?") + " " + status, STATUS_STYLE.get(status, "")),
     )
+    if comp.marks:
+        text.append("  ")
+        text.append_text(marks_text(comp.marks))
     if len(comp.breaks) > 1:
         text.append(f" ×{len(comp.breaks)}", style=STATUS_STYLE["graph break"])
     t = comp.compile_time_s

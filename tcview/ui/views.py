@@ -7,6 +7,7 @@ Enter jumps to the compile (or, for kernels, to the kernel's source) in the tree
 
 from __future__ import annotations
 
+import re
 from collections import Counter
 from typing import TYPE_CHECKING, Generic, TypeAlias, TypeVar, cast
 
@@ -20,21 +21,23 @@ from textual.widgets import DataTable, Footer, Input, Static
 from textual.worker import get_current_worker
 
 from ..trace import Model
+from ..trace.detail import compile_detail, fmt_seconds, frame_detail, kernel_detail, phase_times
 from ..trace.facts import short_guard
-from ..trace.model import BreakGroup, Compile, Failure, Frame, Kernel
+from ..trace.kernels import KernelGroup, group_kernels, needs_digests, source_digests
+from ..trace.model import ROLE_SHORT, BreakGroup, Compile, Error, Failure, Frame
+from ..trace.recompiles import diagnose
 from .content import (
     KIND_STYLE,
     STATUS_STYLE,
     Document,
     bar,
-    compile_summary,
-    fmt_seconds,
-    kernel_doc,
+    detail_doc,
+    detail_lines,
+    error_doc,
     lit,
-    phase_times,
     record_doc,
-    status_text,
     styled_doc,
+    verdict_text,
 )
 from .reader import Reader
 from .status import StatusBar
@@ -135,12 +138,28 @@ class TableView(Screen[None], Generic[T]):
     def _build_rows(self) -> None:
         model = self.model
         rows: list[Row[T]] = []
+        if model is not None and not self.prepare(model):
+            return  # replaced by a newer reload
         with self.browser.lock:
             if model is not None:
                 rows = self.rows(model)
             head = self.head()
         if not get_current_worker().is_cancelled:
             self.app.call_from_thread(self._fill, rows, head)
+
+    def prepare(self, model: Model) -> bool:
+        """Work before the rows that needs no lock held (reading from disk); False when a
+        newer reload replaced this one meanwhile."""
+        return True
+
+    def say(self, text: str) -> None:
+        """Show `text` in the head while the rows are being built (from the rows worker)."""
+        head = Text.assemble((self.TITLE, "bold"), "  ", (text, "dim"))
+        self.app.call_from_thread(self._put_head, head)
+
+    def _put_head(self, head: Text) -> None:
+        if self.is_attached:
+            self.query_one("#view-head", Static).update(head)
 
     def cancelled(self) -> bool:
         """True in a rows worker that a newer reload replaced (rows() may stop early)."""
@@ -176,14 +195,22 @@ class TableView(Screen[None], Generic[T]):
         """Enter on a row: go to what it stands for."""
 
     def _show_detail(self, index: int) -> None:
-        if not (0 <= index < len(self.objects)):
-            return
+        if 0 <= index < len(self.objects):
+            self._build_detail(self.objects[index])
+
+    @work(thread=True, group="detail", exclusive=True, exit_on_error=False, description="detail")
+    def _build_detail(self, obj: T) -> None:
+        """Build the highlighted row's detail off the UI thread (it reads from disk)."""
         with self.browser.lock:
             try:
-                doc = self.detail(self.objects[index])
+                doc = self.detail(obj)
             except Exception as exc:  # noqa: BLE001 - never end the app on a bad record
                 doc = styled_doc("error", [lit(f"could not show: {exc!r}", "red")])
-        if doc is not None:
+        if doc is not None and not get_current_worker().is_cancelled:
+            self.app.call_from_thread(self._put_detail, doc)
+
+    def _put_detail(self, doc: Document) -> None:
+        if self.is_attached:
             self.query_one(Reader).show(doc)
 
     @on(DataTable.RowHighlighted)
@@ -199,6 +226,11 @@ class TableView(Screen[None], Generic[T]):
 
     def action_close(self) -> None:
         self.app.pop_screen()
+
+    def selected(self) -> T | None:
+        """The object of the highlighted row (what `y`, `Y` and `e` act on)."""
+        row = self.query_one(DataTable).cursor_row
+        return self.objects[row] if 0 <= row < len(self.objects) else None
 
     def action_row(self, step: int) -> None:
         table = self.query_one(DataTable)
@@ -226,8 +258,8 @@ class BreaksView(TableView[BreakGroup]):
         for g in model.grouped_breaks():
             comps = []
             for gb in g.breaks:
-                if gb.compile is not None and gb.compile.id_text not in comps:
-                    comps.append(gb.compile.id_text)
+                if gb.compile is not None and gb.compile.id_label not in comps:
+                    comps.append(gb.compile.id_label)
             ids = ", ".join(comps[:4]) + (f" +{len(comps) - 4}" if len(comps) > 4 else "")
             out.append(
                 (
@@ -262,7 +294,7 @@ class BreaksView(TableView[BreakGroup]):
             lines.append(Text.assemble(("hint      ", "dim"), lit(hint, "green")))
         if gb.url:
             lines.append(Text.assemble(("more      ", "dim"), lit(gb.url, "underline")))
-        seen = Counter(b.compile.id_text if b.compile else "?" for b in group.breaks)
+        seen = Counter(b.compile.id_label if b.compile else "?" for b in group.breaks)
         lines.append(
             Text.assemble(
                 ("compiles  ", "dim"),
@@ -285,34 +317,36 @@ class BreaksView(TableView[BreakGroup]):
 # ---------------------------------------------------------------- recompiles
 
 
-class RecompilesView(TableView[Compile | None]):
+class RecompilesView(TableView[Compile | Frame]):
     TITLE = "Recompiles"
-    HELP = "per frame: each compile and the guard that failed · enter: go to the compile"
-    COLUMNS = ("frame / compile", "status", "time", "guard that failed")
+    HELP = (
+        "per frame: why it recompiled, then each compile and the guard that failed"
+        " · enter: go to the compile"
+    )
+    COLUMNS = ("frame / compile", "status", "time", "why")
 
-    def rows(self, model: Model) -> list[Row[Compile | None]]:
-        out: list[Row[Compile | None]] = []
+    def rows(self, model: Model) -> list[Row[Compile | Frame]]:
+        out: list[Row[Compile | Frame]] = []
         frames: list[Frame] = []
         for tf in list(model.files):
             for frame in list(tf.frames.values()):
                 if len(frame.compiles) > 1 or any(c.key.is_recompile for c in frame.compiles):
                     frames.append(frame)
-        limited = {
-            id(f.compile.frame)
-            for f in model.failures
-            if f.is_recompile_limit and f.compile is not None
-        }
         for frame in frames:
-            mark = "  ⚠ recompile limit hit" if id(frame) in limited else ""
+            # The diagnosis without the config (that is read from disk, for the detail).
+            diagnosis = diagnose(frame)
+            limit = diagnosis.limit_hit is not None
+            mark = "  ⚠ recompile limit hit" if limit else ""
+            why = diagnosis.sentences[1 if limit and len(diagnosis.sentences) > 1 else 0]
             out.append(
                 (
                     [
                         Text.assemble(lit(frame.label, "bold"), (mark, "bold red")),
                         Text(f"{len(frame.compiles)} compiles", style="dim"),
                         Text(""),
-                        Text(""),
+                        lit(_cut(why, 110), "bold"),
                     ],
-                    frame.compiles[0] if frame.compiles else None,
+                    frame,
                 )
             )
             for i, comp in enumerate(frame.compiles):
@@ -328,9 +362,9 @@ class RecompilesView(TableView[Compile | None]):
                         [
                             Text.assemble(
                                 ("  └ " if i == len(frame.compiles) - 1 else "  ├ ", "dim"),
-                                lit(comp.id_text, "bold"),
+                                lit(comp.id_label, "bold"),
                             ),
-                            status_text(comp.status),
+                            verdict_text(comp),
                             Text(fmt_seconds(comp.compile_time_s), style="dim"),
                             lit(_cut(why, 110), "cyan" if reasons else "dim"),
                         ],
@@ -342,60 +376,86 @@ class RecompilesView(TableView[Compile | None]):
     def empty_text(self) -> str:
         return "No recompiles: every frame compiled once."
 
-    def detail(self, comp: Compile | None) -> Document | None:
-        if comp is None:
-            return None
-        return styled_doc(f"compile {comp.id_text}", compile_summary(comp))
+    def detail(self, obj: Compile | Frame) -> Document:
+        if isinstance(obj, Frame):
+            return detail_doc(frame_detail(obj))
+        return detail_doc(compile_detail(obj, self.model))
 
-    def activate(self, comp: Compile | None) -> None:
-        if comp is not None:
+    def activate(self, obj: Compile | Frame) -> None:
+        comp = obj.compiles[0] if isinstance(obj, Frame) and obj.compiles else obj
+        if isinstance(comp, Compile):
             self.browser.reveal("compile", comp)
 
 
 # ---------------------------------------------------------------- kernels
 
 
-class KernelsView(TableView[Kernel]):
+class KernelsView(TableView[KernelGroup]):
+    """Every kernel, one row per distinct source: a kernel compiled again with the same source
+    (a frame recompiled for another shape, say) is one row with the compiles it is in."""
+
     TITLE = "Kernels"
-    HELP = "type to filter by name or kind · ↓ to the list · enter: show source · esc: back"
-    COLUMNS = ("kernel", "kind", "compile", "frame")
+    HELP = "type to filter by name, kind or graph · ↓ to the list · enter: show source · esc: back"
+    COLUMNS = ("kernel", "kind", "compiles", "graph")
     AUTO_FOCUS = "#kernel-filter"
 
     def compose_top(self) -> ComposeResult:
-        yield Input(
-            placeholder="filter kernels by name or kind (e.g. red, cpp, layer_norm)",
+        box = Input(
+            placeholder="filter kernels by name, kind or graph (e.g. red, cpp, layer_norm, bwd)",
             id="kernel-filter",
         )
+        box.cursor_blink = False  # a steady cursor: no redraw twice a second (over SSH)
+        yield box
 
     words: list[str] = []  # the filter, read on the UI thread before each reload
+    distinct = 0  # rows before the filter (kernels with the same source are one)
 
     def reload(self) -> None:
         self.words = self.query_one("#kernel-filter", Input).value.lower().split()
         super().reload()
 
-    def rows(self, model: Model) -> list[Row[Kernel]]:
+    def prepare(self, model: Model) -> bool:
+        """Identical sources are told apart by a digest of each kernel's text: the output codes
+        not read yet are read once, without the model lock (the UI goes on meanwhile)."""
+        with self.browser.lock:
+            pending = needs_digests(model.kernels)
+        if pending:
+            self.say(f"reading {len(pending)} output code(s) to group identical kernels…")
+        for i, batch in enumerate(pending):
+            if i % 20 == 19 and self.cancelled():
+                return False  # a newer keystroke: its rows are what counts
+            source_digests(batch)
+        return True
+
+    def rows(self, model: Model) -> list[Row[KernelGroup]]:
+        groups = group_kernels(list(model.kernels))
+        self.distinct = len(groups)
         words = self.words
-        out: list[Row[Kernel]] = []
-        for i, k in enumerate(list(model.kernels)):
+        out: list[Row[KernelGroup]] = []
+        for i, g in enumerate(groups):
             if i % 1000 == 999 and self.cancelled():
-                return []  # a newer keystroke: its rows are what counts
-            kind = k.kind
-            hay = f"{k.name.lower()} {kind} {k.method.lower()}"
-            if words and not all(w in hay for w in words):
-                continue
+                return []
+            roles = [ROLE_SHORT.get(r, r) for r in g.roles]
+            if words:
+                first = g.first
+                hay = f"{g.name.lower()} {g.kind} {first.method.lower()} {' '.join(roles)}"
+                if not all(w in hay for w in words):
+                    continue
             if len(out) >= ROW_LIMIT:
-                out.append(([], k))  # counted, never shown: no cells to build
+                out.append(([], g))  # counted, never shown: no cells to build
                 continue
-            comp = k.compile
+            ids = g.compile_ids
+            shown = ", ".join(ids[:3]) + (f" … +{len(ids) - 3}" if len(ids) > 3 else "")
+            count = Text(f"×{g.count} " if g.count > 1 else "", style="bold")
             out.append(
                 (
                     [
-                        lit(k.name),
-                        Text(kind, style=KIND_STYLE.get(kind, "")),
-                        lit(comp.id_text if comp is not None else k.output.compile_text),
-                        lit(_cut(_frame_name(comp), 50), "dim"),
+                        lit(g.name),
+                        Text(g.kind, style=KIND_STYLE.get(g.kind, "")),
+                        Text.assemble(count, lit(shown)),
+                        lit(", ".join(roles), "magenta"),
                     ],
-                    k,
+                    g,
                 )
             )
         return out
@@ -405,8 +465,12 @@ class KernelsView(TableView[Kernel]):
         model = self.model
         kinds = Counter(k.kind for k in model.kernels) if model is not None else Counter()
         if kinds:
+            total = sum(kinds.values())
             head.append("\n")
-            head.append(f"{sum(kinds.values())} kernels: ", style="bold")
+            head.append(f"{total} kernels", style="bold")
+            if self.distinct and self.distinct != total:
+                head.append(f" ({self.distinct} distinct sources)", style="bold")
+            head.append(": ")
             for kind, n in kinds.most_common():
                 head.append(f"{n} {kind}  ", style=KIND_STYLE.get(kind, ""))
         return head
@@ -427,11 +491,11 @@ class KernelsView(TableView[Kernel]):
             self.query_one(DataTable).focus()
             event.stop()
 
-    def detail(self, kernel: Kernel) -> Document:
-        return kernel_doc(kernel)
+    def detail(self, group: KernelGroup) -> Document:
+        return detail_doc(kernel_detail(group.first, self.model))
 
-    def activate(self, kernel: Kernel) -> None:
-        self.browser.reveal("kernel", kernel)
+    def activate(self, group: KernelGroup) -> None:
+        self.browser.reveal("kernel", group.first)
 
 
 # ---------------------------------------------------------------- failures
@@ -449,7 +513,7 @@ class FailuresView(TableView[Failure]):
             out.append(
                 (
                     [
-                        lit(comp.id_text if comp is not None else "-", "bold"),
+                        lit(comp.id_label if comp is not None else "-", "bold"),
                         lit(_cut(f.fail_type, 40), "bold red"),
                         lit(_cut(f.reason, 100)),
                         lit(f.location or "", "dim"),
@@ -485,8 +549,40 @@ class FailuresView(TableView[Failure]):
                 lines.extend(lit(ln) for ln in text.split("\n")[:300])
         if f.compile is not None:
             lines.append(Text(""))
-            lines.extend(compile_summary(f.compile))
+            lines.extend(detail_lines(compile_detail(f.compile, self.model)))
         return styled_doc(f"failure · {f.fail_type}", lines)
+
+
+# ---------------------------------------------------------------- errors
+
+
+class ErrorsView(TableView[Error]):
+    TITLE = "Errors"
+    HELP = "the run crashed: uncaught tracebacks, a non-zero exit code · esc: back"
+    COLUMNS = ("rank", "type", "message", "where")
+
+    def rows(self, model: Model) -> list[Row[Error]]:
+        out: list[Row[Error]] = []
+        for error in model.run_errors():
+            where = error.stack[-1] if error.stack else error.where
+            out.append(
+                (
+                    [
+                        lit("-" if error.rank is None else error.rank, "bold"),
+                        lit(_cut(error.error_type.rsplit(".", 1)[-1], 40), "bold red"),
+                        lit(_cut(error.first_line, 100)),
+                        lit(_cut(where, 80), "dim"),
+                    ],
+                    error,
+                )
+            )
+        return out
+
+    def empty_text(self) -> str:
+        return "No errors: no uncaught traceback, and no non-zero exit code."
+
+    def detail(self, error: Error) -> Document:
+        return error_doc(error)
 
 
 # ---------------------------------------------------------------- compile time
@@ -513,7 +609,7 @@ class TimeView(TableView[Compile]):
                 (
                     [
                         Text.assemble(
-                            lit(c.id_text, "bold"),
+                            lit(c.id_label, "bold"),
                             " ",
                             (
                                 c.status[:1].upper() if c.status != "ok" else "",
@@ -551,7 +647,7 @@ class TimeView(TableView[Compile]):
         return head
 
     def detail(self, comp: Compile) -> Document:
-        return styled_doc(f"compile {comp.id_text}", compile_summary(comp))
+        return detail_doc(compile_detail(comp, self.model))
 
     def activate(self, comp: Compile) -> None:
         self.browser.reveal("compile", comp)
@@ -591,6 +687,11 @@ class OtherView(Screen[None]):
     BINDINGS = [Binding("escape", "close", "Back to tree", id="view.close")]
     AUTO_FOCUS = "Reader CodeView"
 
+    def __init__(self, target: tuple[str, re.Pattern[str], str] | None = None) -> None:
+        """`target`: go to the line that starts so, marking a global search's matches."""
+        super().__init__()
+        self.target = target
+
     def compose(self) -> ComposeResult:
         yield Static(id="view-head", classes="view-head")
         yield Reader(id="other-reader")
@@ -626,6 +727,10 @@ class OtherView(Screen[None]):
         doc = Document("other output", lines or ["(none: every line was parsed)"])
         reader = self.query_one(Reader)
         reader.show(doc)
+        if self.target is not None:
+            start, pattern, label = self.target
+            index = next((i for i, line in enumerate(lines) if line.startswith(start)), -1)
+            reader.viewer.mark(pattern, label, index + doc.first_lineno)
 
     def action_close(self) -> None:
         self.app.pop_screen()
@@ -636,6 +741,7 @@ VIEWS: dict[str, type[Screen[None]]] = {
     "recompiles": RecompilesView,
     "kernels": KernelsView,
     "failures": FailuresView,
+    "errors": ErrorsView,
     "time": TimeView,
     "other": OtherView,
 }

@@ -3,7 +3,8 @@
 1. open-to-first-frame on a ~1 GB trace (a real trace file repeated), plus the time until the
    tree shows the first items and until indexing is complete;
 2. opening a 50,000-line output code in the viewer;
-3. keypress-to-redraw in a tree with 100,000 items.
+3. keypress-to-redraw in a tree with 100,000 items;
+4. the kernels view (K) on the ~1 GB trace: from the key to its rows, and filtering as you type.
 Temporary files are deleted at the end.
 """
 
@@ -195,18 +196,71 @@ async def bench_tree(path: Path) -> dict[str, float]:
         }
 
 
+async def bench_kernels(path: Path) -> dict[str, float]:
+    """`K` on a big trace: key to first rows, then a filter typed one key at a time."""
+    from textual.widgets import DataTable, Input
+
+    app = TcviewApp(str(path))
+    async with app.run_test(size=(120, 40)) as pilot:
+        while app.loaded_at is None:
+            await pilot.pause(0.05)
+        await app.workers.wait_for_complete()
+        out: dict[str, float] = {}
+        t0 = time.monotonic()
+        redraw = await key_to_redraw(app, "K")
+        table = None
+        while table is None or table.row_count == 0:
+            await pilot.pause(0.005)
+            tables = list(app.screen.query(DataTable))
+            table = tables[0] if tables else None
+        out["K_key_to_redraw_ms"] = redraw * 1000
+        out["K_to_rows_s"] = time.monotonic() - t0
+        out["rows"] = table.row_count
+        app.screen.query_one(Input).focus()
+        lag = []
+        settle = []
+        for key in ("p", "o", "i", "backspace", "backspace", "backspace"):
+            t1 = time.monotonic()
+            lag.append(await key_to_redraw(app, key))
+            await app.workers.wait_for_complete()
+            await pilot.pause()
+            settle.append(time.monotonic() - t1)
+        out["filter_key_to_redraw_median_ms"] = statistics.median(lag) * 1000
+        out["filter_key_to_redraw_max_ms"] = max(lag) * 1000
+        out["filter_key_to_rows_median_s"] = statistics.median(settle)
+        out["filter_key_to_rows_max_s"] = max(settle)
+        table.focus()
+        moves = [await key_to_redraw(app, "down") for _ in range(20)]
+        out["row_move_median_ms"] = statistics.median(moves) * 1000
+        out["row_move_max_ms"] = max(moves) * 1000
+        return out
+
+
 def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--gb", type=float, default=1.0)
     parser.add_argument("--source", type=Path, default=SOURCE)
+    parser.add_argument("--only", help="run one benchmark: open, code, tree or kernels")
     args = parser.parse_args()
     tmp = Path(tempfile.mkdtemp(prefix="tcview-bench-ui-"))
     try:
-        for name, make, bench in (
-            ("open 1 GB", lambda d: big_trace(d, args.gb, args.source), bench_open),
-            ("50k-line output code", lambda d: output_code_trace(d, 50_000), bench_output_code),
-            ("100k tree items", lambda d: many_compiles_trace(d, 100_000), bench_tree),
-        ):
+        benches = {
+            "open": ("open 1 GB", lambda d: big_trace(d, args.gb, args.source), bench_open),
+            "code": (
+                "50k-line output code",
+                lambda d: output_code_trace(d, 50_000),
+                bench_output_code,
+            ),
+            "tree": ("100k tree items", lambda d: many_compiles_trace(d, 100_000), bench_tree),
+            "kernels": (
+                "kernels view on 1 GB",
+                lambda d: big_trace(d, args.gb, args.source),
+                bench_kernels,
+            ),
+        }
+        for key, (name, make, bench) in benches.items():
+            if args.only and key != args.only:
+                continue
             d = tmp / name.replace(" ", "_")
             d.mkdir()
             path = make(d)

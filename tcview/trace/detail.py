@@ -1,0 +1,827 @@
+"""What tcview says about one item (a compile, a frame, a kernel), built once as plain data.
+
+The detail pane renders a `Detail` as styled text (tcview/ui/content.py picks a style for each
+tag), and ``tcview show`` prints it as plain text (`render_text`) or JSON (`Detail.to_json`):
+the two say the same by construction.
+
+A `Detail` is a title and sections. A section has a heading, rows and, for text or code, lines.
+A row is (label, value, tag): the tag says what the value *is*, never how it looks:
+
+- ``status:<status>`` (`model.STATUSES`), ``mark:<mark>`` (`model.MARKS`)
+- ``break``, ``where``, ``hint``, ``guard``, ``failure``, ``diagnosis``, ``limit``, ``advice``
+- ``time`` (the row's `amount` is seconds), ``kind:<kernel kind>``, ``role``, ``id``
+- ``dim`` (secondary), ``strong`` (primary), ``""`` (plain)
+
+Building a detail reads from disk (payloads, big headers): do it off the UI thread.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections import Counter
+from collections.abc import Sequence
+from dataclasses import asdict, dataclass, field
+from typing import Any
+
+from .compile_id import FIRST_EPISODE
+from .facts import short_guard
+from .kernels import (
+    OUTPUT_CODES,
+    KernelSpan,
+    OutputCode,
+    fuses,
+    kernel_info_of,
+    launch_info,
+    needs_digests,
+    provenance_of,
+    source_digests,
+    user_lines_of,
+)
+from .model import (
+    ROLE_SHORT,
+    Compile,
+    Frame,
+    FusionDecision,
+    Kernel,
+    Lock,
+    LogSource,
+    Model,
+    Record,
+)
+from .recompiles import CompileConfig, compile_config, diagnose, parse_guard_failure
+
+LABEL_WIDTH = 10  # a row's label column, in characters
+_DEF = re.compile(r"^\s*(?:async\s+)?def \w+\(")  # where a kernel's source is opened
+_CPP_ENTRY = re.compile(r'^\s*(?:extern "C"|void kernel\()')
+STACK_ROWS = 12  # user stack frames shown for a compile
+FRAME_STACK_ROWS = 16
+SUMMARY_ROWS = 500  # compiles listed in a frame's detail
+FUSION_ROWS = 40  # fused pairs, and reasons for not fusing, listed in a compile's detail
+KERNEL_ROWS = 200  # kernels listed in a compile's detail
+SHAPE_ROWS = 300  # symbolic-shape records listed in a compile's detail
+GROUP_ROWS = 50  # compiles listed for a kernel defined in several
+GUARD_ROWS = 8  # guard failures listed for a recompile (one per older compile of its frame)
+TEXT_ROWS = 40  # lines of a long value (a failure's reason) shown under its row
+SHAPE_KINDS = (
+    "create_symbol",
+    "create_unbacked_symbol",
+    "symbolic_shape_specialization",
+    "guard_added_fast",
+    "guard_added",
+    "expression_created",
+)
+# (metric key, label, divisor to seconds, depth) - the phases of one compile, nested.
+PHASES = (
+    ("entire_frame_compile_time_s", "entire frame", 1.0, 0),
+    ("dynamo_cumulative_compile_time_us", "dynamo", 1e6, 1),
+    ("backend_compile_time_s", "backend compile", 1.0, 1),
+    ("aot_autograd_cumulative_compile_time_us", "aot autograd", 1e6, 2),
+    ("joint_graph_pass_time_us", "joint graph passes", 1e6, 3),
+    ("inductor_compile_time_s", "inductor", 1.0, 2),
+    ("inductor_cumulative_compile_time_us", "inductor (cumulative)", 1e6, 2),
+    ("pre_grad_pass_time_us", "pre-grad passes", 1e6, 3),
+    ("post_grad_pass_time_us", "post-grad passes", 1e6, 3),
+    ("code_gen_time_s", "code gen", 1.0, 3),
+    ("inductor_code_gen_cumulative_compile_time_us", "code gen (cumulative)", 1e6, 3),
+    ("triton_compile_time_us", "triton compile", 1e6, 3),
+    ("compile_time_autotune_time_us", "autotune", 1e6, 3),
+    ("gc_time_us", "gc", 1e6, 1),
+    ("structured_logging_overhead_s", "trace logging", 1.0, 1),
+)
+# compilation_metrics fields shown in a compile's detail: (key, label, kind of value).
+METRIC_ROWS = (
+    ("backend_compile_time_s", "backend compile", "s"),
+    ("inductor_compile_time_s", "inductor", "s"),
+    ("code_gen_time_s", "code gen", "s"),
+    ("cache_size", "cache size", ""),
+    ("accumulated_cache_size", "accumulated cache size", ""),
+    ("guard_count", "guards", ""),
+    ("shape_env_guard_count", "shape-env guards", ""),
+    ("graph_op_count", "graph ops", ""),
+    ("graph_node_count", "graph nodes", ""),
+    ("graph_input_count", "graph inputs", ""),
+    ("non_compliant_ops", "non-compliant ops", "list"),
+    ("compliant_custom_ops", "custom ops", "list"),
+    ("num_graph_breaks", "graph breaks", ""),
+    ("dynamo_time_before_restart_s", "time before restart", "s"),
+    ("guard_latency_us", "guard latency", "us"),
+    ("remote_cache_time_saved_s", "remote cache saved", "s"),
+    ("cudagraph_skip_reason", "cudagraph skipped", ""),
+    ("is_forward", "is forward", ""),
+)
+RECORD_NAMES = {
+    "dynamo_output_graph": "Dynamo graph",
+    "dynamo_cpp_guards_str": "guards",
+    "dynamo_guards": "guards (json)",
+    "recompile_reasons": "recompile reason",
+    "dynamo_graph_break_reason": "graph break",
+    "aot_forward_graph": "AOT forward graph",
+    "aot_backward_graph": "AOT backward graph",
+    "aot_joint_graph": "AOT joint graph",
+    "aot_inference_graph": "AOT inference graph",
+    "inductor_pre_grad_graph": "Inductor pre-grad graph",
+    "inductor_post_grad_graph": "Inductor post-grad graph",
+    "inductor_output_code": "output code",
+    "compilation_metrics": "metrics",
+    "bwd_compilation_metrics": "metrics (backward)",
+    "compilation_metrics_runtime": "runtime metrics",
+    "bwd_compilation_metrics_runtime": "runtime metrics (backward)",
+    "dynamo_error": "dynamo error",
+}
+# The records of a compile listed under "graphs", in this order.
+GRAPH_RECORDS = (
+    "dynamo_output_graph",
+    "aot_joint_graph",
+    "aot_forward_graph",
+    "aot_backward_graph",
+    "aot_inference_graph",
+    "inductor_pre_grad_graph",
+    "inductor_post_grad_graph",
+    "inductor_output_code",
+    "output_code",
+)
+
+
+# ---------------------------------------------------------------------- the structure
+
+
+@dataclass
+class Row:
+    """One line of a section: a label (may be empty), a value and a tag (see the module)."""
+
+    label: str
+    value: str
+    tag: str = ""
+    depth: int = 0  # 0: a row of the section; 1, 2: under the row above it
+    bullet: bool = False  # an item of a list (``• value``)
+    amount: float | None = None  # a quantity to draw as a bar (time rows: seconds)
+
+
+@dataclass
+class Section:
+    """A heading with rows, or with lines of text or code (`language` says which)."""
+
+    heading: str = ""
+    tag: str = ""
+    rows: list[Row] = field(default_factory=list)
+    lines: list[str] = field(default_factory=list)
+    language: str | None = None  # "python": code, shown with line numbers from first_lineno
+    first_lineno: int = 1
+    focus: int = 0  # the line of `lines` to bring into view
+    regions: list[tuple[int, int, str]] = field(default_factory=list)  # (first, last, lang)
+    label_width: int = 0  # rows under the heading: their labels padded to this (0: not)
+
+    def row(self, label: str, value: object, tag: str = "", **kw: Any) -> Row:
+        row = Row(label, str(value), tag, **kw)
+        self.rows.append(row)
+        return row
+
+    def text_row(self, label: str, value: str, tag: str = "", depth: int = 0) -> None:
+        """A row whose value may have several lines: the first on the row, the others (up
+        to `TEXT_ROWS`) under it."""
+        lines = value.strip("\n").split("\n")
+        self.row(label, lines[0], tag, depth=depth)
+        rest = [ln for ln in lines[1:] if ln.strip()]
+        for line in rest[:TEXT_ROWS]:
+            self.row("", line, "dim", depth=depth + 1)
+        if len(rest) > TEXT_ROWS:
+            self.row("", f"… {len(rest) - TEXT_ROWS} more lines", "dim", depth=depth + 1)
+
+    def fit_labels(self) -> None:
+        """Pad the labels of its rows to the longest one."""
+        self.label_width = max((len(r.label) for r in self.rows), default=0) + 2
+
+
+@dataclass
+class Detail:
+    kind: str  # "compile", "frame", "kernel"
+    title: str
+    sections: list[Section] = field(default_factory=list)
+    id: str = ""  # the compile id, frame id or kernel name
+
+    def section(self, heading: str = "", tag: str = "") -> Section:
+        section = Section(heading, tag)
+        self.sections.append(section)
+        return section
+
+    def to_json(self) -> dict[str, Any]:
+        """The same content as data: title, sections, rows with their tags."""
+        return {
+            "kind": self.kind,
+            "id": self.id,
+            "title": self.title,
+            "sections": [_section_json(s) for s in self.sections if s.rows or s.lines],
+        }
+
+
+def _section_json(section: Section) -> dict[str, Any]:
+    out: dict[str, Any] = {"heading": section.heading, "tag": section.tag}
+    if section.rows:
+        out["rows"] = [
+            {k: v for k, v in asdict(r).items() if v not in (None, False) or k == "value"}
+            for r in section.rows
+        ]
+    if section.lines:
+        out["lines"] = section.lines
+        out["language"] = section.language
+        out["first_lineno"] = section.first_lineno
+    return out
+
+
+def row_parts(row: Row, width: int = 0) -> tuple[str, str, str]:
+    """A row as plain text in three parts, (indent and bullet, label, value): the pane shows
+    the same characters, styled. `width`: the section's label width (0: none)."""
+    indent = "  " * row.depth
+    if row.bullet:
+        return (f"{indent}  • ", "", row.value)
+    if row.amount is not None:
+        return (indent, row.label.ljust(max(26, 44 - 2 * row.depth)), row.value.rjust(8))
+    if not row.label:
+        return (f"{indent}  ", "", row.value)
+    if row.depth == 0 and not width:
+        return ("", row.label.ljust(LABEL_WIDTH - 1) + " ", row.value)
+    label = row.label.ljust(width) if width else row.label + " "
+    return (f"{indent}  ", label, row.value)
+
+
+def row_text(row: Row, width: int = 0) -> str:
+    return "".join(row_parts(row, width))
+
+
+# Tags of the head rows shown on the first line, after the title: ``compile 0/1  ok  1.2s``.
+HEADLINE_TAGS = ("marks", "duration", "headline")
+
+
+def in_headline(row: Row) -> bool:
+    return row.tag.startswith("status:") or row.tag in HEADLINE_TAGS
+
+
+def headline(detail: Detail) -> tuple[str, list[Row]]:
+    """The first line: the title, then the head rows that go on it (status, marks, time)."""
+    head = detail.sections[0] if detail.sections and not detail.sections[0].heading else None
+    rows = [r for r in head.rows if in_headline(r)] if head is not None else []
+    return detail.title, rows
+
+
+def body_rows(detail: Detail, section: Section) -> list[Row]:
+    """A section's rows below the headline."""
+    if detail.sections and section is detail.sections[0] and not section.heading:
+        return [r for r in section.rows if not in_headline(r)]
+    return section.rows
+
+
+def render_text(detail: Detail) -> str:
+    """The detail as plain text: what the pane shows, without styles."""
+    title, rows = headline(detail)
+    out = ["  ".join([title, *(r.value for r in rows)])]
+    for section in detail.sections:
+        if not section.rows and not section.lines:
+            continue
+        if section.heading:
+            out.append("")
+            out.append(section.heading)
+        out.extend(row_text(r, section.label_width) for r in body_rows(detail, section))
+        if section.lines:
+            if section.language:
+                width = len(str(section.first_lineno + len(section.lines)))
+                for i, line in enumerate(section.lines):
+                    out.append(f"{section.first_lineno + i:>{width}} │ {line}")
+            else:
+                out.extend(section.lines)
+    return "\n".join(out) + "\n"
+
+
+def render_json(detail: Detail) -> str:
+    return json.dumps(detail.to_json(), indent=2, ensure_ascii=False)
+
+
+# ---------------------------------------------------------------------- helpers
+
+
+def fmt_seconds(value: float | None) -> str:
+    if value is None:
+        return "-"
+    if value >= 100:
+        return f"{value:.0f}s"
+    if value >= 1:
+        return f"{value:.2f}s"
+    return f"{value * 1000:.0f}ms" if value >= 0.001 else f"{value * 1e6:.0f}µs"
+
+
+def record_name(rec: Record) -> str:
+    """What a record is, in words; AOT graphs and output code with their role."""
+    name = RECORD_NAMES.get(rec.label, rec.label)
+    role = rec.compile.graph_role(rec) if rec.compile is not None else rec.role
+    if role is not None and rec.kind not in ("aot_forward_graph", "aot_backward_graph"):
+        if rec.kind != "aot_inference_graph":
+            name += f" ({role})"
+    return name
+
+
+def phase_times(comp: Compile, detailed: bool = True) -> list[tuple[str, float, int]]:
+    """(label, seconds, depth) of one compile's phases: from its chromium events when
+    `detailed` (read from disk), else from the times in its compilation metrics."""
+    if detailed:
+        try:
+            got = comp.phases()
+        except (OSError, ValueError):  # the file went away, or an event is broken
+            got = []
+        if got:
+            return got
+    m = comp.metrics or {}
+    out = []
+    for key, label, div, depth in PHASES:
+        value = m.get(key)
+        if isinstance(value, (int, float)) and not isinstance(value, bool) and value > 0:
+            out.append((label, value / div, depth))
+    return out
+
+
+def fusion_of(model: Model | None, comp: Compile) -> list[FusionDecision]:
+    """Inductor's fusion decisions for this compile, from the TORCH_LOGS text (the model
+    itself, or a run directory's `text`). The trace's compile and the log's are separate
+    objects: they are matched by compile id."""
+    if model is None:
+        return []
+    log = model.text if model.text is not None else model
+    return [
+        d
+        for d in log.fusion_decisions()
+        if d.compile is comp or (d.compile is not None and d.compile.id_text == comp.id_text)
+    ]
+
+
+def where_of(source: LogSource) -> str:
+    """``rank 1`` for a ranked source, else ""."""
+    return "" if source.rank is None else f"rank {source.rank}"
+
+
+# ---------------------------------------------------------------------- compile
+
+
+def compile_detail(comp: Compile, model: Model | None = None) -> Detail:
+    """Everything about one compile: status, frame, graphs, breaks with causes, why it
+    recompiled, what failed, the config that matters, metrics, time, kernels, stack."""
+    title = f"compile {comp.id_label}"
+    detail = Detail("compile", title, id=comp.id_label)
+    head = detail.section()
+    head.row("status", comp.status, f"status:{comp.status}")
+    if comp.marks:
+        head.row("marks", ", ".join(comp.marks), "marks")
+    t = comp.compile_time_s
+    if t is not None:
+        head.row("time", fmt_seconds(t), "duration")
+    where = where_of(comp.file)
+    if where:
+        head.row("rank", where.split(" ", 1)[1])
+    if comp.episode != FIRST_EPISODE:
+        head.row(
+            "episode",
+            f"{comp.episode}: torch._dynamo.reset() made the process number its compiles "
+            "from 0 again",
+        )
+    frame = comp.frame
+    if frame is not None:
+        head.row("frame", f"{frame.label}  [{frame.id_label}]")
+    m = comp.metrics or {}
+    if m.get("co_name"):
+        head.row("code", f"{m.get('co_name')}  {m.get('co_filename')}:{m.get('co_firstlineno')}")
+    counts = []
+    for key, what in (
+        ("graph_op_count", "ops"),
+        ("graph_node_count", "nodes"),
+        ("guard_count", "guards"),
+        ("graph_input_count", "inputs"),
+    ):
+        if isinstance(m.get(key), int):
+            counts.append(f"{m[key]} {what}")
+    if counts:
+        head.row("graph", " · ".join(counts))
+
+    if comp.cache:
+        head.row("cache", ", ".join(f"{c.cache} {c.result}" for c in comp.cache), "cache")
+
+    config = compile_config(comp)
+    _recompile_section(detail, comp, config)
+    _breaks_section(detail, comp)
+    _failure_section(detail, comp)
+    _phases_section(detail, comp)
+    _kernels_section(detail, comp)
+    _graphs_section(detail, comp)
+    _config_section(detail, config)
+    _metrics_section(detail, comp)
+    _shapes_section(detail, comp)
+    _fusion_section(detail, fusion_of(model, comp))
+    if frame is not None and frame.stack:
+        stack = detail.section("user stack")
+        for sf in frame.stack[-STACK_ROWS:]:
+            stack.row("", f"{sf.filename}:{sf.line} in {sf.name}")
+    return detail
+
+
+def _recompile_section(detail: Detail, comp: Compile, config: CompileConfig) -> None:
+    rc = comp.recompile
+    if rc is None:
+        return
+    if comp.frame is not None:
+        _diagnosis_section(detail, comp.frame, config, "why its frame recompiles")
+    section = detail.section("recompiled because", "recompile")
+    reasons = rc.reasons or ["(no reason recorded)"]
+    for i, reason in enumerate(reasons[:GUARD_ROWS]):
+        section.row("", short_guard(reason) or reason, "guard", bullet=True)
+        failure = parse_guard_failure(reason) if rc.reasons and i == 0 else None
+        if failure is not None and failure.input:
+            what = f"{failure.input} {failure.what}"
+            if failure.expected or failure.actual:
+                what += f": expected {failure.expected or '?'}, got {failure.actual or '?'}"
+            section.row("", what, "dim", depth=1)
+    if len(reasons) > GUARD_ROWS:
+        section.row("", f"… {len(reasons) - GUARD_ROWS} more (against older compiles)", "dim")
+
+
+def _diagnosis_section(detail: Detail, frame: Frame, config: CompileConfig, heading: str) -> None:
+    diagnosis = diagnose(frame, config)
+    section = detail.section(heading, "recompile")
+    for sentence in diagnosis.sentences:
+        section.row("", sentence, "diagnosis", bullet=True)
+    if config.limit is not None:
+        section.row(config.limit_name, config.limit, "limit", depth=1)
+    for cause in diagnosis.causes:
+        ids = ", ".join(c.id_label for c in cause.compiles[:12])
+        more = f" +{cause.count - 12}" if cause.count > 12 else ""
+        section.row(
+            f"{cause.count}×", f"{cause.input or '?'} {cause.what}: {ids}{more}", "guard", depth=1
+        )
+    section.fit_labels()
+
+
+def _breaks_section(detail: Detail, comp: Compile) -> None:
+    if comp.breaks:
+        section = detail.section(f"graph breaks ({len(comp.breaks)})", "break")
+        for gb in comp.breaks:
+            section.row("", gb.reason, "break", bullet=True)
+            if gb.location:
+                section.row("at", gb.short_location, "where", depth=1)
+            if gb.explanation:
+                section.row("", gb.explanation, "dim", depth=1)
+            for hint in gb.hints[:3]:
+                section.row("hint:", hint, "hint", depth=1)
+    restarts = comp.restart_reasons
+    if restarts and not comp.breaks:
+        section = detail.section("restarts", "break")
+        for reason in restarts:
+            lines = reason.strip("\n").split("\n")
+            section.row("", lines[0], "", bullet=True)
+            for line in lines[1:TEXT_ROWS]:
+                if line.strip():
+                    section.row("", line, "dim", depth=1)
+
+
+def _failure_section(detail: Detail, comp: Compile) -> None:
+    if not comp.failures:
+        return
+    section = detail.section("failure", "failure")
+    for f in comp.failures:
+        section.text_row(f.fail_type, f.reason, "failure")
+        if f.is_recompile_limit:
+            section.row(
+                "", "the recompile limit: the frame runs eagerly from then on", "failure", depth=1
+            )
+        if f.location:
+            section.row("at", f.location, "where", depth=1)
+
+
+def _graphs_section(detail: Detail, comp: Compile) -> None:
+    order = {kind: i for i, kind in enumerate(GRAPH_RECORDS)}
+    graphs = sorted(
+        (r for r in comp.records if r.kind in order or r.label in order),
+        key=lambda r: order.get(r.kind, order.get(r.label, 0)),
+    )
+    if not graphs:
+        return
+    section = detail.section("graphs")
+    for rec in graphs:
+        extra = ""
+        if rec.kind in ("inductor_output_code", "output_code"):
+            n = sum(1 for k in comp.kernels if k.output is rec)
+            extra = f"  {n} kernel{'s' if n != 1 else ''}"
+        section.row("", f"{record_name(rec)}{extra}", "graph")
+
+
+def _config_section(detail: Detail, config: CompileConfig) -> None:
+    rows = config.rows()
+    if not rows:
+        return
+    section = detail.section("config", "config")
+    section.label_width = max(len(k) for k, _ in rows) + 2
+    for key, value in rows:
+        section.row(key, value, "config")
+
+
+def _metrics_section(detail: Detail, comp: Compile) -> None:
+    m = comp.metrics or {}
+    rows: list[tuple[str, str]] = []
+    for key, label, kind in METRIC_ROWS:
+        if key not in m or m[key] is None:
+            continue
+        value = m[key]
+        if kind == "s" and isinstance(value, (int, float)):
+            text = fmt_seconds(float(value))
+        elif kind == "us" and isinstance(value, (int, float)):
+            text = fmt_seconds(value / 1e6)
+        elif kind == "list" and isinstance(value, list):
+            if not value and key == "compliant_custom_ops":
+                continue
+            text = ", ".join(map(str, value)) if value else "none"
+        else:
+            text = str(value)
+        rows.append((label, text))
+    if not rows:
+        return
+    section = detail.section("metrics")
+    section.label_width = max(len(label) for label, _ in rows) + 2
+    for label, text in rows:
+        section.row(label, text)
+
+
+def _phases_section(detail: Detail, comp: Compile) -> None:
+    phases = phase_times(comp)
+    if not phases:
+        return
+    section = detail.section("where the time went", "time")
+    top = max(v for _, v, _ in phases)
+    # The chromium events nest deep and name every tiny pass: keep what matters.
+    for label, value, depth in phases:
+        if depth > 5 or value < max(0.005 * top, 0.0005):
+            continue
+        label = label if len(label) <= 40 else label[:39] + "…"
+        section.row(label, fmt_seconds(value), "time", depth=depth, amount=value)
+
+
+def _shapes_section(detail: Detail, comp: Compile) -> None:
+    records = [r for r in comp.records if r.kind in SHAPE_KINDS]
+    if not records:
+        return
+    counts = Counter(r.kind for r in records)
+    summary = ", ".join(f"{n} {kind}" for kind, n in counts.most_common())
+    section = detail.section(f"symbolic shapes ({summary})", "shapes")
+    for rec in records[:SHAPE_ROWS]:
+        section.row(rec.kind, shape_text(rec), "shape")
+    if len(records) > SHAPE_ROWS:
+        section.row("", f"… {len(records) - SHAPE_ROWS} more", "dim")
+
+
+def shape_text(rec: Record) -> str:
+    """One symbolic-shape record in a line (its value read from disk)."""
+    meta = rec.full_meta()
+    if not isinstance(meta, dict):
+        return str(meta)
+    get = meta.get
+    kind = rec.kind
+    if kind in ("create_symbol", "create_unbacked_symbol"):
+        text = f"{get('symbol')}"
+        if get("val") is not None:
+            text += f" = {get('val')}"
+        if get("source"):
+            text += f"  from {get('source')}"
+        if get("vr"):
+            text += f"  range {get('vr')}"
+    elif kind == "symbolic_shape_specialization":
+        sources = get("sources")
+        where = ", ".join(map(str, sources)) if isinstance(sources, list) else ""
+        text = f"{get('symbol')} = {get('value')}  ({get('reason')})"
+        if where:
+            text += f"  from {where}"
+    elif kind in ("guard_added_fast", "guard_added"):
+        text = str(get("expr"))
+        if get("prefix"):
+            text = f"{get('prefix')}: {text}"
+    elif kind == "expression_created":
+        args = get("argument_ids") or get("arguments")
+        text = f"{get('result')} = {get('method')}({args})"
+    else:
+        text = json.dumps(meta)[:200]
+    user = get("user_stack")
+    if isinstance(user, list) and user and isinstance(user[-1], dict):
+        last = user[-1]
+        loc = str(last.get("loc") or "").strip()
+        text += f"  @ line {last.get('line')}" + (f": {loc}" if loc else "")
+    return text
+
+
+def _kernels_section(detail: Detail, comp: Compile) -> None:
+    if not comp.kernels:
+        return
+    kinds = Counter(k.kind for k in comp.kernels)
+    desc = ", ".join(f"{n} {k}" for k, n in kinds.most_common())
+    section = detail.section(
+        f"kernels ({len(comp.kernels)} in {len(comp.output_codes)} output code(s): {desc})"
+    )
+    section.label_width = min(max(len(k.name) for k in comp.kernels), 60) + 2
+    for k in comp.kernels[:KERNEL_ROWS]:
+        role = ROLE_SHORT.get(k.role or "", "")
+        section.row(k.name, f"{k.kind:<12}{role}".rstrip(), f"kind:{k.kind}")
+    if len(comp.kernels) > KERNEL_ROWS:
+        section.row("", f"… {len(comp.kernels) - KERNEL_ROWS} more", "dim")
+
+
+def _fusion_section(detail: Detail, decisions: Sequence[FusionDecision]) -> None:
+    if not decisions:
+        return
+    fused = [d for d in decisions if d.fused]
+    why = Counter(d.reason or "(no reason given)" for d in decisions if not d.fused)
+    section = detail.section(
+        f"fusion decisions ({len(fused)} fused, {len(decisions) - len(fused)} not)"
+    )
+    for d in fused[:FUSION_ROWS]:
+        section.row("", f"fused  {d.first} + {d.second}", "fused")
+    if len(fused) > FUSION_ROWS:
+        section.row("", f"… {len(fused) - FUSION_ROWS} more fused", "dim")
+    for reason, n in why.most_common(FUSION_ROWS):
+        section.row("", f"{n:>5}× not fused: {reason}", "dim")
+
+
+# ---------------------------------------------------------------------- frame
+
+
+def frame_detail(frame: Frame) -> Detail:
+    """A frame: its status, why it recompiled, its compiles and its stack."""
+    detail = Detail("frame", f"frame {frame.label}", id=frame.id_label)
+    head = detail.section()
+    head.row("id", f"[{frame.id_label}]", "headline")
+    head.row("status", frame.status, f"status:{frame.status}")
+    if frame.marks:
+        head.row("marks", ", ".join(frame.marks), "marks")
+    head.row("compiles", len(frame.compiles))
+    where = where_of(frame.file)
+    if where:
+        head.row("rank", where.split(" ", 1)[1])
+    if any(c.key.is_recompile for c in frame.compiles):
+        config = compile_config(frame.compiles[0]) if frame.compiles else CompileConfig()
+        _diagnosis_section(detail, frame, config, "why it recompiled")
+    section = detail.section("compiles")
+    for comp in frame.compiles[:SUMMARY_ROWS]:
+        value = f"{comp.status:<12}{fmt_seconds(comp.compile_time_s):>8}"
+        if comp.marks:
+            value += "  " + ", ".join(comp.marks)
+        section.row(comp.id_label, value, f"status:{comp.status}")
+        if comp.recompile is not None:
+            for reason in comp.recompile.reasons[:3]:
+                section.row("guard failed:", short_guard(reason), "guard", depth=2)
+        for gb in comp.breaks[:3]:
+            section.row("break:", gb.reason, "break", depth=2)
+    if len(frame.compiles) > SUMMARY_ROWS:
+        section.row("", f"… {len(frame.compiles) - SUMMARY_ROWS} more", "dim")
+    if frame.stack:
+        stack = detail.section("stack")
+        for sf in frame.stack[-FRAME_STACK_ROWS:]:
+            stack.row("", f"{sf.filename}:{sf.line} in {sf.name}")
+    return detail
+
+
+# ---------------------------------------------------------------------- kernel
+
+
+def kernel_detail(kernel: Kernel, model: Model | None = None) -> Detail:
+    """A kernel: kind, compile, graph, what it fuses, how it is launched, and its source
+    (with the comment above it); with `model`, the other kernels of that name: the same source
+    compiled again (the kernels view's row for it) and namesakes with another source."""
+    role = kernel.role
+    detail = Detail("kernel", f"kernel {kernel.name}", id=kernel.name)
+    head = detail.section()
+    head.row("kind", kernel.kind, f"kind:{kernel.kind}")
+    comp = kernel.compile
+    head.row("compile", comp.id_label if comp is not None else kernel.output.compile_text, "id")
+    where = where_of(kernel.output.source)
+    if where:
+        head.row("rank", where.split(" ", 1)[1])
+    head.row("graph", role or "unknown", "role" if role else "dim")
+    if model is not None:
+        same, other = namesakes(model, kernel)
+        if same:
+            ids = [_kernel_where(k) for k in [kernel, *same]]
+            head.row("same in", f"{len(ids)} compiles: {_listed(ids)}", "id")
+        if other:
+            ids = [_kernel_where(k) for k in other]
+            head.row("also", f"{len(ids)} other source(s) of this name: {_listed(ids)}", "dim")
+    code = OUTPUT_CODES.get(kernel.output)
+    span = code.span_of(kernel)
+    if span is None:
+        head.row("source", "not found in its output code", "failure")
+        section = detail.section("output code")
+        section.lines = code.lines
+        section.language = "python"
+        return detail
+    launch = "not launched" if span.launch is None else f"#{span.launch + 1}"
+    head.row("output code", f"lines {span.first + 1}-{span.end + 1} · launch {launch}")
+    found = fuses(code, span)
+    origin = ""
+    if not found.found:
+        mappings = _following(kernel, "inductor_provenance_tracking_node_mappings")
+        from_mappings = provenance_of(mappings.payload(), kernel.name) if mappings else None
+        if from_mappings is not None:
+            found, origin = from_mappings, "  (provenance tracking)"
+    section = detail.section("fuses" + origin)
+    section.label_width = 11
+    if found.found:
+        if found.aten_ops:
+            section.row("ATen ops", ", ".join(found.aten_ops), "strong")
+        section.row("nodes", ", ".join(n or "(unnamed)" for n in found.source_nodes) or "(none)")
+        if found.post_grad_nodes:
+            section.row("post-grad", ", ".join(found.post_grad_nodes), "dim")
+    else:
+        section.row("", "the output code does not say (no source-node comment)", "dim")
+    traces = _following(kernel, "inductor_provenance_tracking_kernel_stack_traces")
+    user = user_lines_of(traces.payload(), kernel.name) if traces is not None else []
+    if user:
+        section = detail.section("user code")
+        for line in user:
+            section.row("", line)
+    info = _kernel_info(kernel)
+    launch_rows = launch_info(code, span, info).rows
+    if launch_rows:
+        section = detail.section("launch")
+        section.label_width = max(len(k) for k, _ in launch_rows) + 2
+        for key, value in launch_rows:
+            section.row(key, value, "launch")
+    _source_section(detail, code, span)
+    return detail
+
+
+def _kernel_where(kernel: Kernel) -> str:
+    """``0/1``, ``rank 1 0/1 (bwd)``: its compile, and its graph when known."""
+    comp = kernel.compile
+    text = comp.id_label if comp is not None else kernel.output.compile_text
+    where = where_of(kernel.output.source)
+    if where:
+        text = f"{where} {text}"
+    return text + (f" ({ROLE_SHORT[kernel.role]})" if kernel.role else "")
+
+
+def _listed(ids: list[str]) -> str:
+    more = f" +{len(ids) - GROUP_ROWS}" if len(ids) > GROUP_ROWS else ""
+    return ", ".join(ids[:GROUP_ROWS]) + more
+
+
+def namesakes(model: Model, kernel: Kernel) -> tuple[list[Kernel], list[Kernel]]:
+    """The other kernels named like `kernel`: those with the same source (compiled again:
+    the kernels view shows them as one row), and those with another. Reads the output codes
+    whose kernels have no digest yet (`digest_namesakes` does it without a lock held)."""
+    named = [k for k in model.kernels if k.name == kernel.name and k is not kernel]
+    for batch in needs_digests([kernel, *named]):
+        source_digests(batch)
+    if kernel.digest is None:  # its output code is still growing
+        return [], named
+    same = [k for k in named if k.digest == kernel.digest]
+    other = [k for k in named if k.digest != kernel.digest]
+    return same, other
+
+
+def digest_namesakes(model: Model, kernel: Kernel, lock: Lock) -> None:
+    """Give the kernels named like `kernel` their digests, reading from disk without `lock`
+    held (the model lock: the UI goes on meanwhile)."""
+    with lock:
+        pending = needs_digests([k for k in model.kernels if k.name == kernel.name])
+    for batch in pending:
+        source_digests(batch)
+
+
+def _source_section(detail: Detail, code: OutputCode, span: KernelSpan) -> None:
+    body = code.lines[span.first : span.end + 1]
+    section = detail.section("source")
+    section.lines = body
+    section.language = "python"
+    section.first_lineno = span.first + 1
+    at = span.start - span.first
+    entry = _CPP_ENTRY if span.kind == "cpp" else _DEF
+    focus = next((i for i in range(at, len(body)) if entry.match(body[i])), None)
+    section.focus = focus if focus is not None else at
+    if span.kind == "cpp":
+        section.regions = [(at + 1, len(body) - 2, "cpp")]
+
+
+def _following(kernel: Kernel, name: str) -> Record | None:
+    """The artifact `name` logged after the kernel's output code and before the next one of
+    its compile (what Inductor logs about that output code), if any."""
+    comp = kernel.compile
+    if comp is None:
+        return None
+    records = comp.records
+    try:
+        at = records.index(kernel.output)
+    except ValueError:
+        return None
+    for rec in records[at + 1 :]:
+        if rec.kind in ("inductor_output_code", "output_code"):
+            return None
+        if rec.label == name:
+            return rec
+    return None
+
+
+def _kernel_info(kernel: Kernel) -> dict[str, object] | None:
+    """The kernel's entry of the ``triton_kernel_info`` artifact logged after its output
+    code (autotuned config, compile time), read from disk; None when there is none."""
+    rec = _following(kernel, "triton_kernel_info")
+    return kernel_info_of(rec.payload()).get(kernel.name) if rec is not None else None

@@ -1,0 +1,117 @@
+"""``tcview show PATH ITEM``: find the item a user names, and build what the pane shows for it.
+
+ITEM is one of (any may start with ``rank N`` or ``pid N`` to pick a process):
+
+- a compile id as tcview and torch print it: ``1/0``, ``[1/0]``, ``!0/1/0``, ``0/0 #2`` (the
+  second compile episode, after ``torch._dynamo.reset()``);
+- ``frame 0`` (``frame 0 #2``);
+- a kernel name, optionally ``NAME@ID`` for the one in compile ID.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+from .compile_id import parse_compile_id
+from .detail import Detail, compile_detail, frame_detail, kernel_detail, where_of
+from .model import Compile, Frame, Kernel, LogSource, Model
+
+_PICK = re.compile(r"^(rank|pid)\s+(\d+)\s+(.*)$", re.S)
+SUGGESTIONS = 10
+
+
+class ShowError(Exception):
+    """The item is not in the input, or names several things: the message says which."""
+
+
+@dataclass
+class Query:
+    text: str
+    rank: int | None = None
+    pid: int | None = None
+
+    def wants(self, source: LogSource) -> bool:
+        if self.rank is not None and source.rank != self.rank:
+            return False
+        return self.pid is None or self.pid in source.pids
+
+
+def parse_query(text: str) -> Query:
+    query = Query(text.strip())
+    while True:
+        m = _PICK.match(query.text)
+        if m is None:
+            return query
+        if m.group(1) == "rank":
+            query.rank = int(m.group(2))
+        else:
+            query.pid = int(m.group(2))
+        query.text = m.group(3).strip()
+
+
+def _who(source: LogSource) -> str:
+    """How to pick this source in a query: ``rank 1``, ``pid 4242``."""
+    where = where_of(source)
+    if where:
+        return where
+    return f"pid {source.pid}" if source.pid is not None else source.display
+
+
+def find(model: Model, text: str) -> Compile | Frame | Kernel:
+    """The one item `text` names (see the module); ShowError when none or several."""
+    query = parse_query(text)
+    sources = [f for f in model.files if query.wants(f)]
+    if not sources:
+        raise ShowError(f"no process matches {text!r}")
+    item = query.text
+    if item.startswith("frame "):
+        return _one(item, _frames(sources, item[len("frame ") :].strip()))
+    parsed = parse_compile_id(item)
+    if parsed is not None:
+        key = parsed[0]
+        found = [f.compiles[key] for f in sources if key in f.compiles]
+        return _one(item, found)
+    return _kernel(model, sources, item)
+
+
+def _frames(sources: list[LogSource], label: str) -> list[Frame]:
+    return [fr for f in sources for fr in f.frames.values() if fr.id_label == label]
+
+
+def _one(item: str, found: list[Compile] | list[Frame]) -> Compile | Frame:
+    if not found:
+        raise ShowError(f"{item!r} is not in this input")
+    if len(found) > 1:
+        choices = ", ".join(f"'{_who(x.file)} {item}'" for x in found[:SUGGESTIONS])
+        raise ShowError(f"{item!r} is in {len(found)} processes: say which, e.g. {choices}")
+    return found[0]
+
+
+def _kernel(model: Model, sources: list[LogSource], item: str) -> Kernel:
+    name, _, at = item.partition("@")
+    kernels = [k for k in model.kernels if k.name == name and k.output.source in sources]
+    if at:
+        parsed = parse_compile_id(at)
+        key = parsed[0] if parsed is not None else None
+        kernels = [k for k in kernels if k.compile is not None and k.compile.key == key]
+    if kernels:
+        return kernels[0]
+    near = sorted({k.name for k in model.kernels if name.lower() in k.name.lower()})
+    if near:
+        raise ShowError(
+            f"no kernel is named {item!r}; kernels whose names contain it: "
+            + ", ".join(near[:SUGGESTIONS])
+            + (f" … ({len(near)})" if len(near) > SUGGESTIONS else "")
+        )
+    raise ShowError(f"{item!r} is neither a compile id, a frame nor a kernel of this input")
+
+
+def show_detail(model: Model, text: str) -> Detail:
+    """What the detail pane shows for the item `text` names."""
+    item = find(model, text)
+    if isinstance(item, Compile):
+        return compile_detail(item, model)
+    if isinstance(item, Frame):
+        return frame_detail(item)
+    return kernel_detail(item, model)
