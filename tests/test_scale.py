@@ -143,6 +143,39 @@ def test_the_loading_thread_indexes_its_share(
     _same(serial, par)
 
 
+_SERIAL: dict[Path, TraceSet] = {}
+
+
+@settings(
+    max_examples=6, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+)
+@given(jobs=st.integers(2, 4), share=st.floats(0.0, 1.0), files=st.integers(2, 24))
+def test_any_split_among_workers_equals_the_serial_index(
+    many_ranks: Path,
+    tmp_path_factory: pytest.TempPathFactory,
+    monkeypatch: pytest.MonkeyPatch,
+    jobs: int,
+    share: float,
+    files: int,
+) -> None:
+    """However many workers, whatever share the loading thread keeps, however many files:
+    the parallel index is the serial one."""
+    monkeypatch.setattr("tcview.trace.index.PARALLEL_MIN_BYTES", 0)
+    monkeypatch.setattr("tcview.trace.index.own_share", lambda workers: share)
+    monkeypatch.setattr(parallel, "start_method", lambda: "fork")
+    trace = many_ranks.parent / f"first_{files}"
+    if trace not in _SERIAL:
+        trace.mkdir(exist_ok=True)
+        for src in sorted(many_ranks.iterdir())[:files]:
+            shutil.copy(src, trace / src.name)
+        _SERIAL[trace] = _load(trace, 1, cache=False)
+    par = _load(trace, jobs, cache=False)
+    stats = par.load_stats
+    assert stats.workers == min(jobs, files) - 1
+    assert stats.from_workers + stats.indexed_here == files and stats.worker_errors == []
+    _same(_SERIAL[trace], par)
+
+
 def test_small_inputs_stay_in_one_process(many_ranks: Path, tmp_path: Path) -> None:
     for p in sorted(many_ranks.iterdir())[:4]:
         shutil.copy(p, tmp_path / p.name)
@@ -417,6 +450,27 @@ def test_a_file_that_changes_while_it_is_read_is_not_cached(
     ts = TraceSet(path)
     ts.load_files([path], Hooks(progress=append), cache_mod.IndexCache(own_cache))
     assert ts.load_stats.cache_written == 0 and _entries(own_cache) == []
+
+
+def test_entries_of_another_format_are_misses(
+    many_ranks: Path, own_cache: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The cache's format and the snapshot's format: an entry of another version (older or
+    newer tcview) is never read as this one's."""
+    first = _load(many_ranks, 1, cache=True)
+    monkeypatch.setattr(cache_mod, "CACHE_FORMAT", cache_mod.CACHE_FORMAT + 1)
+    newer = _load(many_ranks, 1, cache=True)
+    assert newer.load_stats.from_cache == 0 and newer.load_stats.cache_written == 24
+    monkeypatch.undo()  # this version again, the newer one's entries in the cache
+    monkeypatch.setenv(cache_mod.DIR_ENV, str(own_cache))
+    monkeypatch.delenv(cache_mod.NO_CACHE_ENV, raising=False)
+    older = _load(many_ranks, 1, cache=True)
+    assert older.load_stats.from_cache == 0 and older.load_stats.cache_written == 24
+    monkeypatch.setattr(snapshot, "FORMAT", snapshot.FORMAT + 1)  # snapshots of another layout
+    other = _load(many_ranks, 1, cache=True)
+    assert other.load_stats.from_cache == 0 and other.load_stats.snapshot_errors == 24
+    for model in (newer, older, other):
+        _same(first, model)
 
 
 def test_code_changes_make_entries_misses(
