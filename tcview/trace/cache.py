@@ -38,6 +38,7 @@ MAGIC = b"TCVIEW-INDEX\n"
 CACHE_FORMAT = 1
 _LENGTH = struct.Struct("<I")
 MAX_HEADER = 64 << 10
+_HEAD_BYTES = len(MAGIC) + _LENGTH.size + MAX_HEADER  # what holds any valid header
 SPAN = 64 << 10  # bytes hashed at each end of what an entry indexed
 DEFAULT_MAX_MB = 1024
 NO_CACHE_ENV = "TCVIEW_NO_CACHE"
@@ -159,6 +160,20 @@ class IndexCache:
             self.hits += 1
         return entry
 
+    def peek(self, path: Path, now: Stamp) -> Entry | None:
+        """What `lookup` would most likely say, from the entry's header alone (the payload is
+        neither read nor checked; `body` is empty): to plan a load without holding every
+        entry at once. The entry is looked up for real when it is used."""
+        try:
+            data = _read_regular(self.entry_path(path), self.max_bytes, _HEAD_BYTES)
+            header = _split(data)[0] if data is not None else None
+            grown = _matches(header, path, now) if header is not None else None
+        except (OSError, ValueError, TypeError, KeyError, RecursionError, struct.error):
+            return None
+        if grown is None or header is None:
+            return None
+        return Entry(b"", None, header["pos"], grown)
+
     def _lookup(self, path: Path, now: Stamp) -> Entry | None:
         where = self.entry_path(path)
         data = _read_regular(where, self.max_bytes)
@@ -167,21 +182,10 @@ class IndexCache:
         header, payload = _split(data)
         if header is None:
             return None
-        if not (
-            header["format"] == CACHE_FORMAT
-            and header["code"] == code_fingerprint()
-            and header["path"] == os.path.abspath(path)
-            and header["dev"] == now.dev
-            and header["ino"] == now.ino
-        ):
+        grown = _matches(header, path, now)
+        if grown is None:
             return None
         pos = header["pos"]
-        if header["size"] == now.size and header["mtime_ns"] == now.mtime_ns and pos == now.size:
-            grown = False
-        elif now.size > pos:
-            grown = True
-        else:
-            return None
         body_len, sigs_len = header["payload"]
         if body_len + sigs_len != len(payload):
             return None
@@ -315,6 +319,25 @@ def _inside(root: Path, inputs: Path) -> bool:
     return r == base or base in r.parents
 
 
+def _matches(header: dict[str, Any], path: Path, now: Stamp) -> bool | None:
+    """None when the entry is not for `path` as `now` stamps it (another format, code, path,
+    file, or a file that shrank or changed in place); else whether the file has grown."""
+    if not (
+        header["format"] == CACHE_FORMAT
+        and header["code"] == code_fingerprint()
+        and header["path"] == os.path.abspath(path)
+        and header["dev"] == now.dev
+        and header["ino"] == now.ino
+    ):
+        return None
+    pos = header["pos"]
+    if header["size"] == now.size and header["mtime_ns"] == now.mtime_ns and pos == now.size:
+        return False
+    if now.size > pos:
+        return True
+    return None
+
+
 def _unlink(where: str) -> bool:
     try:
         os.unlink(where)
@@ -323,8 +346,9 @@ def _unlink(where: str) -> bool:
         return False
 
 
-def _read_regular(where: Path, limit: int) -> bytes | None:
-    """The bytes of a regular file of at most `limit` bytes (no symlink followed)."""
+def _read_regular(where: Path, limit: int, prefix: int | None = None) -> bytes | None:
+    """The bytes of a regular file of at most `limit` bytes (no symlink followed); only its
+    first `prefix` bytes when given."""
     try:
         fd = os.open(where, os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0))
     except OSError as exc:
@@ -336,7 +360,7 @@ def _read_regular(where: Path, limit: int) -> bytes | None:
         if not stat.S_ISREG(st.st_mode) or st.st_size > limit or st.st_size < len(MAGIC) + 4:
             return None
         chunks = []
-        left = st.st_size
+        left = st.st_size if prefix is None else min(prefix, st.st_size)
         while left > 0:
             chunk = os.read(fd, min(left, 16 << 20))
             if not chunk:

@@ -205,8 +205,8 @@ class TraceSet(Model):
         meanwhile), else here."""
         stamps = [stamp(p) for p in found]
         total = sum(s.size for s in stamps if s is not None)
-        entries = [
-            store.lookup(p, s) if store is not None and s is not None else None
+        entries = [  # planned from the entries' headers; each read whole when it is used
+            store.peek(p, s) if store is not None and s is not None else None
             for p, s in zip(found, stamps, strict=True)
         ]
         work = [i for i, e in enumerate(entries) if e is None or e.grown]
@@ -239,8 +239,12 @@ class TraceSet(Model):
                 size = st.size if st is not None else 0
                 body: bytes | None = None
                 sigs: dict[str, JsonValue] | None = None
-                if entry is not None and not entry.grown:
-                    body, sigs = entry.body, entry.signatures
+                to_worker = results is not None and i in sent
+                if entry is not None and not to_worker and store is not None and st is not None:
+                    entry = store.lookup(p, st)  # read and checked now; None: indexed here
+                    if entry is not None and not entry.grown:
+                        body, sigs = entry.body, entry.signatures
+                        entry = None  # not kept once restored
                 elif results is not None and i in sent:
                     result = next(results)
                     if result is not None and result.body is not None:
