@@ -11,6 +11,7 @@ disk, so the result stays identical to a one-shot read. Deleted files are marked
 
 from __future__ import annotations
 
+import contextlib
 import os
 import select
 import threading
@@ -98,10 +99,8 @@ class Follower:
         self._stop.set()
         self._wake.set()
         if self._observer is not None:
-            try:
+            with contextlib.suppress(Exception):  # best effort on shutdown
                 self._observer.stop()
-            except Exception:  # noqa: BLE001 - best effort on shutdown
-                pass
         if self._thread is not None and self._thread is not threading.current_thread():
             self._thread.join(timeout=2)
 
@@ -182,10 +181,8 @@ class Follower:
         if target is None or target == self._watching:
             return
         if self._observer is not None:
-            try:
+            with contextlib.suppress(Exception):  # the old watch may be gone already
                 self._observer.stop()
-            except Exception:  # noqa: BLE001
-                pass
         from watchdog.events import FileSystemEvent, FileSystemEventHandler
 
         follower = self

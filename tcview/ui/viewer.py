@@ -298,9 +298,9 @@ class CodeView(ScrollView, can_focus=True):
         if size == self.virtual_size:
             return
         old, (width, height) = self.virtual_size, self.container_size
-        bars_change = (old.height > height) != (size.height > height) or (
-            old.width > width
-        ) != (size.width > width)
+        bars_change = (old.height > height) != (size.height > height) or (old.width > width) != (
+            size.width > width
+        )
         if bars_change or not self.container_size:
             self.virtual_size = size  # a scrollbar appears or goes: that is a layout change
             return
