@@ -190,8 +190,9 @@ def is_torch_internal(filename: str) -> bool:
 
 
 # A compile's status, worst first: tlparse's precedence (a compilation_metrics record with a
-# fail_type; one whose graph_op_count is 0 or missing; a restart); see `Compile.status`.
-STATUSES = ("failed", "empty graph", "graph break", "ok")
+# fail_type; in a complete trace file, no compilation_metrics record at all; one whose
+# graph_op_count is 0 or missing; a restart); see `Compile.status`.
+STATUSES = ("failed", "no metrics", "empty graph", "graph break", "ok")
 # What a compile is besides its status: a recompile (frame_compile_id > 0), a cache hit.
 MARKS = ("recompile", "cache hit")
 
@@ -505,9 +506,13 @@ class Compile:
 
     @property
     def status(self) -> str:
-        """One of `STATUSES`: failed > empty graph > graph break > ok (see the README)."""
+        """One of `STATUSES`: failed > no metrics > empty graph > graph break > ok (see the
+        README). A compile of a trace still growing has no metrics until it ends: not yet "no
+        metrics"."""
         if self.failures:
             return "failed"
+        if self.file.logs_metrics and self.file.finished and not self.compilation_metrics():
+            return "no metrics"
         if self.empty_graph:
             return "empty graph"
         if self.has_break:
@@ -672,6 +677,7 @@ class LogSource(ABC):
     missing_strings: int = 0  # stack frames naming a string-table id never defined
     deleted: bool = False  # set by follow mode when the file is gone from disk
     finished: bool = False  # the input is complete (a last partial line was indexed)
+    logs_metrics: bool = False  # it records compilation_metrics for each compile (traces do)
     unparsed: Sequence[tuple[int, int]]  # (offset, line number) of each unparsed line
 
     def __init__(self, display: str, path: Path | None) -> None:

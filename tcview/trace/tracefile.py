@@ -138,6 +138,7 @@ class TraceFile(LogSource):
     """
 
     path: Path
+    logs_metrics = True
 
     def __init__(
         self,

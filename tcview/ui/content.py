@@ -63,6 +63,7 @@ JSON_LIMIT = 32 << 20
 # A compile's status (model.STATUSES) and its marks (model.MARKS): a style and a symbol each.
 STATUS_STYLE = {
     "ok": "green",
+    "no metrics": "dim",
     "empty graph": "magenta",
     "graph break": "yellow",
     "failed": "bold red",
@@ -71,6 +72,7 @@ STATUS_STYLE = {
 }
 STATUS_MARK = {
     "ok": "✓",
+    "no metrics": "?",
     "empty graph": "∅",
     "graph break": "✂",
     "failed": "✗",
