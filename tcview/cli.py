@@ -46,7 +46,7 @@ def load_source(path: str, progress: Progress | None = None) -> Model:
 
 def cmd_summary(args: argparse.Namespace) -> int:
     from .trace.source import NotATrace
-    from .trace.summary import fail_on, parse_fail_on, summary_json, summary_text
+    from .trace.summary import fail_on, input_state, parse_fail_on, summary_json, summary_text
 
     path = args.path
     try:
@@ -65,6 +65,9 @@ def cmd_summary(args: argparse.Namespace) -> int:
         print(f"tcview: {safe_line(path)}: {exc}", file=sys.stderr)
         return 2
     data = summary_json(ts, verify=args.verify)
+    state = input_state(ts, path, live=False, finished=True)
+    if state is not None and not args.quiet:  # the counts below are all 0: say why
+        print(f"tcview: {safe_line(state.text)}. {state.help}".rstrip(), file=sys.stderr)
     if args.json:
         emit(json.dumps(data, indent=2, sort_keys=False))
     else:

@@ -31,12 +31,10 @@ from ..trace.detail import compile_detail, digest_namesakes, frame_detail, kerne
 from ..trace.model import Compile, Frame, Kernel, Record
 from ..trace.paths import Location, PathMap, locations_of
 from ..trace.search import Hit
-from ..trace.summary import counts_line
+from ..trace.summary import InputState, counts_line, input_state
 from .content import (
     Document,
-    InputState,
     detail_doc,
-    input_state,
     lit,
     model_summary,
     record_doc,

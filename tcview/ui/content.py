@@ -9,12 +9,12 @@ import contextlib
 import json
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import Any, NamedTuple
+from typing import Any
 
 from rich.text import Text
 
 from ..safe import safe_line
-from ..trace import Model, TextLog
+from ..trace import Model
 from ..trace.detail import (
     Detail,
     Row,
@@ -28,7 +28,7 @@ from ..trace.detail import (
 )
 from ..trace.kernels import OUTPUT_CODES, KernelSpan
 from ..trace.model import Compile, Error, Kernel, Record
-from ..trace.summary import counts_line
+from ..trace.summary import InputState, counts_line
 
 GRAPH_KINDS = frozenset(
     [
@@ -452,50 +452,6 @@ def error_doc(error: Error) -> Document:
         lines.append(Text("as printed", style="bold underline"))
         lines.extend(lit(line) for line in error.text.split("\n")[:400])
     return styled_doc(f"error · {error.error_type}", lines)
-
-
-class InputState(NamedTuple):
-    """An input that holds nothing yet: what to say in the overview, in the status bar (which
-    shows the path anyway), and why."""
-
-    text: str
-    brief: str
-    help: str = ""
-
-
-def input_state(model: Model | None, source: str, live: bool, finished: bool) -> InputState | None:
-    """What to say while the input holds nothing: waiting for it (live), or that there is
-    nothing; None once it holds something, or while a one-shot read is still going."""
-    if model is None or not (live or finished):
-        return None
-    if isinstance(model, TextLog):
-        if model.pos:
-            return None
-        if model.path is None:  # stdin, or a pipe read like it
-            if model.finished:
-                return InputState("stdin ended without input", "no input")
-            return InputState(
-                "waiting for input on stdin…",
-                "waiting for input…",
-                "TORCH_LOGS text is indexed as it comes through the pipe.",
-            )
-        if live:
-            return InputState(f"waiting for input in {source}…", "waiting for input…")
-        return InputState(f"{source} is empty", "empty")
-    if model.files:
-        return None
-    if live:
-        return InputState(
-            f"waiting for traces in {source}…",
-            "waiting for traces…",
-            "Trace files (dedicated_log_torch_trace_*.log) are shown as they appear.",
-        )
-    return InputState(
-        f"no trace found in {source}",
-        "no trace found",
-        "tcview reads the dedicated_log_torch_trace_*.log files that TORCH_TRACE=DIR writes,"
-        " and TORCH_LOGS captures (e.g. torch_logs.txt).",
-    )
 
 
 def model_summary(
