@@ -52,6 +52,8 @@ def damage(ts: Model, counts: dict[str, Any]) -> dict[str, int]:
     }
     if "md5_mismatches" in counts:
         out["md5_mismatches"] = counts["md5_mismatches"]
+        # Payloads whose whitespace-only lines were stripped (harmless: read restored).
+        out["whitespace_stripped_records"] = sum(f.blank_line_records for f in files)
     return out
 
 
