@@ -762,6 +762,10 @@ class LogSource(ABC):
         """The file name a stack frame's string-table id stands for (traces only)."""
         return None
 
+    def file_names(self) -> list[str]:
+        """Every file name of the string table (traces only)."""
+        return []
+
     def blank_lines_restored(self, record: Record) -> bool:
         """The record's payload is read with bare blank lines restored (traces only)."""
         return False

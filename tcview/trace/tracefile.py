@@ -455,6 +455,9 @@ class TraceFile(LogSource):
             return self.strings.get(fid)
         return None  # an unhashable id (a list, say) names nothing
 
+    def file_names(self) -> list[str]:
+        return list(self.strings.values())
+
     def header_line(self, record: Record) -> bytes:
         return self.read(record.offset, record.hdr_end).rstrip(b"\n")
 
