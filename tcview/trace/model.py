@@ -489,6 +489,26 @@ class Kernel:
         return kernel_kind(self.name, self.method)
 
 
+# (metric key, label, divisor to seconds, depth) - the phases of one compile, nested.
+PHASES = (
+    ("entire_frame_compile_time_s", "entire frame", 1.0, 0),
+    ("dynamo_cumulative_compile_time_us", "dynamo", 1e6, 1),
+    ("backend_compile_time_s", "backend compile", 1.0, 1),
+    ("aot_autograd_cumulative_compile_time_us", "aot autograd", 1e6, 2),
+    ("joint_graph_pass_time_us", "joint graph passes", 1e6, 3),
+    ("inductor_compile_time_s", "inductor", 1.0, 2),
+    ("inductor_cumulative_compile_time_us", "inductor (cumulative)", 1e6, 2),
+    ("pre_grad_pass_time_us", "pre-grad passes", 1e6, 3),
+    ("post_grad_pass_time_us", "post-grad passes", 1e6, 3),
+    ("code_gen_time_s", "code gen", 1.0, 3),
+    ("inductor_code_gen_cumulative_compile_time_us", "code gen (cumulative)", 1e6, 3),
+    ("triton_compile_time_us", "triton compile", 1e6, 3),
+    ("compile_time_autotune_time_us", "autotune", 1e6, 3),
+    ("gc_time_us", "gc", 1e6, 1),
+    ("structured_logging_overhead_s", "trace logging", 1.0, 1),
+)
+
+
 @dataclass(eq=False)
 class Compile:
     file: LogSource
@@ -598,6 +618,16 @@ class Compile:
             return float(value)
         dur = m.get("duration_us")
         return dur / 1e6 if isinstance(dur, (int, float)) else None
+
+    def metric_phases(self) -> list[tuple[str, float, int]]:
+        """(label, seconds, depth) of the `PHASES` its compilation metrics time."""
+        m = self.metrics or {}
+        out = []
+        for key, label, div, depth in PHASES:
+            value = m.get(key)
+            if isinstance(value, (int, float)) and not isinstance(value, bool) and value > 0:
+                out.append((label, value / div, depth))
+        return out
 
     def reset_phases(self) -> None:
         """Its chromium events changed: phases() reads them again."""
