@@ -1,4 +1,4 @@
-"""Entry point: ``tcview open | run | summary | doctor``."""
+"""Entry point: ``tcview open | run | summary | show | diff | doctor``."""
 
 from __future__ import annotations
 
@@ -75,6 +75,31 @@ def cmd_summary(args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_show(args: argparse.Namespace) -> int:
+    """Stopgap for issue 14 until the `show` command lands: ``export``, ``FILE:LINE``, a kernel
+    (its provenance). The lines are the pane's (`trace.lookup`)."""
+    from .trace.lookup import ItemNotFound, lookup_lines, plain_text
+    from .trace.source import NotATrace
+
+    if args.path != "-" and not os.path.exists(args.path):
+        print(f"tcview: no such file or directory: {args.path}", file=sys.stderr)
+        return 2
+    try:
+        model = load_source(args.path)
+        lines = lookup_lines(model, args.item)
+    except (NotATrace, ItemNotFound) as exc:
+        print(f"tcview: {safe_line(str(exc))}", file=sys.stderr)
+        return 2
+    sys.stdout.write(safe_text(plain_text(lines)))
+    return 0
+
+
+def cmd_diff(args: argparse.Namespace) -> int:
+    from .diffcmd import diff_command
+
+    return diff_command(args)
+
+
 def cmd_open(args: argparse.Namespace) -> int:
     from .ui.launch import open_app
 
@@ -124,6 +149,26 @@ def build_parser() -> argparse.ArgumentParser:
         help="progress on stderr even when it is not a terminal",
     )
     p_sum.set_defaults(func=cmd_summary)
+
+    p_show = sub.add_parser("show", help="print one item: a kernel, FILE:LINE, or export")
+    p_show.add_argument("path", help="trace dir/file, log file, or - for stdin")
+    p_show.add_argument(
+        "item", help="a kernel (its provenance), FILE:LINE (its kernels), or export"
+    )
+    p_show.set_defaults(func=cmd_show)
+
+    p_diff = sub.add_parser("diff", help="what changed between two runs")
+    p_diff.add_argument("a", help="the first run: trace dir/file or TORCH_LOGS capture")
+    p_diff.add_argument("b", help="the second run")
+    p_diff.add_argument("--json", action="store_true", help="machine-readable output")
+    p_diff.add_argument("--text", action="store_true", help="print the report (no viewer)")
+    p_diff.add_argument(
+        "--fail-on",
+        metavar="CHECKS",
+        help="exit 1 when any trips: new-breaks,new-recompiles,new-failures,new-errors,"
+        "new-frames,changed-kernels,new-kernels,slower:N%%",
+    )
+    p_diff.set_defaults(func=cmd_diff)
 
     p_run = sub.add_parser("run", help="run a script under tracing and watch it live")
     p_run.add_argument("--dir", help="run directory (default ./tcview_runs/<time>-<name>/)")

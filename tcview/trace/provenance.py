@@ -63,6 +63,16 @@ _SOURCE_NODES = re.compile(
     r"#\s*(?:Topologically Sorted )?Source Nodes: \[(.*?)\](?:, Original ATen: \[(.*?)\])?"
 )
 _KERNEL_LINE = re.compile("^" + KERNEL_DEF)
+# The first line of an output code names its AOT graph: ``# AOT ID: ['0_forward']``.
+_AOT_ID = re.compile(rb"# AOT ID: \['\d+_(forward|backward|inference)'\]")
+
+
+def code_role(rec: Record | None) -> str:
+    """forward, backward or inference: what the output code's first line says ("" none)."""
+    if rec is None or rec.end <= rec.hdr_end:
+        return ""
+    m = _AOT_ID.search(rec.source.line_at(rec.hdr_end, 256))
+    return m.group(1).decode() if m is not None else ""
 
 
 # ---------------------------------------------------------------------- data
@@ -149,8 +159,17 @@ class Unit:
 
     @property
     def label(self) -> str:
+        """``0/0``, ``0/0 backward``: its compile, and its graph when the output code says."""
         comp = self.compile.id_label if self.compile is not None else "-"
-        return f"{comp} #{self.index + 1}" if self.index else comp
+        role = code_role(self.code)
+        if role:
+            return f"{comp} {role}"
+        return f"{comp} graph {self.index + 1}" if self.index else comp
+
+    @property
+    def empty_mapping(self) -> bool:
+        """A mapping that maps nothing (torch logs ``{"version": 2.0}`` for a backward)."""
+        return self.tracked and not any(k.post_grad for k in self.kernels.values())
 
     def kernels_of_post(self, node: str) -> list[KernelProvenance]:
         return [k for k in self.kernels.values() if node in k.post_grad]
@@ -619,3 +638,125 @@ def torch_version(model: Model) -> str | None:
         if isinstance(value, dict) and isinstance(value.get("pytorch_version"), str):
             return str(value["pytorch_version"])
     return None
+
+
+# ---------------------------------------------------------------------- text
+
+
+# (style tag, text) lines, shared by the pane and ``tcview show``. Tags: "title", "heading",
+# "field", "code", "dim", "warn", "kernel", "" (a blank line).
+Line = tuple[str, str]
+NODES_SHOWN = 40  # nodes listed per kind (the rest are counted)
+
+
+def _nodes_text(nodes: Sequence[str]) -> str:
+    more = f" … +{len(nodes) - NODES_SHOWN}" if len(nodes) > NODES_SHOWN else ""
+    return ", ".join(nodes[:NODES_SHOWN]) + more if nodes else "(none)"
+
+
+def _line_text(src: SourceLine) -> str:
+    fn = f" in {src.function}" if src.function else ""
+    code = f"    {src.code}" if src.code else ""
+    return f"{src.where}{fn}{code}"
+
+
+def unit_origin(unit: Unit) -> str:
+    """What a unit's facts come from, in words."""
+    if unit.fallback:
+        return "the kernels' source-node comments (provenance tracking was off)"
+    parts = []
+    if unit.mapping is not None:
+        version = f", version {unit.version}" if unit.version else ""
+        parts.append(f"node mappings (line {unit.mapping.lineno}{version})")
+    elif unit.legacy:
+        parts.append("legacy kernel and node mappings")
+    if unit.stack_traces is not None:
+        parts.append(f"stack traces (line {unit.stack_traces.lineno})")
+    return ", ".join(parts)
+
+
+def kernel_lines(
+    unit: Unit | None, kp: KernelProvenance | None, name: str, hint: str = ""
+) -> list[Line]:
+    """What a kernel implements: its post- and pre-grad nodes and its source lines."""
+    out: list[Line] = [("title", f"provenance of {name}")]
+    if unit is None:
+        out.append(("warn", "its output code is not part of an Inductor compile tcview knows"))
+        return out
+    code = f"{unit.code.label} line {unit.code.lineno}" if unit.code is not None else "?"
+    out.append(("field", f"compile     {unit.label}  ({code})"))
+    out.append(("field", f"from        {unit_origin(unit)}"))
+    if kp is None:
+        out.append(("warn", "the mapping does not name this kernel"))
+        if unit.tracked and unit.kernels:
+            out.append(("dim", f"it names: {_nodes_text(list(unit.kernels))}"))
+        return out
+    if kp.key != kp.name:
+        out.append(("field", f"mapping key {kp.key}"))
+    if unit.fallback:
+        out.append(("warn", "provenance tracking was off for this compile"))
+        if hint:
+            out.append(("dim", f"to turn it on: {hint}"))
+    lines = kp.user_lines
+    internal = [ln for ln in kp.lines if not ln.user]
+    out.append(("", ""))
+    origin = f"  (from the {kp.lines_from})" if kp.lines_from else ""
+    out.append(("heading", f"user lines ({len(lines)}){origin}"))
+    if not lines:
+        out.append(("dim", "  (none known)"))
+    out.extend(("code", f"  {_line_text(src)}") for src in lines)
+    if internal:
+        out.append(("heading", f"torch lines ({len(internal)})"))
+        out.extend(("dim", f"  {_line_text(src)}") for src in internal)
+    out.append(("", ""))
+    if unit.empty_mapping:
+        out.append(("dim", "the node mapping of this graph is empty (torch maps no nodes of a"))
+        out.append(("dim", "backward graph): only the stack traces link its kernels to lines"))
+    elif not unit.fallback:
+        out.append(("heading", f"post-grad nodes ({len(kp.post_grad)})"))
+        out.append(("field", f"  {_nodes_text(kp.post_grad)}"))
+    if not unit.empty_mapping:
+        label = "pre-grad nodes" if not unit.fallback else "source nodes (pre-grad)"
+        out.append(("heading", f"{label} ({len(kp.pre_grad)})"))
+        out.append(("field", f"  {_nodes_text(kp.pre_grad)}"))
+    graphs = [
+        (what, rec)
+        for what, rec, nodes in (
+            ("post-grad graph", unit.post_graph, kp.post_grad),
+            ("pre-grad graph", unit.pre_graph, kp.pre_grad),
+        )
+        if rec is not None and nodes
+    ]
+    if graphs:
+        out.append(("", ""))
+        for what, rec in graphs:
+            out.append(("dim", f"{what}: {rec.label} line {rec.lineno} (its nodes are marked)"))
+    others = {
+        k.key: k for src in lines for k in unit.kernels.values() if k is not kp and src in k.lines
+    }
+    if others:
+        out.append(("", ""))
+        out.append(("heading", "other kernels of these lines"))
+        out.extend(("kernel", f"  {k.key}") for k in others.values())
+    return out
+
+
+def line_lines(prov: Provenance, file: str, line: int) -> list[Line]:
+    """The kernels that implement a user line, with what each covers."""
+    kernels = prov.kernels_of_line(file, line)
+    out: list[Line] = [("title", f"kernels of {file}:{line}")]
+    if not kernels:
+        out.append(("warn", "no kernel implements this line (as far as the trace says)"))
+        return out
+    src = next(s for s in kernels[0].lines if s.line == line and _same_file(s.file, file))
+    out.append(("code", f"  {_line_text(src)}"))
+    out.append(("", ""))
+    for kp in kernels:
+        unit = kp.unit
+        comp = unit.label if unit is not None else "-"
+        out.append(("kernel", f"{kp.key}  [{comp}]"))
+        if kp.post_grad:
+            out.append(("field", f"  post-grad  {_nodes_text(kp.post_grad)}"))
+        if kp.pre_grad:
+            out.append(("field", f"  pre-grad   {_nodes_text(kp.pre_grad)}"))
+    return out
