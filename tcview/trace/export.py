@@ -315,52 +315,60 @@ def report_lines(report: ExportReport, stacks: int = 12) -> list[tuple[str, str]
         add(("dim", f"exported program: line {report.programs[-1].lineno}"))
     for number, issue in enumerate(report.issues, 1):
         add(("", ""))
-        add(("heading", f"{number}. {issue.title}"))
-        add(("field", issue.reason_text))
-        if issue.kind in (MISSING_FAKE, MISMATCHED_FAKE):
-            add(("dim", f"how to write a fake kernel: {FAKE_KERNEL_DOC}"))
-        where = issue.user_line
-        if where is not None:
-            add(("field", f"at {where.filename}:{where.line} in {where.name}"))
-            if where.loc or issue.loc:
-                add(("code", f"    {where.loc or issue.loc}"))
-        elif issue.loc:
-            add(("code", f"    {issue.loc}"))
-        if issue.user_stack:
-            add(("heading", "  user stack"))
-            out.extend(("code", f"    {f.text}") for f in issue.user_stack[-stacks:])
-        if issue.stack:
-            cut = len(issue.stack) - stacks
-            add(("heading", f"  framework stack ({len(issue.stack)} frames)"))
-            if cut > 0:
-                add(("dim", f"    … {cut} outer frames"))
-            out.extend(("code", f"    {f.text}") for f in issue.stack[-stacks:])
-        if issue.locals or issue.symbols:
-            add(("heading", "  locals"))
-            out.extend(("field", f"    {k}: {v}") for k, v in issue.locals.items())
-            if issue.symbols:
-                add(("heading", "  symbols"))
-                out.extend(("field", f"    {k}: {v}") for k, v in issue.symbols.items())
-        if issue.symbol_sources:
-            add(("heading", "  symbol sources"))
-            out.extend(("field", f"    {k}: {v}") for k, v in issue.symbol_sources.items())
-        if issue.tree:
-            add(("heading", "  provenance of the expression"))
-            for depth, node in issue.tree:
-                pad = "    " + "  " * depth
-                if node.method:
-                    args = ", ".join(node.arguments)
-                    add(("code", f"{pad}{node.result}  = {node.method}({args})"))
-                else:
-                    add(("code", f"{pad}{node.result}  unbacked symbol, range {node.range}"))
-                frame = next((f for f in reversed(node.user_stack) if f.loc), None) or (
-                    node.user_stack[-1] if node.user_stack else None
-                )
-                if frame is not None:
-                    add(("dim", f"{pad}  at {frame.where}: {frame.loc}"))
+        out.extend(issue_lines(number, issue, stacks))
     if report.symbols:
         add(("", ""))
         add(("heading", "symbols"))
         for symbol, source, value in report.symbols:
             add(("field", f"  {symbol}: {source}" + (f"  (traced with {value})" if value else "")))
+    return out
+
+
+def issue_lines(number: int, issue: ExportIssue, stacks: int = 12) -> list[tuple[str, str]]:
+    """One issue of the report: what it is, where, its stacks, locals and provenance."""
+    out: list[tuple[str, str]] = []
+    add = out.append
+    add(("heading", f"{number}. {issue.title}"))
+    add(("field", issue.reason_text))
+    if issue.kind in (MISSING_FAKE, MISMATCHED_FAKE):
+        add(("dim", f"how to write a fake kernel: {FAKE_KERNEL_DOC}"))
+    where = issue.user_line
+    if where is not None:
+        add(("field", f"at {where.filename}:{where.line} in {where.name}"))
+        if where.loc or issue.loc:
+            add(("code", f"    {where.loc or issue.loc}"))
+    elif issue.loc:
+        add(("code", f"    {issue.loc}"))
+    if issue.user_stack:
+        add(("heading", "  user stack"))
+        out.extend(("code", f"    {f.text}") for f in issue.user_stack[-stacks:])
+    if issue.stack:
+        cut = len(issue.stack) - stacks
+        add(("heading", f"  framework stack ({len(issue.stack)} frames)"))
+        if cut > 0:
+            add(("dim", f"    … {cut} outer frames"))
+        out.extend(("code", f"    {f.text}") for f in issue.stack[-stacks:])
+    if issue.locals or issue.symbols:
+        add(("heading", "  locals"))
+        out.extend(("field", f"    {k}: {v}") for k, v in issue.locals.items())
+        if issue.symbols:
+            add(("heading", "  symbols"))
+            out.extend(("field", f"    {k}: {v}") for k, v in issue.symbols.items())
+    if issue.symbol_sources:
+        add(("heading", "  symbol sources"))
+        out.extend(("field", f"    {k}: {v}") for k, v in issue.symbol_sources.items())
+    if issue.tree:
+        add(("heading", "  provenance of the expression"))
+        for depth, node in issue.tree:
+            pad = "    " + "  " * depth
+            if node.method:
+                args = ", ".join(node.arguments)
+                add(("code", f"{pad}{node.result}  = {node.method}({args})"))
+            else:
+                add(("code", f"{pad}{node.result}  unbacked symbol, range {node.range}"))
+            frame = next((f for f in reversed(node.user_stack) if f.loc), None) or (
+                node.user_stack[-1] if node.user_stack else None
+            )
+            if frame is not None:
+                add(("dim", f"{pad}  at {frame.where}: {frame.loc}"))
     return out

@@ -19,9 +19,19 @@ from textual.cache import LRUCache
 from ..safe import safe_line
 from ..trace import FusionDecision, Model, TextLog
 from ..trace.compile_id import FIRST_EPISODE
+from ..trace.export import export_counts, is_export
 from ..trace.facts import short_guard
 from ..trace.kernels import KernelSpan, split_output_code
-from ..trace.model import Compile, Error, Frame, Kernel, Record
+from ..trace.model import (
+    MD5_BLANK_LINES,
+    MD5_MISMATCH,
+    Compile,
+    Error,
+    Frame,
+    Kernel,
+    Record,
+    stack_frames,
+)
 from ..trace.summary import counts_line
 
 GRAPH_KINDS = frozenset(
@@ -78,6 +88,7 @@ class Document:
     styled: list[Text] | None = None
     regions: list[tuple[int, int, str]] = field(default_factory=list)  # (first, last, lang)
     numbered: bool = True
+    marked: frozenset[int] = frozenset()  # 0-based lines shown marked (a kernel's graph nodes)
 
     @property
     def count(self) -> int:
@@ -93,6 +104,49 @@ class Document:
         if self.styled is not None:
             return self.styled[index].plain
         return self.lines[index]
+
+
+# How the tagged lines of reports (provenance, export, diffs) are styled, by tag.
+TAG_STYLE = {
+    "title": "bold",
+    "heading": "bold underline",
+    "field": "",
+    "code": "cyan",
+    "dim": "dim",
+    "warn": "yellow",
+    "ok": "green",
+    "kernel": "bold magenta",
+    "issue": "bold red",
+    "fold": "dim italic",
+    "same": "",
+    "removed": "red",
+    "added": "green",
+    "changed": "yellow",
+    "new": "green",
+    "gone": "red",
+    "renamed": "cyan",
+    "moved": "cyan",
+}
+MARK_STYLE = "bold reverse"  # the characters of a diff line that differ from the other side
+
+
+def tagged_text(tag: str, text: str, marks: Sequence[tuple[int, int]] = ()) -> Text:
+    """A report line: trace text made safe, styled by its tag, marked spans stressed."""
+    line = lit(text, TAG_STYLE.get(tag, ""))
+    if len(line.plain) == len(text):  # safe_line kept the length: the spans still fit
+        for start, end in marks:
+            line.stylize(MARK_STYLE, start, end)
+    return line
+
+
+def lines_doc(title: str, lines: Sequence[tuple[str, str]]) -> Document:
+    """A document of (tag, text) lines (provenance, the export report)."""
+    return styled_doc(title, [tagged_text(tag, text) for tag, text in lines])
+
+
+def rows_doc(title: str, rows: Sequence[tuple[str, str, list[tuple[int, int]]]]) -> Document:
+    """A document of (tag, text, marks) rows (the diffs)."""
+    return styled_doc(title, [tagged_text(tag, text, marks) for tag, text, marks in rows])
 
 
 def lit(text: object, style: str = "") -> Text:
@@ -174,23 +228,54 @@ def record_name(rec: Record) -> str:
     }.get(label, label)
 
 
-def record_doc(rec: Record) -> Document:
-    """The payload of one record, highlighted by kind; metrics as a table."""
+@dataclass(frozen=True)
+class Marked:
+    """Lines of a graph to mark: the nodes of a kernel (`kernel` names it)."""
+
+    kernel: str
+    lines: tuple[int, ...]
+
+
+def readable_meta(rec: Record) -> object:
+    """A header-only record's value in full (big and shape-env headers are not kept in
+    memory), its stacks' string-table ids replaced by file names."""
+    value = rec.full_meta()
+    if not isinstance(value, dict):
+        return value
+    out = dict(value)
+    for key, item in value.items():
+        if isinstance(item, list) and item and all(isinstance(f, dict) for f in item):
+            frames = stack_frames(rec.source, item)
+            if frames and len(frames) == len(item) and all("line" in f for f in item):
+                out[key] = [f.text for f in frames]
+    return out
+
+
+def record_doc(rec: Record, marked: Marked | None = None) -> Document:
+    """The payload of one record, highlighted by kind; metrics as a table; `marked`: graph
+    lines to mark (the nodes of the kernel picked last)."""
     title = record_title(rec)
     if rec.kind in METRIC_KINDS and isinstance(rec.meta, dict):
         return styled_doc(title, metrics_table(rec.meta))
     has_payload = bool(rec.md5) or rec.end > rec.hdr_end
     if not has_payload:
-        return Document(title + " · header only", json_lines(rec.meta), "json")
+        return Document(title + " · header only", json_lines(readable_meta(rec)), "json")
     if rec.kind == "inductor_output_code":
         lines, spans = OUTPUT_CODES.get(rec)
         return Document(title, lines, "python", regions=cpp_regions(spans))
     text = rec.payload()
-    ok = rec.md5_ok() if rec.md5 and len(text) < JSON_LIMIT else None
-    if ok is False:
+    state = rec.md5_state() if rec.md5 and len(text) < JSON_LIMIT else None
+    if state == MD5_MISMATCH:
         title += " · md5 MISMATCH (truncated or edited)"
+    elif state == MD5_BLANK_LINES:
+        title += " · its whitespace-only lines had lost their tab (harmless: shown restored)"
     if rec.kind in GRAPH_KINDS or rec.label in GRAPH_KINDS:
-        return Document(title, text.split("\n"), "python")
+        doc = Document(title, text.split("\n"), "python")
+        if marked:
+            doc.marked = frozenset(marked.lines)
+            doc.focus = min(marked.lines)
+            doc.title += f" · {len(marked.lines)} line(s) of {marked.kernel} marked"
+        return doc
     stripped = text.lstrip()
     if stripped[:1] in ("{", "[") and len(text) < JSON_LIMIT:
         try:
@@ -620,6 +705,16 @@ def model_summary(
         if state.help:
             out.append(Text(state.help, style="dim"))
     out.append(Text(counts_line(s), style="bold"))
+    if is_export(model):
+        counts = export_counts(model)
+        out.append(
+            Text(
+                "torch.export trace (it compiles nothing with Dynamo): x for the export report"
+                f" ({counts['guards']} guard(s), {counts['data_dependent_errors']} data-dependent"
+                f" error(s), {counts['fake_kernel_problems']} fake-kernel problem(s))",
+                style="bold magenta",
+            )
+        )
     out.append(Text(""))
     if state is None:
         for key, value in s.items():
@@ -654,6 +749,10 @@ def model_summary(
             out.append(Text.assemble("  ", lit(path), "  ", lit(why, "dim")))
     out.append(Text(""))
     out.append(
-        Text("? help · b breaks · r recompiles · K kernels · t time · ctrl+p jump", style="dim")
+        Text(
+            "? help · b breaks · r recompiles · K kernels · t time · i provenance"
+            " · d diff · ctrl+p jump",
+            style="dim",
+        )
     )
     return out

@@ -26,6 +26,7 @@ HIGHLIGHT_LIMIT = 4000  # longer lines are shown plain
 DISPLAY_LIMIT = 200_000  # longer lines are cut, with a marker
 CACHE_LINES = 600  # highlighted lines kept (several screens of them)
 CACHE_SAFE = 4 * CACHE_LINES  # safe plain lines kept (search reads many)
+MARKED_STYLE = "on #404010"  # a document's marked lines (the picked kernel's graph nodes)
 
 _LEXERS: dict[str, Lexer] = {}
 _THEME = PygmentsSyntaxTheme("monokai")
@@ -333,6 +334,9 @@ class CodeView(ScrollView, can_focus=True):
             text = self.doc.styled[index]
         else:
             text = highlight_line(self.safe(index), self.doc.language_at(index))
+        if index in self.doc.marked:
+            text = text.copy()
+            text.stylize(MARKED_STYLE)
         hits = self._by_line.get(index)
         if hits:
             text = text.copy()
@@ -368,7 +372,8 @@ class CodeView(ScrollView, can_focus=True):
             content = Strip.join([Strip.blank(indent), content])
         content = content.crop_extend(scroll_x, scroll_x + text_width, None)
         if gutter:
-            number = f"{self.doc.first_lineno + index:>{gutter - 2}} │"
+            bar = "▌" if index in self.doc.marked else "│"
+            number = f"{self.doc.first_lineno + index:>{gutter - 2}} {bar}"
             is_focus = index == self.doc.focus and self.doc.focus > 0
             style = Style(dim=not is_focus, bold=is_focus)
             strip = Strip.join([Strip([Segment(number[:gutter], style)], gutter), content])
