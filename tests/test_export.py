@@ -55,7 +55,9 @@ def test_draft_export_report_matches_torch() -> None:
     assert (guard.expr, guard.prefix, guard.title) == (expr, "eval", "Guard Evaluated")
     assert expr == "Eq(s77, 3)"
     assert guard.symbol_sources == {symbol: source} == guard.symbols
-    assert guard.locals == {"x": "Tensor(shape: torch.Size([s77, 4]), stride: (4, 1), storage_offset: 0)"}
+    assert guard.locals == {
+        "x": "Tensor(shape: torch.Size([s77, 4]), stride: (4, 1), storage_offset: 0)"
+    }
     user = guard.user_line
     assert user is not None and (Path(user.filename).name, user.line) == ("export_report.py", 27)
     assert user.loc.startswith("if x.shape[0] == 3:")
@@ -67,7 +69,9 @@ def test_draft_export_report_matches_torch() -> None:
     assert [(d, n.result, n.method) for d, n in data.tree] == [(0, "u0 > 2", "gt"), (1, "u0", "")]
     leaf = data.tree[1][1]
     assert leaf.user_stack[-1].line == 29 and leaf.user_stack[-1].loc == "k = n.item()"
-    assert [missing.op, mismatched.op] == ops == ["tcview.no_fake.default", "tcview.bad_fake.default"]
+    assert (
+        [missing.op, mismatched.op] == ops == ["tcview.no_fake.default", "tcview.bad_fake.default"]
+    )
     assert mismatched.reason.startswith("mismatch between fake value 4 and real value 3")
     assert report.programs and report.symbols == []
 
@@ -226,7 +230,10 @@ async def test_export_view_from_the_overview() -> None:
         await ready(app, pilot)
         doc = app.screen.query(Reader).first().viewer.doc
         overview = [doc.plain(i) for i in range(doc.count)]
-        assert any(ln.startswith("torch.export trace") and "x for the export report" in ln for ln in overview)
+        assert any(
+            ln.startswith("torch.export trace") and "x for the export report" in ln
+            for ln in overview
+        )
         assert app.check_action("view", ("export",))
         await pilot.press("x")
         await settle(app, pilot)

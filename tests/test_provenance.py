@@ -101,7 +101,9 @@ def test_user_line_to_kernels(fixture_runs: Path) -> None:
     projection's matmul and the residual add in the forward, and three kernels of the
     backward (the stack traces of the backward's kernels name it)."""
     prov = model_provenance(TraceSet.load(fixture_runs / "gpu_provenance" / "trace"))
-    keys = {(k.unit.label if k.unit else "", k.key) for k in prov.kernels_of_line("provenance.py", 28)}
+    keys = {
+        (k.unit.label if k.unit else "", k.key) for k in prov.kernels_of_line("provenance.py", 28)
+    }
     assert keys == {
         ("0/0 forward", "extern_kernels.mm:4"),
         ("0/0 forward", "triton_poi_fused_add_addmm_2:5"),
@@ -118,7 +120,9 @@ def test_user_line_to_kernels(fixture_runs: Path) -> None:
         "extern_kernels.mm:4",
         "triton_poi_fused_add_addmm_2:5",
     ]
-    assert [k.key for k in fwd.kernels_of_post("rsqrt")] == ["triton_per_fused_native_layer_norm_0:1"]
+    assert [k.key for k in fwd.kernels_of_post("rsqrt")] == [
+        "triton_per_fused_native_layer_norm_0:1"
+    ]
 
 
 def _without_mappings(src: Path, dest: Path) -> Path:
@@ -217,7 +221,9 @@ def test_show_kernel_and_file_line(fixture_runs: Path) -> None:
     out = _tcview("show", trace, "triton_poi_fused_gelu_mul_sigmoid_1")
     assert out.returncode == 0, out.stderr
     assert "post-grad nodes (7)" in out.stdout and "mul_5, mul_4, mul_2" in out.stdout
-    assert "/workspace/examples/provenance.py:27 in forward    h = h * torch.sigmoid(h)" in out.stdout
+    assert (
+        "/workspace/examples/provenance.py:27 in forward    h = h * torch.sigmoid(h)" in out.stdout
+    )
     out = _tcview("show", trace, "provenance.py:28")
     assert out.returncode == 0, out.stderr
     assert "triton_poi_fused_add_addmm_2:5  [0/0 forward]" in out.stdout
@@ -252,7 +258,9 @@ async def test_kernel_provenance_one_key_away(fixture_runs: Path) -> None:
         assert doc.title == "provenance · triton_poi_fused_gelu_mul_sigmoid_1"
         assert "  mul_5, mul_4, mul_2, add_2, erf, mul_3, sigmoid" in text
         assert "  h_3, h_2, sigmoid" in text
-        assert "  /workspace/examples/provenance.py:27 in forward    h = h * torch.sigmoid(h)" in text
+        assert (
+            "  /workspace/examples/provenance.py:27 in forward    h = h * torch.sigmoid(h)" in text
+        )
         await pilot.press("i")  # again: back to the kernel's source
         await settle(app, pilot)
         assert _pane(app)[0].title.startswith("kernel triton_poi_fused_gelu_mul_sigmoid_1")
@@ -295,4 +303,7 @@ async def test_provenance_view_enter_jumps_to_the_kernel(fixture_runs: Path) -> 
         await pilot.press("N")
         await settle(app, pilot)
         heads = [r for r in app.screen.objects if r.node]
-        assert heads[0].unit is not None and f"{heads[0].unit.label} {heads[0].node}" == "0/0 forward var_mean"
+        assert (
+            heads[0].unit is not None
+            and f"{heads[0].unit.label} {heads[0].node}" == "0/0 forward var_mean"
+        )

@@ -211,8 +211,9 @@ def guard_diff(a: Sequence[Guard], b: Sequence[Guard]) -> list[GuardChange]:
             used.add(id(old))
             out.append(GuardChange(SAME if old.expr == g.expr else CHANGED, old, g))
             continue
+        # The same guard: source, kind and expression (the comment may differ).
         match = next(
-            (o for o in left if id(o) not in used and o.expr == g.expr and o.source == g.source),
+            (o for o in left if id(o) not in used and (o.source, o.kind, o.expr) == k + (g.expr,)),
             None,
         )
         if match is not None:
@@ -371,7 +372,8 @@ class GraphDiff:
 class CompileDiff:
     a: Compile
     b: Compile
-    guards: list[GuardChange] | None  # None: neither compile logged guards
+    guards: list[GuardChange] | None  # None: a compile logged no guards (`guards_logged`)
+    guards_logged: tuple[bool, bool]
     graphs: list[GraphDiff]
     kernels: list[KernelChange]
     times: list[tuple[str, float | None, float | None]]  # (phase, A seconds, B seconds)
@@ -415,7 +417,7 @@ def compile_times(a: Compile, b: Compile) -> list[tuple[str, float | None, float
 
 def compile_diff(a: Compile, b: Compile) -> CompileDiff:
     ga, gb = compile_guards(a), compile_guards(b)
-    guards = None if ga is None and gb is None else guard_diff(ga or [], gb or [])
+    guards = guard_diff(ga, gb) if ga is not None and gb is not None else None
     graphs = []
     for kind, label in GRAPH_RECORDS:
         la, lb = _payload_lines(a, kind), _payload_lines(b, kind)
@@ -426,7 +428,8 @@ def compile_diff(a: Compile, b: Compile) -> CompileDiff:
         )
     kernels = kernel_diff(compile_kernels(a), compile_kernels(b))
     reasons = b.recompile.reasons if b.recompile is not None else []
-    return CompileDiff(a, b, guards, graphs, kernels, compile_times(a, b), reasons)
+    logged = (ga is not None, gb is not None)
+    return CompileDiff(a, b, guards, logged, graphs, kernels, compile_times(a, b), reasons)
 
 
 # ---------------------------------------------------------------------- run diff
@@ -926,7 +929,13 @@ def compile_diff_lines(d: CompileDiff) -> list[Row]:
     out.append(("", "", []))
     counts = d.guard_counts
     if d.guards is None:
-        out.append(("heading", "guards: neither compile logged its guards", []))
+        logged = [c.id_label for c, yes in zip((a, b), d.guards_logged, strict=True) if yes]
+        missing = [c for c, yes in zip((a, b), d.guards_logged, strict=True) if not yes]
+        why = " · ".join(f"{c.id_label}: {c.status}" for c in missing)
+        if logged:
+            out.append(("heading", f"guards: only {logged[0]} logged its guards ({why})", []))
+        else:
+            out.append(("heading", "guards: neither compile logged its guards", []))
     else:
         out.append(
             (

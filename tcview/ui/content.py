@@ -131,8 +131,12 @@ MARK_STYLE = "bold reverse"  # the characters of a diff line that differ from th
 
 
 def tagged_text(tag: str, text: str, marks: Sequence[tuple[int, int]] = ()) -> Text:
-    """A report line: trace text made safe, styled by its tag, marked spans stressed."""
-    line = lit(text, TAG_STYLE.get(tag, ""))
+    """A report line: trace text made safe, styled by its tag, marked spans stressed. The
+    style is a span, not the Text's base style: the viewer renders lines without the base."""
+    line = lit(text)
+    style = TAG_STYLE.get(tag, "")
+    if style:
+        line.stylize(style, 0, len(line))
     if len(line.plain) == len(text):  # safe_line kept the length: the spans still fit
         for start, end in marks:
             line.stylize(MARK_STYLE, start, end)
