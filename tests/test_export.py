@@ -256,8 +256,9 @@ async def test_export_view_from_the_overview() -> None:
 
 @sync
 async def test_export_key_only_for_export_traces() -> None:
-    from tcview.ui.app import TcviewApp
     from ui_helpers import GPU_SAMPLE
+
+    from tcview.ui.app import TcviewApp
 
     app = TcviewApp(str(GPU_SAMPLE))
     async with app.run_test(size=(120, 40)) as pilot:
