@@ -24,9 +24,13 @@ from tcview.trace.diff import (
     NEW,
     REMOVED,
     SAME,
+    FrameSig,
+    Side,
+    _match_frames,
     compile_diff,
     diff_fail_on,
     guard_diff,
+    kernel_fingerprint,
     parse_diff_fail_on,
     parse_guards,
     predecessor,
@@ -219,6 +223,20 @@ def test_guard_and_text_diff_rules() -> None:
         (ADDED, "XLAMBDA_GUARD"),
         (REMOVED, "LAMBDA_GUARD"),
     }
+    # Two guards of one source that both changed: matched by kind, each its own change.
+    two = (
+        "+- RootGuardManager\n"
+        "| +- GuardManager: source=L['x'], accessed_by=X\n"
+        "| | +- TENSOR_MATCH: check_tensor(L['x'], size=[8])\n"
+        "| | +- ID_MATCH: ___check_obj_id(L['x'], 1)\n"
+    )
+    other = two.replace("8", "9").replace("1)", "2)")
+    assert [
+        (c.status, c.guard.kind) for c in guard_diff(parse_guards(two), parse_guards(other))
+    ] == [
+        (CHANGED, "TENSOR_MATCH"),
+        (CHANGED, "ID_MATCH"),
+    ]
     lines = text_diff(["a", "b = 1", "c"], ["a", "b = 2", "c", "d"])
     assert [(ln.op, ln.text) for ln in lines] == [
         (" ", "a"), ("-", "b = 1"), ("+", "b = 2"), (" ", "c"), ("+", "d"),
@@ -226,6 +244,42 @@ def test_guard_and_text_diff_rules() -> None:
     assert lines[1].marks == [(4, 5)] and lines[2].marks == [(4, 5)]
     long = text_diff([str(i) for i in range(40)], [str(i) for i in range(40)] + ["x"])
     assert [ln.op for ln in long][:4] == ["…", " ", " ", " "]  # unchanged lines folded
+
+
+def test_kernel_fingerprint_ignores_name_path_and_backend_hash() -> None:
+    src = (
+        "# kernel path: /tmp/a/ab.py\n"
+        "k_0 = async_compile.triton('k_0', '''\n"
+        "@triton_heuristics.pointwise(inductor_meta={'kernel_name': 'k_0', "
+        "'backend_hash': 'ABC123', 'x': 1})\n"
+        "def k_0(in_ptr0): tl.load(in_ptr0)\n''')"
+    )
+    other = src.replace("/tmp/a/ab.py", "/tmp/b/cd.py").replace("ABC123", "FFF999")
+    assert kernel_fingerprint(src, "k_0") == kernel_fingerprint(other, "k_0")
+    renamed = other.replace("k_0", "k_7")
+    assert kernel_fingerprint(src, "k_0") == kernel_fingerprint(renamed, "k_7")
+    changed = src.replace("'x': 1", "'x': 2")
+    assert kernel_fingerprint(src, "k_0") != kernel_fingerprint(changed, "k_0")
+
+
+def test_frames_match_when_their_first_line_moved() -> None:
+    """Code added above a function moves its first line: still the same frame when its
+    function and file name one frame on each side."""
+    a = {
+        FrameSig("f", "m.py", 5): Side(frames=1, compiles=1),
+        FrameSig("g", "m.py", 9): Side(frames=1),
+    }
+    b = {
+        FrameSig("f", "m.py", 7): Side(frames=1, compiles=2),
+        FrameSig("g", "m.py", 11): Side(frames=1),
+    }
+    frames = _match_frames(a, b)
+    assert [(f.sig.text, f.status, f.a.compiles, f.b.compiles) for f in frames] == [
+        ("f (m.py:7)", CHANGED, 1, 2),
+        ("g (m.py:11)", SAME, 0, 0),
+    ]
+    two = {**b, FrameSig("f", "m.py", 20): Side(frames=1)}  # two candidates: no guessing
+    assert {f.status for f in _match_frames(a, two) if f.sig.name == "f"} == {NEW, GONE}
 
 
 # ---------------------------------------------------------------------- UI
