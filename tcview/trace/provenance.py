@@ -46,11 +46,14 @@ LEGACY_POST_TO_PRE = "inductor_post_to_pre_grad_nodes"
 # The graphs and code of a unit, best first (tlparse's order of preference).
 PRE_GRAD_GRAPHS = ("before_pre_grad_graph", "inductor_pre_grad_graph")
 POST_GRAD_GRAPHS = ("after_post_grad_graph", "inductor_post_grad_graph")
-CODES = ("inductor_output_code", "inductor_aot_wrapper_code")
-DYNAMO_GRAPH = "dynamo_output_graph"
+# Output code: a trace's records, AOTInductor's wrapper, a TORCH_LOGS capture's messages.
+CODES = ("inductor_output_code", "inductor_aot_wrapper_code", "output_code")
+DYNAMO_GRAPHS = ("dynamo_output_graph", "graph_code")  # a trace's, a capture's
 PROVENANCE_ARTIFACTS = (MAPPINGS, STACK_TRACES, LEGACY_KERNEL_TO_POST, LEGACY_POST_TO_PRE)
 # Everything a unit is made of: a compile's other records are not read.
-_UNIT_LABELS = frozenset((*PROVENANCE_ARTIFACTS, *PRE_GRAD_GRAPHS, *POST_GRAD_GRAPHS, *CODES))
+_UNIT_LABELS = frozenset(
+    (*PROVENANCE_ARTIFACTS, *PRE_GRAD_GRAPHS, *POST_GRAD_GRAPHS, *CODES, *DYNAMO_GRAPHS)
+)
 PAYLOAD_LIMIT = 64 << 20
 LINES_FROM_TRACES = "stack traces"
 LINES_FROM_GRAPH = "graph comments"  # a mapping or graph larger than this is not read
@@ -365,7 +368,7 @@ def _assign(mappings: list[Record], others: list[Record], records: list[Record])
 
 def scope_units(source: LogSource, comp: Compile | None, records: Sequence[Record]) -> list[Unit]:
     """The units of one compile (or of records without a compile id)."""
-    records = [r for r in records if r.label in _UNIT_LABELS or r.label == DYNAMO_GRAPH]
+    records = [r for r in records if r.label in _UNIT_LABELS]
     labels = {r.label for r in records}
     if not labels & set(CODES):
         return []
@@ -374,7 +377,11 @@ def scope_units(source: LogSource, comp: Compile | None, records: Sequence[Recor
     anchors = mappings or legacy_kernels
     codes = [r for r in records if r.label in CODES]
     if not anchors:
-        anchors = codes  # no provenance: one unit per output code, from its comments
+        # No provenance: one unit per output code that defines kernels, from its comments.
+        with_kernels = {id(k.output) for k in comp.kernels} if comp is not None else set()
+        anchors = [r for r in codes if id(r) in with_kernels]
+        if not anchors:
+            return []
     units = [Unit(source, comp, i) for i in range(len(anchors))]
     for i, unit in enumerate(units):
         unit.fallback = not mappings and not legacy_kernels
@@ -406,7 +413,7 @@ def scope_units(source: LogSource, comp: Compile | None, records: Sequence[Recor
     extra = [r for r in records if r.label in PROVENANCE_ARTIFACTS[2:] and r not in anchors]
     for rec, i in zip(extra, _assign(anchors, extra, records), strict=True):
         units[i].legacy.append(rec)
-    dynamo = next((r for r in records if r.label == DYNAMO_GRAPH), None)
+    dynamo = next((r for r in records if r.label in DYNAMO_GRAPHS), None)
     for unit in units:
         unit.dynamo_graph = dynamo
         if unit.fallback:

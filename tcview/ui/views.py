@@ -767,7 +767,18 @@ class ProvenanceView(TableView[ProvenanceRow]):
     by_node = False
 
     def load(self, model: Model) -> None:
-        self.prov = model_provenance(model, self.cancelled)
+        prov = model_provenance(model, self.cancelled)
+        for unit in prov.units:  # line numbers are counted from disk: here, not in detail()
+            for rec in (
+                unit.code,
+                unit.mapping,
+                unit.stack_traces,
+                unit.post_graph,
+                unit.pre_graph,
+            ):
+                if rec is not None:
+                    _ = rec.lineno
+        self.prov = prov
 
     def rows(self, model: Model) -> list[Row[ProvenanceRow]]:
         prov = self.prov
