@@ -113,6 +113,7 @@ def hostile(root: Path, variant: int) -> Path:
     text += _record({"expression_created": {"result": "y", "result_id": 12, "argument_ids": [11]}})
     text += _record({"propagate_real_tensors_provenance": {"expr": None, "expr_node_id": {"a": 1}}})
     text += _record({"missing_fake_kernel": {}})
+    text += _record({"mismatched_fake_kernel": [EVIL, 1]})  # not an object
     text += _record({"mismatched_fake_kernel": {"op": EVIL, "reason": 5}})
     text += _record({"create_unbacked_symbol": {"node_id": 12, "symbol": 1}})
     text += _record({"exported_program": {}}, EVIL)
@@ -130,7 +131,7 @@ def test_hostile_records_give_no_crash(tmp_path: Path) -> None:
             for kp in unit.kernels.values():
                 kernel_lines(unit, kp, kp.key)
         report = export_report(ts)
-        assert len(report.issues) == 4
+        assert len(report.issues) == 5
         lines = report_lines(report)
         assert any("Guard Added" in t for _g, t in lines)
         lookup_lines(ts, "export")
