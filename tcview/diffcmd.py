@@ -16,7 +16,8 @@ from .safe import safe_line, safe_text
 
 
 def diff_command(args: argparse.Namespace) -> int:
-    from .trace.diff import diff_fail_on, parse_diff_fail_on, run_diff, run_diff_lines
+    from .trace.diffreport import run_diff_lines
+    from .trace.rundiff import diff_fail_on, parse_diff_fail_on, run_diff
     from .trace.source import NotATrace, load_source
 
     try:

@@ -24,18 +24,20 @@ from tcview.trace.diff import (
     NEW,
     REMOVED,
     SAME,
+    compile_diff,
+    guard_diff,
+    kernel_fingerprint,
+    parse_guards,
+    predecessor,
+    text_diff,
+)
+from tcview.trace.rundiff import (
     FrameSig,
     Side,
     _match_frames,
-    compile_diff,
     diff_fail_on,
-    guard_diff,
-    kernel_fingerprint,
     parse_diff_fail_on,
-    parse_guards,
-    predecessor,
     run_diff,
-    text_diff,
 )
 
 

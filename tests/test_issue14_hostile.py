@@ -10,10 +10,12 @@ from pathlib import Path
 from ui_helpers import ready, settle, sync
 
 from tcview.trace import TraceSet
-from tcview.trace.diff import compile_diff, compile_diff_lines, run_diff, run_diff_lines
+from tcview.trace.diff import compile_diff
+from tcview.trace.diffreport import compile_diff_lines, run_diff_lines
 from tcview.trace.export import export_report, report_lines
 from tcview.trace.lookup import lookup_lines
 from tcview.trace.provenance import kernel_lines, model_provenance
+from tcview.trace.rundiff import run_diff
 
 EVIL = "[bold red]boom[/] \x1b]0;pwned\x07\x1b[2J\u202e"
 IDS = {"frame_id": 0, "frame_compile_id": 0, "attempt": 0}

@@ -16,8 +16,10 @@ from textual.binding import Binding
 from textual.screen import Screen
 from textual.widgets import Footer, Static
 
-from ..trace.diff import RunDiff, compile_diff, compile_diff_lines, run_diff_lines
+from ..trace.diff import compile_diff
+from ..trace.diffreport import compile_diff_lines, run_diff_lines
 from ..trace.model import Compile
+from ..trace.rundiff import RunDiff
 from .content import rows_doc, tagged_text
 from .reader import Reader
 from .status import StatusBar
