@@ -410,3 +410,21 @@ async def test_trace_text_is_literal_and_safe(tmp_path: Path) -> None:
 def test_samples_exist() -> None:
     assert shutil.which("tmux") is not None or True
     assert (GPU_SAMPLE / "trace").is_dir() and (CPU_SAMPLE / "trace").is_dir()
+
+
+@sync
+async def test_lines_styled_as_a_whole_are_drawn_styled() -> None:
+    """A line whose style is the Text's own (a detail's section heading: bold, underlined; a
+    failure's in red) is drawn so: rich's Text.render leaves out the base style of a Text
+    without spans, so the viewer applies it itself."""
+    app = TcviewApp(str(CPU_SAMPLE), goto="0/0")
+    async with app.run_test(size=(120, 60)) as pilot:
+        await ready(app, pilot)
+        view = viewer(app)
+        doc = view.doc
+        assert doc.styled is not None
+        at = next(i for i in range(doc.count) if doc.plain(i) == "where the time went")
+        assert not doc.styled[at].spans and doc.styled[at].style  # styled as a whole
+        y = view.row_of(at) - view.scroll_offset.y
+        styles = [seg.style for seg in view.render_line(y) if seg.text.strip()]
+        assert styles and all(s is not None and s.bold and s.underline for s in styles)
