@@ -1,8 +1,9 @@
-"""torch.export traces (issue 14, item 2): the draft-export report's facts, on a real draft
-export (tests/fixtures/export_draft: torch 2.13, a guard Eq(s77, 3), a data-dependent branch,
-a missing and a mismatched fake kernel) and the tlparse corpus's export.log; the defects the
-issue lists (a null expression_created, a guard_added without its stack, an md5 mismatch
-called a truncated record)."""
+"""`tcview export`: the Perfetto (Chrome trace) JSON and the Markdown report.
+
+The B/E pairs are counted here from the raw files, without tcview: every ``chromium_event``
+header's payload lines are joined and parsed, and a ``B`` and the next ``E`` of the same name
+on the same thread of the same file make a pair.
+"""
 
 from __future__ import annotations
 
@@ -10,270 +11,231 @@ import json
 import re
 import subprocess
 import sys
+from collections import Counter
 from pathlib import Path
 
 import pytest
-from conftest import FIXTURES, REPO
-from ui_helpers import ready, settle, summary_json, sync
+from conftest import FIXTURES, REPO, SAMPLES
+from ui_helpers import summary_json
 
-from tcview.trace import TraceSet
-from tcview.trace.export import (
-    DATA_DEPENDENT,
-    GUARD,
-    MISMATCHED_FAKE,
-    MISSING_FAKE,
-    export_report,
-    is_export,
-)
-from tcview.trace.model import MD5_BLANK_LINES, MD5_MISMATCH, MD5_OK
-from tcview.ui.content import record_doc
-
-DRAFT = FIXTURES / "export_draft"
-TLPARSE = json.loads((FIXTURES / "tlparse_export.json").read_text())["inputs"]
-ANSI = re.compile(r"\x1b\[[0-9;]*m")
+GPU_RUN = SAMPLES / "gpu_tinyblock"
+CPU_RUN = SAMPLES / "cpu_breaks_recompiles"
+HEADER = re.compile(r"^(?:\[rank\d+\]:)?[A-Z]\d{4} [\d:.]+ +\d+ [^\]]*\] (\{.*)$")
 
 
-def _torch_report() -> str:
-    """What torch itself printed for the fixture (`ep._report`): the independent reference."""
-    return ANSI.sub("", (DRAFT / "stdout.txt").read_text())
-
-
-def test_draft_export_report_matches_torch() -> None:
-    ts = TraceSet.load(DRAFT / "trace")
-    assert is_export(ts) and ts.compile_counts()["compiles"] == 0
-    report = export_report(ts)
-    torch_text = _torch_report()
-    # torch's report: the guard, its symbol's source, the data-dependent expression, the ops.
-    m = re.search(r"this guard was added: (\S+ \d+\)), where \{'(\w+)': \"(.*?)\"\}", torch_text)
-    assert m is not None
-    expr, symbol, source = m.groups()
-    dde = re.search(r"unable to evaluate the value of `(.*?)`", torch_text)
-    assert dde is not None
-    ops = re.findall(r"torch\.ops\.(\S+) (?:is missing|has a fake)", torch_text)
-    assert [i.kind for i in report.issues] == [GUARD, DATA_DEPENDENT, MISSING_FAKE, MISMATCHED_FAKE]
-    guard, data, missing, mismatched = report.issues
-    assert (guard.expr, guard.prefix, guard.title) == (expr, "eval", "Guard Evaluated")
-    assert expr == "Eq(s77, 3)"
-    assert guard.symbol_sources == {symbol: source} == guard.symbols
-    assert guard.locals == {
-        "x": "Tensor(shape: torch.Size([s77, 4]), stride: (4, 1), storage_offset: 0)"
-    }
-    user = guard.user_line
-    assert user is not None and (Path(user.filename).name, user.line) == ("export_report.py", 27)
-    assert user.loc.startswith("if x.shape[0] == 3:")
-    assert [f.name for f in guard.user_stack] == ["_wrapped_call_impl", "_call_impl", "forward"]
-    assert guard.tree[0][1].result == "Eq(s77, 3)" and guard.tree[0][1].method == "eq"
-    assert (data.expr, data.result) == (dde.group(1), "True")
-    assert data.locals == {"k": "u0"}
-    # Its provenance: u0 > 2, computed from the unbacked symbol u0 (n.item(), line 29).
-    assert [(d, n.result, n.method) for d, n in data.tree] == [(0, "u0 > 2", "gt"), (1, "u0", "")]
-    leaf = data.tree[1][1]
-    assert leaf.user_stack[-1].line == 29 and leaf.user_stack[-1].loc == "k = n.item()"
-    assert (
-        [missing.op, mismatched.op] == ops == ["tcview.no_fake.default", "tcview.bad_fake.default"]
+def _tcview(*args: object, cwd: Path = REPO) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-m", "tcview.cli", *map(str, args)],
+        capture_output=True,
+        text=True,
+        cwd=cwd,
+        env={"PYTHONPATH": str(REPO), "PATH": "/usr/bin:/bin"},
     )
-    assert mismatched.reason.startswith("mismatch between fake value 4 and real value 3")
-    assert report.programs and report.symbols == []
 
 
-def test_tlparse_drops_the_torch_213_guard_and_error() -> None:
-    """tlparse 0.4.3 -e cannot parse torch 2.13's guard_added / data-dependent records (their
-    locals are lists): it shows only the fake-kernel issues. tcview shows all four."""
-    ref = TLPARSE["fixture:export_draft/trace"]
-    report = export_report(TraceSet.load(DRAFT / "trace"))
-    shown = [i for i in report.issues if i.kind in (MISSING_FAKE, MISMATCHED_FAKE)]
-    assert [[i.op] for i in shown] == [i["codes"] for i in ref["issues"]]
-    assert len(report.issues) == ref["num_issues_shown"] + len(ref["parse_failures"])
+def raw_events(path: Path) -> list[dict]:
+    """The chromium events of one trace file, read without tcview."""
+    events: list[dict] = []
+    lines = path.read_text(errors="replace").split("\n")
+    i = 0
+    while i < len(lines):
+        m = HEADER.match(lines[i])
+        i += 1
+        if not m or '"chromium_event"' not in m.group(1)[:20]:
+            continue
+        body = []
+        while i < len(lines) and lines[i].startswith("\t"):
+            body.append(lines[i][1:])
+            i += 1
+        events.append(json.loads("\n".join(body)))
+    return events
 
 
-def test_corpus_export_log_matches_tlparse(shared_traces: Path) -> None:
-    ref = TLPARSE["shared:tlparse-corpus/export.log"]
-    report = export_report(TraceSet.load(shared_traces / "tlparse-corpus" / "export.log"))
-    reported = [i for i in report.issues if i.reported_by_tlparse]
-    assert len(reported) == ref["num_issues_shown"]
-    for issue, want in zip(reported, ref["issues"], strict=True):
-        assert issue.title == want["failure_type"]
-        assert [issue.expr, issue.result] == want["codes"]
-        assert [f.text for f in issue.user_stack] == want["user_stack"]
-        assert [n.result for _d, n in issue.tree] == want["provenance_exprs"]
-        locals_text = "\n".join(f"    {k}: {v}" for k, v in issue.locals.items())
-        assert locals_text in want["locals_text"]
-    # Its guards have no prefix (older torch): tcview lists them, tlparse skips them.
-    guards = report.of_kind(GUARD)
-    assert [(g.expr, g.prefix or None) for g in guards] == [
-        (g["expr"], g["prefix"]) for g in ref["guard_added_records"]
-    ]
-    assert not any(g["reported"] for g in ref["guard_added_records"])
-    assert all(g.title == "Guard Added" and not g.reported_by_tlparse for g in guards)
+def be_pairs(events: list[dict]) -> int:
+    open_: dict[object, list[str]] = {}
+    pairs = 0
+    for ev in events:
+        stack = open_.setdefault(ev.get("tid"), [])
+        if ev.get("ph") == "B":
+            stack.append(ev.get("name"))
+        elif ev.get("ph") == "E" and ev.get("name") in stack:
+            stack.reverse()
+            stack.remove(ev.get("name"))  # the innermost one of that name
+            stack.reverse()
+            pairs += 1
+    return pairs
 
 
-def test_summary_counts_export_issues(shared_traces: Path) -> None:
-    assert summary_json(DRAFT / "trace")["export"] == {
-        "guards": 1,
-        "data_dependent_errors": 1,
-        "fake_kernel_problems": 2,
-    }
-    corpus = summary_json(shared_traces / "tlparse-corpus" / "export.log")["export"]
-    assert corpus == {"guards": 7, "data_dependent_errors": 1, "fake_kernel_problems": 0}
-    plain = shared_traces / "h200-torch2.11" / "export" / "trace"
-    assert is_export(TraceSet.load(plain))  # torch.export's own stacks, no export records
-    assert summary_json(plain)["export"] == dict.fromkeys(corpus, 0)
-    breaks = shared_traces / "h200-torch2.11" / "breaks" / "trace"
-    assert not is_export(TraceSet.load(breaks))
-    assert summary_json(breaks)["export"] == dict.fromkeys(corpus, 0)
+def _trace_files(path: Path) -> list[Path]:
+    return sorted(path.rglob("dedicated_log_torch_trace*.log")) if path.is_dir() else [path]
 
 
-def test_header_only_records_show_their_whole_header() -> None:
-    """expression_created headers are not kept in memory (meta is None): the pane reads
-    them from disk; a guard's stacks show file names, not string-table ids."""
-    ts = TraceSet.load(DRAFT / "trace")
-    created = ts.records_of("expression_created")[0]
-    assert created.meta is None
-    text = "\n".join(record_doc(created).lines)
-    assert '"result": "Eq(s77, 3)"' in text and "null" not in text.split("\n")[0]
-    guard = ts.records_of("guard_added")[0]
-    text = "\n".join(record_doc(guard).lines)
-    assert '"/tmp/prov_export/export_report.py:27 in forward    if x.shape[0] == 3:' in text
-    assert '"filename": 0' not in text
+def _perfetto_inputs() -> list[Path]:
+    from conftest import unpack_shared
 
-
-# ---------------------------------------------------------------------- md5
-
-
-def test_stripped_blank_lines_are_not_a_truncated_record(shared_traces: Path) -> None:
-    """export.log's exported program lost the whitespace of its blank payload lines (trailing
-    whitespace stripped): it is read restored and is no md5 mismatch."""
-    ts = TraceSet.load(shared_traces / "tlparse-corpus" / "export.log")
-    tf = ts.files[0]
-    assert tf.truncated == 0
-    assert ts.verify() == 0 and tf.blank_line_records == 1
-    rec = ts.records_of("exported_program")[0]
-    assert rec.md5_state() == MD5_BLANK_LINES
-    assert "\n            \n" in rec.payload()
-    assert "lost their tab (harmless" in record_doc(rec).title
-
-
-def _records(path: Path) -> list[list[str]]:
-    """The file's records: each a header line and its payload lines."""
-    out: list[list[str]] = []
-    for line in path.read_text().split("\n"):
-        if line.startswith("\t") or not line:
-            if out:
-                out[-1].append(line)
-        else:
-            out.append([line])
+    out = [GPU_RUN, CPU_RUN]
+    root = unpack_shared()
+    if root is not None:
+        out += [
+            root / "h200-torch2.11" / "ddp2" / "trace",
+            root / "cpu-torch2.13" / "i_ranks_gloo",
+            root / "tlparse-corpus" / "multi_rank_messy_input",
+            root / "h200-torch2.11" / "breaks" / "trace",
+        ]
     return out
 
 
-def test_md5_states_on_edited_copies(tmp_path: Path) -> None:
-    """The draft's exported program as written (ok), with its whitespace-only lines
-    stripped (restored), with every line's trailing whitespace stripped and with a character
-    changed (real mismatches)."""
-    src = next((DRAFT / "trace").iterdir())
-    records = _records(src)
-    program = next(i for i, r in enumerate(records) if '"exported_program"' in r[0])
-    assert any(ln.strip() == "" and ln for ln in records[program][1:])  # whitespace-only lines
-
-    def write(name: str, body: list[str]) -> TraceSet:
-        recs = [*records[:program], [records[program][0], *body], *records[program + 1 :]]
-        path = tmp_path / name.replace(" ", "_") / "dedicated_log_torch_trace_x.log"
-        path.parent.mkdir()
-        path.write_text("\n".join(line for rec in recs for line in rec))
-        return TraceSet.load(path.parent)
-
-    body = records[program][1:]
-    states = {}
-    for name, lines in (
-        ("same", body),
-        ("stripped", [ln if ln.strip() else "" for ln in body]),
-        # Its "Graph signature: " line ends in a space: stripping that too is a real change.
-        ("all stripped", [ln.rstrip() for ln in body]),
-        ("edited", [ln.replace("forward", "forwerd") for ln in body]),
-    ):
-        ts = write(name, lines)
-        rec = ts.records_of("exported_program")[0]
-        states[name] = (rec.md5_state(), ts.verify(), ts.files[0].blank_line_records)
-    assert states == {
-        "same": (MD5_OK, 0, 0),
-        "stripped": (MD5_BLANK_LINES, 0, 1),
-        "all stripped": (MD5_MISMATCH, 1, 0),
-        "edited": (MD5_MISMATCH, 1, 0),
-    }
-
-
-# ---------------------------------------------------------------------- CLI and UI
-
-
-def test_show_export_prints_the_report() -> None:
-    out = subprocess.run(
-        [sys.executable, "-m", "tcview.cli", "show", str(DRAFT / "trace"), "export"],
-        capture_output=True,
-        text=True,
-        cwd=REPO,
+@pytest.mark.parametrize("path", _perfetto_inputs(), ids=lambda p: p.parent.name + "/" + p.name)
+def test_perfetto_is_valid_json_one_process_per_rank_and_every_pair_complete(
+    path: Path, tmp_path: Path
+) -> None:
+    out = tmp_path / "trace.json"
+    result = _tcview("export", "--perfetto", out, path)
+    assert result.returncode == 0, result.stderr
+    data = json.loads(out.read_text())
+    events = data["traceEvents"]
+    files = _trace_files(path)
+    raw = [raw_events(f) for f in files]
+    want_pairs = sum(be_pairs(evs) for evs in raw)
+    assert want_pairs > 0
+    phases = Counter(e["ph"] for e in events)
+    assert phases["X"] == want_pairs
+    assert phases["B"] + phases["E"] == sum(len(evs) for evs in raw) - 2 * want_pairs - sum(
+        1 for evs in raw for e in evs if e.get("ph") not in ("B", "E")
     )
-    assert out.returncode == 0, out.stderr
-    assert "1. Guard Evaluated" in out.stdout
-    assert "the following guard was evaluated Eq(s77, 3)." in out.stdout
-    assert "at /tmp/prov_export/export_report.py:27 in forward" in out.stdout
-    assert "    s77: L['x'].size()[0]" in out.stdout
-    assert "3. Missing Fake Kernel" in out.stdout and "4. Mismatched Fake Kernel" in out.stdout
+    for e in events:
+        if e["ph"] == "X":
+            assert isinstance(e["ts"], (int, float)) and e["dur"] >= 0
+    names = {e["pid"]: e["args"]["name"] for e in events if e["name"] == "process_name"}
+    assert len(names) == len(files), "one process per trace file"
+    ranks = summary_json(path)["ranks"]
+    if len(ranks) == len(files) > 1:
+        assert sorted(names) == ranks, "pid = rank"
+        assert all(names[r] == f"rank {r}" for r in ranks)
+    assert {e["pid"] for e in events} == set(names)
+    assert "complete events" in result.stderr
 
 
-@sync
-async def test_export_view_from_the_overview() -> None:
-    from tcview.ui.app import TcviewApp
-    from tcview.ui.reader import Reader
-    from tcview.ui.views import ExportView
+def test_perfetto_never_writes_into_the_trace_directory(tmp_path: Path) -> None:
+    import shutil
 
-    app = TcviewApp(str(DRAFT / "trace"))
-    async with app.run_test(size=(140, 45)) as pilot:
-        await ready(app, pilot)
-        doc = app.screen.query(Reader).first().viewer.doc
-        overview = [doc.plain(i) for i in range(doc.count)]
-        assert any(
-            ln.startswith("torch.export trace") and "X for the export report" in ln
-            for ln in overview
-        )
-        assert app.check_action("view", ("export",))
-        await pilot.press("X")
-        await settle(app, pilot)
-        view = app.screen
-        assert isinstance(view, ExportView)
-        assert [i.title for i in view.objects] == [
-            "Guard Evaluated",
-            "Data Dependent Error",
-            "Missing Fake Kernel",
-            "Mismatched Fake Kernel",
-        ]
-        detail = view.query_one(Reader).viewer.doc
-        text = [detail.plain(i) for i in range(detail.count)]
-        assert "    Eq(s77, 3)  = eq(s77, 3)" in text
-        await pilot.press("enter")  # to the guard_added record, whose stack shows
-        await settle(app, pilot)
-        doc = app.screen.query(Reader).first().viewer.doc
-        assert doc.title.startswith("guard_added")
+    trace = tmp_path / "t"
+    shutil.copytree(GPU_RUN / "trace", trace)
+    before = sorted(p.name for p in trace.iterdir())
+    result = _tcview("export", "--perfetto", trace / "out.json", trace)
+    assert result.returncode == 2 and "trace directory" in result.stderr
+    result = _tcview("export", "--perfetto", "out.json", trace, cwd=trace)
+    assert result.returncode == 2
+    result = _tcview("export", "--markdown", "-o", trace / "r.md", trace)
+    assert result.returncode == 2
+    assert sorted(p.name for p in trace.iterdir()) == before
 
 
-@sync
-async def test_export_key_only_for_export_traces() -> None:
-    from ui_helpers import GPU_SAMPLE
-
-    from tcview.ui.app import TcviewApp
-
-    app = TcviewApp(str(GPU_SAMPLE))
-    async with app.run_test(size=(120, 40)) as pilot:
-        await ready(app, pilot)
-        assert not app.check_action("view", ("export",))
+# ---------------------------------------------------------------- markdown
 
 
-def test_snapshot_export_view(snap_compare, monkeypatch: pytest.MonkeyPatch) -> None:
-    from tcview.ui.app import TcviewApp
+def _count_table(text: str) -> dict[str, str]:
+    rows = re.findall(r"^\| ([a-z ]+) \| ([^|]+) \|$", text, re.M)
+    return {k: v.strip() for k, v in rows}
 
-    monkeypatch.chdir(DRAFT)
 
-    async def before(pilot) -> None:
-        await ready(pilot.app, pilot)
-        await pilot.press("X")
-        await settle(pilot.app, pilot)
+@pytest.mark.parametrize("path", [CPU_RUN, GPU_RUN], ids=lambda p: p.name)
+def test_markdown_numbers_are_summary_json(path: Path) -> None:
+    result = _tcview("export", "--markdown", path)
+    assert result.returncode == 0, result.stderr
+    text = result.stdout
+    s = summary_json(path)
+    table = _count_table(text)
+    for key, label in (
+        ("compiles", "compiles"),
+        ("frames", "frames"),
+        ("graph_breaks", "graph breaks"),
+        ("recompiles", "recompiles"),
+        ("empty_graphs", "empty graphs"),
+        ("failures", "failures"),
+        ("errors", "errors"),
+        ("kernels", "kernels"),
+        ("output_codes", "output codes"),
+        ("files", "files"),
+    ):
+        assert table[label] == str(s[key]), label
+    assert "### Slowest compiles" in text
+    if s["graph_breaks"]:
+        groups = len({(b["reason"], b["location"]) for b in _breaks(path)})
+        assert f"### Graph breaks ({s['graph_breaks']}, {groups} distinct)" in text
+    if s["recompiles"]:
+        assert f"### Recompiles ({s['recompiles']})" in text
+        assert "guard failed: " in text
+        from tcview.trace.markdown import md_text
+        from tcview.trace.recompiles import diagnose
+        from tcview.trace.source import load_source
 
-    assert snap_compare(TcviewApp("trace"), terminal_size=(120, 40), run_before=before)
+        model = load_source(str(path))
+        frames = {rc.compile.frame for rc in model.recompiles}
+        assert "Why each frame recompiled" in text
+        for frame in frames:
+            sentence = " ".join(diagnose(frame).sentences)
+            assert sentence and f"- {md_text(frame.label)}: {md_text(sentence)}" in text
+
+
+def _breaks(path: Path) -> list[dict]:
+    from tcview.trace.source import load_source
+
+    return [{"reason": b.reason, "location": b.location} for b in load_source(str(path)).breaks]
+
+
+def test_markdown_failures_and_errors(shared_traces: Path) -> None:
+    run = shared_traces / "h200-torch2.11" / "compile_failures"
+    result = _tcview("export", "--markdown", run)
+    s = summary_json(run)
+    assert s["failures"] > 0
+    assert f"### Failures ({s['failures']})" in result.stdout
+    crashed = shared_traces / "cpu-torch2.13" / "f_compile_errors"
+    s = summary_json(crashed)
+    text = _tcview("export", "--markdown", crashed).stdout
+    if s["errors"]:
+        assert f"### Errors: the run crashed ({s['errors']})" in text
+        assert "**The run crashed:**" in text
+        assert "\n  ```text\n" in text, "the stack is a fenced block"
+
+
+def test_markdown_escapes_trace_text(tmp_path: Path) -> None:
+    sys.path.insert(0, str(FIXTURES / "hostile"))
+    try:
+        import make_hostile
+    finally:
+        sys.path.pop(0)
+    nasty = "a | b `c` <details> **bold** @user #1 ``` x\x1b[31m"
+    trace = tmp_path / "trace"
+    trace.mkdir()
+    (trace / "dedicated_log_torch_trace_x.log").write_bytes(make_hostile.compile_records(nasty))
+    out = tmp_path / "report.md"
+    result = _tcview("export", "--markdown", "-o", out, trace)
+    assert result.returncode == 0, result.stderr
+    text = out.read_text()
+    assert "\x1b" not in text
+    rows = [ln for ln in text.split("\n") if ln.startswith("| 1 |")]
+    assert len(rows) == 1, text
+    # the row keeps its 4 cells: no unescaped pipe inside
+    cells = re.split(r"(?<!\\)\|", rows[0].strip()[1:-1])
+    assert len(cells) == 4, rows[0]
+    assert "<details>" not in rows[0] and "\\<details\\>" in rows[0]
+    assert "\\*\\*bold\\*\\*" in rows[0] and "\\@user" in rows[0]
+    fences = re.findall(r"^(`{3,})", text, re.M)
+    assert all(len(f) == 3 for f in fences) or "````" in text
+
+
+def test_perfetto_pid_is_the_rank(tmp_path: Path, shared_traces: Path) -> None:
+    """A lone rank 1 is process 1, named so (not process 0, its place among the files)."""
+    import shutil
+
+    source = shared_traces / "h200-torch2.11" / "ddp2" / "trace"
+    rank1 = next(source.glob("dedicated_log_torch_trace_rank_1_*.log"))
+    trace = tmp_path / "trace"
+    trace.mkdir()
+    shutil.copy(rank1, trace)
+    out = tmp_path / "out.json"
+    assert _tcview("export", "--perfetto", out, trace).returncode == 0
+    events = json.loads(out.read_text())["traceEvents"]
+    assert {e["pid"] for e in events} == {1}
+    assert [e["args"]["name"] for e in events if e["name"] == "process_name"] == ["rank 1"]
