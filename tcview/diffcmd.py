@@ -1,8 +1,8 @@
 """``tcview diff RUN_A RUN_B``: what changed between two runs (trace dirs or captures).
 
 Interactive on a terminal (a view of the report); ``--text`` (or a pipe) prints the report,
-``--json`` the same as data, and ``--fail-on CHECKS`` makes it a CI gate (exit 1, naming
-what tripped).
+``--json`` the same as data (both through `pager.emit`, as the other commands' text), and
+``--fail-on CHECKS`` makes it a CI gate (exit 1, naming what tripped).
 """
 
 from __future__ import annotations
@@ -12,6 +12,7 @@ import json
 import os
 import sys
 
+from .pager import emit
 from .safe import safe_line, safe_text
 
 
@@ -39,10 +40,9 @@ def diff_command(args: argparse.Namespace) -> int:
         return 2
     diff = run_diff(a, b, args.a, args.b)
     if args.json:
-        print(json.dumps(diff.to_json(), indent=2))
+        emit(json.dumps(diff.to_json(), indent=2))
     elif args.text or checks or not (sys.stdout.isatty() and sys.stdin.isatty()):
-        text = "\n".join(row[1] for row in run_diff_lines(diff)) + "\n"
-        sys.stdout.write(safe_text(text))
+        emit(safe_text("\n".join(row[1] for row in run_diff_lines(diff))))
     else:
         from .ui.diffview import DiffApp
 

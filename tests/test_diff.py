@@ -134,6 +134,26 @@ def test_cli_json_and_gate(fixture_runs: Path) -> None:
     assert out.returncode == 2 and "unknown fewer-bugs" in out.stderr
 
 
+def test_cli_gate_recompiles_and_slower(shared_traces: Path) -> None:
+    """--fail-on new-recompiles and slower:N% trip one way only: tinyblock (no recompile)
+    then the recompiles run (8 recompiles, twice the compile time), and not back; a run
+    against itself passes every check and says no change, in text and JSON."""
+    h200 = shared_traces / "h200-torch2.11"
+    base, more = str(h200 / "tinyblock_default"), str(h200 / "recompiles")
+    gate = "new-breaks,new-recompiles,slower:10%"
+    out = _tcview("diff", base, more, "--fail-on", gate)
+    assert out.returncode == 1, out.stderr
+    assert "tcview: diff --fail-on new-recompiles: 8 more recompile(s)" in out.stderr
+    assert re.search(r"--fail-on slower:10%: compile time [\d.]+s -> [\d.]+s \(\+", out.stderr)
+    assert "new-breaks" not in out.stderr
+    out = _tcview("diff", more, base, "--fail-on", gate)
+    assert (out.returncode, out.stderr) == (0, "")
+    out = _tcview("diff", more, more, "--json", "--fail-on", gate + ",slower:0%")
+    assert out.returncode == 0, out.stderr
+    data = json.loads(out.stdout)
+    assert data["changed"] is False and not any(data["counts"].values())
+
+
 def test_shared_pairs(shared_traces: Path) -> None:
     h200 = shared_traces / "h200-torch2.11"
     cold, warm = (TraceSet.load(h200 / n / "trace") for n in ("cache_cold", "cache_warm"))

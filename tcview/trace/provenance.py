@@ -585,7 +585,8 @@ def model_provenance(model: Model, cancelled: Any = None) -> Provenance:
 def tracking_hint(version: str | None) -> str:
     """How to turn provenance tracking on, for the torch version of a trace ("" unknown)."""
     new = "INDUCTOR_PROVENANCE=1 (or torch._inductor.config.trace.provenance_tracking_level = 1)"
-    old = "TORCH_COMPILE_DEBUG=1 (or torch._inductor.config.trace.provenance_tracking = True)"
+    # torch 2.9 brought INDUCTOR_PROVENANCE and the level; before, only trace.enabled did it.
+    old = "TORCH_COMPILE_DEBUG=1 (or torch._inductor.config.trace.enabled = True)"
     if version:
         m = re.match(r"(\d+)\.(\d+)", version)
         if m is not None:
