@@ -233,6 +233,67 @@ def test_show_kernel_and_file_line(fixture_runs: Path) -> None:
     assert "is neither a compile id, a frame, a kernel, FILE:LINE nor 'export'" in out.stderr
 
 
+def _show_json(*args: str) -> dict:
+    out = _tcview("show", *args, "--json")
+    assert out.returncode == 0, out.stderr
+    return json.loads(out.stdout)
+
+
+def _rows_of(data: dict, heading: str) -> list[str]:
+    return [
+        r["value"]
+        for s in data["sections"]
+        if s["heading"].startswith(heading)
+        for r in s.get("rows", [])
+    ]
+
+
+def test_show_json_kernel_line_and_mapping_key(fixture_runs: Path) -> None:
+    """The same lookup answers a kernel, a mapping key (an extern kernel has nothing else)
+    and FILE:LINE, as JSON too; the nodes and lines are the mapping's (tlparse's -i)."""
+    trace = str(fixture_runs / "gpu_provenance" / "trace")
+    ref = TLPARSE["fresh__provenance__dedicated_log_torch_trace_olcue69u"]["mappings"][0]
+    want = ref["kernels"]["triton_poi_fused_gelu_mul_sigmoid_1:3"]
+    data = _show_json(trace, "triton_poi_fused_gelu_mul_sigmoid_1")
+    assert data["kind"] == "kernel"
+    assert _rows_of(data, "post-grad nodes")[0] == ", ".join(want["post_grad_nodes"])
+    assert _rows_of(data, "pre-grad nodes")[0] == ", ".join(want["pre_grad_nodes"])
+    assert [v.split(" in ")[0] for v in _rows_of(data, "user lines")] == [
+        f"{f}:{n}" for f, n, _ in want["user_source_lines"]
+    ]
+    extern = _show_json(trace, "extern_kernels.mm:4")
+    assert extern["kind"] == "provenance" and extern["title"] == "provenance · extern_kernels.mm:4"
+    assert _rows_of(extern, "post-grad nodes")[0] == ", ".join(
+        ref["kernels"]["extern_kernels.mm:4"]["post_grad_nodes"]
+    )
+    line = _show_json(trace, "provenance.py:27")
+    assert line["kind"] == "line"
+    kernels = [r["value"] for s in line["sections"] for r in s["rows"] if r["tag"] == "kernel"]
+    assert kernels == [
+        "triton_poi_fused_gelu_mul_sigmoid_1:3  [0/0 forward]",
+        "triton_per_fused_add_gelu_gelu_backward_mul_sigmoid_sigmoid_backward_sum_1:3"
+        "  [0/0 backward]",
+    ]
+
+
+def test_show_kernel_without_tracking_says_how_to_turn_it_on(shared_traces: Path) -> None:
+    """No provenance artifact: the kernel's source-node comment gives its nodes, and the
+    provenance says tracking was off and how to turn it on."""
+    trace = shared_traces / "h200-torch2.11" / "tinyblock_default" / "trace"
+    out = _tcview("show", str(trace), "triton_poi_fused_add_gelu_mul_view_1")
+    assert out.returncode == 0, out.stderr
+    text = out.stdout
+    assert "nodes      x_1, x_2, mul, x_3" in text  # the comment's
+    assert "from        the kernels' source-node comments (provenance tracking was off)" in text
+    assert "INDUCTOR_PROVENANCE=1" in text and "provenance_tracking_level = 1" in text
+    assert (
+        "/workspace/examples/tinyblock.py:14 in forward    x = torch.nn.functional.gelu(x)" in text
+    )
+    data = _show_json(str(trace), "triton_poi_fused_add_gelu_mul_view_1")
+    hint = [r for s in data["sections"] for r in s.get("rows", []) if r["label"] == "turn it on"]
+    assert len(hint) == 1 and hint[0]["tag"] == "hint"
+
+
 # ---------------------------------------------------------------------- UI
 
 

@@ -219,6 +219,32 @@ def test_show_export_prints_the_report() -> None:
     assert "3. Missing Fake Kernel" in out.stdout and "4. Mismatched Fake Kernel" in out.stdout
 
 
+def test_show_export_json_puts_each_issue_at_the_user_line(shared_traces: Path) -> None:
+    """`tcview show PATH export --json`: one section per issue; a guard of the corpus's
+    export.log has no user stack, and its place is the innermost frame of its framework
+    stack outside torch (the test's forward, as the raw stack says), not torch's logging."""
+    log = shared_traces / "tlparse-corpus" / "export.log"
+    out = subprocess.run(
+        [sys.executable, "-m", "tcview.cli", "show", str(log), "export", "--json"],
+        capture_output=True,
+        text=True,
+        cwd=REPO,
+    )
+    assert out.returncode == 0, out.stderr
+    data = json.loads(out.stdout)
+    issues = [s for s in data["sections"] if s["tag"] == "issue"]
+    assert [s["heading"].split(". ", 1)[1] for s in issues].count("Guard Added") == 7
+    wheres = [next(r["value"] for r in s["rows"] if r["tag"] == "where") for s in issues]
+    # The torch.export test's forward: _check_is_size(a) at 276, _check(a < …) at 277,
+    # z[:a] at 279 (tlparse -e puts its data-dependent error there too).
+    lines = [re.search(r"/test/export/test_draft_export\.py:(\d+) in forward$", w) for w in wheres]
+    assert [m.group(1) if m else w for m, w in zip(lines, wheres, strict=True)] == [
+        "276", "277", "279", "279", "276", "277", "279", "279"
+    ]  # fmt: skip
+    ref = json.loads((FIXTURES / "tlparse_export.json").read_text())
+    assert "test_draft_export.py:279 in forward" in json.dumps(ref)
+
+
 @sync
 async def test_export_view_from_the_overview() -> None:
     from tcview.ui.app import TcviewApp

@@ -269,7 +269,9 @@ def stack_frames(source: LogSource, value: object) -> list[StackFrame]:
 
 _TORCH_INTERNAL = re.compile(
     r"(?:^|/)(?:site|dist)-packages/torch/"
-    r"|(?:^|/)torch/(?:_dynamo|_functorch|_inductor|nn|optim|autograd|fx|utils|export|distributed)/"
+    r"|(?:^|/)torch/(?:_dynamo|_functorch|_inductor|nn|optim|autograd|fx|utils|export|distributed"
+    r"|_export|_logging|_subclasses|_higher_order_ops|_library|_refs|_prims|_decomp)/"
+    r"|(?:^|/)torch/(?:__init__|_ops|_tensor)\.py$"
 )
 
 
