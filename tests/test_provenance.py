@@ -369,3 +369,71 @@ async def test_provenance_view_enter_jumps_to_the_kernel(fixture_runs: Path) -> 
             heads[0].unit is not None
             and f"{heads[0].unit.label} {heads[0].node}" == "0/0 forward var_mean"
         )
+
+
+@sync
+async def test_e_opens_the_user_lines_of_a_kernel(
+    fixture_runs: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """`e` on a user line of the provenance view, on a kernel under it, and on a kernel of
+    the tree (its provenance shown) opens the user's file at that line."""
+    from tcview.trace.paths import PathMap
+    from tcview.ui.app import TcviewApp
+    from tcview.ui.reader import Reader
+    from tcview.ui.take import LocationPicker
+    from tcview.ui.views import ProvenanceView
+
+    argv = tmp_path / "argv.txt"
+    editor = tmp_path / "editor.sh"
+    editor.write_text(f'#!/bin/sh\nprintf "%s\\n" "$@" > {argv}\n')
+    editor.chmod(0o755)
+    monkeypatch.setenv("EDITOR", str(editor))
+    monkeypatch.delenv("VISUAL", raising=False)
+    checkout = tmp_path / "src"
+    checkout.mkdir()
+    local = checkout / "provenance.py"
+    local.write_text("x = 1\n" * 60)
+    app = TcviewApp(
+        str(fixture_runs / "gpu_provenance" / "trace"),
+        path_map=PathMap.parse([f"/workspace/examples={checkout}"]),
+    )
+    async with app.run_test(size=(140, 45)) as pilot:
+        await ready(app, pilot)
+        await pilot.press("P")
+        await settle(app, pilot)
+        assert isinstance(app.screen, ProvenanceView)
+        await pilot.press("e")  # the first user line: provenance.py:24
+        await settle(app, pilot)
+        assert argv.read_text().split("\n")[:2] == ["+24", str(local)]
+        argv.unlink()
+        await pilot.press("j", "e")  # its kernel: the line it is listed under
+        await settle(app, pilot)
+        assert argv.read_text().split("\n")[:2] == ["+24", str(local)]
+        await pilot.press("escape")
+        await settle(app, pilot)
+        argv.unlink()
+        kernel = next(
+            k for k in app.model.kernels if k.name == "triton_poi_fused_gelu_mul_sigmoid_1"
+        )
+        assert app.reveal("kernel", kernel)
+        app.main_tree.focus()
+        await pilot.press("e")  # the tree's kernel: its first user line
+        await settle(app, pilot)
+        assert argv.read_text().split("\n")[:2] == ["+27", str(local)]
+        argv.unlink()
+        app.show_item(app.main_tree.cursor_node.data)
+        await settle(app, pilot)
+        await pilot.press("i")
+        await settle(app, pilot)
+        app.screen.query_one(Reader).viewer.focus()
+        await pilot.press("e")  # from its provenance in the pane: pick among its lines
+        await settle(app, pilot)
+        assert isinstance(app.screen, LocationPicker)
+        labels = [(loc.text, loc.label) for loc in app.screen.locations[:2]]
+        assert labels == [
+            ("/workspace/examples/provenance.py:27", "user line: forward"),
+            ("/workspace/examples/provenance.py:26", "user line: forward"),
+        ]
+        await pilot.press("down", "enter")
+        await settle(app, pilot)
+        assert argv.read_text().split("\n")[:2] == ["+26", str(local)]

@@ -217,6 +217,17 @@ class Provenance:
         return None
 
 
+@dataclass(frozen=True)
+class ProvenanceRow:
+    """A row of the provenance view: a user line or an FX node (a heading), or a kernel (under
+    the line or node it implements)."""
+
+    kernel: KernelProvenance | None = None
+    line: SourceLine | None = None
+    unit: Unit | None = None
+    node: str = ""
+
+
 def same_file(path: str, asked: str) -> bool:
     """`path` is the file the user asked for: the same path, or one ending with it."""
     if path == asked:

@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import re
 from collections import Counter
-from dataclasses import dataclass
 from typing import TYPE_CHECKING, Generic, TypeAlias, TypeVar, cast
 
 from rich.text import Text
@@ -40,8 +39,7 @@ from ..trace.model import ROLE_SHORT, BreakGroup, Compile, Error, Failure, Frame
 from ..trace.provenance import (
     KernelProvenance,
     Provenance,
-    SourceLine,
-    Unit,
+    ProvenanceRow,
     model_provenance,
 )
 from ..trace.recompiles import diagnose
@@ -812,16 +810,6 @@ class ExportView(TableView[ExportIssue]):
 
 
 # ---------------------------------------------------------------- provenance
-
-
-@dataclass(frozen=True)
-class ProvenanceRow:
-    """A row of the provenance view: a user line or an FX node (a heading), or a kernel."""
-
-    kernel: KernelProvenance | None = None
-    line: SourceLine | None = None
-    unit: Unit | None = None
-    node: str = ""
 
 
 class ProvenanceView(TableView[ProvenanceRow]):
