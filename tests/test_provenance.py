@@ -437,3 +437,21 @@ async def test_e_opens_the_user_lines_of_a_kernel(
         await pilot.press("down", "enter")
         await settle(app, pilot)
         assert argv.read_text().split("\n")[:2] == ["+26", str(local)]
+
+
+def test_snapshot_kernel_provenance(
+    snap_compare, fixture_runs: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """`i` on a Triton kernel: its graph, where the facts come from, its user lines, its
+    post- and pre-grad nodes and the other kernels of its lines."""
+    from tcview.ui.app import TcviewApp
+
+    monkeypatch.chdir(fixture_runs / "gpu_provenance")
+
+    async def before(pilot) -> None:
+        await ready(pilot.app, pilot)
+        await pilot.press("i")
+        await settle(pilot.app, pilot)
+
+    app = TcviewApp("trace", goto="triton_poi_fused_gelu_mul_sigmoid_1")
+    assert snap_compare(app, terminal_size=(120, 40), run_before=before)
