@@ -6,6 +6,7 @@ from collections import Counter
 from collections.abc import Mapping
 from typing import Any, NamedTuple
 
+from .export import export_counts, is_export
 from .facts import short_guard
 from .model import KERNEL_KINDS, Model, short_location
 from .textlog import TextLog
@@ -37,6 +38,7 @@ def summary_json(ts: Model, verify: bool = False) -> dict[str, Any]:
     unknown = ts.unknown_kinds()
     out["unknown_kinds"] = dict(sorted(unknown.items()))
     out["damage"] = damage(ts, out)
+    out["export"] = export_counts(ts)
     return out
 
 
@@ -53,6 +55,8 @@ def damage(ts: Model, counts: dict[str, Any]) -> dict[str, int]:
     }
     if "md5_mismatches" in counts:
         out["md5_mismatches"] = counts["md5_mismatches"]
+        # Payloads whose whitespace-only lines were stripped (harmless: read restored).
+        out["whitespace_stripped_records"] = sum(f.blank_line_records for f in files)
     return out
 
 
@@ -105,6 +109,13 @@ def summary_text(ts: Model, verify: bool = False, width: int = 100) -> str:
         f"miss {cache['miss']} / bypass {cache['bypass']} · unparsed lines {s['unparsed_lines']}"
         + (f" · md5 mismatches {s['md5_mismatches']}" if "md5_mismatches" in s else "")
     )
+    if is_export(ts):
+        e = s["export"]
+        add(
+            f"torch.export trace: guards {e['guards']} · data-dependent errors "
+            f"{e['data_dependent_errors']} · fake-kernel problems {e['fake_kernel_problems']}"
+            " (tcview show PATH export prints the report)"
+        )
     add("")
     add("Runs")
     for run in ts.runs:

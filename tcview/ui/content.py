@@ -26,8 +26,17 @@ from ..trace.detail import (
     record_name,
     row_parts,
 )
+from ..trace.export import export_counts, is_export
 from ..trace.kernels import OUTPUT_CODES, KernelSpan
-from ..trace.model import Compile, Error, Kernel, Record
+from ..trace.model import (
+    MD5_BLANK_LINES,
+    MD5_MISMATCH,
+    Compile,
+    Error,
+    Kernel,
+    Record,
+    stack_frames,
+)
 from ..trace.summary import InputState, counts_line
 
 GRAPH_KINDS = frozenset(
@@ -108,6 +117,7 @@ class Document:
     regions: list[tuple[int, int, str]] = field(default_factory=list)  # (first, last, lang)
     numbered: bool = True
     head: list[Text] = field(default_factory=list)
+    marked: frozenset[int] = frozenset()  # 0-based lines shown marked (a kernel's graph nodes)
 
     @property
     def count(self) -> int:
@@ -140,6 +150,41 @@ class Document:
         return None if at < 0 else self.first_lineno + at
 
 
+# How the tagged lines of the diff reports (`trace.diffreport`) are styled, by tag.
+REPORT_STYLE = {
+    "title": "bold",
+    "heading": "bold underline",
+    "field": "",
+    "dim": "dim",
+    "warn": "yellow",
+    "ok": "green",
+    "fold": "dim italic",
+    "same": "",
+    "removed": "red",
+    "added": "green",
+    "changed": "yellow",
+    "new": "green",
+    "gone": "red",
+    "renamed": "cyan",
+    "moved": "cyan",
+}
+MARK_STYLE = "bold reverse"  # the characters of a diff line that differ from the other side
+
+
+def tagged_text(tag: str, text: str, marks: Sequence[tuple[int, int]] = ()) -> Text:
+    """A report line: trace text made safe, styled by its tag, marked spans stressed."""
+    line = lit(text, REPORT_STYLE.get(tag, ""))
+    if len(line.plain) == len(text):  # safe_line kept the length: the spans still fit
+        for start, end in marks:
+            line.stylize(MARK_STYLE, start, end)
+    return line
+
+
+def rows_doc(title: str, rows: Sequence[tuple[str, str, list[tuple[int, int]]]]) -> Document:
+    """A document of (tag, text, marks) rows (the diffs)."""
+    return styled_doc(title, [tagged_text(tag, text, marks) for tag, text, marks in rows])
+
+
 def lit(text: object, style: str = "") -> Text:
     """Trace text as a literal, terminal-safe Text (never parsed as markup)."""
     return Text(safe_line(str(text)), style=style)
@@ -166,23 +211,54 @@ def record_title(rec: Record) -> str:
     return " · ".join(p for p in parts if p)
 
 
-def record_doc(rec: Record) -> Document:
-    """The payload of one record, highlighted by kind; metrics as a table."""
+@dataclass(frozen=True)
+class Marked:
+    """Lines of a graph to mark: the nodes of a kernel (`kernel` names it)."""
+
+    kernel: str
+    lines: tuple[int, ...]
+
+
+def readable_meta(rec: Record) -> object:
+    """A header-only record's value in full (big and shape-env headers are not kept in
+    memory), its stacks' string-table ids replaced by file names."""
+    value = rec.full_meta()
+    if not isinstance(value, dict):
+        return value
+    out = dict(value)
+    for key, item in value.items():
+        if isinstance(item, list) and item and all(isinstance(f, dict) for f in item):
+            frames = stack_frames(rec.source, item)
+            if frames and len(frames) == len(item) and all("line" in f for f in item):
+                out[key] = [f.text for f in frames]
+    return out
+
+
+def record_doc(rec: Record, marked: Marked | None = None) -> Document:
+    """The payload of one record, highlighted by kind; metrics as a table; `marked`: graph
+    lines to mark (the nodes of the kernel picked last)."""
     title = record_title(rec)
     if rec.kind in METRIC_KINDS and isinstance(rec.meta, dict):
         return styled_doc(title, metrics_table(rec.meta))
     has_payload = bool(rec.md5) or rec.end > rec.hdr_end
     if not has_payload:
-        return Document(title + " · header only", json_lines(rec.meta), "json")
+        return Document(title + " · header only", json_lines(readable_meta(rec)), "json")
     if rec.kind == "inductor_output_code":
         code = OUTPUT_CODES.get(rec)
         return Document(title, code.lines, "python", regions=cpp_regions(code.spans))
     text = rec.payload()
-    ok = rec.md5_ok() if rec.md5 and len(text) < JSON_LIMIT else None
-    if ok is False:
+    state = rec.md5_state() if rec.md5 and len(text) < JSON_LIMIT else None
+    if state == MD5_MISMATCH:
         title += " · md5 MISMATCH (truncated or edited)"
+    elif state == MD5_BLANK_LINES:
+        title += " · its whitespace-only lines had lost their tab (harmless: shown restored)"
     if rec.kind in GRAPH_KINDS or rec.label in GRAPH_KINDS:
-        return Document(title, text.split("\n"), "python")
+        doc = Document(title, text.split("\n"), "python")
+        if marked:
+            doc.marked = frozenset(marked.lines)
+            doc.focus = min(marked.lines)
+            doc.title += f" · {len(marked.lines)} line(s) of {marked.kernel} marked"
+        return doc
     stripped = text.lstrip()
     if stripped[:1] in ("{", "[") and len(text) < JSON_LIMIT:
         try:
@@ -225,6 +301,12 @@ TAG_STYLE = {
     "id": "bold",
     "fused": "green",
     "role": "magenta",
+    "code": "cyan",
+    "kernel": "bold magenta",
+    "issue": "bold red",
+    "ok": "green",
+    "warn": "yellow",
+    "subheading": "bold",
 }
 HEADING_STYLE = {
     "break": "bold yellow underline",
@@ -470,6 +552,16 @@ def model_summary(
         if state.help:
             out.append(Text(state.help, style="dim"))
     out.append(Text(counts_line(s), style="bold"))
+    if is_export(model):
+        counts = export_counts(model)
+        out.append(
+            Text(
+                "torch.export trace (it compiles nothing with Dynamo): X for the export report"
+                f" ({counts['guards']} guard(s), {counts['data_dependent_errors']} data-dependent"
+                f" error(s), {counts['fake_kernel_problems']} fake-kernel problem(s))",
+                style="bold magenta",
+            )
+        )
     out.append(Text(""))
     if state is None:
         for key, value in s.items():
@@ -504,6 +596,10 @@ def model_summary(
             out.append(Text.assemble("  ", lit(path), "  ", lit(why, "dim")))
     out.append(Text(""))
     out.append(
-        Text("? help · b breaks · r recompiles · K kernels · t time · ctrl+p jump", style="dim")
+        Text(
+            "? help · b breaks · r recompiles · K kernels · t time · i provenance"
+            " · d diff · ctrl+p jump",
+            style="dim",
+        )
     )
     return out
