@@ -286,6 +286,10 @@ def test_a_new_fact_list_or_field_type_is_not_dropped_in_silence(
     monkeypatch.setattr(Facts, "__init__", original)
     with pytest.raises(snapshot.CodecError, match="cannot write a field"):
         snapshot.field_codec(set[int])
+    # A stack frame's fields are written by hand: a new one must be added there too.
+    monkeypatch.setattr(snapshot, "STACK_FIELDS", ("filename", "line", "name"))
+    with pytest.raises(snapshot.CodecError, match="StackFrame"):
+        snapshot.encode(tf, tf.builder.facts)
 
 
 def test_every_model_field_is_written() -> None:

@@ -446,3 +446,50 @@ async def test_trace_text_is_literal_and_safe(tmp_path: Path) -> None:
 
 def test_samples_exist() -> None:
     assert (GPU_SAMPLE / "trace").is_dir() and (CPU_SAMPLE / "trace").is_dir()
+
+
+@sync
+async def test_lines_styled_as_a_whole_are_drawn_styled() -> None:
+    """A line whose style is the Text's own (a detail's section heading: bold, underlined; a
+    failure's in red) is drawn so: rich's Text.render leaves out the base style of a Text
+    without spans, so the viewer applies it itself."""
+    app = TcviewApp(str(CPU_SAMPLE), goto="0/0")
+    async with app.run_test(size=(120, 60)) as pilot:
+        await ready(app, pilot)
+        view = viewer(app)
+        doc = view.doc
+        assert doc.styled is not None
+        at = next(i for i in range(doc.count) if doc.plain(i) == "where the time went")
+        assert not doc.styled[at].spans and doc.styled[at].style  # styled as a whole
+        y = view.row_of(at) - view.scroll_offset.y
+        styles = [seg.style for seg in view.render_line(y) if seg.text.strip()]
+        assert styles and all(s is not None and s.bold and s.underline for s in styles)
+
+
+@sync
+async def test_goto_before_the_first_layout_leaves_the_tree_unscrolled(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """A model ready at mount reveals --goto's node in on_mount, before the tree has a size
+    (as a loaded machine's first tick can). Scrolling then measures a tree of height 0 and
+    leaves it scrolled unless something scrolls it back (a race the snapshots lost under
+    load): the reveal must not scroll before the layout, and the cursor ends on the node."""
+    from tcview.trace import load_source
+
+    reveal = TraceTree.reveal_node
+    seen: list[tuple[int, int]] = []
+
+    def spy(tree: TraceTree, node, select: bool = True) -> None:
+        reveal(tree, node, select)
+        seen.append((tree.scrollable_content_region.height, tree.scroll_offset.y))
+
+    monkeypatch.setattr(TraceTree, "reveal_node", spy)
+    model = load_source(str(CPU_SAMPLE))
+    app = TcviewApp(str(CPU_SAMPLE), goto="1/1", model=model)
+    async with app.run_test(size=SIZE) as pilot:
+        await ready(app, pilot)
+        tree = app.main_tree
+        assert seen and seen[0][0] == 0, "the goto should run before the first layout here"
+        assert seen[0][1] == 0, "revealed before the layout: must not scroll yet"
+        assert tree.cursor_node is not None and tree.cursor_node.label.plain.startswith("1/1")
+        assert tree.scroll_offset.y == 0, "the whole tree fits: nothing should be scrolled"

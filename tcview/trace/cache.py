@@ -20,6 +20,7 @@ Writes go to a temporary file renamed into place; a cache directory that cannot 
 
 from __future__ import annotations
 
+import contextlib
 import errno
 import hashlib
 import json
@@ -198,10 +199,8 @@ class IndexCache:
             value = json.loads(payload[body_len:])
             if isinstance(value, dict) and all(isinstance(k, str) for k in value):
                 signatures = value
-        try:
+        with contextlib.suppress(OSError):
             os.utime(where)  # recently used: evicted last
-        except OSError:
-            pass
         return Entry(payload[:body_len], signatures, pos, grown)
 
     # ------------------------------------------------------------ writing
@@ -268,10 +267,8 @@ class IndexCache:
                 fh.write(data)
             os.replace(tmp, where)
         except BaseException:
-            try:
+            with contextlib.suppress(OSError):
                 os.unlink(tmp)
-            except OSError:
-                pass
             raise
 
     def evict(self) -> int:

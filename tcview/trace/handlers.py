@@ -11,29 +11,71 @@ from typing import TYPE_CHECKING, Any
 
 from .builder import Builder, Handler
 from .facts import parse_graph_break, parse_recompile_reasons
-from .model import Record, StackFrame
+from .model import STACK_LIMIT, Record, stack_frames
 
 if TYPE_CHECKING:  # TraceFile runs these tables: a type-only import, no cycle at run time
     from .tracefile import TraceFile
 
 KNOWN_KINDS = frozenset(
-    """str dynamo_start dynamo_output_graph dynamo_guards dynamo_cpp_guards_str
-    aot_forward_graph aot_backward_graph aot_joint_graph aot_inference_graph
-    inductor_pre_grad_graph inductor_post_grad_graph inductor_output_code graph_dump
-    compilation_metrics bwd_compilation_metrics compilation_metrics_runtime
-    bwd_compilation_metrics_runtime chromium_event artifact describe_storage describe_tensor
-    describe_source create_symbol create_unbacked_symbol symbolic_shape_specialization
-    guard_added_fast guard_added propagate_real_tensors_provenance expression_created
-    compiled_autograd_graph optimize_ddp_split_graph optimize_ddp_split_child dump_file link
-    exported_program missing_fake_kernel""".split()
+    [
+        "str",
+        "dynamo_start",
+        "dynamo_output_graph",
+        "dynamo_guards",
+        "dynamo_cpp_guards_str",
+        "aot_forward_graph",
+        "aot_backward_graph",
+        "aot_joint_graph",
+        "aot_inference_graph",
+        "inductor_pre_grad_graph",
+        "inductor_post_grad_graph",
+        "inductor_output_code",
+        "graph_dump",
+        "compilation_metrics",
+        "bwd_compilation_metrics",
+        "compilation_metrics_runtime",
+        "bwd_compilation_metrics_runtime",
+        "chromium_event",
+        "artifact",
+        "describe_storage",
+        "describe_tensor",
+        "describe_source",
+        "create_symbol",
+        "create_unbacked_symbol",
+        "symbolic_shape_specialization",
+        "guard_added_fast",
+        "guard_added",
+        "propagate_real_tensors_provenance",
+        "expression_created",
+        "compiled_autograd_graph",
+        "optimize_ddp_split_graph",
+        "optimize_ddp_split_child",
+        "dump_file",
+        "link",
+        "exported_program",
+        "missing_fake_kernel",
+    ]
 )
 
 GRAPH_KINDS = frozenset(
-    """dynamo_output_graph aot_forward_graph aot_backward_graph aot_joint_graph
-    aot_inference_graph inductor_pre_grad_graph inductor_post_grad_graph graph_dump
-    compiled_autograd_graph optimize_ddp_split_graph optimize_ddp_split_child
-    before_pre_grad_graph after_pre_grad_graph before_joint_graph after_joint_graph
-    before_post_grad_graph""".split()
+    [
+        "dynamo_output_graph",
+        "aot_forward_graph",
+        "aot_backward_graph",
+        "aot_joint_graph",
+        "aot_inference_graph",
+        "inductor_pre_grad_graph",
+        "inductor_post_grad_graph",
+        "graph_dump",
+        "compiled_autograd_graph",
+        "optimize_ddp_split_graph",
+        "optimize_ddp_split_child",
+        "before_pre_grad_graph",
+        "after_pre_grad_graph",
+        "before_joint_graph",
+        "after_joint_graph",
+        "before_post_grad_graph",
+    ]
 )
 
 
@@ -56,20 +98,14 @@ def h_dynamo_start(b: Builder, tf: TraceFile, rec: Record) -> None:
     stack = rec.meta.get("stack") if isinstance(rec.meta, dict) else None
     if not isinstance(stack, list):
         return
-    frames = []
-    for item in stack[:256]:
-        if not isinstance(item, dict):
-            continue
-        fid = item.get("filename")
-        try:
-            filename = tf.strings.get(fid) if not isinstance(fid, str) else fid
-        except TypeError:
-            filename = None
-        if filename is None:
-            tf.missing_strings += 1
-            filename = f"<missing string {fid!r}>"
-        frames.append(StackFrame(filename, item.get("line"), str(item.get("name", "?"))))
-    comp.frame.stack = frames
+    comp.frame.stack = stack_frames(tf, stack)
+    tf.missing_strings += sum(
+        1
+        for item in stack[:STACK_LIMIT]
+        if isinstance(item, dict)
+        and not isinstance(item.get("filename"), str)
+        and tf.file_name(item.get("filename")) is None
+    )
 
 
 def h_metrics(b: Builder, tf: TraceFile, rec: Record) -> None:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import os
 from collections import Counter
 from collections.abc import Iterator
@@ -137,10 +138,8 @@ class TraceSet(Model):
         """A trace file of this set (its facts go to this model), not yet in `files`."""
         display = str(path)
         if self.root is not None and self.root.is_dir():
-            try:
+            with contextlib.suppress(ValueError):
                 display = str(path.relative_to(self.root))
-            except ValueError:
-                pass
         return TraceFile(path, display, self.builder)
 
     def add_file(self, path: Path) -> TraceFile:
@@ -339,9 +338,13 @@ class TraceSet(Model):
             tf.finish()
             self.version += 1
         tf.signatures = signatures.compute(tf)
-        if body is not None and store is not None and before is not None:
-            if store.store(tf.path, before, pos, body, tf.signatures, pos - pending):
-                self.load_stats.cache_written += 1
+        if (
+            body is not None
+            and store is not None
+            and before is not None
+            and store.store(tf.path, before, pos, body, tf.signatures, pos - pending)
+        ):
+            self.load_stats.cache_written += 1
         return done
 
     def _fact_marks(self) -> list[int]:

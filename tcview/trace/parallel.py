@@ -15,6 +15,7 @@ stays the app's.
 
 from __future__ import annotations
 
+import contextlib
 import multiprocessing
 import multiprocessing.connection
 import multiprocessing.process
@@ -191,10 +192,8 @@ class _Worker:
         return [self.conn] if self.proc is None else [self.conn, self.proc.sentinel]
 
     def kill(self) -> None:
-        try:
+        with contextlib.suppress(OSError):
             self.conn.close()
-        except OSError:
-            pass
         if self.proc is not None:
             if self.proc.is_alive():
                 self.proc.kill()

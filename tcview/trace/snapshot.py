@@ -62,7 +62,7 @@ except ImportError:  # pragma: no cover - depends on the environment
     HAVE_ORJSON = False
 
 MAGIC = b"TCVSNAP\n"
-FORMAT = 1  # bump when the layout or the meaning of a snapshot changes
+FORMAT = 2  # bump when the layout or the meaning of a snapshot changes
 _HEAD = struct.Struct("<8sIII")  # magic, format, flags, number of sections
 _LENGTH = struct.Struct("<Q")
 SECTIONS = 3  # JSON document, int64 array, raw bytes
@@ -139,6 +139,7 @@ FILE_STRUCTURED = frozenset(
         "_pid_b",
         "_last_ts_b",
         "bad_md5",
+        "blank_restored",
     }
 )
 # The lists of `Facts`, and what they hold.
@@ -179,6 +180,8 @@ RECORD_SLOTS = (
     "closed",
     "role",
 )
+# StackFrame's fields, in the order a stack row holds them (_stacks; checked on encode).
+STACK_FIELDS = ("filename", "line", "name", "loc")
 # Dataclass fields that are caches, not written (their default is kept).
 SKIPPED_FIELDS: dict[type, frozenset[str]] = {Compile: frozenset({"_phases"})}
 
@@ -271,7 +274,7 @@ class Shared:
         frames = self.stack_frames
         for frame in tf.frames.values():
             frame.stack = [
-                frames.setdefault((f.filename, type(f.line), f.line, f.name), f)
+                frames.setdefault(_stack_key(f.filename, f.line, f.name, f.loc), f)
                 if type(f.line) in _SCALARS
                 else f
                 for f in frame.stack
@@ -557,10 +560,11 @@ def _literal(choices: tuple[Any, ...]) -> ColumnCodec:
 
 
 def _stacks() -> ColumnCodec:
-    """Lists of stack frames: [filename, line, name] rows (lines by the value table)."""
+    """Lists of stack frames: [filename, line, name, loc] rows (STACK_FIELDS; lines by the
+    value table)."""
 
     def enc(vals: list[Any], out: _Out) -> Any:
-        return [[[f.filename, out.value(f.line), f.name] for f in v] for v in vals]
+        return [[[f.filename, out.value(f.line), f.name, f.loc] for f in v] for v in vals]
 
     def dec(col: Any, ctx: _In, n: int) -> list[Any]:
         _types_in(_column(col, n), {list})
@@ -570,16 +574,17 @@ def _stacks() -> ColumnCodec:
         for rows in col:
             frames = []
             for row in rows:
-                _check(type(row) is list and len(row) == 3, "bad stack frame")
-                filename, at, name = row
+                _check(type(row) is list and len(row) == len(STACK_FIELDS), "bad stack frame")
+                filename, at, name, loc = row
                 _check(type(filename) is str and type(name) is str, "bad stack frame")
+                _check(type(loc) is str, "bad stack frame")
                 _check(type(at) is int and 0 <= at < len(values), "bad stack frame")
                 line = values[at]
                 # Stacks repeat (the same program on every rank): one object for equal frames.
-                key = (filename, type(line), line, name) if type(line) in _SCALARS else None
+                key = _stack_key(filename, line, name, loc) if type(line) in _SCALARS else None
                 frame = shared.get(key) if key is not None else None
                 if frame is None:
-                    frame = StackFrame(filename, line, name)
+                    frame = StackFrame(filename, line, name, loc)
                     if key is not None:
                         shared[key] = frame
                 frames.append(frame)
@@ -587,6 +592,11 @@ def _stacks() -> ColumnCodec:
         return out
 
     return enc, dec
+
+
+def _stack_key(filename: str, line: Any, name: str, loc: str) -> tuple[Any, ...]:
+    """What makes two stack frames equal (the line's type too: 1 and 1.0 and True differ)."""
+    return (filename, type(line), line, name, loc)
 
 
 def field_codec(hint: Any) -> ColumnCodec:
@@ -686,6 +696,8 @@ def check_coverage(tf: TraceFile) -> None:
     facts = set(vars(Facts()))
     if facts != FACT_LISTS.keys():
         raise CodecError(f"Facts lists not in snapshot.py: {sorted(facts ^ FACT_LISTS.keys())}")
+    if tuple(f.name for f in dataclasses.fields(StackFrame)) != STACK_FIELDS:
+        raise CodecError("StackFrame's fields changed: update STACK_FIELDS and _stacks")
     if Record.__slots__ != RECORD_SLOTS:
         raise CodecError("Record's slots changed: update RECORD_SLOTS and the record columns")
     for cls in TABLES:
@@ -818,6 +830,7 @@ def _encode_file(tf: TraceFile, out: _Out) -> dict[str, Any]:
     doc["pid_b"] = sorted(p.decode("ascii") for p in tf._pid_b)
     doc["last_ts_b"] = None if tf._last_ts_b is None else tf._last_ts_b.decode("ascii")
     doc["bad_md5"] = sorted(tf.bad_md5)
+    doc["blank_restored"] = sorted(tf.blank_restored)
     return doc
 
 
@@ -1138,6 +1151,7 @@ def _decode_file(
     _check(last is None or (type(last) is str and last.isascii()), "bad last_ts")
     tf._last_ts_b = None if last is None else last.encode("ascii")
     tf.bad_md5 = set(_ints(doc["bad_md5"]))
+    tf.blank_restored = set(_ints(doc["blank_restored"]))
 
 
 def _decode_raw(tf: TraceFile, layout: Any, raw: memoryview, pos: int) -> None:

@@ -3,11 +3,13 @@
 from __future__ import annotations
 
 import re
+from collections.abc import Iterable
 
 from pygments.lexer import Lexer
 from pygments.lexers import get_lexer_by_name
 from pygments.token import _TokenType
 from rich.cells import cell_len, get_character_cell_size
+from rich.console import Console
 from rich.segment import Segment
 from rich.style import Style
 from rich.syntax import PygmentsSyntaxTheme
@@ -26,6 +28,7 @@ HIGHLIGHT_LIMIT = 4000  # longer lines are shown plain
 DISPLAY_LIMIT = 200_000  # longer lines are cut, with a marker
 CACHE_LINES = 600  # highlighted lines kept (several screens of them)
 CACHE_SAFE = 4 * CACHE_LINES  # safe plain lines kept (search reads many)
+MARKED_STYLE = "on #404010"  # a document's marked lines (the picked kernel's graph nodes)
 
 _LEXERS: dict[str, Lexer] = {}
 _THEME = PygmentsSyntaxTheme("monokai")
@@ -179,6 +182,15 @@ SCROLL_BINDINGS = [
 ]
 
 
+def text_strip(text: Text, console: Console) -> Strip:
+    """A line of text as a strip, with its base style: `Text.render` leaves out the base
+    style of a Text without spans (``Text("heading", style="bold")`` would show plain)."""
+    segments: Iterable[Segment] = text.render(console)
+    if text.style:
+        segments = Segment.apply_style(segments, console.get_style(text.style))
+    return Strip(segments, text.cell_len)
+
+
 class CodeView(ScrollView, can_focus=True):
     """Shows a Document: gutter with line numbers, highlighting, search, horizontal scroll.
 
@@ -292,19 +304,31 @@ class CodeView(ScrollView, can_focus=True):
 
         `virtual_size` is a layout reactive: assigning it reflows the screen, which repaints
         this view a second time and every scrollbar on screen (the tree's too), about 20 KB
-        per item shown over SSH. Only the scrollbars need updating, and the view repaints anyway.
+        per item shown over SSH. Only the scrollbars need updating, and the view repaints anyway,
+        unless a scrollbar appears or goes.
         """
         if size == self.virtual_size:
             return
-        # Textual's one private call in tcview: no public API updates the scrollbars without
-        # that layout (measured: 8.4 KB per item shown instead of 10.3 KB, 120x40). Pinned to
-        # textual 8.2.x; if it goes, the public assignment below still works.
-        update = getattr(self, "_scroll_update", None)
-        if update is None or not self.container_size:
-            self.virtual_size = size
+        old, (width, height) = self.virtual_size, self.container_size
+        bars_change = (old.height > height) != (size.height > height) or (old.width > width) != (
+            size.width > width
+        )
+        if bars_change or not self.container_size:
+            self.virtual_size = size  # a scrollbar appears or goes: that is a layout change
             return
         self.set_reactive(CodeView.virtual_size, size)
-        update(size)
+        if self.show_vertical_scrollbar:
+            bar = self.vertical_scrollbar
+            bar.window_virtual_size = size.height
+            bar.window_size = height - self.scrollbar_size_horizontal
+            bar.refresh()
+        if self.show_horizontal_scrollbar:
+            bar = self.horizontal_scrollbar
+            bar.window_virtual_size = size.width
+            bar.window_size = width - self.scrollbar_size_vertical
+            bar.refresh()
+        self.scroll_x = min(self.scroll_x, self.max_scroll_x)
+        self.scroll_y = min(self.scroll_y, self.max_scroll_y)
 
     @staticmethod
     def _content_width(doc: Document) -> int:
@@ -338,6 +362,9 @@ class CodeView(ScrollView, can_focus=True):
             text = doc.head[index]
         else:
             text = highlight_line(self.safe(index), self.doc.language_at(index))
+        if index in self.doc.marked:
+            text = text.copy()
+            text.stylize(MARKED_STYLE)
         hits = self._by_line.get(index)
         if hits:
             text = text.copy()
@@ -368,13 +395,14 @@ class CodeView(ScrollView, can_focus=True):
             scroll_x = 0
         else:
             line = self.line_text(index)
-        content = Strip(line.render(self.app.console), line.cell_len)
+        content = text_strip(line, self.app.console)
         if indent:
             content = Strip.join([Strip.blank(indent), content])
         content = content.crop_extend(scroll_x, scroll_x + text_width, None)
         if gutter:
             lineno = self.doc.lineno(index)
-            number = " " * gutter if lineno is None else f"{lineno:>{gutter - 2}} │"
+            bar = "▌" if index in self.doc.marked else "│"
+            number = " " * gutter if lineno is None else f"{lineno:>{gutter - 2}} {bar}"
             is_focus = index == self.doc.focus and self.doc.focus > 0
             style = Style(dim=not is_focus, bold=is_focus)
             strip = Strip.join([Strip([Segment(number[:gutter], style)], gutter), content])
