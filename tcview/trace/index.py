@@ -267,8 +267,10 @@ class TraceSet(Model):
                 stats.indexed_here += 1
                 tf = self.new_file(p)
                 done = self.read_file(tf, hooks, done, total, store, resume)
-                if workers is not None:
-                    shared.share(tf)  # as the restored ones do: many ranks, one program
+                if len(found) > 1:
+                    # As the restored files do (many ranks, one program); in one process too:
+                    # less memory (128 ranks: 52 -> 40 MB), no slower.
+                    shared.share(tf)
         finally:
             if workers is not None:
                 workers.close()
