@@ -68,7 +68,7 @@ from .tree import Item, TraceTree
 from .viewer import CodeView
 from .views import VIEWS, OtherView, ProvenanceView, TableView, TimeView, ViewTable
 
-TICK = 0.2  # seconds between model refreshes while indexing
+INDEX_GAP = 0.2  # while a one-shot load indexes: at most 5 redraws a second
 LIVE_GAP = 0.05  # follow mode: at most 20 redraws a second, however fast the data moves
 
 
@@ -383,7 +383,7 @@ class TcviewApp(App[int]):
         self.loader: Loader | FollowLoader = (
             FollowLoader(path, poll=poll, stdin_fd=stdin_fd, on_update=self.model_moved)
             if self.follow
-            else Loader(path, model)
+            else Loader(path, model, on_update=self.model_moved)
         )
         self._newest: Compile | None = None
         self._records_shown = 0
@@ -398,8 +398,8 @@ class TcviewApp(App[int]):
         self._provenance_of: object = None
         self._versions: tuple = ()
         self._show_timer: Timer | None = None
-        self._ticker: Timer | None = None  # while indexing: progress and growth
-        self._live_timer: Timer | None = None  # a live redraw held back by LIVE_GAP
+        self._indexing = False  # the loader's first read is still going
+        self._live_timer: Timer | None = None  # a redraw held back by LIVE_GAP or INDEX_GAP
         self._live_at = 0.0
         self._last_item: Item | None = None
         # The cursor is still where _first_row put it: highlights there keep the overview.
@@ -441,8 +441,8 @@ class TcviewApp(App[int]):
         else:
             self.refresh_counts()
             self._update_status()
+            self._indexing = True
             self._index()
-            self._ticker = self.set_interval(TICK, self._tick)
         self.call_after_refresh(self._first_frame)
         self._warm_up()
 
@@ -462,25 +462,21 @@ class TcviewApp(App[int]):
         self.loader.run()
         self.model_moved()  # done: show it now, not at the next tick
 
-    def _tick(self) -> None:
-        self.refresh_model()
-        if self.loader.finished and self._ticker is not None:
-            self._ticker.stop()
-            self._ticker = None
-            self._model_ready()
-
     def model_moved(self) -> None:
         """Tell the app that the model moved; callable from any thread. Bursts merge."""
         self.post_message(ModelMoved())
 
     @on(ModelMoved)
     def _schedule_redraw(self) -> None:
-        if self._ticker is not None:
-            self._tick()  # still indexing (or just done): the tick's work
+        if self._indexing and self.loader.finished:
+            if self._live_timer is not None:
+                self._live_timer.stop()
+            self._live_refresh()  # the first read is done: show it all now
             return
         if self._live_timer is not None:
             return  # a redraw is already due
-        wait = self._live_at + LIVE_GAP - time.monotonic()
+        gap = INDEX_GAP if self._indexing else LIVE_GAP
+        wait = self._live_at + gap - time.monotonic()
         if wait > 0:
             self._live_timer = self.set_timer(wait, self._live_refresh)
         else:
@@ -492,13 +488,11 @@ class TcviewApp(App[int]):
         old = self.loader
         old.cancelled = True
         threading.Thread(target=old.stop, name="tcview-loader-stop", daemon=True).start()
-        if self._ticker is not None:
-            self._ticker.stop()
         self.source_path = path
         self.loader = (
             FollowLoader(path, poll=self.poll, on_update=self.model_moved)
             if self.follow
-            else Loader(path)
+            else Loader(path, on_update=self.model_moved)
         )
         while len(self.screen_stack) > 1:
             self.pop_screen()
@@ -512,8 +506,8 @@ class TcviewApp(App[int]):
         self._last_item = None
         self._newest = None
         self.loaded_at = None
+        self._indexing = True
         self._index()
-        self._ticker = self.set_interval(TICK, self._tick)
         self.refresh_bindings()
         self.refresh_counts()
         self._update_status()
@@ -525,6 +519,9 @@ class TcviewApp(App[int]):
             return
         try:
             self.refresh_model()
+            if self._indexing and self.loader.finished:
+                self._indexing = False
+                self._model_ready()
             if self.follow_newest:
                 self._select_newest()
         except NoMatches:
