@@ -57,27 +57,6 @@ KNOWN_KINDS = frozenset(
     ]
 )
 
-GRAPH_KINDS = frozenset(
-    [
-        "dynamo_output_graph",
-        "aot_forward_graph",
-        "aot_backward_graph",
-        "aot_joint_graph",
-        "aot_inference_graph",
-        "inductor_pre_grad_graph",
-        "inductor_post_grad_graph",
-        "graph_dump",
-        "compiled_autograd_graph",
-        "optimize_ddp_split_graph",
-        "optimize_ddp_split_child",
-        "before_pre_grad_graph",
-        "after_pre_grad_graph",
-        "before_joint_graph",
-        "after_joint_graph",
-        "before_post_grad_graph",
-    ]
-)
-
 
 # ------------------------------------------------------------------ header handlers
 

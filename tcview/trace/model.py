@@ -46,6 +46,28 @@ AOT_GRAPH_ROLES = {
 # One pattern text, compiled for str or bytes where used.
 AOT_ID_LINE = r"# AOT ID: \['\d+_(forward|backward|inference)'\]"
 OUTPUT_CODE_KINDS = ("inductor_output_code", "output_code")
+# Records whose payload is an FX graph as Python code (shown highlighted as Python).
+GRAPH_KINDS = frozenset(
+    [
+        "dynamo_output_graph",
+        "aot_forward_graph",
+        "aot_backward_graph",
+        "aot_joint_graph",
+        "aot_inference_graph",
+        "inductor_pre_grad_graph",
+        "inductor_post_grad_graph",
+        "graph_dump",
+        "compiled_autograd_graph",
+        "optimize_ddp_split_graph",
+        "optimize_ddp_split_child",
+        "before_pre_grad_graph",
+        "after_pre_grad_graph",
+        "before_joint_graph",
+        "after_joint_graph",
+        "before_post_grad_graph",
+        "fx_graph_runnable",
+    ]
+)
 # Records of one Inductor compile that are not an AOT graph: whether the output code whose role
 # they take comes after them (True) or before.
 ROLE_FOLLOWERS = {

@@ -29,6 +29,7 @@ from ..trace.detail import (
 from ..trace.export import export_counts, is_export
 from ..trace.kernels import OUTPUT_CODES, KernelSpan
 from ..trace.model import (
+    GRAPH_KINDS,
     MD5_BLANK_LINES,
     MD5_MISMATCH,
     Compile,
@@ -39,27 +40,6 @@ from ..trace.model import (
 )
 from ..trace.summary import InputState, counts_line
 
-GRAPH_KINDS = frozenset(
-    [
-        "dynamo_output_graph",
-        "aot_forward_graph",
-        "aot_backward_graph",
-        "aot_joint_graph",
-        "aot_inference_graph",
-        "inductor_pre_grad_graph",
-        "inductor_post_grad_graph",
-        "graph_dump",
-        "compiled_autograd_graph",
-        "optimize_ddp_split_graph",
-        "optimize_ddp_split_child",
-        "before_pre_grad_graph",
-        "after_pre_grad_graph",
-        "before_joint_graph",
-        "after_joint_graph",
-        "before_post_grad_graph",
-        "fx_graph_runnable",
-    ]
-)
 METRIC_KINDS = frozenset(
     [
         "compilation_metrics",
