@@ -14,6 +14,7 @@ from rich.text import Text
 
 from ..safe import safe_line
 from ..trace import Model, TextLog
+from ..trace.cudagraphs import CudaGraphs
 from ..trace.detail import (
     Detail,
     Row,
@@ -58,6 +59,9 @@ STATUS_MARK = {
     "recompile": "↻",
     "cache hit": "●",
 }
+# A compile's CUDA graphs (trace.cudagraphs.CudaGraphs.state): a style and a symbol each.
+CUDAGRAPH_STYLE = {"used": "green", "partly": "yellow", "skipped": "yellow"}
+CUDAGRAPH_SYMBOL = {"used": "◆", "partly": "◈", "skipped": "◇"}
 KIND_STYLE = {
     "pointwise": "green",
     "reduction": "magenta",
@@ -201,6 +205,9 @@ TAG_STYLE = {
     "id": "bold",
     "fused": "green",
     "role": "magenta",
+    "autotune": "bold",
+    "winner": "bold green",
+    "kernel": "bold cyan",
 }
 HEADING_STYLE = {
     "break": "bold yellow underline",
@@ -217,6 +224,8 @@ def tag_style(tag: str) -> str:
         return STATUS_STYLE.get(what, "")
     if kind == "kind":
         return KIND_STYLE.get(what, "")
+    if kind == "cudagraphs":
+        return CUDAGRAPH_STYLE.get(what, "")
     return TAG_STYLE.get(tag, "")
 
 
@@ -366,6 +375,11 @@ def marks_text(marks: Sequence[str], words: bool = True) -> Text:
         shown = f"{STATUS_MARK.get(mark, '?')} {mark}" if words else STATUS_MARK.get(mark, "?")
         text.append(shown, style=STATUS_STYLE.get(mark, ""))
     return text
+
+
+def cudagraphs_text(found: CudaGraphs) -> Text:
+    """``◆ cudagraphs``, ``◈ cudagraphs (partly)``, ``◇ no cudagraphs``: the tree's mark."""
+    return Text(f"{CUDAGRAPH_SYMBOL[found.state]} {found.mark}", style=CUDAGRAPH_STYLE[found.state])
 
 
 def verdict_text(comp: Compile) -> Text:

@@ -20,6 +20,7 @@ from textual.widgets import DataTable, Footer, Input, Static
 from textual.worker import get_current_worker
 
 from ..trace import Model
+from ..trace.autotune import autotune_seconds
 from ..trace.detail import compile_detail, fmt_seconds, frame_detail, kernel_detail, phase_times
 from ..trace.facts import short_guard
 from ..trace.kernels import KernelGroup, group_kernels, needs_digests, source_digests
@@ -638,6 +639,11 @@ class TimeView(TableView[Compile]):
                     sums[label] = sums.get(label, 0.0) + value
         for label in order:
             head.append(f" · {label} {fmt_seconds(sums[label])}", style="cyan")
+        tuned = [t for c in comps if (t := autotune_seconds(c)) is not None]
+        if tuned:
+            head.append(
+                f" · autotune {fmt_seconds(sum(tuned))} in {len(tuned)} compiles", style="yellow"
+            )
         return head
 
     def detail(self, comp: Compile) -> Document:
