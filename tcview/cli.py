@@ -141,6 +141,7 @@ def build_parser() -> argparse.ArgumentParser:
     p_open.add_argument("--goto", metavar="TARGET", help="compile id (0/1, !0/1/0) or kernel name")
     p_open.add_argument("--follow", action="store_true", help="keep reading as files grow")
     p_open.add_argument("--poll", action="store_true", help="poll instead of inotify (NFS)")
+    p_open.add_argument("--python", help="Python the bench key (B) runs code with")
     _no_exec(p_open)
     p_open.set_defaults(func=cmd_open)
 

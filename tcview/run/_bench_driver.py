@@ -10,7 +10,9 @@ For each file it loads the module (its ``__main__`` block does not run) and
 - times ``call`` back to back (CUDA events, or the clock on CPU): the graph's time per call;
 - times each kernel: on CUDA with torch.profiler, as ``python output_code.py -p`` does (each
   GPU kernel's self time per call); on CPU by wrapping each kernel the module defines.
-It prints one line ``TCVIEW-BENCH {json}`` per file.
+It prints one line ``TCVIEW-BENCH {json}`` per file; each kernel's share is of the graph's time
+in the loop that timed the kernels (``profiled_ms``), so that noise between two loops cannot
+make the shares add up to more than the whole.
 """
 
 from __future__ import annotations
@@ -110,10 +112,13 @@ def bench_file(path: Path, times: int, repeat: int) -> dict[str, Any]:
             per_call.append((time.perf_counter() - t0) * 1e3 / times)
     out["graph_ms"] = statistics.median(per_call)
     runs = times * repeat
+    t0 = time.perf_counter()
     if cuda:
         out["kernels"], out["other"] = profile_cuda(call, sync, runs, set(names), defs)
     else:
         out["kernels"], out["other"] = time_cpu(module, call, runs, names), []
+    # The graph's time in the loop that timed its kernels: what their shares are of.
+    out["profiled_ms"] = (time.perf_counter() - t0) * 1e3 / runs
     return out
 
 

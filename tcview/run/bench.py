@@ -30,12 +30,13 @@ import tempfile
 import threading
 import time
 from collections.abc import Sequence
+from contextlib import nullcontext
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from ..trace.kernels import OUTPUT_CODES, kernel_num_gb, output_devices
-from ..trace.model import ROLE_SHORT, Compile, Kernel, Model, Record
+from ..trace.model import OUTPUT_CODE_KINDS, ROLE_SHORT, Compile, Kernel, Lock, Model, Record
 from . import cleanup
 from .gpu import Peak, gpus_here, peak_bandwidth
 from .session import SUPERVISOR
@@ -50,7 +51,6 @@ DEFAULT_REPEAT = 10  # timings (the median is kept)
 GRACE_S = 2.0  # between SIGTERM and SIGKILL when a benchmark is cancelled
 OUTPUT_TAIL = 8000  # characters of the driver's output kept for the user
 HARNESS = "def benchmark_compiled_module("
-OUTPUT_CODE_KINDS = ("inductor_output_code", "output_code")
 _VERSION = re.compile(r"^(\d+)\.(\d+)(?:\.(\d+))?")
 
 
@@ -248,14 +248,17 @@ def plan_bench(
     no_exec: bool = False,
     times: int = DEFAULT_TIMES,
     repeat: int = DEFAULT_REPEAT,
+    lock: Lock | None = None,
 ) -> BenchPlan:
     """The plan for benchmarking `target`, or BenchRefused saying why not. Reads output
-    code from disk and asks the Python for its versions (a subprocess that imports nothing
-    of torch): call it off the UI thread."""
+    code from disk (under `lock`, the model's, when it grows) and asks the Python for its
+    versions (a subprocess that imports nothing of torch): call it off the UI thread."""
     refusal = exec_refusal(no_exec)
     if refusal is not None:
         raise BenchRefused(refusal)
-    graphs = graphs_for(model, target)
+    with lock if lock is not None else nullcontext():
+        graphs = graphs_for(model, target)
+        trace_torch = trace_torch_version(model)
     gpus = gpus_here() if any("cuda" in g.devices for g in graphs) else []
     why = check_devices(graphs, gpus)
     if why is not None:
@@ -264,7 +267,6 @@ def plan_bench(
     info = probe_python(python)
     if info.error:
         raise BenchRefused(info.error)
-    trace_torch = trace_torch_version(model)
     why = check_versions(trace_torch, info.torch, info.executable)
     if why is not None:
         raise BenchRefused(why)
@@ -321,6 +323,7 @@ class GraphTime:
 
     graph: Graph
     graph_ms: float | None = None  # back to back (steady state)
+    profiled_ms: float | None = None  # per call in the loop that timed the kernels
     harness_ms: float | None = None  # the output code's harness: a sync after each call
     device: str = ""
     gpu: str | None = None
@@ -333,6 +336,11 @@ class GraphTime:
     def kernels_ms(self) -> float:
         return sum(k.ms for k in self.kernels) + sum(k.ms for k in self.other)
 
+    @property
+    def share_base(self) -> float:
+        """What the kernels' shares are of: the graph's time while they were timed."""
+        return self.profiled_ms or self.graph_ms or 0.0
+
     def to_json(self) -> dict[str, Any]:
         return {
             "graph": self.graph.label,
@@ -343,6 +351,7 @@ class GraphTime:
             "torch": self.torch,
             "graph_ms": self.graph_ms,
             "harness_ms": self.harness_ms,
+            "profiled_ms": self.profiled_ms,
             "kernels_ms": self.kernels_ms if self.graph_ms is not None else None,
             "kernels": [k.to_json() for k in self.kernels],
             "other_kernels": [k.to_json() for k in self.other],
@@ -423,9 +432,15 @@ class BenchResult:
                     f"  harness  {g.harness_ms:.4f} ms per call (benchmark_compiled_module:"
                     " a synchronize after each call)"
                 )
-            busy = g.kernels_ms / g.graph_ms if g.graph_ms else 0.0
             what = "GPU kernels" if g.device == "cuda" else "kernels"
-            out.append(f"  kernels  {g.kernels_ms:.4f} ms = {busy:.1%} of the graph ({what})")
+            out.append(
+                f"  kernels  {g.kernels_ms:.4f} ms = {g.kernels_ms / g.graph_ms:.1%} of the"
+                f" graph's time ({what})"
+            )
+            out.append(
+                f"  shares   of the {g.share_base:.4f} ms per call measured while timing the"
+                " kernels"
+            )
             out.append(
                 f"  {'kernel':<48} {'ms':>9} {'share':>7} {'calls':>6} {'GB/s':>9} {'of peak':>8}"
             )
@@ -436,7 +451,7 @@ class BenchResult:
                 out.append(
                     f"  {name[:48]:<48} {k.ms:>9.4f} {k.share:>7.1%} {k.calls:>6g} {rate:>9} {peak:>8}"
                 )
-            rest = g.graph_ms - g.kernels_ms
+            rest = g.share_base - g.kernels_ms
             if rest > 0:
                 outside = (
                     "launches, Python, idle GPU"
@@ -444,7 +459,8 @@ class BenchResult:
                     else "extern ops (mm…), Python"
                 )
                 out.append(
-                    f"  {'outside the kernels (' + outside + ')':<48} {rest:>9.4f} {rest / g.graph_ms:>7.1%}"
+                    f"  {'outside the kernels (' + outside + ')':<48} {rest:>9.4f}"
+                    f" {rest / g.share_base:>7.1%}"
                 )
         return out
 
@@ -480,10 +496,11 @@ def _graph_time(graph: Graph, data: dict[str, Any], peak: Peak | None) -> GraphT
         return result
     result.graph_ms = _num(data.get("graph_ms"))
     result.harness_ms = _num(data.get("harness_ms"))
+    result.profiled_ms = _num(data.get("profiled_ms"))
     result.device = str(data.get("device") or "")
     result.gpu = data.get("gpu") if isinstance(data.get("gpu"), str) else None
     result.torch = data.get("torch") if isinstance(data.get("torch"), str) else None
-    total = result.graph_ms or 0.0
+    total = result.profiled_ms or result.graph_ms or 0.0
     by_name = {k.name: k for k in graph.kernels}
     code = OUTPUT_CODES.get(graph.record)
     for key, into in (("kernels", result.kernels), ("other", result.other)):

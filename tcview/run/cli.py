@@ -28,7 +28,7 @@ def run_command(args: argparse.Namespace) -> int:
             launcher.options = replace(launcher.options, inherit_stdin=False)
             install_cleanup()
             try:
-                return run_live(launcher, fail_on)
+                return run_live(launcher, fail_on, no_exec=bool(args.no_exec))
             finally:
                 if launcher.sessions:
                     _print_quietly(launcher.sessions[-1].reopen_hint)

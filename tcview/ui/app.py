@@ -5,6 +5,7 @@ from __future__ import annotations
 import os
 import threading
 import time
+from collections.abc import Callable
 from dataclasses import replace
 from threading import RLock
 from typing import Any, TypeAlias
@@ -21,12 +22,14 @@ from textual.timer import Timer
 from textual.widgets import Footer, Tree
 from textual.worker import get_current_worker
 
+from ..run.bench import BenchResult, KernelTime
 from ..safe import safe_line
 from ..trace import LogSource, Model
 from ..trace.compile_id import parse_compile_id
 from ..trace.detail import compile_detail, digest_namesakes, frame_detail, kernel_detail
-from ..trace.model import Compile, Frame, Kernel, Record
+from ..trace.model import OUTPUT_CODE_KINDS, Compile, Frame, Kernel, Record
 from ..trace.summary import counts_line
+from .bench import BENCH_BINDINGS, BenchDialog, Bencher, with_bench
 from .content import (
     Document,
     InputState,
@@ -75,7 +78,13 @@ def resolve_target(model: Model, target: str) -> tuple[str, Compile | Kernel] | 
     return None
 
 
-def doc_for(item: Item, model: Model | None, source: str) -> Document:
+def doc_for(
+    item: Item,
+    model: Model | None,
+    source: str,
+    bench: Callable[[Kernel], KernelTime | None] = lambda kernel: None,
+) -> Document:
+    """What the viewer shows for a tree item; `bench` gives a kernel's benchmark, if any."""
     obj = item.obj
     if isinstance(obj, Compile):
         return detail_doc(compile_detail(obj, model))
@@ -84,7 +93,7 @@ def doc_for(item: Item, model: Model | None, source: str) -> Document:
     if isinstance(obj, Record):
         return record_doc(obj)
     if isinstance(obj, Kernel):
-        return detail_doc(kernel_detail(obj, model))
+        return detail_doc(with_bench(kernel_detail(obj, model), bench(obj)))
     if isinstance(obj, list) or (item.kind == "others" and isinstance(obj, LogSource)):
         records = obj if isinstance(obj, list) else [r for r in obj.records if r.key is None]
         lines = [Text(f"{len(records)} records", style="bold"), Text("")]
@@ -215,6 +224,7 @@ BROWSE_BINDINGS = [
         id="app.preview",
         tooltip="preview as you move, or only on enter (the default over SSH)",
     ),
+    *BENCH_BINDINGS,
     # Declared here (Textual adds the same binding otherwise) to give it an id and help text.
     Binding(
         App.COMMAND_PALETTE_BINDING,
@@ -247,8 +257,12 @@ class TcviewApp(App[int]):
         model: Model | None = None,
         poll: bool = False,
         stdin_fd: int | None = None,
+        no_exec: bool = False,
+        python: str | None = None,
     ) -> None:
         super().__init__()
+        # The bench key: runs a trace's output code only after a yes, never with --no-exec.
+        self.bencher = Bencher(self, python, no_exec)
         self.animation_level = "none"
         self.source_path = path
         self.goto_target = goto
@@ -610,7 +624,7 @@ class TcviewApp(App[int]):
             if isinstance(item.obj, Kernel) and self.model is not None:
                 digest_namesakes(self.model, item.obj, self.lock)
             with self.lock:
-                doc = doc_for(item, self.model, self.source_path)
+                doc = doc_for(item, self.model, self.source_path, self.bencher.time_of)
         except Exception as exc:  # noqa: BLE001 - a broken record must not end the app
             doc = styled_doc("error", [lit(f"could not show this item: {exc!r}", "red")])
         if not get_current_worker().is_cancelled:
@@ -666,6 +680,38 @@ class TcviewApp(App[int]):
         else:
             self.main_tree.focus()
 
+    def action_bench(self) -> None:
+        self.bencher.start(self.bench_target())
+
+    def action_bench_cancel(self) -> None:
+        self.bencher.cancel()
+
+    def bench_target(self) -> Compile | Kernel | Record | None:
+        """What the bench key benchmarks: the kernels view's highlighted kernel, the time
+        view's compile, or the tree's compile, output code or kernel."""
+        screen = self.screen
+        if isinstance(screen, TableView):
+            return screen.bench_target()
+        if len(self.screen_stack) > 1:
+            return None
+        node = self.main_tree.cursor_node
+        obj = node.data.obj if node is not None and node.data is not None else None
+        if isinstance(obj, (Compile, Kernel)):
+            return obj
+        if isinstance(obj, Record) and obj.kind in OUTPUT_CODE_KINDS:
+            return obj
+        return None
+
+    def bench_finished(self, result: BenchResult, doc: Document) -> None:
+        """A benchmark ended: show its result where the user is; the kernels view shows the
+        times in a column."""
+        screen = self.screen
+        if isinstance(screen, TableView):
+            screen.reload()
+        reader = self._reader()
+        if reader is not None:
+            reader.show(doc)
+
     def action_help(self) -> None:
         self.push_screen(HelpScreen(self.help_places()))
 
@@ -701,6 +747,7 @@ class TcviewApp(App[int]):
                 ],
                 [("kernels view", "type to filter by name or kind; ↓ to the list")],
             ),
+            HelpPlace("Benchmark dialog (B)", bindings_of(BenchDialog, inherited=False)),
             HelpPlace(
                 "Status bar",
                 [],

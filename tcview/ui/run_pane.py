@@ -258,8 +258,16 @@ class RunApp(TcviewApp, inherit_bindings=False):
     # the end of the footer, so the keymap is applied here, by binding id.
     BINDINGS = [QUIT, *RUN_BINDINGS, *run_mode(BROWSE_BINDINGS), *TEXTUAL_BINDINGS]
 
-    def __init__(self, launcher: Launcher, session: RunSession, poll: bool = False) -> None:
-        super().__init__(str(session.run_dir), follow=True, poll=poll)
+    def __init__(
+        self, launcher: Launcher, session: RunSession, poll: bool = False, no_exec: bool = False
+    ) -> None:
+        super().__init__(
+            str(session.run_dir),
+            follow=True,
+            poll=poll,
+            no_exec=no_exec,
+            python=launcher.spec.python,
+        )
         self.launcher = launcher
         self.session = session
         self.layout_mode = "split"
@@ -538,7 +546,7 @@ def _signals_end(app: RunApp) -> Iterator[None]:
             signal.signal(sig, old)
 
 
-def run_live(launcher: Launcher, fail_on: list[str]) -> int:
+def run_live(launcher: Launcher, fail_on: list[str], no_exec: bool = False) -> int:
     """Run the job with the TUI; the job's exit code (1 with --fail-on problems, 2 if it
     could not start, 128 + signal if tcview was signalled)."""
     try:
@@ -548,7 +556,7 @@ def run_live(launcher: Launcher, fail_on: list[str]) -> int:
     except LaunchError as exc:
         print(f"tcview: {exc}", file=sys.stderr)
         return 2
-    app = RunApp(launcher, session)
+    app = RunApp(launcher, session, no_exec=no_exec)
     try:
         with _signals_end(app):
             app.run()
