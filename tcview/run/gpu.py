@@ -234,23 +234,26 @@ def table_peak(name: str | None) -> Peak | None:
 
 
 class GpuSampler:
-    """Reads NVML off the calling thread, at most every `interval` seconds (never faster than
-    twice a second), and hands each sample to `on_sample`; keeps the peak use."""
+    """Reads NVML in a thread of its own, at most every `interval` seconds (never faster than
+    twice a second), and hands each sample to `on_sample`; keeps the peak use. Without NVML
+    (`load` gives None) the thread ends at once and nothing is sampled."""
 
     def __init__(
         self,
-        nvml: Nvml,
-        on_sample: Callable[[GpuSample], None],
+        on_sample: Callable[[GpuSample], None] | None = None,
         pids: Callable[[], Iterable[int]] = tuple,
         interval: float = SAMPLE_S,
+        load: Callable[[], Nvml | None] = load_nvml,
     ) -> None:
-        self.nvml = nvml
         self.on_sample = on_sample
         self.pids = pids
         self.interval = max(interval, SAMPLE_S)
+        self.load = load
         self.peak_util = 0.0
         self.peak_bytes = 0
         self.samples = 0
+        self.job_seen = False  # NVML listed the job's processes
+        self.last: GpuSample | None = None
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._run, name="tcview-gpu", daemon=True)
 
@@ -261,20 +264,39 @@ class GpuSampler:
         self._stop.set()
         if self._thread.is_alive() and threading.current_thread() is not self._thread:
             self._thread.join(timeout=2.0)
-        self.nvml.close()
+
+    def summary(self) -> dict[str, Any] | None:
+        """The peak use, for run.json (None when nothing was sampled)."""
+        if not self.samples:
+            return None
+        return {
+            "samples": self.samples,
+            "peak_util_percent": round(self.peak_util, 1),
+            "peak_memory_bytes": self.peak_bytes,
+            "memory_of": "the job's processes" if self.job_seen else "the whole GPU(s)",
+        }
 
     def _run(self) -> None:
-        while not self._stop.is_set():
-            try:
-                sample = self.nvml.sample(self.pids())
-            except Exception:  # noqa: BLE001 - a GPU that went away: stop quietly
-                return
-            self.samples += 1
-            self.peak_util = max(self.peak_util, sample.util_percent)
-            used = sample.job_bytes if sample.job_bytes is not None else sample.used_bytes
-            self.peak_bytes = max(self.peak_bytes, used)
-            try:
-                self.on_sample(sample)
-            except Exception:  # noqa: BLE001 - a UI bug must not stop the sampling
-                pass
-            self._stop.wait(self.interval)
+        nvml = self.load()
+        if nvml is None:
+            return
+        try:
+            while not self._stop.is_set():
+                try:
+                    sample = nvml.sample(self.pids())
+                except Exception:  # noqa: BLE001 - a GPU that went away: stop quietly
+                    return
+                self.samples += 1
+                self.last = sample
+                self.peak_util = max(self.peak_util, sample.util_percent)
+                self.job_seen = self.job_seen or sample.job_bytes is not None
+                used = sample.job_bytes if sample.job_bytes is not None else sample.used_bytes
+                self.peak_bytes = max(self.peak_bytes, used)
+                if self.on_sample is not None:
+                    try:
+                        self.on_sample(sample)
+                    except Exception:  # noqa: BLE001 - a UI bug must not stop the sampling
+                        pass
+                self._stop.wait(self.interval)
+        finally:
+            nvml.close()
