@@ -73,7 +73,9 @@ def test_sample_of_the_job_and_of_all_gpus(fake_nvml: Any, monkeypatch: pytest.M
     assert mine.text == "GPU 3% · 3.0 GiB"
 
 
-def test_peak_bandwidth_from_nvml_else_the_table(fake_nvml: Any, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_peak_bandwidth_from_nvml_else_the_table(
+    fake_nvml: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
     peak = peak_bandwidth(H100["name"])
     assert peak is not None and peak.gb_s == pytest.approx(3352.3, rel=1e-3)
     assert peak.source.startswith("NVML: memory clock 2619 MHz × 5120-bit bus")
@@ -127,13 +129,17 @@ def test_probe_reports_cuda_gpus_and_driver_without_torch(tmp_path: Path) -> Non
     assert info.gpu_driver == "580.159.04"
 
 
-def test_run_json_records_gpus_and_the_jobs_peak_use(
-    tmp_path: Path, fake_nvml: Any
-) -> None:
+def test_run_json_records_gpus_and_the_jobs_peak_use(tmp_path: Path, fake_nvml: Any) -> None:
     spec = build_spec(["--", sys.executable, "-c", "import time; time.sleep(1.5)"])
     launcher = Launcher(spec, RunOptions(run_dir=tmp_path / "D", grace_s=1.0))
     launcher.python_info = PythonInfo(
-        spec.python, "3.11", "2.11.0+cu130", "3.6.0", cuda="13.0", gpus=("NVIDIA H100",), gpu_driver="580.1"
+        spec.python,
+        "3.11",
+        "2.11.0+cu130",
+        "3.6.0",
+        cuda="13.0",
+        gpus=("NVIDIA H100",),
+        gpu_driver="580.1",
     )
     seen: list[GpuSample] = []
     launcher.on_gpu = seen.append
@@ -147,7 +153,9 @@ def test_run_json_records_gpus_and_the_jobs_peak_use(
     assert seen and seen[0].text == "GPU×2 45% · 13.0/160 GiB"
 
 
-def test_run_json_without_nvml_says_nothing_of_gpu_use(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_run_json_without_nvml_says_nothing_of_gpu_use(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     monkeypatch.setattr(gpu, "NVML_MODULE", "tcview_no_such_nvml_module")
     spec = build_spec(["--", sys.executable, "-c", "pass"])
     launcher = Launcher(spec, RunOptions(run_dir=tmp_path / "D", grace_s=1.0))
@@ -163,7 +171,9 @@ async def test_status_bar_shows_the_jobs_gpu_use(tmp_path: Path, fake_nvml: Any)
     from tcview.ui.run_pane import RunApp
 
     flag = tmp_path / "flag"
-    code = f"import time, pathlib\nwhile not pathlib.Path({str(flag)!r}).exists(): time.sleep(0.05)\n"
+    code = (
+        f"import time, pathlib\nwhile not pathlib.Path({str(flag)!r}).exists(): time.sleep(0.05)\n"
+    )
     spec = build_spec(["--", sys.executable, "-c", code])
     launcher = Launcher(spec, RunOptions(run_dir=tmp_path / "D", grace_s=1.0))
     launcher.python_info = PythonInfo(spec.python)
