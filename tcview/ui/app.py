@@ -752,7 +752,11 @@ class TcviewApp(App[int]):
                 "Status bar",
                 [],
                 [
-                    ("left", "job status (tcview run), static or live, indexing progress, path"),
+                    (
+                        "left",
+                        "job status and its GPU use (tcview run; NVML), static or live,"
+                        " indexing progress, path",
+                    ),
                     ("right", "compiles · breaks · recompiles · kernels, as `tcview summary`"),
                 ],
             ),
