@@ -296,6 +296,50 @@ async def test_the_key_says_when_it_is_off(fixture_runs: Path, tmp_path: Path) -
     assert not marker.exists()
 
 
+@sync
+async def test_the_key_again_cancels_a_running_benchmark(
+    fixture_runs: Path, tmp_path: Path, private_tmp: Path
+) -> None:
+    """B while a benchmark runs asks whether to cancel it: n lets it run, y kills its group."""
+    from tcview.ui.app import TcviewApp
+    from tcview.ui.bench import BenchDialog, CancelBenchDialog
+    from tcview.ui.views import KernelsView
+
+    python, marker = fake_python(tmp_path, "python-slow", sleep=True)
+    pids_file = tmp_path / "python-slow.pids"
+    app = TcviewApp(str(fixture_runs / "cpu_bench"), python=str(python))
+
+    async def press_and_wait(key: str, screen: type) -> None:
+        await pilot.press(key)
+        deadline = time.monotonic() + 60
+        while not isinstance(app.screen, screen) and time.monotonic() < deadline:
+            await pilot.pause(0.05)
+        assert isinstance(app.screen, screen)
+
+    async with app.run_test(size=(140, 45)) as pilot:
+        await ready(app, pilot)
+        await pilot.press("K")
+        await settle(app, pilot)
+        await pilot.press("down")
+        await press_and_wait("B", BenchDialog)
+        await press_and_wait("y", KernelsView)
+        assert wait_for(lambda: pids_file.exists() and len(pids_file.read_text().split()) == 2)
+        pids = [int(p) for p in pids_file.read_text().split()]
+        await press_and_wait("B", CancelBenchDialog)
+        await press_and_wait("n", KernelsView)
+        await pilot.pause(0.3)
+        assert app.bencher.job is not None and all(alive(p) for p in pids)
+        await press_and_wait("B", CancelBenchDialog)
+        await press_and_wait("y", KernelsView)
+        deadline = time.monotonic() + 30
+        while not app.bencher.results and time.monotonic() < deadline:
+            await pilot.pause(0.1)
+        assert app.bencher.results and app.bencher.results[-1].cancelled
+        assert app.bencher.job is None
+    assert wait_for(lambda: not any(alive(p) for p in pids)), "left a process behind"
+    assert len(driver_calls(marker)) == 1
+
+
 # ---------------------------------------------------------------------- real runs (slow)
 
 

@@ -7,6 +7,7 @@ import sys
 from dataclasses import replace
 from pathlib import Path
 
+from ..trace.paths import PathMap
 from ..trace.summary import parse_fail_on
 from .cleanup import install_cleanup
 from .report import finish_report
@@ -15,6 +16,11 @@ from .spec import DEFAULT_LOGS, LaunchError, RunOptions, build_spec
 
 
 def run_command(args: argparse.Namespace) -> int:
+    try:
+        path_map = PathMap.parse(args.map_path)
+    except ValueError as exc:
+        print(f"tcview: {exc}", file=sys.stderr)
+        return 2
     try:
         launcher, fail_on = launcher_from_args(args)
     except LaunchError as exc:
@@ -28,7 +34,7 @@ def run_command(args: argparse.Namespace) -> int:
             launcher.options = replace(launcher.options, inherit_stdin=False)
             install_cleanup()
             try:
-                return run_live(launcher, fail_on, no_exec=bool(args.no_exec))
+                return run_live(launcher, fail_on, path_map, no_exec=bool(args.no_exec))
             finally:
                 if launcher.sessions:
                     _print_quietly(launcher.sessions[-1].reopen_hint)

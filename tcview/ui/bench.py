@@ -41,15 +41,7 @@ BENCH_BINDINGS = [
         show=False,
         id="bench.run",
         tooltip="benchmark the selected compile's output code (or a kernel's graph) on this"
-        " machine: shows what will run and asks first",
-    ),
-    Binding(
-        "X",
-        "bench_cancel",
-        "Cancel bench",
-        show=False,
-        id="bench.cancel",
-        tooltip="cancel the running benchmark (kills its process group)",
+        " machine: shows what will run and asks first; while one runs, asks whether to cancel it",
     ),
 ]
 
@@ -73,6 +65,32 @@ class BenchDialog(ModalScreen[bool]):
                 yield Static(lit(line))
             yield Static(
                 Text.assemble(("y", "bold"), " run it   ", ("n", "bold"), " / esc: run nothing")
+            )
+
+    def action_answer(self, yes: bool) -> None:
+        self.dismiss(yes)
+
+
+class CancelBenchDialog(ModalScreen[bool]):
+    """The bench key while a benchmark runs: cancel it (kill its process group), or not."""
+
+    BINDINGS = [
+        Binding(
+            "y", "answer(True)", "Cancel it", id="bench.cancel", tooltip="kill its process group"
+        ),
+        Binding("n,escape", "answer(False)", "Keep it", id="bench.keep", tooltip="let it run"),
+    ]
+
+    def __init__(self, labels: str) -> None:
+        super().__init__()
+        self.labels = labels
+
+    def compose(self) -> ComposeResult:
+        with Vertical(id="bench-dialog"):
+            yield Static(Text("A benchmark is running. Cancel it?", style="bold"))
+            yield Static(lit(self.labels))
+            yield Static(
+                Text.assemble(("y", "bold"), " cancel it   ", ("n", "bold"), " / esc: let it run")
             )
 
     def action_answer(self, yes: bool) -> None:
@@ -138,8 +156,12 @@ class Bencher:
                 severity="warning",
             )
             return
-        if self.job is not None or self.planning:
-            app.notify(markup=False, message="a benchmark is already running: X cancels it")
+        if self.job is not None:
+            labels = "; ".join(g.label for g in self.job.plan.graphs)
+            app.push_screen(CancelBenchDialog(labels), self._cancel_answered)
+            return
+        if self.planning:
+            app.notify(markup=False, message="a benchmark is being prepared")
             return
         if target is None or app.model is None:
             app.notify(
@@ -193,7 +215,9 @@ class Bencher:
             return
         self.job = BenchJob(plan)
         labels = "; ".join(g.label for g in plan.graphs)
-        self.app.notify(markup=False, message=safe_line(f"benchmarking {labels}… (X cancels)"))
+        self.app.notify(
+            markup=False, message=safe_line(f"benchmarking {labels}… (B again to cancel)")
+        )
         job = self.job
         self.app.run_worker(
             lambda: self._run(job),
@@ -231,6 +255,10 @@ class Bencher:
                 timeout=12,
             )
         app.bench_finished(result, styled_doc("benchmark", result_doc(result)))
+
+    def _cancel_answered(self, yes: bool | None) -> None:
+        if yes:
+            self.cancel()
 
     def cancel(self) -> None:
         job = self.job

@@ -38,6 +38,7 @@ from ..run.report import load_counts, status_line
 from ..run.session import Launcher, OutputLine, RunSession
 from ..run.spec import LaunchError
 from ..safe import colours_only, safe_line
+from ..trace.paths import PathMap
 from .app import BROWSE_BINDINGS, QUIT, TEXTUAL_BINDINGS, TcviewApp
 from .help import HelpPlace, bindings_of
 from .messages import GpuSampled, JobEnded, OutputArrived
@@ -260,12 +261,18 @@ class RunApp(TcviewApp, inherit_bindings=False):
     BINDINGS = [QUIT, *RUN_BINDINGS, *run_mode(BROWSE_BINDINGS), *TEXTUAL_BINDINGS]
 
     def __init__(
-        self, launcher: Launcher, session: RunSession, poll: bool = False, no_exec: bool = False
+        self,
+        launcher: Launcher,
+        session: RunSession,
+        poll: bool = False,
+        path_map: PathMap | None = None,
+        no_exec: bool = False,
     ) -> None:
         super().__init__(
             str(session.run_dir),
             follow=True,
             poll=poll,
+            path_map=path_map,
             no_exec=no_exec,
             python=launcher.spec.python,
         )
@@ -565,7 +572,9 @@ def _signals_end(app: RunApp) -> Iterator[None]:
             signal.signal(sig, old)
 
 
-def run_live(launcher: Launcher, fail_on: list[str], no_exec: bool = False) -> int:
+def run_live(
+    launcher: Launcher, fail_on: list[str], path_map: PathMap | None = None, no_exec: bool = False
+) -> int:
     """Run the job with the TUI; the job's exit code (1 with --fail-on problems, 2 if it
     could not start, 128 + signal if tcview was signalled)."""
     try:
@@ -575,7 +584,7 @@ def run_live(launcher: Launcher, fail_on: list[str], no_exec: bool = False) -> i
     except LaunchError as exc:
         print(f"tcview: {exc}", file=sys.stderr)
         return 2
-    app = RunApp(launcher, session, no_exec=no_exec)
+    app = RunApp(launcher, session, path_map=path_map, no_exec=no_exec)
     try:
         with _signals_end(app):
             app.run()
