@@ -200,7 +200,7 @@ def main(argv: list[str]) -> int:
         path = Path(file)
         try:
             result = bench_file(path, max(opts.times, 1), max(opts.repeat, 1))
-        except BaseException as exc:  # noqa: BLE001 - report any failure of trace code as data
+        except BaseException as exc:  # report any failure of trace code as data
             if isinstance(exc, KeyboardInterrupt):
                 raise
             traceback.print_exc()

@@ -578,9 +578,8 @@ class BenchJob:
         self._kill()
 
     def _kill(self) -> None:
-        if self.signal_group(signal.SIGTERM):
-            if self.wait(GRACE_S) is None:
-                self.signal_group(signal.SIGKILL)
+        if self.signal_group(signal.SIGTERM) and self.wait(GRACE_S) is None:
+            self.signal_group(signal.SIGKILL)
 
     def write_payloads(self) -> None:
         """The output codes, as the trace holds them, into the private directory."""

@@ -8,6 +8,7 @@ files. tcview never imports torch for any of this.
 
 from __future__ import annotations
 
+import contextlib
 import glob
 import importlib
 import re
@@ -148,10 +149,9 @@ class Nvml:
         )
 
     def close(self) -> None:
-        try:
+        # shutting down what may be half there
+        with contextlib.suppress(Exception):
             self.module.nvmlShutdown()
-        except Exception:  # noqa: BLE001 - shutting down what may be half there
-            pass
 
 
 def load_nvml() -> Nvml | None:
@@ -173,10 +173,8 @@ def load_nvml() -> Nvml | None:
 
 
 def _shutdown(module: ModuleType) -> None:
-    try:
+    with contextlib.suppress(Exception):
         module.nvmlShutdown()
-    except Exception:  # noqa: BLE001
-        pass
 
 
 PROC_GPUS = "/proc/driver/nvidia/gpus/*/information"
@@ -293,10 +291,9 @@ class GpuSampler:
                 used = sample.job_bytes if sample.job_bytes is not None else sample.used_bytes
                 self.peak_bytes = max(self.peak_bytes, used)
                 if self.on_sample is not None:
-                    try:
+                    # a UI bug must not stop the sampling
+                    with contextlib.suppress(Exception):
                         self.on_sample(sample)
-                    except Exception:  # noqa: BLE001 - a UI bug must not stop the sampling
-                        pass
                 self._stop.wait(self.interval)
         finally:
             nvml.close()

@@ -332,10 +332,8 @@ async def watch_gpu(out: Out, work: Path, cpu: bool) -> dict[str, Any]:
     out.log(f"NVML: {'loaded' if nvml is not None else 'absent'}")
     if nvml is not None:
         nvml.close()
-    if cpu:
-        job = ["--", PY, "-c", "import time; time.sleep(4)"]
-    else:
-        job = [str(JOBS / "gpu" / "busy.py")]
+    busy = [str(JOBS / "gpu" / "busy.py")]
+    job = ["--", PY, "-c", "import time; time.sleep(4)"] if cpu else busy
     spec = build_spec(job, python=PY)
     caches = work / "caches" / "busy"
     options = RunOptions(
