@@ -40,8 +40,8 @@ BENCH_BINDINGS = [
         "Bench",
         show=False,
         id="bench.run",
-        tooltip="benchmark the selected compile's output code (or a kernel's graph) on this"
-        " machine: shows what will run and asks first; while one runs, asks whether to cancel it",
+        tooltip="benchmark the selected compile (or a kernel's graph) on this machine: asks"
+        " first; while one runs, offers to cancel it",
     ),
 ]
 

@@ -420,7 +420,7 @@ class KernelsView(TableView[KernelGroup]):
     TITLE = "Kernels"
     HELP = (
         "type to filter by name, kind or graph · ↓ to the list · enter: show source"
-        " · B: benchmark its graph · esc: back"
+        " · B: bench · esc: back"
     )
     COLUMNS = ("kernel", "kind", "compiles", "graph")
     BENCH_COLUMN = "bench (ms · share · GB/s)"
