@@ -107,6 +107,13 @@ def h_metrics(b: Builder, tf: TraceFile, rec: Record) -> None:
         b.failure(tf, rec, str(meta["fail_type"]), str(meta.get("fail_reason") or ""), where)
 
 
+def h_runtime_metrics(b: Builder, tf: TraceFile, rec: Record) -> None:
+    """compilation_metrics_runtime: what the compiled graph cost when it first ran."""
+    comp = rec.compile
+    if comp is not None and isinstance(rec.meta, dict):
+        comp.runtime_records.append(rec)
+
+
 CACHE_RESULTS = ("hit", "miss", "bypass")  # `*_cache_hash` artifacts are keys, not results
 
 
@@ -129,6 +136,8 @@ HEADER_HANDLERS: dict[str, Handler[TraceFile]] = {
     "dynamo_start": h_dynamo_start,
     "compilation_metrics": h_metrics,
     "bwd_compilation_metrics": h_metrics,
+    "compilation_metrics_runtime": h_runtime_metrics,
+    "bwd_compilation_metrics_runtime": h_runtime_metrics,
     "artifact": h_artifact,
 }
 

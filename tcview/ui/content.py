@@ -15,6 +15,7 @@ from rich.text import Text
 
 from ..safe import safe_line
 from ..trace import Model
+from ..trace.cudagraphs import CudaGraphs
 from ..trace.detail import (
     Detail,
     Row,
@@ -68,6 +69,9 @@ STATUS_MARK = {
     "recompile": "↻",
     "cache hit": "●",
 }
+# A compile's CUDA graphs (trace.cudagraphs.CudaGraphs.state): a style and a symbol each.
+CUDAGRAPH_STYLE = {"used": "green", "partly": "yellow", "skipped": "yellow"}
+CUDAGRAPH_SYMBOL = {"used": "◆", "partly": "◈", "skipped": "◇"}
 KIND_STYLE = {
     "pointwise": "green",
     "reduction": "magenta",
@@ -287,6 +291,8 @@ TAG_STYLE = {
     "ok": "green",
     "warn": "yellow",
     "subheading": "bold",
+    "autotune": "bold",
+    "winner": "bold green",
 }
 HEADING_STYLE = {
     "break": "bold yellow underline",
@@ -303,6 +309,8 @@ def tag_style(tag: str) -> str:
         return STATUS_STYLE.get(what, "")
     if kind == "kind":
         return KIND_STYLE.get(what, "")
+    if kind == "cudagraphs":
+        return CUDAGRAPH_STYLE.get(what, "")
     return TAG_STYLE.get(tag, "")
 
 
@@ -452,6 +460,11 @@ def marks_text(marks: Sequence[str], words: bool = True) -> Text:
         shown = f"{STATUS_MARK.get(mark, '?')} {mark}" if words else STATUS_MARK.get(mark, "?")
         text.append(shown, style=STATUS_STYLE.get(mark, ""))
     return text
+
+
+def cudagraphs_text(found: CudaGraphs) -> Text:
+    """``◆ cudagraphs``, ``◈ cudagraphs (partly)``, ``◇ no cudagraphs``: the tree's mark."""
+    return Text(f"{CUDAGRAPH_SYMBOL[found.state]} {found.mark}", style=CUDAGRAPH_STYLE[found.state])
 
 
 def verdict_text(comp: Compile) -> Text:
