@@ -29,7 +29,7 @@ from tcview.trace import cache as cache_mod
 from tcview.trace import parallel, signatures, snapshot
 from tcview.trace.index import TraceSet
 from tcview.trace.load import Hooks
-from tcview.trace.model import Facts
+from tcview.trace.model import Facts, PlacedLine
 from tcview.trace.source import load_source
 from tcview.trace.summary import summary_json
 from tcview.trace.tracefile import TraceFile
@@ -286,6 +286,24 @@ def test_a_new_fact_list_or_field_type_is_not_dropped_in_silence(
     monkeypatch.setattr(Facts, "__init__", original)
     with pytest.raises(snapshot.CodecError, match="cannot write a field"):
         snapshot.field_codec(set[int])
+    # Facts only a TORCH_LOGS capture makes are not written: a trace file that made one is
+    # indexed in the loading process instead.
+    monkeypatch.undo()
+    tf.feed_from(Hooks())
+    facts = tf.builder.facts
+    comp = next(iter(tf.compiles.values()))
+    facts.autotune_lines.append(PlacedLine(0, 1, comp))
+    with pytest.raises(snapshot.CodecError, match="autotune_lines"):
+        snapshot.encode(tf, facts)
+    facts.autotune_lines.clear()
+    tf.builder.cudagraph_note(comp, tf.records[0], "recorded", "a graph")
+    with pytest.raises(snapshot.CodecError, match="cudagraph_notes"):
+        snapshot.encode(tf, facts)
+    facts.cudagraph_notes.clear()
+    with pytest.raises(snapshot.CodecError, match="CudagraphNote"):
+        snapshot.encode(tf, facts)  # the compile's own list
+    comp.cudagraph_notes.clear()
+    snapshot.encode(tf, facts)
     # A stack frame's fields are written by hand: a new one must be added there too.
     monkeypatch.setattr(snapshot, "STACK_FIELDS", ("filename", "line", "name"))
     with pytest.raises(snapshot.CodecError, match="StackFrame"):

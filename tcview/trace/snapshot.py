@@ -39,6 +39,7 @@ from .model import (
     GRAPH_ROLES,
     CacheEvent,
     Compile,
+    CudagraphNote,
     Error,
     Facts,
     Failure,
@@ -48,6 +49,7 @@ from .model import (
     JsonValue,
     Kernel,
     LogSource,
+    PlacedLine,
     Recompile,
     Record,
     StackFrame,
@@ -151,6 +153,12 @@ FACT_LISTS: dict[str, type] = {
     "errors": Error,
     "cache_events": CacheEvent,
     "kernels": Kernel,
+}
+# Facts only a TORCH_LOGS capture makes (never a trace file): their lists, and fields of these
+# types, must be empty (else `encode` raises CodecError) and are read back empty.
+TEXT_ONLY_LISTS: dict[str, type] = {
+    "cudagraph_notes": CudagraphNote,
+    "autotune_lines": PlacedLine,
 }
 # Objects written once each and referred to by their position: per class, its table.
 TABLES: dict[type, str] = {
@@ -594,6 +602,22 @@ def _stacks() -> ColumnCodec:
     return enc, dec
 
 
+def _always_empty(cls: type) -> ColumnCodec:
+    """Lists of facts only a TORCH_LOGS capture makes (TEXT_ONLY_LISTS): empty in a trace file;
+    nothing is written, and each object gets an empty list of its own back."""
+
+    def enc(vals: list[Any], out: _Out) -> Any:
+        if any(vals):
+            raise CodecError(f"a trace file made {cls.__name__}s: snapshot.py does not write them")
+        return None
+
+    def dec(col: Any, ctx: _In, n: int) -> list[Any]:
+        _check(col is None, f"bad {cls.__name__} column")
+        return [[] for _ in range(n)]
+
+    return enc, dec
+
+
 def _stack_key(filename: str, line: Any, name: str, loc: str) -> tuple[Any, ...]:
     """What makes two stack frames equal (the line's type too: 1 and 1.0 and True differ)."""
     return (filename, type(line), line, name, loc)
@@ -620,6 +644,8 @@ def field_codec(hint: Any) -> ColumnCodec:
         return _keys(_compile_key)
     if hint is FrameKey:
         return _keys(_frame_key)
+    if origin is list and len(args) == 1 and args[0] in TEXT_ONLY_LISTS.values():
+        return _always_empty(args[0])
     if origin is list and len(args) == 1:
         (item,) = args
         if item is str:
@@ -694,8 +720,9 @@ def check_coverage(tf: TraceFile) -> None:
     if unknown:
         raise CodecError(f"TraceFile attributes not in snapshot.py: {', '.join(unknown)}")
     facts = set(vars(Facts()))
-    if facts != FACT_LISTS.keys():
-        raise CodecError(f"Facts lists not in snapshot.py: {sorted(facts ^ FACT_LISTS.keys())}")
+    lists = FACT_LISTS.keys() | TEXT_ONLY_LISTS.keys()
+    if facts != lists:
+        raise CodecError(f"Facts lists not in snapshot.py: {sorted(facts ^ lists)}")
     if tuple(f.name for f in dataclasses.fields(StackFrame)) != STACK_FIELDS:
         raise CodecError("StackFrame's fields changed: update STACK_FIELDS and _stacks")
     if Record.__slots__ != RECORD_SLOTS:
@@ -715,6 +742,9 @@ def encode(tf: TraceFile, facts: Facts) -> bytes:
     compiles = list(tf.compiles.values())
     if not _same(compiles, facts.compiles) or not _same(tf.kernels, facts.kernels):
         raise CodecError("the facts given are not the file's")
+    made = [name for name in TEXT_ONLY_LISTS if vars(facts)[name]]
+    if made:
+        raise CodecError(f"a trace file made {', '.join(made)}: snapshot.py does not write them")
     records: list[Record] = list(tf.records)
     open_rec = tf._open
     open_at: int | None = None

@@ -20,7 +20,9 @@ from textual.screen import Screen
 from textual.widgets import DataTable, Footer, Input, Static
 from textual.worker import get_current_worker
 
+from ..run.bench import KernelTime
 from ..trace import Model
+from ..trace.autotune import autotune_seconds
 from ..trace.detail import (
     compile_detail,
     fmt_seconds,
@@ -35,7 +37,7 @@ from ..trace.detail import (
 from ..trace.export import ExportIssue, ExportReport, export_report
 from ..trace.facts import short_guard
 from ..trace.kernels import KernelGroup, group_kernels, needs_digests, source_digests
-from ..trace.model import ROLE_SHORT, BreakGroup, Compile, Error, Failure, Frame
+from ..trace.model import ROLE_SHORT, BreakGroup, Compile, Error, Failure, Frame, Kernel
 from ..trace.provenance import (
     KernelProvenance,
     Provenance,
@@ -43,6 +45,7 @@ from ..trace.provenance import (
     model_provenance,
 )
 from ..trace.recompiles import diagnose
+from .bench import with_bench
 from .content import (
     KIND_STYLE,
     STATUS_STYLE,
@@ -115,6 +118,7 @@ class TableView(Screen[None], Generic[T]):
     def __init__(self) -> None:
         super().__init__()
         self.objects: list[T] = []
+        self.shown_columns: tuple[str, ...] = ()
 
     def compose(self) -> ComposeResult:
         yield Static(id="view-head", classes="view-head")
@@ -130,9 +134,27 @@ class TableView(Screen[None], Generic[T]):
         return iter(())
 
     def on_mount(self) -> None:
-        table = self.query_one(DataTable)
-        table.add_columns(*self.COLUMNS)
+        self._set_columns(self.COLUMNS)
         self.reload()
+
+    def columns(self) -> tuple[str, ...]:
+        """The table's columns now (a view may add some as facts arrive)."""
+        return self.COLUMNS
+
+    def _set_columns(self, columns: tuple[str, ...]) -> None:
+        if columns != self.shown_columns:
+            table = self.query_one(DataTable)
+            table.clear(columns=True)
+            table.add_columns(*columns)
+            self.shown_columns = columns
+
+    def bench_target(self) -> Compile | Kernel | None:
+        """What the bench key (B) benchmarks here: the highlighted row's compile or kernel."""
+        return None
+
+    def highlighted(self) -> T | None:
+        row = self.query_one(DataTable).cursor_row
+        return self.objects[row] if 0 <= row < len(self.objects) else None
 
     @property
     def browser(self) -> TcviewApp:
@@ -186,6 +208,7 @@ class TableView(Screen[None], Generic[T]):
     def _fill(self, rows: list[Row[T]], head: Text) -> None:
         if not self.is_attached:
             return  # closed meanwhile
+        self._set_columns(self.columns())
         table = self.query_one(DataTable)
         table.clear()
         self.objects = []
@@ -413,9 +436,43 @@ class KernelsView(TableView[KernelGroup]):
     (a frame recompiled for another shape, say) is one row with the compiles it is in."""
 
     TITLE = "Kernels"
-    HELP = "type to filter by name, kind or graph · ↓ to the list · enter: show source · esc: back"
+    HELP = (
+        "type to filter by name, kind or graph · ↓ to the list · enter: show source"
+        " · B: bench · esc: back"
+    )
     COLUMNS = ("kernel", "kind", "compiles", "graph")
+    BENCH_COLUMN = "bench (ms · share · GB/s)"
     AUTO_FOCUS = "#kernel-filter"
+    BINDINGS = [
+        Binding(
+            "s",
+            "sort",
+            "Sort",
+            id="kernels.sort",
+            tooltip="in the list: sort by benchmarked time (slowest first), or by order",
+        ),
+    ]
+    by_bench = False
+
+    def columns(self) -> tuple[str, ...]:
+        return (*self.COLUMNS, self.BENCH_COLUMN) if self.browser.bencher.times else self.COLUMNS
+
+    def bench_time(self, group: KernelGroup) -> KernelTime | None:
+        """The benchmark of the group's kernels (the same source: any of them), if any."""
+        bench = self.browser.bencher
+        return next((t for k in group.kernels if (t := bench.time_of(k)) is not None), None)
+
+    def bench_target(self) -> Compile | Kernel | None:
+        group = self.highlighted()
+        return group.first if group is not None else None
+
+    def action_sort(self) -> None:
+        self.by_bench = not self.by_bench
+        self.notify(
+            markup=False,
+            message="sorted by benchmarked time" if self.by_bench else "in the order compiled",
+        )
+        self.reload()
 
     def compose_top(self) -> ComposeResult:
         box = Input(
@@ -448,6 +505,9 @@ class KernelsView(TableView[KernelGroup]):
     def rows(self, model: Model) -> list[Row[KernelGroup]]:
         groups = group_kernels(list(model.kernels))
         self.distinct = len(groups)
+        timed = bool(self.browser.bencher.times)
+        if timed and self.by_bench:
+            groups.sort(key=lambda g: -(t.ms if (t := self.bench_time(g)) is not None else -1.0))
         words = self.words
         out: list[Row[KernelGroup]] = []
         for i, g in enumerate(groups):
@@ -465,17 +525,15 @@ class KernelsView(TableView[KernelGroup]):
             ids = g.compile_ids
             shown = ", ".join(ids[:3]) + (f" … +{len(ids) - 3}" if len(ids) > 3 else "")
             count = Text(f"×{g.count} " if g.count > 1 else "", style="bold")
-            out.append(
-                (
-                    [
-                        lit(g.name),
-                        Text(g.kind, style=KIND_STYLE.get(g.kind, "")),
-                        Text.assemble(count, lit(shown)),
-                        lit(", ".join(roles), "magenta"),
-                    ],
-                    g,
-                )
-            )
+            cells = [
+                lit(g.name),
+                Text(g.kind, style=KIND_STYLE.get(g.kind, "")),
+                Text.assemble(count, lit(shown)),
+                lit(", ".join(roles), "magenta"),
+            ]
+            if timed:
+                cells.append(bench_cell(self.bench_time(g)))
+            out.append((cells, g))
         return out
 
     def head(self) -> Text:
@@ -510,10 +568,22 @@ class KernelsView(TableView[KernelGroup]):
             event.stop()
 
     def detail(self, group: KernelGroup) -> Document:
-        return detail_doc(kernel_detail(group.first, self.model))
+        return detail_doc(
+            with_bench(kernel_detail(group.first, self.model), self.bench_time(group))
+        )
 
     def activate(self, group: KernelGroup) -> None:
         self.browser.reveal("kernel", group.first)
+
+
+def bench_cell(time: KernelTime | None) -> Text:
+    """``0.0208 ms · 46% · 1,234 GB/s``: a kernel's benchmark in the kernels view."""
+    if time is None:
+        return Text("")
+    text = Text(f"{time.ms:.4f} ms · {time.share:.0%}", style="bold")
+    if time.gb_s is not None:
+        text.append(f" · {time.gb_s:,.0f} GB/s", style="cyan")
+    return text
 
 
 # ---------------------------------------------------------------- failures
@@ -662,6 +732,11 @@ class TimeView(TableView[Compile]):
                     sums[label] = sums.get(label, 0.0) + value
         for label in order:
             head.append(f" · {label} {fmt_seconds(sums[label])}", style="cyan")
+        tuned = [t for c in comps if (t := autotune_seconds(c)) is not None]
+        if tuned:
+            head.append(
+                f" · autotune {fmt_seconds(sum(tuned))} in {len(tuned)} compiles", style="yellow"
+            )
         return head
 
     def detail(self, comp: Compile) -> Document:
@@ -669,6 +744,9 @@ class TimeView(TableView[Compile]):
 
     def activate(self, comp: Compile) -> None:
         self.browser.reveal("compile", comp)
+
+    def bench_target(self) -> Compile | Kernel | None:
+        return self.highlighted()
 
     def action_sort(self) -> None:
         self.by_time = not self.by_time
