@@ -142,11 +142,18 @@ class TableView(Screen[None], Generic[T]):
         return self.COLUMNS
 
     def _set_columns(self, columns: tuple[str, ...]) -> None:
-        if columns != self.shown_columns:
-            table = self.query_one(DataTable)
+        if columns == self.shown_columns:
+            return
+        table = self.query_one(DataTable)
+        shown = self.shown_columns
+        if columns[: len(shown)] == shown:
+            # Columns added (the bench column): the others keep the widths their rows gave
+            # them, instead of starting again from their labels' widths.
+            table.add_columns(*columns[len(shown) :])
+        else:
             table.clear(columns=True)
             table.add_columns(*columns)
-            self.shown_columns = columns
+        self.shown_columns = columns
 
     def bench_target(self) -> Compile | Kernel | None:
         """What the bench key (B) benchmarks here: the highlighted row's compile or kernel."""
