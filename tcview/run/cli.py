@@ -7,6 +7,7 @@ import sys
 from dataclasses import replace
 from pathlib import Path
 
+from ..trace.summary import fail_on as found_kinds
 from ..trace.summary import parse_fail_on
 from .cleanup import install_cleanup
 from .report import finish_report
@@ -97,7 +98,7 @@ def run_headless(launcher: Launcher, fail_on: list[str]) -> int:
     print(f"\n{report.text}")
     sys.stdout.flush()
     if fail_on:
-        present = [k for k in fail_on if report.summary.get(k)]
+        present = found_kinds(report.summary, fail_on)
         if present:
             print(f"tcview: found {', '.join(present)}", file=sys.stderr)
             if code == 0:

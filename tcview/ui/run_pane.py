@@ -37,6 +37,7 @@ from ..run.report import load_counts, status_line
 from ..run.session import Launcher, OutputLine, RunSession
 from ..run.spec import LaunchError
 from ..safe import colours_only, safe_line
+from ..trace.summary import fail_on as found_kinds
 from .app import BROWSE_BINDINGS, QUIT, TEXTUAL_BINDINGS, TcviewApp
 from .help import HelpPlace, bindings_of
 from .messages import JobEnded, OutputArrived
@@ -565,7 +566,7 @@ def run_live(launcher: Launcher, fail_on: list[str]) -> int:
     print(status_line(status, app.final_counts))
     if fail_on:
         _, summary, _ = load_counts(session.run_dir)
-        present = [kind for kind in fail_on if summary.get(kind)]
+        present = found_kinds(summary, fail_on)
         if present:
             print(f"tcview: found {', '.join(present)}", file=sys.stderr)
             if code == 0:

@@ -1,0 +1,660 @@
+"""Divergence between ranks: which ranks compiled differently, how, and where it began.
+
+Two steps, so that the first can run where a file is indexed (a worker process):
+
+1. `file_signature(source)`: a small JSON value per log source (one trace file, or one process
+   of a capture), read from its own index: one `Step` per compile, in the order the compiles
+   started (id, frame, status, failure, why it recompiled, graph-break causes, cache results,
+   the collective ops Inductor scheduled, digests of its tensor metadata), and the graph
+   execution order it logged last. Only the small ``inductor_collective_schedule``,
+   ``inductor_runtime_and_tensor_meta`` and ``graph_execution`` artifacts are read from disk.
+2. `analyze(model)`: each rank's steps (its sources' signatures, in file order) compared:
+   groups of ranks per check (`CHECKS`, the keys of ``summary --json``'s ``divergence``), ranks
+   that behave identically folded into one group, and the first point of divergence in a
+   sentence.
+
+The checks, and how they differ from tlparse 0.4.3 ``--all-ranks-html`` (see the README):
+
+- ``compile_ids``: the set of compile ids (with their episode: ``0/0 #2``); tlparse uses the
+  ids of its output directories (attempts ``0/0_1`` and ``[-/-]`` included) and prints no groups.
+- ``cache``: per compile, its cache results (hit, miss, bypass) in order; tlparse concatenates
+  all results and ignores the compile ids.
+- ``breaks``: the (compile id, cause) of every graph break and recompile; tlparse has no such
+  check. Causes are made comparable across processes (addresses and object ids removed).
+- ``tensor_meta``: shapes, dtypes and strides of Inductor's graphs (the
+  ``inductor_runtime_and_tensor_meta`` artifacts without their runtime estimates); tlparse
+  compares the whole artifact, estimates included, which differ from process to process.
+- ``collectives``: the collective ops Inductor scheduled (``inductor_collective_schedule``),
+  concatenated in the order the compiles started; tlparse concatenates them in directory
+  listing order.
+- ``exec_order``: the last ``graph_execution`` artifact's order of compile ids, as tlparse.
+"""
+
+from __future__ import annotations
+
+import difflib
+import hashlib
+import json
+import re
+from collections.abc import Callable, Hashable, Iterable, Sequence
+from dataclasses import dataclass, field
+from typing import Any, NamedTuple
+
+from .model import Compile, JsonValue, LogSource, Model
+from .ranks import ranks_label, ranks_text
+from .recompiles import primary_failure
+
+SIGNATURE_VERSION = 1
+# The checks of ``summary --json``'s ``divergence``, in the order a report lists them.
+CHECKS = ("compile_ids", "cache", "breaks", "tensor_meta", "collectives", "exec_order")
+CHECK_TITLES = {
+    "compile_ids": "compile ids",
+    "cache": "cache hit/miss",
+    "breaks": "graph breaks, recompiles, failures",
+    "tensor_meta": "tensor metadata",
+    "collectives": "collective ops",
+    "exec_order": "graph execution order",
+}
+# Checks whose data only some traces record (the artifacts below).
+RECORDED_ONLY = ("tensor_meta", "collectives", "exec_order")
+COLLECTIVES_ARTIFACT = "inductor_collective_schedule"
+TENSOR_META_ARTIFACT = "inductor_runtime_and_tensor_meta"
+EXEC_ORDER_ARTIFACT = "graph_execution"
+# Keys of the tensor-metadata artifact that are estimates, not metadata: left out of its digest.
+RUNTIME_KEY_PREFIX = "estimated_runtime"
+UNREADABLE = "(unreadable)"
+
+_ADDRESS = re.compile(r"0x[0-9a-fA-F]+")
+_LONG_NUMBER = re.compile(r"\d{7,}")  # object ids and addresses printed in decimal
+
+
+class Step(NamedTuple):
+    """One compile of a rank, as divergence compares it (`time` is never compared)."""
+
+    id: str  # id_label: 0/1, 0/0 #2
+    frame: str  # the function compiled
+    status: str
+    failure: str  # the fail_type, "" when it did not fail
+    recompile: str  # why it recompiled (`x` size at index 0), "" when not a recompile
+    breaks: tuple[str, ...]  # graph-break causes
+    cache: tuple[str, ...]  # hit / miss / bypass, in order
+    collectives: tuple[str, ...]  # op names, in schedule order
+    tensor_meta: tuple[str, ...]  # digests of its tensor metadata artifacts
+    time: float | None
+
+    @property
+    def key(self) -> tuple[Any, ...]:
+        """What must be equal for two ranks to have done the same."""
+        return tuple(self)[:-1]
+
+
+# ---------------------------------------------------------------------- per source
+
+
+def stable_text(text: str) -> str:
+    """A cause as every process prints it: addresses and object ids replaced by ``…``."""
+    return _LONG_NUMBER.sub("…", _ADDRESS.sub("0x…", text.split("\n", 1)[0].strip()))
+
+
+def recompile_cause(comp: Compile) -> str:
+    """``\\`x\\` size at index 0``: what its guard failure says changed ("" when not a
+    recompile; ``?`` when no guard failure was logged)."""
+    if comp.recompile is None:
+        return ""
+    failure = primary_failure(comp)
+    if failure is None:
+        return "?"
+    if failure.change == "other":
+        return stable_text(failure.text)
+    return f"`{failure.input}` {failure.what}" if failure.input else failure.what
+
+
+def _frame_name(comp: Compile) -> str:
+    frame = comp.frame
+    if frame is None:
+        return ""
+    if frame.co_name:
+        return frame.co_name
+    user = frame.user_frame
+    return user.name if user is not None else ""
+
+
+def _strip_runtimes(value: Any) -> Any:
+    if isinstance(value, dict):
+        return {
+            k: _strip_runtimes(v)
+            for k, v in value.items()
+            if not str(k).startswith(RUNTIME_KEY_PREFIX)
+        }
+    if isinstance(value, list):
+        return [_strip_runtimes(v) for v in value]
+    return value
+
+
+def tensor_meta_digest(payload: str) -> str:
+    """A digest of a tensor-metadata artifact without its runtime estimates (of the text as it
+    is when it is not JSON)."""
+    try:
+        value = json.loads(payload)
+    except (ValueError, RecursionError):
+        text = payload
+    else:
+        text = json.dumps(_strip_runtimes(value), sort_keys=True, separators=(",", ":"))
+    return hashlib.sha1(text.encode("utf-8", "replace")).hexdigest()[:16]
+
+
+def collective_ops(payload: str) -> list[str]:
+    """The op names of a collective schedule (a JSON list of strings)."""
+    try:
+        value = json.loads(payload)
+    except (ValueError, RecursionError):
+        return [UNREADABLE]
+    if not isinstance(value, list):
+        return [UNREADABLE]
+    return [str(v) for v in value]
+
+
+def execution_order(payload: str) -> list[str]:
+    """The compile ids of a ``graph_execution`` artifact's ``graph_execution_order``."""
+    try:
+        value = json.loads(payload)
+    except (ValueError, RecursionError):
+        return [UNREADABLE]
+    order = value.get("graph_execution_order") if isinstance(value, dict) else None
+    if not isinstance(order, list):
+        return [UNREADABLE]
+    out = []
+    for item in order:
+        if isinstance(item, dict):
+            item = item.get("compile_id")
+        out.append(str(item))
+    return out
+
+
+def step_of(comp: Compile, collectives: bool = True, tensor_meta: bool = True) -> Step:
+    """One compile as a `Step`; the artifacts are read only when their flags say the source
+    has some (a compile's records are otherwise not walked)."""
+    ops: list[str] = []
+    metas: list[str] = []
+    if collectives or tensor_meta:
+        for rec in comp.records:
+            if collectives and rec.name == COLLECTIVES_ARTIFACT:
+                ops.extend(collective_ops(rec.payload()))
+            elif tensor_meta and rec.name == TENSOR_META_ARTIFACT:
+                metas.append(tensor_meta_digest(rec.payload()))
+    failure = comp.failures[0].fail_type if comp.failures else ""
+    return Step(
+        comp.id_label,
+        _frame_name(comp),
+        comp.status,
+        failure,
+        recompile_cause(comp),
+        tuple(stable_text(gb.reason) for gb in comp.breaks),
+        tuple(e.result for e in comp.cache),
+        tuple(ops),
+        tuple(metas),
+        comp.compile_time_s,
+    )
+
+
+def file_signature(source: LogSource) -> dict[str, JsonValue]:
+    """What divergence needs of one source, as JSON (see the module): small, and made from the
+    source's own index (a worker process that indexed the file can make it)."""
+    artifacts = source.artifacts
+    collectives = artifacts[COLLECTIVES_ARTIFACT] > 0
+    tensor_meta = artifacts[TENSOR_META_ARTIFACT] > 0
+    comps = sorted(source.compiles.values(), key=lambda c: c.order)
+    order: list[str] | None = None
+    if artifacts[EXEC_ORDER_ARTIFACT]:
+        last = next((r for r in reversed(source.records) if r.name == EXEC_ORDER_ARTIFACT), None)
+        if last is not None:
+            order = execution_order(last.payload())
+    return {
+        "version": SIGNATURE_VERSION,
+        "steps": [_json_step(step_of(c, collectives, tensor_meta)) for c in comps],
+        "exec_order": order,
+    }
+
+
+def _json_step(step: Step) -> list[JsonValue]:
+    """A step as JSON (its tuples as lists)."""
+    return [list(v) if isinstance(v, tuple) else v for v in step]
+
+
+def _strings(value: Any) -> tuple[str, ...]:
+    if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
+        raise ValueError("not a list of strings")
+    return tuple(value)
+
+
+def steps_from(signature: JsonValue) -> tuple[list[Step], tuple[str, ...] | None]:
+    """The steps and execution order of a `file_signature` (from JSON); ValueError when it is
+    not one of this version (a caller then makes it again)."""
+    if not isinstance(signature, dict) or signature.get("version") != SIGNATURE_VERSION:
+        raise ValueError("not a divergence signature of this version")
+    rows = signature.get("steps")
+    if not isinstance(rows, list):
+        raise ValueError("no steps")
+    steps = []
+    for row in rows:
+        if not isinstance(row, list) or len(row) != len(Step._fields):
+            raise ValueError("a step of the wrong shape")
+        sid, frame, status, failure, recompile, breaks, cache, ops, metas, time = row
+        if not all(isinstance(v, str) for v in (sid, frame, status, failure, recompile)):
+            raise ValueError("a step with a field of the wrong type")
+        if time is not None and not isinstance(time, (int, float)):
+            raise ValueError("a step's time is not a number")
+        steps.append(
+            Step(
+                sid,
+                frame,
+                status,
+                failure,
+                recompile,
+                _strings(breaks),
+                _strings(cache),
+                _strings(ops),
+                _strings(metas),
+                None if time is None else float(time),
+            )
+        )
+    order = signature.get("exec_order")
+    return steps, (None if order is None else _strings(order))
+
+
+# ---------------------------------------------------------------------- combined
+
+
+@dataclass(eq=False)
+class RankSteps:
+    """One rank: its sources, its compiles as steps, and the facts its row shows."""
+
+    rank: int
+    files: list[LogSource]
+    steps: list[Step]
+    exec_order: tuple[str, ...] | None
+    errors: list[str] = field(default_factory=list)  # headlines of its errors
+
+    @property
+    def compiles(self) -> int:
+        return len(self.steps)
+
+    @property
+    def breaks(self) -> int:
+        return sum(len(s.breaks) for s in self.steps)
+
+    @property
+    def recompiles(self) -> int:
+        return sum(1 for s in self.steps if s.recompile)
+
+    @property
+    def failures(self) -> int:
+        return sum(1 for s in self.steps if s.failure)
+
+    @property
+    def compile_time(self) -> float:
+        return sum(s.time or 0.0 for s in self.steps)
+
+    def cache_count(self, result: str) -> int:
+        return sum(1 for s in self.steps for r in s.cache if r == result)
+
+    @property
+    def behaviour(self) -> tuple[Hashable, ...]:
+        """What must be equal for two ranks to fold into one group (time aside)."""
+        return (tuple(s.key for s in self.steps), self.exec_order, tuple(self.errors))
+
+
+# What each check compares, per rank.
+_CHECK_KEYS: dict[str, Callable[[RankSteps], Hashable]] = {
+    "compile_ids": lambda r: frozenset(s.id for s in r.steps),
+    "cache": lambda r: tuple((s.id, s.cache) for s in r.steps if s.cache),
+    "breaks": lambda r: tuple(
+        sorted(
+            [(s.id, "break", b) for s in r.steps for b in s.breaks]
+            + [(s.id, "recompile", s.recompile) for s in r.steps if s.recompile]
+            + [(s.id, "failure", s.failure) for s in r.steps if s.failure]
+        )
+    ),
+    "tensor_meta": lambda r: tuple((s.id, s.tensor_meta) for s in r.steps if s.tensor_meta),
+    "collectives": lambda r: tuple(op for s in r.steps for op in s.collectives),
+    "exec_order": lambda r: r.exec_order,
+}
+
+
+def group_ranks(
+    ranks: Sequence[RankSteps], key: Callable[[RankSteps], Hashable]
+) -> list[list[int]]:
+    """Ranks with equal keys, each group sorted, groups sorted by their first rank."""
+    by: dict[Hashable, list[int]] = {}
+    for r in ranks:
+        by.setdefault(key(r), []).append(r.rank)
+    return sorted((sorted(g) for g in by.values()), key=lambda g: g[0])
+
+
+@dataclass
+class Finding:
+    """One check: its groups of ranks (one group: no divergence)."""
+
+    check: str
+    groups: list[list[int]]
+    recorded: bool = True  # the trace records what it compares (always, for the first three)
+
+    @property
+    def title(self) -> str:
+        return CHECK_TITLES[self.check]
+
+    @property
+    def diverges(self) -> bool:
+        return len(self.groups) > 1
+
+
+@dataclass
+class Divergence:
+    """What `analyze` found: per rank its steps, per check its groups, and where it began."""
+
+    ranks: list[RankSteps]
+    findings: dict[str, Finding]
+    groups: list[list[int]]  # ranks that behave identically
+    first: str = ""  # the first point of divergence, in a sentence ("" when none)
+    pair: tuple[int, int] | None = None  # two ranks that show it (to compare side by side)
+    unranked: int = 0  # sources without a rank (not compared)
+
+    @property
+    def diverges(self) -> bool:
+        return len(self.groups) > 1
+
+    def rank(self, rank: int) -> RankSteps | None:
+        return next((r for r in self.ranks if r.rank == rank), None)
+
+    def json(self) -> dict[str, list[list[int]]]:
+        """``summary --json``'s ``divergence``: the groups of each of `CHECKS`."""
+        return {check: self.findings[check].groups for check in CHECKS}
+
+
+Signer = Callable[[LogSource], JsonValue]
+
+
+def analyze(model: Model, signature: Signer = file_signature) -> Divergence:
+    """Compare the model's ranks (see the module). `signature` gives a source's
+    `file_signature` (one made elsewhere, e.g. by the worker that indexed the file); one that
+    does not read back is made again here."""
+    by_rank: dict[int, list[LogSource]] = {}
+    unranked = 0
+    for source in list(model.files):
+        rank = source.rank
+        if rank is None:
+            unranked += 1
+        else:
+            by_rank.setdefault(rank, []).append(source)
+    errors: dict[int, list[str]] = {}
+    for error in model.run_errors():
+        if error.rank is not None:
+            errors.setdefault(error.rank, []).append(error.headline)
+    ranks: list[RankSteps] = []
+    for rank in sorted(by_rank):
+        steps: list[Step] = []
+        order: tuple[str, ...] | None = None
+        for source in by_rank[rank]:
+            try:
+                more, last = steps_from(signature(source))
+            except ValueError:
+                more, last = steps_from(file_signature(source))
+            steps.extend(more)
+            order = last if last is not None else order
+        ranks.append(RankSteps(rank, by_rank[rank], steps, order, errors.get(rank, [])))
+    return combine(ranks, unranked)
+
+
+def combine(ranks: list[RankSteps], unranked: int = 0) -> Divergence:
+    """The findings over ranks whose steps are known (the cheap step: no disk reads)."""
+    findings = {}
+    for check, key in _CHECK_KEYS.items():
+        recorded = check not in RECORDED_ONLY or any(_has(check, r) for r in ranks)
+        findings[check] = Finding(check, group_ranks(ranks, key), recorded)
+    groups = group_ranks(ranks, lambda r: r.behaviour)
+    out = Divergence(ranks, findings, groups, unranked=unranked)
+    if len(groups) > 1:
+        reps = [r for r in ranks if r.rank in {g[0] for g in groups}]
+        out.first, out.pair = first_divergence(reps, groups)
+    return out
+
+
+def _has(check: str, r: RankSteps) -> bool:
+    if check == "exec_order":
+        return r.exec_order is not None
+    if check == "collectives":
+        return any(s.collectives for s in r.steps)
+    return any(s.tensor_meta for s in r.steps)
+
+
+# ---------------------------------------------------------------------- the first divergence
+
+# What can differ between two steps of the same index, in the order a sentence names it.
+ASPECTS = ("id", "failure", "recompile", "breaks", "status", "cache", "collectives", "tensor_meta")
+
+
+_ASPECT_VALUES: dict[str, Callable[[Step], Hashable]] = {
+    "id": lambda s: (s.id, s.frame),
+    "failure": lambda s: s.failure,
+    "recompile": lambda s: s.recompile,
+    "breaks": lambda s: s.breaks,
+    "status": lambda s: s.status,
+    "cache": lambda s: s.cache,
+    "collectives": lambda s: s.collectives,
+    "tensor_meta": lambda s: s.tensor_meta,
+}
+
+
+def _aspect(step: Step | None, aspect: str) -> Hashable:
+    return None if step is None else _ASPECT_VALUES[aspect](step)
+
+
+def _verb(phrase: str, plural: bool) -> str:
+    """The phrase for several ranks: its first word (a verb) without its ``s``."""
+    if not plural:
+        return phrase
+    head, _, rest = phrase.partition(" ")
+    head = {"does": "do", "has": "have"}.get(head, head[:-1] if head.endswith("s") else head)
+    return f"{head} {rest}" if rest else head
+
+
+def _short_op(op: str) -> str:
+    """``torch.ops._c10d_functional.all_reduce_.default`` -> ``all_reduce_``."""
+    parts = op.split(".")
+    if len(parts) >= 2 and parts[-1] == "default":
+        return parts[-2]
+    return parts[-1] if parts else op
+
+
+def _describe(step: Step) -> str:
+    """A step told in full (its id is not shared with the ranks it is compared with)."""
+    if step.failure:
+        text = f"fails to compile {step.id} ({step.failure})"
+    elif step.recompile and step.recompile != "?":
+        text = f"recompiles {step.id} on {step.recompile}"
+    elif step.recompile:
+        text = f"recompiles {step.id}"
+    else:
+        text = f"compiles {step.id}" + (f" ({step.frame})" if step.frame else "")
+    if step.breaks:
+        text += f" and breaks the graph ({step.breaks[0]})"
+    return text
+
+
+def _phrase(step: Step | None, aspect: str, ref: Step | None) -> str:
+    """What a group of ranks does at the step where they diverge, for one aspect (singular)."""
+    if step is None:
+        return "does not"
+    if aspect == "id":
+        return _describe(step)
+    sid = step.id
+    if aspect == "failure":
+        return f"fails to compile {sid} ({step.failure})" if step.failure else "does not"
+    if aspect == "recompile":
+        return f"recompiles {sid} on {step.recompile}" if step.recompile else "does not"
+    if aspect == "breaks":
+        if not step.breaks:
+            return "does not"
+        theirs = ref.breaks if ref is not None else ()
+        new = next((b for b in step.breaks if b not in theirs), step.breaks[0])
+        return f"breaks the graph in {sid} ({new})"
+    if aspect == "status":
+        return f"ends {sid} as {step.status}"
+    if aspect == "cache":
+        return f"gets cache {'/'.join(step.cache)} for {sid}" if step.cache else "does not"
+    if aspect == "collectives":
+        if not step.collectives:
+            return f"schedules no collectives in {sid}"
+        theirs = ref.collectives if ref is not None else ()
+        at = next(
+            (i for i, op in enumerate(step.collectives) if i >= len(theirs) or theirs[i] != op),
+            len(step.collectives),
+        )
+        if at >= len(step.collectives):
+            return f"schedules {len(step.collectives)} collectives in {sid}"
+        return f"schedules {_short_op(step.collectives[at])} as collective {at + 1} of {sid}"
+    if not step.tensor_meta:
+        return f"logs no tensor metadata for {sid}"
+    return f"logs other tensor metadata (shapes, dtypes, strides) for {sid}"
+
+
+def _reference(groups: list[tuple[list[int], Step | None]]) -> int:
+    """The group the others are told against: the largest (the first of equals)."""
+    return max(range(len(groups)), key=lambda i: (len(groups[i][0]), -groups[i][0][0]))
+
+
+def first_divergence(
+    reps: Sequence[RankSteps], groups: list[list[int]]
+) -> tuple[str, tuple[int, int] | None]:
+    """The first point where the groups' representatives differ, in a sentence, and two ranks
+    (of the reference group and of another) that show it."""
+    members = {g[0]: g for g in groups}
+    longest = max(len(r.steps) for r in reps)
+    for i in range(longest):
+        at = [(r, r.steps[i] if i < len(r.steps) else None) for r in reps]
+        if len({s.key if s is not None else None for _, s in at}) == 1:
+            continue
+        aspect = next(a for a in ASPECTS if len({_aspect(s, a) for _, s in at}) > 1)
+        by: dict[Hashable, tuple[list[int], Step | None]] = {}
+        for r, s in at:
+            entry = by.setdefault(_aspect(s, aspect), ([], s))
+            entry[0].extend(members[r.rank])
+        return _sentence([(sorted(rs), s) for rs, s in by.values()], aspect)
+    orders = {r.exec_order for r in reps}
+    if len(orders) > 1:
+        return _order_sentence(reps, members)
+    crashed = [r for r in reps if r.errors]
+    if crashed:
+        return _error_sentence(reps, members)
+    return "", None
+
+
+def _sentence(
+    groups: list[tuple[list[int], Step | None]], aspect: str
+) -> tuple[str, tuple[int, int]]:
+    """The groups at the step where they diverge: those that did something first (the
+    reference group, the largest, after the others), then those that did not."""
+    groups.sort(key=lambda g: g[0][0])
+    ref_at = _reference(groups)
+    ref_ranks, ref = groups[ref_at]
+    others = [g for i, g in enumerate(groups) if i != ref_at]
+    did: list[str] = []
+    did_not: list[str] = []
+    against = ref if ref is not None and (aspect != "tensor_meta" or ref.tensor_meta) else None
+    for ranks, step in others:
+        phrase = _phrase(step, aspect, ref)
+        if aspect == "tensor_meta" and against is not None and step is not None:
+            if step.tensor_meta:
+                phrase += f" than {ranks_label(ref_ranks)}"
+        (did_not if phrase == "does not" else did).append(
+            f"{ranks_label(ranks)} {_verb(phrase, len(ranks) > 1)}"
+        )
+    if aspect != "tensor_meta" or against is None:
+        # Tensor metadata is told against the reference group's: it needs no clause of its own.
+        phrase = _phrase(ref, aspect, others[0][1])
+        (did_not if phrase == "does not" else did).append(
+            f"{ranks_label(ref_ranks)} {_verb(phrase, len(ref_ranks) > 1)}"
+        )
+    if aspect == "tensor_meta":
+        did.sort(key=lambda part: "no tensor metadata" in part)
+    return "; ".join(did + did_not), (ref_ranks[0], others[0][0][0])
+
+
+def _order_sentence(
+    reps: Sequence[RankSteps], members: dict[int, list[int]]
+) -> tuple[str, tuple[int, int] | None]:
+    """Execution orders differ: the first call where they do."""
+    orders = [(members[r.rank], r.exec_order or ()) for r in reps]
+    longest = max(len(o) for _, o in orders)
+    for i in range(longest):
+        seen: dict[str, list[int]] = {}
+        for ranks, order in orders:
+            seen.setdefault(order[i] if i < len(order) else "nothing", []).extend(ranks)
+        if len(seen) > 1:
+            parts = [
+                f"{ranks_label(sorted(rs))} {_verb('runs', len(rs) > 1)} {cid}"
+                for cid, rs in sorted(seen.items(), key=lambda kv: min(kv[1]))
+            ]
+            pair = sorted(min(rs) for rs in seen.values())
+            return f"graph execution order, call {i + 1}: " + "; ".join(parts), (
+                pair[0],
+                pair[1],
+            )
+    return "", None
+
+
+def _error_sentence(
+    reps: Sequence[RankSteps], members: dict[int, list[int]]
+) -> tuple[str, tuple[int, int] | None]:
+    """Same compiles, but some ranks crashed."""
+    crashed = sorted(rank for r in reps if r.errors for rank in members[r.rank])
+    fine = sorted(rank for r in reps if not r.errors for rank in members[r.rank])
+    first = next(r for r in reps if r.errors)
+    text = f"{ranks_label(crashed)} crashed ({first.errors[0]})"
+    if fine:
+        text += f"; {ranks_label(fine)} did not"
+        return text, (fine[0], crashed[0])
+    others = [r.rank for r in reps if r is not first]
+    return text, ((first.rank, others[0]) if others else None)
+
+
+# ---------------------------------------------------------------------- side by side
+
+
+class Pair(NamedTuple):
+    """Two ranks' compiles at one place of their aligned lists; `differs` names the aspects
+    (`ASPECTS`) in which they differ (["id"] when one side has no compile there)."""
+
+    left: Step | None
+    right: Step | None
+    differs: tuple[str, ...]
+
+
+def align(left: Sequence[Step], right: Sequence[Step]) -> list[Pair]:
+    """Two ranks' compile lists aligned by compile id (a longest-common-subsequence match)."""
+    matcher = difflib.SequenceMatcher(
+        None, [s.id for s in left], [s.id for s in right], autojunk=False
+    )
+    out: list[Pair] = []
+    for tag, i1, i2, j1, j2 in matcher.get_opcodes():
+        if tag == "equal":
+            for a, b in zip(left[i1:i2], right[j1:j2], strict=True):
+                out.append(Pair(a, b, _differs(a, b)))
+            continue
+        n = max(i2 - i1, j2 - j1)
+        for k in range(n):
+            one = left[i1 + k] if i1 + k < i2 else None
+            other = right[j1 + k] if j1 + k < j2 else None
+            out.append(Pair(one, other, _differs(one, other)))
+    return out
+
+
+def _differs(a: Step | None, b: Step | None) -> tuple[str, ...]:
+    if a is None or b is None:
+        return ("id",)
+    return tuple(x for x in ASPECTS if _aspect(a, x) != _aspect(b, x))
+
+
+def describe_groups(groups: Iterable[Sequence[int]]) -> str:
+    """``[0–3] [4] [5, 6]``."""
+    return " ".join(f"[{ranks_text(g)}]" for g in groups)
