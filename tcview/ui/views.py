@@ -2,12 +2,15 @@
 
 Each view is a table of rows over the model, with the detail of the highlighted row below.
 Enter jumps to the compile (or, for kernels, to the kernel's source) in the tree. The rows
-(and the head above them) are built in a worker; the UI thread only fills the table.
+(and the head above them) are built in a worker; the UI thread only fills the table. With more
+than one rank, each row says its rank (or ranks), and the app's rank filter (`#`) keeps the
+rows of the ranks picked.
 """
 
 from __future__ import annotations
 
 from collections import Counter
+from collections.abc import Iterable
 from typing import TYPE_CHECKING, Generic, TypeAlias, TypeVar, cast
 
 from rich.text import Text
@@ -23,7 +26,8 @@ from ..trace import Model
 from ..trace.detail import compile_detail, fmt_seconds, frame_detail, kernel_detail, phase_times
 from ..trace.facts import short_guard
 from ..trace.kernels import KernelGroup, group_kernels, needs_digests, source_digests
-from ..trace.model import ROLE_SHORT, BreakGroup, Compile, Error, Failure, Frame
+from ..trace.model import ROLE_SHORT, BreakGroup, Compile, Error, Failure, Frame, group_breaks
+from ..trace.ranks import Fact, RankSet, rank_of, ranks_label, ranks_of, ranks_text, wanted
 from ..trace.recompiles import diagnose
 from .content import (
     KIND_STYLE,
@@ -52,6 +56,12 @@ Row: TypeAlias = tuple[list[Text], T]  # the cells, and what the row stands for
 def _cut(text: str, n: int) -> str:
     text = text.replace("\n", " ")
     return text if len(text) <= n else text[: n - 1] + "…"
+
+
+def rank_cell(facts: Iterable[Fact | Error]) -> Text:
+    """The rank column: the ranks the row's facts come from (``0–3, 5``), ``-`` for none."""
+    ranks = {r for r in map(rank_of, facts) if r is not None}
+    return Text(ranks_text(ranks) or "-", style="bold magenta")
 
 
 def _frame_name(comp: Compile | None) -> str:
@@ -85,6 +95,8 @@ class TableView(Screen[None], Generic[T]):
     HELP = ""
     AUTO_FOCUS = "#view-table"
     COLUMNS: tuple[str, ...] = ()
+    # A rank column first when the input has more than one rank (rows() then gives its cell).
+    RANK_COLUMN = True
     BINDINGS = [
         Binding("escape", "close", "Back to tree", id="view.close"),
         Binding("j", "row(1)", "Down", show=False, id="view.down", tooltip="next row"),
@@ -96,6 +108,11 @@ class TableView(Screen[None], Generic[T]):
     def __init__(self) -> None:
         super().__init__()
         self.objects: list[T] = []
+        # Read on the UI thread before each reload: the app's rank filter; and, from the rows
+        # worker, whether the input has several ranks (the rows then carry a rank cell).
+        self.ranks: RankSet = None
+        self.ranked = False
+        self._columns: tuple[str, ...] = ()
 
     def compose(self) -> ComposeResult:
         yield Static(id="view-head", classes="view-head")
@@ -111,9 +128,27 @@ class TableView(Screen[None], Generic[T]):
         return iter(())
 
     def on_mount(self) -> None:
-        table = self.query_one(DataTable)
-        table.add_columns(*self.COLUMNS)
+        self._set_columns(self.COLUMNS)
         self.reload()
+
+    def columns(self) -> tuple[str, ...]:
+        return ("rank", *self.COLUMNS) if self.ranked and self.RANK_COLUMN else self.COLUMNS
+
+    def _set_columns(self, columns: tuple[str, ...]) -> None:
+        if columns == self._columns:
+            return
+        table = self.query_one(DataTable)
+        table.clear(columns=True)
+        table.add_columns(*columns)
+        self._columns = columns
+
+    def wants(self, fact: Fact | Error) -> bool:
+        """Whether the rank filter keeps the fact."""
+        return wanted(self.ranks, fact)
+
+    def ranked_cells(self, cells: list[Text], facts: Iterable[Fact | Error]) -> list[Text]:
+        """A row's cells with its rank cell first when the view has a rank column."""
+        return [rank_cell(facts), *cells] if self.ranked and self.RANK_COLUMN else cells
 
     @property
     def browser(self) -> TcviewApp:
@@ -127,10 +162,14 @@ class TableView(Screen[None], Generic[T]):
         return []
 
     def head(self) -> Text:
-        return Text.assemble((self.TITLE, "bold"), "  ", (self.HELP, "dim"))
+        head = Text.assemble((self.TITLE, "bold"), "  ", (self.HELP, "dim"))
+        if self.ranks is not None:
+            head.append(f"  [{ranks_label(self.ranks)} only · # to change]", style="bold magenta")
+        return head
 
     def reload(self) -> None:
         """Rebuild the rows off the UI thread; a newer reload replaces one still running."""
+        self.ranks = self.browser.rank_filter
         self._build_rows()
 
     @work(thread=True, group="rows", exclusive=True, exit_on_error=False, description="rows")
@@ -141,6 +180,7 @@ class TableView(Screen[None], Generic[T]):
             return  # replaced by a newer reload
         with self.browser.lock:
             if model is not None:
+                self.ranked = len(ranks_of(model)) > 1
                 rows = self.rows(model)
             head = self.head()
         if not get_current_worker().is_cancelled:
@@ -167,6 +207,7 @@ class TableView(Screen[None], Generic[T]):
     def _fill(self, rows: list[Row[T]], head: Text) -> None:
         if not self.is_attached:
             return  # closed meanwhile
+        self._set_columns(self.columns())
         table = self.query_one(DataTable)
         table.clear()
         self.objects = []
@@ -249,23 +290,25 @@ class BreaksView(TableView[BreakGroup]):
 
     def rows(self, model: Model) -> list[Row[BreakGroup]]:
         out: list[Row[BreakGroup]] = []
-        for g in model.grouped_breaks():
+        breaks = list(model.breaks)
+        groups = (
+            model.grouped_breaks()
+            if self.ranks is None
+            else group_breaks([gb for gb in breaks if self.wants(gb)])
+        )
+        for g in groups:
             comps = []
             for gb in g.breaks:
                 if gb.compile is not None and gb.compile.id_label not in comps:
                     comps.append(gb.compile.id_label)
             ids = ", ".join(comps[:4]) + (f" +{len(comps) - 4}" if len(comps) > 4 else "")
-            out.append(
-                (
-                    [
-                        Text(str(g.count), style="bold yellow", justify="right"),
-                        lit(_cut(g.reason, 90), "bold"),
-                        lit(g.first.short_location or "?", "yellow"),
-                        lit(ids, "dim"),
-                    ],
-                    g,
-                )
-            )
+            cells = [
+                Text(str(g.count), style="bold yellow", justify="right"),
+                lit(_cut(g.reason, 90), "bold"),
+                lit(g.first.short_location or "?", "yellow"),
+                lit(ids, "dim"),
+            ]
+            out.append((self.ranked_cells(cells, g.breaks), g))
         return out
 
     def empty_text(self) -> str:
@@ -323,6 +366,8 @@ class RecompilesView(TableView[Compile | Frame]):
         out: list[Row[Compile | Frame]] = []
         frames: list[Frame] = []
         for tf in list(model.files):
+            if self.ranks is not None and tf.rank not in self.ranks:
+                continue
             for frame in list(tf.frames.values()):
                 if len(frame.compiles) > 1 or any(c.key.is_recompile for c in frame.compiles):
                     frames.append(frame)
@@ -332,17 +377,13 @@ class RecompilesView(TableView[Compile | Frame]):
             limit = diagnosis.limit_hit is not None
             mark = "  ⚠ recompile limit hit" if limit else ""
             why = diagnosis.sentences[1 if limit and len(diagnosis.sentences) > 1 else 0]
-            out.append(
-                (
-                    [
-                        Text.assemble(lit(frame.label, "bold"), (mark, "bold red")),
-                        Text(f"{len(frame.compiles)} compiles", style="dim"),
-                        Text(""),
-                        lit(_cut(why, 110), "bold"),
-                    ],
-                    frame,
-                )
-            )
+            cells = [
+                Text.assemble(lit(frame.label, "bold"), (mark, "bold red")),
+                Text(f"{len(frame.compiles)} compiles", style="dim"),
+                Text(""),
+                lit(_cut(why, 110), "bold"),
+            ]
+            out.append((self.ranked_cells(cells, [frame]), frame))
             for i, comp in enumerate(frame.compiles):
                 reasons = comp.recompile.reasons if comp.recompile is not None else []
                 if reasons:
@@ -351,20 +392,18 @@ class RecompilesView(TableView[Compile | Frame]):
                         why += f"  (+{len(reasons) - 1} more)"
                 else:
                     why = "first compile" if i == 0 else "(no reason recorded)"
-                out.append(
-                    (
-                        [
-                            Text.assemble(
-                                ("  └ " if i == len(frame.compiles) - 1 else "  ├ ", "dim"),
-                                lit(comp.id_label, "bold"),
-                            ),
-                            verdict_text(comp),
-                            Text(fmt_seconds(comp.compile_time_s), style="dim"),
-                            lit(_cut(why, 110), "cyan" if reasons else "dim"),
-                        ],
-                        comp,
-                    )
-                )
+                cells = [
+                    Text.assemble(
+                        ("  └ " if i == len(frame.compiles) - 1 else "  ├ ", "dim"),
+                        lit(comp.id_label, "bold"),
+                    ),
+                    verdict_text(comp),
+                    Text(fmt_seconds(comp.compile_time_s), style="dim"),
+                    lit(_cut(why, 110), "cyan" if reasons else "dim"),
+                ]
+                if self.ranked:
+                    cells.insert(0, Text(""))  # the frame's row says the rank
+                out.append((cells, comp))
         return out
 
     def empty_text(self) -> str:
@@ -422,7 +461,7 @@ class KernelsView(TableView[KernelGroup]):
         return True
 
     def rows(self, model: Model) -> list[Row[KernelGroup]]:
-        groups = group_kernels(list(model.kernels))
+        groups = group_kernels([k for k in list(model.kernels) if self.wants(k)])
         self.distinct = len(groups)
         words = self.words
         out: list[Row[KernelGroup]] = []
@@ -441,23 +480,23 @@ class KernelsView(TableView[KernelGroup]):
             ids = g.compile_ids
             shown = ", ".join(ids[:3]) + (f" … +{len(ids) - 3}" if len(ids) > 3 else "")
             count = Text(f"×{g.count} " if g.count > 1 else "", style="bold")
-            out.append(
-                (
-                    [
-                        lit(g.name),
-                        Text(g.kind, style=KIND_STYLE.get(g.kind, "")),
-                        Text.assemble(count, lit(shown)),
-                        lit(", ".join(roles), "magenta"),
-                    ],
-                    g,
-                )
-            )
+            cells = [
+                lit(g.name),
+                Text(g.kind, style=KIND_STYLE.get(g.kind, "")),
+                Text.assemble(count, lit(shown)),
+                lit(", ".join(roles), "magenta"),
+            ]
+            out.append((self.ranked_cells(cells, g.kernels), g))
         return out
 
     def head(self) -> Text:
         head = super().head()
         model = self.model
-        kinds = Counter(k.kind for k in model.kernels) if model is not None else Counter()
+        kinds = (
+            Counter(k.kind for k in model.kernels if self.wants(k))
+            if model is not None
+            else Counter()
+        )
         if kinds:
             total = sum(kinds.values())
             head.append("\n")
@@ -503,18 +542,16 @@ class FailuresView(TableView[Failure]):
     def rows(self, model: Model) -> list[Row[Failure]]:
         out: list[Row[Failure]] = []
         for f in list(model.failures):
+            if not self.wants(f):
+                continue
             comp = f.compile
-            out.append(
-                (
-                    [
-                        lit(comp.id_label if comp is not None else "-", "bold"),
-                        lit(_cut(f.fail_type, 40), "bold red"),
-                        lit(_cut(f.reason, 100)),
-                        lit(f.location or "", "dim"),
-                    ],
-                    f,
-                )
-            )
+            cells = [
+                lit(comp.id_label if comp is not None else "-", "bold"),
+                lit(_cut(f.fail_type, 40), "bold red"),
+                lit(_cut(f.reason, 100)),
+                lit(f.location or "", "dim"),
+            ]
+            out.append((self.ranked_cells(cells, [f]), f))
         return out
 
     def empty_text(self) -> str:
@@ -554,10 +591,13 @@ class ErrorsView(TableView[Error]):
     TITLE = "Errors"
     HELP = "the run crashed: uncaught tracebacks, a non-zero exit code · esc: back"
     COLUMNS = ("rank", "type", "message", "where")
+    RANK_COLUMN = False  # it has one of its own, always
 
     def rows(self, model: Model) -> list[Row[Error]]:
         out: list[Row[Error]] = []
         for error in model.run_errors():
+            if not self.wants(error):
+                continue
             where = error.stack[-1] if error.stack else error.where
             out.append(
                 (
@@ -592,31 +632,27 @@ class TimeView(TableView[Compile]):
     by_time = True
 
     def rows(self, model: Model) -> list[Row[Compile]]:
-        comps = list(model.compiles)
+        comps = [c for c in list(model.compiles) if self.wants(c)]
         if self.by_time:
             comps.sort(key=lambda c: -(c.compile_time_s or 0))
         top = max((c.compile_time_s or 0.0 for c in comps), default=0.0)
         out: list[Row[Compile]] = []
         for c in comps:
             t = c.compile_time_s
-            out.append(
-                (
-                    [
-                        Text.assemble(
-                            lit(c.id_label, "bold"),
-                            " ",
-                            (
-                                c.status[:1].upper() if c.status != "ok" else "",
-                                STATUS_STYLE.get(c.status, ""),
-                            ),
-                        ),
-                        Text(fmt_seconds(t), justify="right"),
-                        bar(t or 0, top, 28, STATUS_STYLE.get(c.status, "cyan")),
-                        lit(_cut(_frame_name(c), 60), "dim"),
-                    ],
-                    c,
-                )
-            )
+            cells = [
+                Text.assemble(
+                    lit(c.id_label, "bold"),
+                    " ",
+                    (
+                        c.status[:1].upper() if c.status != "ok" else "",
+                        STATUS_STYLE.get(c.status, ""),
+                    ),
+                ),
+                Text(fmt_seconds(t), justify="right"),
+                bar(t or 0, top, 28, STATUS_STYLE.get(c.status, "cyan")),
+                lit(_cut(_frame_name(c), 60), "dim"),
+            ]
+            out.append((self.ranked_cells(cells, [c]), c))
         return out
 
     def head(self) -> Text:
@@ -624,7 +660,7 @@ class TimeView(TableView[Compile]):
         model = self.model
         if model is None:
             return head
-        comps = list(model.compiles)
+        comps = [c for c in list(model.compiles) if self.wants(c)]
         total = sum(c.compile_time_s or 0 for c in comps)
         head.append("\n")
         head.append(f"total {fmt_seconds(total)} in {len(comps)} compiles", style="bold")
