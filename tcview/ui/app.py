@@ -186,7 +186,7 @@ BROWSE_BINDINGS = [
         "view('ranks')",
         "Ranks",
         id="view.ranks",
-        tooltip="ranks: which compiled differently, and where it began; c compares two",
+        tooltip="ranks: which compiled differently, and where it began",
     ),
     Binding(
         "number_sign",
@@ -195,7 +195,7 @@ BROWSE_BINDINGS = [
         key_display="#",
         show=False,  # the footer is full; the Ranks view and the help name it
         id="app.rank-filter",
-        tooltip="show only some ranks (1, 0,2, 0-3): tree, views and counts; empty: all",
+        tooltip="show only some ranks: 1, 0,2, 0-3 (empty: all)",
     ),
     Binding(
         "o",
