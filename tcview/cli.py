@@ -1,4 +1,4 @@
-"""Entry point: ``tcview open | run | summary | show | doctor``."""
+"""Entry point: ``tcview open | run | summary | show | grep | export | doctor``."""
 
 from __future__ import annotations
 
@@ -9,7 +9,9 @@ import sys
 import time
 from typing import TYPE_CHECKING
 
+from .pager import emit
 from .safe import safe_line, safe_text
+from .term import COLOR_MODES, Painter, use_color
 
 if TYPE_CHECKING:
     from .trace import Model
@@ -64,15 +66,30 @@ def cmd_summary(args: argparse.Namespace) -> int:
         return 2
     data = summary_json(ts, verify=args.verify)
     if args.json:
-        print(json.dumps(data, indent=2, sort_keys=False))
+        emit(json.dumps(data, indent=2, sort_keys=False))
     else:
-        print(safe_text(summary_text(ts, verify=args.verify)))
+        paint = Painter(use_color(args.color, sys.stdout))
+        emit(paint_summary(safe_text(summary_text(ts, verify=args.verify)), paint))
     if kinds:
         present = fail_on(data, kinds)
         if present:
             print(f"tcview: found {', '.join(present)}", file=sys.stderr)
             return 1
     return 0
+
+
+def paint_summary(text: str, paint: Painter) -> str:
+    """The summary report with its section headings (lines that start a section: not
+    indented, after a blank line) in bold, and "The run crashed" in red."""
+    lines = text.split("\n")
+    out = []
+    for i, line in enumerate(lines):
+        if line.startswith("The run crashed"):
+            line = paint(line, "bold red")
+        elif line and not line[0].isspace() and (i == 0 or not lines[i - 1]):
+            line = paint(line, "bold")
+        out.append(line)
+    return "\n".join(out)
 
 
 def cmd_show(args: argparse.Namespace) -> int:
@@ -98,9 +115,9 @@ def cmd_show(args: argparse.Namespace) -> int:
     finally:
         model.close()
     if args.json:
-        print(render_json(detail))
+        emit(render_json(detail))
     else:
-        print(safe_text(render_text(detail)), end="")
+        emit(safe_text(render_text(detail)))
     return 0
 
 
@@ -135,6 +152,13 @@ def build_parser() -> argparse.ArgumentParser:
     p_open.add_argument("--goto", metavar="TARGET", help="compile id (0/1, !0/1/0) or kernel name")
     p_open.add_argument("--follow", action="store_true", help="keep reading as files grow")
     p_open.add_argument("--poll", action="store_true", help="poll instead of inotify (NFS)")
+    p_open.add_argument(
+        "--map-path",
+        action="append",
+        default=[],
+        metavar="FROM=TO",
+        help="open trace paths under FROM from TO in $EDITOR (repeatable; longest wins)",
+    )
     p_open.set_defaults(func=cmd_open)
 
     p_sum = sub.add_parser("summary", help="print what the compiler did")
@@ -151,6 +175,9 @@ def build_parser() -> argparse.ArgumentParser:
         "--progress",
         action="store_true",
         help="progress on stderr even when it is not a terminal",
+    )
+    p_sum.add_argument(
+        "--color", choices=COLOR_MODES, default="auto", help="colour (default: auto)"
     )
     p_sum.set_defaults(func=cmd_summary)
 
@@ -175,6 +202,13 @@ def build_parser() -> argparse.ArgumentParser:
     p_run.add_argument("--no-tui", action="store_true", help="headless: stream output, summary")
     p_run.add_argument("--fail-on", metavar="KINDS", help="with --no-tui: exit 1 on these")
     p_run.add_argument(
+        "--map-path",
+        action="append",
+        default=[],
+        metavar="FROM=TO",
+        help="open trace paths under FROM from TO in $EDITOR (repeatable; longest wins)",
+    )
+    p_run.add_argument(
         "-m",
         dest="module",
         nargs=argparse.REMAINDER,
@@ -183,6 +217,11 @@ def build_parser() -> argparse.ArgumentParser:
     )
     p_run.add_argument("target", nargs=argparse.REMAINDER, help="script.py [args] or -- CMD...")
     p_run.set_defaults(func=cmd_run)
+
+    from . import exports, grep
+
+    grep.add_parser(sub)
+    exports.add_parser(sub)
 
     p_doc = sub.add_parser("doctor", help="show the Python, torch, triton, CUDA and GPU seen")
     p_doc.add_argument("--python", help="Python to ask (default: this one)")

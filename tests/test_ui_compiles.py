@@ -51,7 +51,7 @@ async def test_the_errors_view(crash: str) -> None:
     app = TcviewApp(crash)
     async with app.run_test(size=SIZE) as pilot:
         await ready(app, pilot)
-        await pilot.press("e")
+        await pilot.press("E")
         await settle(app, pilot)
         view = app.screen
         assert isinstance(view, ErrorsView)
@@ -85,7 +85,7 @@ async def test_episodes_and_marks_in_the_tree(resets: str) -> None:
         assert frames[2].startswith("✓ g (script.py:13) #2 ●")
         # No errors: the Errors key is out of the footer and does nothing.
         assert app.check_action("view", ("errors",)) is False
-        await pilot.press("e")
+        await pilot.press("E")
         await settle(app, pilot)
         assert len(app.screen_stack) == 1
 

@@ -140,7 +140,7 @@ def test_open_without_input_prints_help(
 ) -> None:
     monkeypatch.chdir(tmp_path)
     monkeypatch.delenv("TORCH_TRACE", raising=False)
-    args = argparse.Namespace(path=None, goto=None, follow=False, poll=False)
+    args = argparse.Namespace(path=None, goto=None, follow=False, poll=False, map_path=[])
     assert open_app(args) == 2
     err = capsys.readouterr().err
     assert err == NO_INPUT_HELP
@@ -148,6 +148,8 @@ def test_open_without_input_prints_help(
 
 
 def test_open_missing_path(capsys: pytest.CaptureFixture) -> None:
-    args = argparse.Namespace(path="/no/such/trace", goto=None, follow=False, poll=False)
+    args = argparse.Namespace(
+        path="/no/such/trace", goto=None, follow=False, poll=False, map_path=[]
+    )
     assert open_app(args) == 2
     assert "no such file" in capsys.readouterr().err

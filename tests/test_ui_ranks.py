@@ -96,7 +96,7 @@ async def test_the_errors_view_keeps_its_one_rank_column(fixture_runs: Path) -> 
     app = TcviewApp(str(fixture_runs / "crash_ranks"))
     async with app.run_test(size=SIZE) as pilot:
         await ready(app, pilot)
-        await _view(app, pilot, "e")
+        await _view(app, pilot, "E")
         columns, rows = table_rows(app)
         assert columns.count("rank") == 1
         assert {r[0] for r in rows} == {"0", "1", "-"}  # "-": the exit code (run.json)

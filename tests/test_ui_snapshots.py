@@ -70,7 +70,7 @@ def crashed_run(fixture_runs: Path, monkeypatch: pytest.MonkeyPatch) -> str:
     return "crash_ranks"
 
 
-@pytest.mark.parametrize("key", [None, "e"])
+@pytest.mark.parametrize("key", [None, "E"])
 def test_snapshot_crashed_run(snap_compare, crashed_run: str, key: str | None) -> None:
     async def before(pilot) -> None:
         await ready(pilot.app, pilot)

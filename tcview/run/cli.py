@@ -7,6 +7,7 @@ import sys
 from dataclasses import replace
 from pathlib import Path
 
+from ..trace.paths import PathMap
 from ..trace.summary import fail_on as found_kinds
 from ..trace.summary import parse_fail_on
 from .cleanup import install_cleanup
@@ -16,6 +17,11 @@ from .spec import DEFAULT_LOGS, LaunchError, RunOptions, build_spec
 
 
 def run_command(args: argparse.Namespace) -> int:
+    try:
+        path_map = PathMap.parse(args.map_path)
+    except ValueError as exc:
+        print(f"tcview: {exc}", file=sys.stderr)
+        return 2
     try:
         launcher, fail_on = launcher_from_args(args)
     except LaunchError as exc:
@@ -29,7 +35,7 @@ def run_command(args: argparse.Namespace) -> int:
             launcher.options = replace(launcher.options, inherit_stdin=False)
             install_cleanup()
             try:
-                return run_live(launcher, fail_on)
+                return run_live(launcher, fail_on, path_map)
             finally:
                 if launcher.sessions:
                     _print_quietly(launcher.sessions[-1].reopen_hint)

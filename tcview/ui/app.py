@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import os
+import re
+import subprocess
 import threading
 import time
 from dataclasses import replace
@@ -11,7 +13,7 @@ from typing import Any, TypeAlias
 
 from rich.text import Text
 from textual import on, work
-from textual.app import App, ComposeResult
+from textual.app import App, ComposeResult, SuspendNotSupported
 from textual.binding import Binding
 from textual.containers import Horizontal, ScrollableContainer
 from textual.css.query import NoMatches
@@ -21,12 +23,15 @@ from textual.timer import Timer
 from textual.widgets import Footer, Tree
 from textual.worker import get_current_worker
 
+from ..editor import editor_call
 from ..safe import safe_line
 from ..trace import LogSource, Model
 from ..trace.compile_id import parse_compile_id
 from ..trace.detail import compile_detail, digest_namesakes, frame_detail, kernel_detail
 from ..trace.model import Compile, Frame, Kernel, Record
+from ..trace.paths import Location, PathMap, locations_of
 from ..trace.ranks import RankSet, counts_in, ranks_label, ranks_of
+from ..trace.search import Hit
 from ..trace.summary import counts_line
 from .content import (
     Document,
@@ -38,6 +43,7 @@ from .content import (
     record_doc,
     styled_doc,
 )
+from .finder import ResultsTree, SearchScreen
 from .help import HelpPlace, HelpScreen, bindings_of
 from .loader import FollowLoader, Loader
 from .messages import ModelMoved
@@ -45,6 +51,7 @@ from .palette import TraceCommands
 from .ranks_view import CompareView, Picked, RankDialog, RanksView, labels_of
 from .reader import Reader, SearchBox
 from .status import StatusBar
+from .take import OSC52_SAFE, LocationPicker, SaveScreen, Taken, copy_text, write_text
 from .tree import Item, TraceTree
 from .viewer import CodeView
 from .views import VIEWS, OtherView, TableView, TimeView, ViewTable
@@ -168,7 +175,7 @@ BROWSE_BINDINGS = [
     ),
     Binding("f", "view('failures')", "Failures", id="view.failures", tooltip="failures"),
     Binding(
-        "e",
+        "E",
         "view('errors')",
         "Errors",
         id="view.errors",
@@ -211,6 +218,40 @@ BROWSE_BINDINGS = [
         key_display="/",
         id="app.search",
         tooltip="search the text shown (ignores case unless you type capitals)",
+    ),
+    Binding(
+        "S",
+        "global_search",
+        "Search all",
+        show=False,
+        id="app.global-search",
+        tooltip="search every payload of the trace and its TORCH_LOGS text",
+    ),
+    Binding(
+        "y",
+        "copy",
+        "Copy",
+        show=False,
+        id="app.copy",
+        tooltip="copy the item (kernel source, graph, guards, break, stack, detail) to the"
+        " clipboard: OSC 52, works over ssh and tmux",
+    ),
+    Binding(
+        "Y",
+        "save",
+        "Save",
+        show=False,
+        id="app.save",
+        tooltip="save the item to a file (asks where; never into the trace directory)",
+    ),
+    Binding(
+        "e",
+        "edit",
+        "Edit",
+        show=False,
+        id="app.edit",
+        tooltip="open the item's source line in $VISUAL/$EDITOR (in the viewer: pick from its"
+        " stack)",
     ),
     Binding(
         "escape",
@@ -267,8 +308,14 @@ class TcviewApp(App[int]):
         model: Model | None = None,
         poll: bool = False,
         stdin_fd: int | None = None,
+        path_map: PathMap | None = None,
     ) -> None:
         super().__init__()
+        self.path_map = path_map or PathMap()
+        # A global search's hit being opened: (object, pattern, label, line) until its
+        # document is shown, then the viewer marks the line.
+        self._pending_mark: tuple[object, re.Pattern[str], str, int] | None = None
+        self._search_screen: SearchScreen | None = None
         self.animation_level = "none"
         self.source_path = path
         self.goto_target = goto
@@ -394,6 +441,7 @@ class TcviewApp(App[int]):
         )
         while len(self.screen_stack) > 1:
             self.pop_screen()
+        self._forget_search()
         tree = self.main_tree
         tree.mark_new = False  # what the new source has at first is not "new"
         tree.new_keys.clear()
@@ -646,10 +694,19 @@ class TcviewApp(App[int]):
         except Exception as exc:  # noqa: BLE001 - a broken record must not end the app
             doc = styled_doc("error", [lit(f"could not show this item: {exc!r}", "red")])
         if not get_current_worker().is_cancelled:
-            self.call_from_thread(self._show_doc, doc)
+            self.call_from_thread(self._show_doc, doc, False, item)
 
-    def _show_doc(self, doc: Document, keep_position: bool = False) -> None:
-        self.screen_stack[0].query_one("#reader", Reader).show(doc, keep_position)
+    def _show_doc(
+        self, doc: Document, keep_position: bool = False, item: Item | None = None
+    ) -> None:
+        reader = self.screen_stack[0].query_one("#reader", Reader)
+        reader.show(doc, keep_position)
+        mark = self._pending_mark
+        if mark is not None and item is not None and item.obj is mark[0]:
+            self._pending_mark = None
+            _obj, pattern, label, line = mark
+            reader.viewer.mark(pattern, label, line)
+            reader.viewer.focus()
 
     def show_item(self, item: Item) -> None:
         """Show now, bypassing the highlight debounce."""
@@ -791,6 +848,22 @@ class TcviewApp(App[int]):
             ),
             HelpPlace("Picking ranks (# and c)", bindings_of(RankDialog, inherited=False)),
             HelpPlace(
+                "Global search (S)",
+                [*bindings_of(SearchScreen, inherited=False), *bindings_of(ResultsTree)],
+                [
+                    ("query", "enter searches; results stream in, grouped by compile"),
+                    ("not searched", "chromium timing events, the string table, describe_*"),
+                ],
+            ),
+            HelpPlace(
+                "Save (Y) and pick a location (e in the viewer)",
+                [
+                    *bindings_of(SaveScreen, inherited=False),
+                    *bindings_of(LocationPicker, inherited=False),
+                ],
+                [("tmux", "y needs `set -g set-clipboard on` in ~/.tmux.conf")],
+            ),
+            HelpPlace(
                 "Status bar",
                 [],
                 [
@@ -817,6 +890,193 @@ class TcviewApp(App[int]):
         reader = self._reader()
         if reader is not None:
             reader.open_search()
+
+    # ------------------------------------------------------------ global search
+
+    def action_global_search(self, text: str = "") -> None:
+        """Show the global search (its last results stay); with `text`, search for it."""
+        screen = self._search_screen
+        if screen is None:
+            screen = self._search_screen = SearchScreen()
+            self.install_screen(screen, "global-search")
+        if self.screen is not screen:
+            while len(self.screen_stack) > 1:
+                self.pop_screen()
+            self.push_screen(screen)  # its query line takes the focus (AUTO_FOCUS)
+        elif not text:
+            screen.focus_query()
+        if text:
+            screen.start(text)
+
+    def _forget_search(self) -> None:
+        screen = self._search_screen
+        if screen is not None:
+            screen.cancel()
+            self._search_screen = None
+            self.uninstall_screen(screen)
+
+    def open_hit(self, hit: Hit, pattern: re.Pattern[str], label: str) -> None:
+        """Show a hit's artifact (its kernel, for a line inside one) at the matching line."""
+        if hit.record is None:
+            self._open_other(hit, pattern, label)
+            return
+        target: Kernel | Record = hit.kernel if hit.kernel is not None else hit.record
+        self._pending_mark = (target, pattern, label, hit.line)
+        while len(self.screen_stack) > 1:
+            self.pop_screen()
+        if isinstance(target, Kernel):
+            item = Item("kernel", target, ("kernel", id(target)))
+        else:
+            item = Item("record", target, ("record", id(target)))
+        if not self.reveal(item.kind, target):
+            # Not in the tree (a run directory's TORCH_LOGS text): shown all the same.
+            self.show_item(item)
+
+    def _open_other(self, hit: Hit, pattern: re.Pattern[str], label: str) -> None:
+        """Other output and unparsed lines: the Other view, at the line."""
+        model = self.model
+        display = hit.source.display if hit.source is not None else ""
+        if hit.source is None and model is not None:
+            logs = [m for m in (model, model.text) if m is not None and m.root == hit.path]
+            display = logs[0].display if logs else model.display
+        while len(self.screen_stack) > 1:
+            self.pop_screen()
+        self.push_screen(OtherView(target=(f"{display}:{hit.line}: ", pattern, label)))
+
+    # ------------------------------------------------------------ take it with you
+
+    def selected_object(self) -> object | None:
+        """What `y`, `Y` and `e` act on: the row of a view, the hit of the global search,
+        the tree's item, or (the viewer focused) the item it shows."""
+        screen = self.screen
+        if isinstance(screen, TableView):
+            return screen.selected()
+        if isinstance(screen, SearchScreen):
+            hit = screen.selected()
+            if hit is None:
+                return None
+            return hit.kernel or hit.record
+        if screen is not self.screen_stack[0]:
+            return None
+        if isinstance(self.focused, CodeView):
+            item = self._last_item
+        else:
+            node = self.main_tree.cursor_node
+            item = node.data if node is not None else None
+        return item.obj if item is not None else None
+
+    def _taken(self) -> Taken | None:
+        """The selected item's text, else the text the focused viewer shows."""
+        try:
+            with self.lock:
+                taken = copy_text(self.selected_object(), self.model)
+        except OSError as exc:
+            self.notify(markup=False, message=f"could not read it: {exc}", severity="error")
+            return None
+        if taken is None:
+            viewer = self.focused if isinstance(self.focused, CodeView) else None
+            if viewer is None:
+                reader = self._reader()
+                viewer = reader.viewer if reader is not None else None
+            if viewer is not None and viewer.doc.count:
+                doc = viewer.doc
+                text = "\n".join(doc.plain(i) for i in range(doc.count))
+                taken = Taken(doc.title or "text shown", text, doc.title or "tcview")
+        if taken is None or not taken.text:
+            self.notify(markup=False, message="nothing to copy here", severity="warning")
+            return None
+        return taken
+
+    def action_copy(self) -> None:
+        taken = self._taken()
+        if taken is None:
+            return
+        self.copy_to_clipboard(taken.text)
+        note = (
+            " (long: some terminals drop clipboard sequences this long; Y saves to a file)"
+            if taken.size > OSC52_SAFE
+            else ""
+        )
+        self.notify(
+            markup=False,
+            message=f"copied {taken.size} bytes ({safe_line(taken.what)}) to the clipboard"
+            f" (OSC 52){note}",
+        )
+
+    def action_save(self) -> None:
+        taken = self._taken()
+        if taken is None:
+            return
+
+        def save(path: str | None) -> None:
+            if path is None:
+                return
+            try:
+                size = write_text(path, taken.text)
+            except OSError as exc:
+                self.notify(
+                    markup=False,
+                    message=f"could not save {safe_line(path)}: {exc.strerror or exc}",
+                    severity="error",
+                )
+                return
+            self.notify(
+                markup=False,
+                message=f"saved {size} bytes ({safe_line(taken.what)}) to {safe_line(path)}",
+            )
+
+        self.push_screen(SaveScreen(taken, self.model), save)
+
+    def action_edit(self) -> None:
+        try:
+            with self.lock:
+                locations = locations_of(self.selected_object())
+        except OSError:
+            locations = []
+        if not locations:
+            self.notify(markup=False, message="no source location here", severity="warning")
+            return
+        if len(locations) == 1 or not isinstance(self.focused, CodeView):
+            self.open_location(locations[0])
+            return
+        self.push_screen(
+            LocationPicker(locations),
+            lambda loc: self.open_location(loc) if loc is not None else None,
+        )
+
+    def open_location(self, location: Location) -> None:
+        """Run the editor at the location (the app suspended meanwhile), if the file is here."""
+        call = editor_call(location, self.path_map)
+        if not call.argv:
+            self.notify(markup=False, message=safe_line(call.problem), severity="warning")
+            return
+        try:
+            try:
+                with self.suspend():
+                    result = subprocess.run(call.argv, check=False)
+            except SuspendNotSupported:
+                if not self.is_headless:
+                    self.notify(
+                        markup=False,
+                        message="this terminal cannot hand itself to an editor",
+                        severity="error",
+                    )
+                    return
+                # Headless (tests): no terminal to hand over; the editor runs as it is.
+                result = subprocess.run(call.argv, check=False, stdin=subprocess.DEVNULL)
+        except OSError as exc:
+            self.notify(
+                markup=False,
+                message=f"could not run {safe_line(call.argv[0])}: {exc.strerror or exc}",
+                severity="error",
+            )
+            return
+        if result.returncode:
+            self.notify(
+                markup=False,
+                message=f"{safe_line(call.argv[0])} exited with {result.returncode}",
+                severity="warning",
+            )
 
     def on_unmount(self) -> None:
         self.loader.stop()

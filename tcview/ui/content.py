@@ -108,6 +108,11 @@ class Document:
             return head[index].plain
         return self.lines[index - len(head)]
 
+    def index_of(self, lineno: int) -> int:
+        """The index of the code line the gutter numbers `lineno` (-1: there is none)."""
+        at = lineno - self.first_lineno
+        return len(self.head) + at if self.styled is None and 0 <= at < len(self.lines) else -1
+
     def lineno(self, index: int) -> int | None:
         """The source line number shown in the gutter for line `index` (None: a head line)."""
         at = index - len(self.head)

@@ -9,6 +9,7 @@ from pathlib import Path
 
 from ..safe import safe_line
 from ..trace.index import TRACE_NAME_PREFIX
+from ..trace.paths import PathMap
 from ..trace.source import describe_other, detect
 
 SEARCH_DEPTH = 4
@@ -71,6 +72,11 @@ def _reattach_tty() -> bool:
 
 
 def open_app(args: argparse.Namespace) -> int:
+    try:
+        path_map = PathMap.parse(args.map_path)
+    except ValueError as exc:
+        print(f"tcview open: {safe_line(str(exc))}", file=sys.stderr)
+        return 2
     path = resolve_path(args.path)
     if path is None:
         print(NO_INPUT_HELP, file=sys.stderr, end="")
@@ -104,6 +110,7 @@ def open_app(args: argparse.Namespace) -> int:
         follow=follow,
         poll=bool(args.poll),
         stdin_fd=stdin_fd,
+        path_map=path_map,
     )
     app.run()
     return app.return_code or 0

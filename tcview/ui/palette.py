@@ -1,4 +1,4 @@
-"""Command palette (ctrl+p): jump to any compile id, kernel or file."""
+"""Command palette (ctrl+p): jump to any compile id, kernel or file, or search everything."""
 
 from __future__ import annotations
 
@@ -69,7 +69,16 @@ class TraceCommands(Provider):
             tree.reveal_node(node)
             app.show_item(node.data)
 
+    def _search_all(self, text: str = "") -> None:
+        self.browser.action_global_search(text)
+
     async def discover(self) -> Hits:
+        yield DiscoveryHit(
+            Content("Search everything…"),
+            self._search_all,
+            "Search everything",
+            "every payload and the TORCH_LOGS text (S)",
+        )
         for text, kind, help_text, obj in self.candidates[:MAX_HITS]:
             yield DiscoveryHit(
                 _content(text), partial(self._open, kind, obj), text, escape(help_text)
@@ -81,6 +90,15 @@ class TraceCommands(Provider):
         deadline = time.monotonic() + SEARCH_BUDGET_S
         low = query.lower()
         hits = 0
+        # Last in the list: search every payload for what was typed.
+        search_all = f"Search everything for {safe_line(query)}"
+        yield Hit(
+            0.01,
+            Content(search_all),
+            partial(self._search_all, query),
+            search_all,
+            "every payload and the TORCH_LOGS text (S)",
+        )
         for i, (text, kind, help_text, obj) in enumerate(self.candidates):
             if low in text.lower():
                 start = text.lower().index(low)

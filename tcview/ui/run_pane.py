@@ -37,6 +37,7 @@ from ..run.report import load_counts, status_line
 from ..run.session import Launcher, OutputLine, RunSession
 from ..run.spec import LaunchError
 from ..safe import colours_only, safe_line
+from ..trace.paths import PathMap
 from ..trace.summary import fail_on as found_kinds
 from .app import BROWSE_BINDINGS, QUIT, TEXTUAL_BINDINGS, TcviewApp
 from .help import HelpPlace, bindings_of
@@ -259,8 +260,14 @@ class RunApp(TcviewApp, inherit_bindings=False):
     # the end of the footer, so the keymap is applied here, by binding id.
     BINDINGS = [QUIT, *RUN_BINDINGS, *run_mode(BROWSE_BINDINGS), *TEXTUAL_BINDINGS]
 
-    def __init__(self, launcher: Launcher, session: RunSession, poll: bool = False) -> None:
-        super().__init__(str(session.run_dir), follow=True, poll=poll)
+    def __init__(
+        self,
+        launcher: Launcher,
+        session: RunSession,
+        poll: bool = False,
+        path_map: PathMap | None = None,
+    ) -> None:
+        super().__init__(str(session.run_dir), follow=True, poll=poll, path_map=path_map)
         self.launcher = launcher
         self.session = session
         self.layout_mode = "split"
@@ -539,7 +546,7 @@ def _signals_end(app: RunApp) -> Iterator[None]:
             signal.signal(sig, old)
 
 
-def run_live(launcher: Launcher, fail_on: list[str]) -> int:
+def run_live(launcher: Launcher, fail_on: list[str], path_map: PathMap | None = None) -> int:
     """Run the job with the TUI; the job's exit code (1 with --fail-on problems, 2 if it
     could not start, 128 + signal if tcview was signalled)."""
     try:
@@ -549,7 +556,7 @@ def run_live(launcher: Launcher, fail_on: list[str]) -> int:
     except LaunchError as exc:
         print(f"tcview: {exc}", file=sys.stderr)
         return 2
-    app = RunApp(launcher, session)
+    app = RunApp(launcher, session, path_map=path_map)
     try:
         with _signals_end(app):
             app.run()

@@ -208,7 +208,8 @@ class CodeView(ScrollView, can_focus=True):
         self.doc = Document("")
         self._line_cache: LRUCache[int, Text] = LRUCache(CACHE_LINES)
         self._safe_cache: LRUCache[int, str] = LRUCache(CACHE_SAFE)
-        self.query_text = ""
+        self.query_text = ""  # what the subtitle shows of the search
+        self.pattern: re.Pattern[str] | None = None  # `/`'s text, or a global search's query
         self.matches: list[tuple[int, int, int]] = []  # (line, start, end)
         self.match_index = -1
         self._by_line: dict[int, list[tuple[int, int, int]]] = {}
@@ -228,8 +229,8 @@ class CodeView(ScrollView, can_focus=True):
         self.border_title = Text(safe_line(doc.title))  # Text: never read as markup
         self._wrap()
         self.matches, self._by_line, self.match_index = [], {}, -1
-        if keep_search and self.query_text:
-            self._find(self.query_text)
+        if keep_search and self.pattern is not None:
+            self._find()
         self._update_subtitle()
         if not keep_position:
             top = max(0, self.row_of(doc.focus) - 2) if doc.focus else 0
@@ -387,7 +388,13 @@ class CodeView(ScrollView, can_focus=True):
     def search(self, text: str, backwards: bool = False) -> bool:
         """Find `text` (case-insensitive unless it has capitals) and go to the next match."""
         self.query_text = text
-        self._find(text)
+        flags = 0 if any(c.isupper() for c in text) else re.IGNORECASE
+        self.pattern = re.compile(re.escape(text), flags) if text else None
+        self._find()
+        return self._go_from_top(backwards)
+
+    def _go_from_top(self, backwards: bool) -> bool:
+        """Go to the first match on screen or below (the last above, `backwards`)."""
         if not self.matches:
             self._update_subtitle()
             self.refresh()
@@ -401,34 +408,52 @@ class CodeView(ScrollView, can_focus=True):
         self._goto_match()
         return True
 
-    def _find(self, text: str) -> None:
+    def _find(self) -> None:
         self.matches = []
         self._by_line = {}
         self._line_cache.clear()
-        if not text:
+        pattern = self.pattern
+        if pattern is None:
             return
-        flags = 0 if any(c.isupper() for c in text) else re.IGNORECASE
-        pattern = re.compile(re.escape(text), flags)
         for index in range(self.doc.count):
-            raw = self.doc.plain(index)
-            if flags and text.lower() not in raw.lower():
-                continue
-            if not flags and text not in raw:
+            # The plain line first: only a line that has a match is made safe to show.
+            if pattern.search(self.doc.plain(index)) is None:
                 continue
             for m in pattern.finditer(self.safe(index)):
+                if m.end() == m.start():
+                    continue
                 hit = (index, m.start(), m.end())
                 self.matches.append(hit)
                 self._by_line.setdefault(index, []).append(hit)
             if len(self.matches) > 100_000:
                 break
 
+    def mark(self, pattern: re.Pattern[str], label: str, lineno: int) -> None:
+        """Highlight every match of `pattern` (a global search's) and go to the first one on
+        the line numbered `lineno` (as the gutter numbers it), or the next one after it."""
+        self.query_text = label
+        self.pattern = pattern
+        self._find()
+        index = self.doc.index_of(lineno)
+        if not self.matches:
+            self._update_subtitle()
+            if 0 <= index < self.doc.count:
+                y = max(0, self.row_of(index) - 2)
+                self.scroll_to(0, y, animate=False, immediate=True, force=True)
+            self.refresh()
+            return
+        after = (i for i, m in enumerate(self.matches) if m[0] >= index)
+        self.match_index = next(after, len(self.matches) - 1) if index >= 0 else 0
+        self._goto_match()
+
     def action_next_match(self, step: int) -> None:
         self.next_match(step)
 
     def next_match(self, step: int = 1) -> None:
         if not self.matches:
-            if self.query_text:
-                self.search(self.query_text, backwards=step < 0)
+            if self.pattern is not None:
+                self._find()
+                self._go_from_top(backwards=step < 0)
             return
         self.match_index = (self.match_index + step) % len(self.matches)
         self._goto_match()

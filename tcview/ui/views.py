@@ -9,6 +9,7 @@ rows of the ranks picked.
 
 from __future__ import annotations
 
+import re
 from collections import Counter
 from collections.abc import Iterable
 from typing import TYPE_CHECKING, Generic, TypeAlias, TypeVar, cast
@@ -266,6 +267,11 @@ class TableView(Screen[None], Generic[T]):
 
     def action_close(self) -> None:
         self.app.pop_screen()
+
+    def selected(self) -> T | None:
+        """The object of the highlighted row (what `y`, `Y` and `e` act on)."""
+        row = self.query_one(DataTable).cursor_row
+        return self.objects[row] if 0 <= row < len(self.objects) else None
 
     def action_row(self, step: int) -> None:
         table = self.query_one(DataTable)
@@ -717,6 +723,11 @@ class OtherView(Screen[None]):
     BINDINGS = [Binding("escape", "close", "Back to tree", id="view.close")]
     AUTO_FOCUS = "Reader CodeView"
 
+    def __init__(self, target: tuple[str, re.Pattern[str], str] | None = None) -> None:
+        """`target`: go to the line that starts so, marking a global search's matches."""
+        super().__init__()
+        self.target = target
+
     def compose(self) -> ComposeResult:
         yield Static(id="view-head", classes="view-head")
         yield Reader(id="other-reader")
@@ -752,6 +763,10 @@ class OtherView(Screen[None]):
         doc = Document("other output", lines or ["(none: every line was parsed)"])
         reader = self.query_one(Reader)
         reader.show(doc)
+        if self.target is not None:
+            start, pattern, label = self.target
+            index = next((i for i, line in enumerate(lines) if line.startswith(start)), -1)
+            reader.viewer.mark(pattern, label, index + doc.first_lineno)
 
     def action_close(self) -> None:
         self.app.pop_screen()

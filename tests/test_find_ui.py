@@ -1,0 +1,213 @@
+"""Global search in the app (Pilot): S and the palette, results by compile as they stream in,
+Enter opens the artifact at the line (the kernel, for a line inside one), regex, case."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from conftest import FIXTURES
+from ui_helpers import CPU_SAMPLE, GPU_SAMPLE, ready, settle, sync
+
+from tcview.trace.kernels import OUTPUT_CODES
+from tcview.trace.model import Kernel, Record
+from tcview.trace.search import Query, search
+from tcview.trace.source import load_source
+from tcview.ui.app import TcviewApp
+from tcview.ui.finder import ResultsTree, SearchScreen
+from tcview.ui.reader import Reader
+from tcview.ui.views import OtherView
+
+SIZE = (120, 40)
+
+
+async def _search(app: TcviewApp, pilot: Any, text: str) -> SearchScreen:
+    await pilot.press("S")
+    await pilot.pause(0.1)
+    screen = app.screen
+    assert isinstance(screen, SearchScreen)
+    assert app.focused is screen.query_one("#global-query")
+    await pilot.press(*text)
+    await pilot.press("enter")
+    for _ in range(200):
+        await pilot.pause(0.05)
+        if screen.finished:
+            break
+    assert screen.finished
+    return screen
+
+
+def _leaves(screen: SearchScreen) -> list[Any]:
+    tree = screen.query_one(ResultsTree)
+    return [leaf.data for group in tree.root.children for leaf in group.children]
+
+
+def _unique_kernel_line(path: Path) -> tuple[Kernel, str, int]:
+    """A line that only one kernel's source has (and nothing else in the input)."""
+    model = load_source(str(path))
+    for kernel in model.kernels:
+        code = OUTPUT_CODES.get(kernel.output)
+        lines, span = code.lines, code.span_of(kernel)
+        assert span is not None
+        for number in range(span.start + 2, span.end):
+            text = lines[number].strip()
+            if len(text) < 12 or "tl." not in text and "=" not in text:
+                continue
+            hits = list(search(model, Query(text)))
+            if len(hits) == 1 and hits[0].kernel is not None:
+                return kernel, text, number + 1
+    raise AssertionError("no line unique to one kernel")
+
+
+@sync
+async def test_search_jumps_to_the_kernel_line() -> None:
+    trace = GPU_SAMPLE / "trace"
+    kernel, text, line = _unique_kernel_line(trace)
+    app = TcviewApp(str(trace))
+    async with app.run_test(size=SIZE) as pilot:
+        await ready(app, pilot)
+        screen = await _search(app, pilot, text)
+        hits = _leaves(screen)
+        assert len(hits) == 1 and hits[0].kernel.name == kernel.name and hits[0].line == line
+        state = str(screen.query_one("#global-state").render())
+        assert state.startswith("1 matching lines in 1 groups")
+        assert screen.first_at is not None and screen.first_at < 1.0
+        group = screen.query_one(ResultsTree).root.children[0]
+        assert str(group.label).startswith(kernel.compile.id_label)
+        await pilot.press("down", "enter")  # to the results, open the first
+        await settle(app, pilot)
+        assert len(app.screen_stack) == 1
+        viewer = app.screen.query_one(Reader).viewer
+        assert viewer.doc.title.startswith(f"kernel {kernel.name}")
+        assert app.focused is viewer
+        index = viewer.doc.index_of(line)
+        assert viewer.matches[viewer.match_index][0] == index, "the match on the line is current"
+        assert any(text in row for row in viewer.visible_text())
+        assert str(viewer.border_subtitle).startswith(f"/{text}: 1/1")
+        node = app.main_tree.cursor_node
+        assert node is not None and node.data.obj.name == kernel.name, "the tree shows it too"
+        await pilot.press("S")  # the results are still there
+        await pilot.pause(0.1)
+        assert app.screen is screen and len(_leaves(screen)) == 1
+
+
+@sync
+async def test_results_are_grouped_by_compile_and_open_records_at_their_line() -> None:
+    app = TcviewApp(str(CPU_SAMPLE / "trace"))
+    async with app.run_test(size=SIZE) as pilot:
+        await ready(app, pilot)
+        screen = await _search(app, pilot, "torch.sin")
+        hits = _leaves(screen)
+        model = app.model
+        expected = list(search(model, Query("torch.sin")))
+        assert sorted((h.offset, h.line) for h in hits) == [(h.offset, h.line) for h in expected]
+        tree = screen.query_one(ResultsTree)
+        groups = [str(g.label).split("  ")[0] for g in tree.root.children]
+        assert len(groups) == len(set(groups)) > 1, "one group per compile"
+        for g in tree.root.children:
+            ids = {leaf.data.compile.id_label for leaf in g.children}
+            assert len(ids) == 1
+        graph = next(
+            h for h in hits if h.record is not None and h.record.label == "dynamo_output_graph"
+        )
+        tree.focus()
+        tree.select_node(next(n for g in tree.root.children for n in g.children if n.data is graph))
+        await settle(app, pilot)
+        viewer = app.screen.query_one(Reader).viewer
+        assert viewer.doc.title.startswith("Dynamo graph")
+        line, start, end = viewer.matches[viewer.match_index]
+        assert line == graph.line - 1
+        assert viewer.doc.plain(line)[start:end].lower() == "torch.sin"
+
+
+@sync
+async def test_regex_toggle_and_smart_case() -> None:
+    app = TcviewApp(str(GPU_SAMPLE / "trace"))
+    async with app.run_test(size=SIZE) as pilot:
+        await ready(app, pilot)
+        screen = await _search(app, pilot, r"tmp\d+ = tl\.where")
+        assert _leaves(screen) == []
+        assert "no match" in str(screen.query_one("#global-state").render())
+        await pilot.press("ctrl+r")  # regex: searched again
+        for _ in range(100):
+            await pilot.pause(0.05)
+            if screen.finished:
+                break
+        hits = _leaves(screen)
+        assert hits and all("tl.where" in h.text for h in hits)
+        screen.start("GRAPHMODULE")
+        await settle(app, pilot)
+        assert _leaves(screen) == []
+        screen.start("graphmodule")
+        await settle(app, pilot)
+        assert len(_leaves(screen)) > 3
+
+
+@sync
+async def test_palette_searches_everything() -> None:
+    app = TcviewApp(str(GPU_SAMPLE / "trace"))
+    async with app.run_test(size=SIZE) as pilot:
+        await ready(app, pilot)
+        await pilot.press("ctrl+p")
+        await pilot.pause(0.3)
+        await pilot.press(*"XBLOCK")
+        await pilot.pause(0.8)
+        await pilot.press("end", "enter")  # the last entry: search everything for it
+        await settle(app, pilot)
+        screen = app.screen
+        assert isinstance(screen, SearchScreen), screen
+        for _ in range(100):
+            await pilot.pause(0.05)
+            if screen.finished:
+                break
+        assert _leaves(screen) and all("XBLOCK" in h.text for h in _leaves(screen))
+
+
+@sync
+async def test_other_output_opens_the_other_view_at_the_line() -> None:
+    capture = FIXTURES / "torch_logs_small.txt"
+    app = TcviewApp(str(capture))
+    async with app.run_test(size=SIZE) as pilot:
+        await ready(app, pilot)
+        screen = await _search(app, pilot, "converting a tensor")
+        hits = _leaves(screen)
+        assert [(h.artifact, h.line) for h in hits] == [("other output", 139)]
+        await pilot.press("down", "enter")
+        await settle(app, pilot)
+        assert isinstance(app.screen, OtherView)
+        viewer = app.screen.query_one(Reader).viewer
+        line, start, end = viewer.matches[viewer.match_index]
+        assert viewer.doc.plain(line).startswith(f"{app.model.display}:139: ")
+        assert viewer.doc.plain(line)[start:end] == "Converting a tensor"
+
+
+@sync
+async def test_a_run_directory_s_log_hits_open_without_the_tree() -> None:
+    app = TcviewApp(str(CPU_SAMPLE))
+    async with app.run_test(size=SIZE) as pilot:
+        await ready(app, pilot)
+        screen = await _search(app, pilot, "Recompiling function")
+        hits = _leaves(screen)
+        assert hits and all(isinstance(h.record, Record) for h in hits)
+        await pilot.press("down", "enter")
+        await settle(app, pilot)
+        viewer = app.screen.query_one(Reader).viewer
+        line, start, end = viewer.matches[viewer.match_index]
+        assert viewer.doc.plain(line)[start:end] == "Recompiling function"
+
+
+def test_result_labels_show_trace_text_literally() -> None:
+    from tcview.ui.finder import hit_label
+
+    model = load_source(str(FIXTURES / "hostile" / "escapes.log"))
+    hits = list(search(model, Query("pwned")))
+    assert hits
+    for hit in hits:
+        label = hit_label(hit)
+        assert "\x1b" not in label.plain and "\x07" not in label.plain
+        assert "␛]0;PWNED TITLE␇" in label.plain or "PWNED" in label.plain
+        marked = [s for s in label.spans if "yellow" in str(s.style)]
+        assert marked and all(label.plain[s.start : s.end].lower() == "pwned" for s in marked)
+    markup = load_source(str(FIXTURES / "hostile" / "markup.log"))
+    hit = next(iter(search(markup, Query("[bold red]not bold"))))
+    assert "[bold red]not bold[/]" in hit_label(hit).plain
