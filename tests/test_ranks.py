@@ -18,7 +18,10 @@ from conftest import FIXTURES, REPO, unpack_shared
 from tcview.trace import TraceSet
 from tcview.trace.divergence import (
     CHECKS,
+    Step,
+    align,
     analyze,
+    describe_groups,
     file_signature,
     steps_from,
     tensor_meta_digest,
@@ -119,7 +122,8 @@ def test_the_signature_is_json_and_read_back_gives_the_same_analysis(fixture_run
     """What a worker process makes of a file (JSON) combines as the file itself does; a
     signature that does not read back (stale, foreign) is made again."""
     ts = TraceSet.load(fixture_runs / "ranks_diverge" / "trace")
-    made = {tf: json.loads(json.dumps(file_signature(tf))) for tf in ts.files}
+    made = {tf: file_signature(tf) for tf in ts.files}
+    assert all(json.loads(json.dumps(sig)) == sig for sig in made.values())  # plain JSON
     direct = analyze(ts)
     assert analyze(ts, lambda tf: made[tf]).groups == direct.groups
     assert analyze(ts, lambda tf: made[tf]).first == direct.first
@@ -146,6 +150,44 @@ def test_a_hostile_collective_schedule_is_read_without_crashing(tmp_path: Path) 
         (tmp_path / f"dedicated_log_torch_trace_rank_{rank}.log").write_text(text)
     data = summary_json(TraceSet.load(tmp_path))
     assert data["divergence"]["collectives"] == [[0], [1]]
+
+
+def _trace_line(rank: int, header: str) -> str:
+    return f"V1122 16:23:31.912000 55{rank} x.py:1] {header}\n"
+
+
+def test_causes_that_differ_only_in_addresses_are_the_same(tmp_path: Path) -> None:
+    """Processes print their own addresses and object ids: a break or guard that names them is
+    the same on every rank."""
+    for rank, address in ((0, "0x7f3a2c1b9d60"), (1, "0x7fe01234abcd")):
+        ids = f'"rank": {rank}, "frame_id": 0, "frame_compile_id": 0, "attempt": 0'
+        brk = '{"artifact": {"name": "dynamo_graph_break_reason", "encoding": "string"}, '
+        text = (
+            _trace_line(rank, '{"dynamo_start": {"stack": []}, ' + ids + "}")
+            + _trace_line(rank, brk + ids + ', "has_payload": "0" }')
+            + f"\tGraph break in user code at /x.py:3\n\tGraph Break Reason: call to"
+            f" <function f at {address}> id 140439264606080\n"
+        )
+        (tmp_path / f"dedicated_log_torch_trace_rank_{rank}.log").write_text(text)
+    ts = TraceSet.load(tmp_path)
+    assert len(ts.breaks) == 2
+    assert summary_json(ts)["divergence"]["breaks"] == [[0, 1]]
+
+
+def test_two_ranks_compiles_are_aligned_by_compile_id() -> None:
+    def step(sid: str, breaks: tuple[str, ...] = ()) -> Step:
+        return Step(sid, "f", "ok", "", "", breaks, (), (), (), None)
+
+    left = [step("0/0"), step("1/0"), step("2/0")]
+    right = [step("0/0"), step("5/0"), step("1/0", ("why",)), step("2/0")]
+    pairs = align(left, right)
+    assert [(p.left and p.left.id, p.right and p.right.id) for p in pairs] == [
+        ("0/0", "0/0"),
+        (None, "5/0"),
+        ("1/0", "1/0"),
+        ("2/0", "2/0"),
+    ]
+    assert [p.differs for p in pairs] == [(), ("id",), ("breaks",), ()]
 
 
 def _summary(path: Path, *args: str) -> subprocess.CompletedProcess[str]:
@@ -222,6 +264,8 @@ def test_parse_and_write_rank_sets() -> None:
     assert ranks_text([0, 1]) == "0, 1"
     assert ranks_label([1]) == "rank 1"
     assert ranks_label([0, 2, 3]) == "ranks 0, 2, 3"
+    assert ranks_label(range(1, 128, 2)) == "64 ranks (1, 3, 5, 7, 9, 11, 13, …, 127)"
+    assert describe_groups([[r] for r in range(20)], limit=3) == "[0] [1] [2] … (20 groups)"
 
 
 def test_counts_of_picked_ranks(fixture_runs: Path) -> None:

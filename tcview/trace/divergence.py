@@ -36,12 +36,12 @@ import difflib
 import hashlib
 import json
 import re
-from collections.abc import Callable, Hashable, Iterable, Sequence
+from collections.abc import Callable, Hashable, Sequence
 from dataclasses import dataclass, field
 from typing import Any, NamedTuple
 
 from .model import Compile, JsonValue, LogSource, Model
-from .ranks import ranks_label, ranks_text
+from .ranks import LABEL_PARTS, ranks_label, ranks_text
 from .recompiles import primary_failure
 
 SIGNATURE_VERSION = 1
@@ -63,6 +63,7 @@ EXEC_ORDER_ARTIFACT = "graph_execution"
 # Keys of the tensor-metadata artifact that are estimates, not metadata: left out of its digest.
 RUNTIME_KEY_PREFIX = "estimated_runtime"
 UNREADABLE = "(unreadable)"
+GROUPS_SHOWN = 12  # groups a one-line description lists
 
 _ADDRESS = re.compile(r"0x[0-9a-fA-F]+")
 _LONG_NUMBER = re.compile(r"\d{7,}")  # object ids and addresses printed in decimal
@@ -197,22 +198,29 @@ def step_of(comp: Compile, collectives: bool = True, tensor_meta: bool = True) -
     )
 
 
-def file_signature(source: LogSource) -> dict[str, JsonValue]:
-    """What divergence needs of one source, as JSON (see the module): small, and made from the
-    source's own index (a worker process that indexed the file can make it)."""
+def source_steps(source: LogSource) -> tuple[list[Step], tuple[str, ...] | None]:
+    """One source's steps (its compiles in the order they started) and the graph execution
+    order it logged last (None when it logged none)."""
     artifacts = source.artifacts
     collectives = artifacts[COLLECTIVES_ARTIFACT] > 0
     tensor_meta = artifacts[TENSOR_META_ARTIFACT] > 0
     comps = sorted(source.compiles.values(), key=lambda c: c.order)
-    order: list[str] | None = None
+    order: tuple[str, ...] | None = None
     if artifacts[EXEC_ORDER_ARTIFACT]:
         last = next((r for r in reversed(source.records) if r.name == EXEC_ORDER_ARTIFACT), None)
         if last is not None:
-            order = execution_order(last.payload())
+            order = tuple(execution_order(last.payload()))
+    return [step_of(c, collectives, tensor_meta) for c in comps], order
+
+
+def file_signature(source: LogSource) -> dict[str, JsonValue]:
+    """What divergence needs of one source, as JSON (see the module): small, and made from the
+    source's own index (a worker process that indexed the file can make it)."""
+    steps, order = source_steps(source)
     return {
         "version": SIGNATURE_VERSION,
-        "steps": [_json_step(step_of(c, collectives, tensor_meta)) for c in comps],
-        "exec_order": order,
+        "steps": [_json_step(step) for step in steps],
+        "exec_order": None if order is None else list(order),
     }
 
 
@@ -221,8 +229,11 @@ def _json_step(step: Step) -> list[JsonValue]:
     return [list(v) if isinstance(v, tuple) else v for v in step]
 
 
+_STR_ONLY = {str}
+
+
 def _strings(value: Any) -> tuple[str, ...]:
-    if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
+    if type(value) is not list or (value and not {type(v) for v in value} <= _STR_ONLY):
         raise ValueError("not a list of strings")
     return tuple(value)
 
@@ -236,11 +247,12 @@ def steps_from(signature: JsonValue) -> tuple[list[Step], tuple[str, ...] | None
     if not isinstance(rows, list):
         raise ValueError("no steps")
     steps = []
+    width = len(Step._fields)
     for row in rows:
-        if not isinstance(row, list) or len(row) != len(Step._fields):
+        if type(row) is not list or len(row) != width:
             raise ValueError("a step of the wrong shape")
         sid, frame, status, failure, recompile, breaks, cache, ops, metas, time = row
-        if not all(isinstance(v, str) for v in (sid, frame, status, failure, recompile)):
+        if not {type(sid), type(frame), type(status), type(failure), type(recompile)} <= _STR_ONLY:
             raise ValueError("a step with a field of the wrong type")
         if time is not None and not isinstance(time, (int, float)):
             raise ValueError("a step's time is not a number")
@@ -374,10 +386,10 @@ class Divergence:
 Signer = Callable[[LogSource], JsonValue]
 
 
-def analyze(model: Model, signature: Signer = file_signature) -> Divergence:
+def analyze(model: Model, signature: Signer | None = None) -> Divergence:
     """Compare the model's ranks (see the module). `signature` gives a source's
-    `file_signature` (one made elsewhere, e.g. by the worker that indexed the file); one that
-    does not read back is made again here."""
+    `file_signature` made elsewhere (by the worker that indexed the file, or from a cache); one
+    that does not read back is made again here. Without it, each source's steps are made here."""
     by_rank: dict[int, list[LogSource]] = {}
     unranked = 0
     for source in list(model.files):
@@ -396,9 +408,11 @@ def analyze(model: Model, signature: Signer = file_signature) -> Divergence:
         order: tuple[str, ...] | None = None
         for source in by_rank[rank]:
             try:
+                if signature is None:
+                    raise ValueError("no signature made elsewhere")
                 more, last = steps_from(signature(source))
             except ValueError:
-                more, last = steps_from(file_signature(source))
+                more, last = source_steps(source)
             steps.extend(more)
             order = last if last is not None else order
         ranks.append(RankSteps(rank, by_rank[rank], steps, order, errors.get(rank, [])))
@@ -655,6 +669,7 @@ def _differs(a: Step | None, b: Step | None) -> tuple[str, ...]:
     return tuple(x for x in ASPECTS if _aspect(a, x) != _aspect(b, x))
 
 
-def describe_groups(groups: Iterable[Sequence[int]]) -> str:
-    """``[0–3] [4] [5, 6]``."""
-    return " ".join(f"[{ranks_text(g)}]" for g in groups)
+def describe_groups(groups: Sequence[Sequence[int]], limit: int = GROUPS_SHOWN) -> str:
+    """``[0–3] [4] [5, 6]``; past `limit` groups, ``… (N groups)``."""
+    shown = " ".join(f"[{ranks_text(g, LABEL_PARTS)}]" for g in groups[:limit])
+    return shown + (f" … ({len(groups)} groups)" if len(groups) > limit else "")

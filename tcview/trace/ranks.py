@@ -26,8 +26,13 @@ def ranks_of(model: Model) -> list[int]:
     return sorted({f.rank for f in list(model.files) if f.rank is not None})
 
 
-def ranks_text(ranks: Iterable[int]) -> str:
-    """``0–3, 5``: runs of three or more consecutive ranks joined by a dash."""
+# Parts (ranks or runs of ranks) a label shows before it leaves the rest out (``…``).
+LABEL_PARTS = 8
+
+
+def ranks_text(ranks: Iterable[int], limit: int | None = None) -> str:
+    """``0–3, 5``: runs of three or more consecutive ranks joined by a dash; with `limit`,
+    at most that many parts: ``1, 3, 5, …, 127``."""
     values = sorted(set(ranks))
     parts: list[str] = []
     i = 0
@@ -40,12 +45,17 @@ def ranks_text(ranks: Iterable[int]) -> str:
         else:
             parts.extend(str(v) for v in values[i : j + 1])
         i = j + 1
+    if limit is not None and len(parts) > limit:
+        parts = [*parts[: limit - 1], "…", parts[-1]]
     return ", ".join(parts)
 
 
 def ranks_label(ranks: Collection[int]) -> str:
-    """``rank 1``, ``ranks 0–3, 5``."""
-    return f"{'rank' if len(ranks) == 1 else 'ranks'} {ranks_text(ranks)}"
+    """``rank 1``, ``ranks 0–3, 5``; many: ``64 ranks (1, 3, 5, 7, 9, 11, 13, …, 127)``."""
+    text = ranks_text(ranks, LABEL_PARTS)
+    if "…" in text:
+        return f"{len(set(ranks))} ranks ({text})"
+    return f"{'rank' if len(ranks) == 1 else 'ranks'} {text}"
 
 
 def parse_ranks(text: str, known: Collection[int] | None = None) -> RankSet:

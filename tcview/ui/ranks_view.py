@@ -31,7 +31,7 @@ from ..trace.divergence import (
     describe_groups,
 )
 from ..trace.model import Compile
-from ..trace.ranks import RankSet, parse_ranks, ranks_label, ranks_text
+from ..trace.ranks import LABEL_PARTS, RankSet, parse_ranks, ranks_label, ranks_text
 from .content import STATUS_MARK, STATUS_STYLE, Document, detail_lines, lit, styled_doc
 from .views import Row, TableView
 
@@ -293,7 +293,7 @@ class RanksView(TableView[list[int]]):
                 cache += f" ({first.cache_count('bypass')} bypass)"
             differs = "—" if group is ref else ", ".join(_differs_in(div, group, ref))
             cells = [
-                Text(ranks_text(group), style="bold magenta"),
+                Text(ranks_text(group, LABEL_PARTS), style="bold magenta"),
                 Text(str(first.compiles), justify="right"),
                 Text(str(first.breaks), justify="right", style="yellow" if first.breaks else ""),
                 Text(

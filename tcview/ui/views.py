@@ -28,7 +28,16 @@ from ..trace.detail import compile_detail, fmt_seconds, frame_detail, kernel_det
 from ..trace.facts import short_guard
 from ..trace.kernels import KernelGroup, group_kernels, needs_digests, source_digests
 from ..trace.model import ROLE_SHORT, BreakGroup, Compile, Error, Failure, Frame, group_breaks
-from ..trace.ranks import Fact, RankSet, rank_of, ranks_label, ranks_of, ranks_text, wanted
+from ..trace.ranks import (
+    LABEL_PARTS,
+    Fact,
+    RankSet,
+    rank_of,
+    ranks_label,
+    ranks_of,
+    ranks_text,
+    wanted,
+)
 from ..trace.recompiles import diagnose
 from .content import (
     KIND_STYLE,
@@ -62,7 +71,7 @@ def _cut(text: str, n: int) -> str:
 def rank_cell(facts: Iterable[Fact | Error]) -> Text:
     """The rank column: the ranks the row's facts come from (``0–3, 5``), ``-`` for none."""
     ranks = {r for r in map(rank_of, facts) if r is not None}
-    return Text(ranks_text(ranks) or "-", style="bold magenta")
+    return Text(ranks_text(ranks, LABEL_PARTS) or "-", style="bold magenta")
 
 
 def _frame_name(comp: Compile | None) -> str:
