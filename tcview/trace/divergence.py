@@ -36,7 +36,7 @@ import difflib
 import hashlib
 import json
 import re
-from collections.abc import Callable, Hashable, Sequence
+from collections.abc import Callable, Hashable, Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any, NamedTuple
 
@@ -444,11 +444,22 @@ def _has(check: str, r: RankSteps) -> bool:
 # ---------------------------------------------------------------------- the first divergence
 
 # What can differ between two steps of the same index, in the order a sentence names it.
-ASPECTS = ("id", "failure", "recompile", "breaks", "status", "cache", "collectives", "tensor_meta")
+ASPECTS = (
+    "id",
+    "failure",
+    "recompile",
+    "breaks",
+    "status",
+    "cache",
+    "collectives",
+    "tensor_meta",
+    "frame",
+)
 
 
 _ASPECT_VALUES: dict[str, Callable[[Step], Hashable]] = {
-    "id": lambda s: (s.id, s.frame),
+    "id": lambda s: s.id,
+    "frame": lambda s: s.frame,
     "failure": lambda s: s.failure,
     "recompile": lambda s: s.recompile,
     "breaks": lambda s: s.breaks,
@@ -461,6 +472,15 @@ _ASPECT_VALUES: dict[str, Callable[[Step], Hashable]] = {
 
 def _aspect(step: Step | None, aspect: str) -> Hashable:
     return None if step is None else _ASPECT_VALUES[aspect](step)
+
+
+def _differ(steps: Iterable[Step | None], aspect: str) -> bool:
+    """Whether the steps differ in an aspect. A function not known on one side (a TORCH_LOGS
+    capture may not name it) differs from nothing."""
+    values = {_aspect(s, aspect) for s in steps}
+    if aspect == "frame":
+        values.discard("")
+    return len(values) > 1
 
 
 def _verb(phrase: str, plural: bool) -> str:
@@ -514,6 +534,8 @@ def _phrase(step: Step | None, aspect: str, ref: Step | None) -> str:
         return f"breaks the graph in {sid} ({new})"
     if aspect == "status":
         return f"ends {sid} as {step.status}"
+    if aspect == "frame":
+        return f"compiles {sid} for {step.frame}"
     if aspect == "cache":
         return f"gets cache {'/'.join(step.cache)} for {sid}" if step.cache else "does not"
     if aspect == "collectives":
@@ -548,7 +570,9 @@ def first_divergence(
         at = [(r, r.steps[i] if i < len(r.steps) else None) for r in reps]
         if len({s.key if s is not None else None for _, s in at}) == 1:
             continue
-        aspect = next(a for a in ASPECTS if len({_aspect(s, a) for _, s in at}) > 1)
+        aspect = next((a for a in ASPECTS if _differ([s for _, s in at], a)), None)
+        if aspect is None:
+            continue
         by: dict[Hashable, tuple[list[int], Step | None]] = {}
         for r, s in at:
             entry = by.setdefault(_aspect(s, aspect), ([], s))
@@ -666,7 +690,7 @@ def align(left: Sequence[Step], right: Sequence[Step]) -> list[Pair]:
 def _differs(a: Step | None, b: Step | None) -> tuple[str, ...]:
     if a is None or b is None:
         return ("id",)
-    return tuple(x for x in ASPECTS if _aspect(a, x) != _aspect(b, x))
+    return tuple(x for x in ASPECTS if _differ((a, b), x))
 
 
 def describe_groups(groups: Sequence[Sequence[int]], limit: int = GROUPS_SHOWN) -> str:

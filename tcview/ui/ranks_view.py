@@ -217,7 +217,8 @@ def _aspect_rows(step: Step | None) -> list[tuple[str, str]]:
     if step is None:
         return [(a, "") for a in ASPECTS]
     values = {
-        "id": f"{step.id} {step.frame}".strip(),
+        "id": step.id,
+        "frame": step.frame,
         "failure": step.failure,
         "recompile": step.recompile,
         "breaks": "; ".join(step.breaks),
@@ -522,6 +523,7 @@ class CompareView(TableView[Pair]):
 
 _ASPECT_TITLES = {
     "id": "compile",
+    "frame": "function",
     "failure": "failure",
     "recompile": "recompile",
     "breaks": "breaks",
