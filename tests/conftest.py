@@ -2,9 +2,12 @@
 
 from __future__ import annotations
 
+import fcntl
 import os
+import shutil
 import sys
 import tarfile
+import tempfile
 from pathlib import Path
 
 import pytest
@@ -29,18 +32,37 @@ def _cache_dir() -> Path:
 
 
 def unpack_shared() -> Path | None:
-    """Unpack ../shared/traces.tar.xz once (outside the repo); None when it is absent."""
+    """Unpack ../shared/traces.tar.xz once (outside the repo); None when it is absent.
+
+    Parallel workers (pytest-xdist) and other test runs call this at the same time: one of
+    them unpacks into a temporary folder next to the destination and renames it into place,
+    under a lock, so nobody ever reads a half-written tree.
+    """
     if not SHARED_ARCHIVE.is_file():
         return None
     stamp = f"{SHARED_ARCHIVE.stat().st_size}-{int(SHARED_ARCHIVE.stat().st_mtime)}"
     dest = _cache_dir() / stamp
-    done = dest / ".done"
-    if not done.exists():
-        dest.mkdir(parents=True, exist_ok=True)
-        with tarfile.open(SHARED_ARCHIVE) as tar:
-            tar.extractall(dest, filter="data")
-        done.write_text("ok")
+    if not (dest / ".done").exists():
+        dest.parent.mkdir(parents=True, exist_ok=True)
+        with open(dest.parent / f"{stamp}.lock", "w") as lock:
+            fcntl.flock(lock, fcntl.LOCK_EX)
+            if not (dest / ".done").exists():
+                _unpack(dest)
     return dest / "traces"
+
+
+def _unpack(dest: Path) -> None:
+    tmp = Path(tempfile.mkdtemp(prefix=f".{dest.name}-", dir=dest.parent))
+    try:
+        with tarfile.open(SHARED_ARCHIVE) as tar:
+            tar.extractall(tmp, filter="data")
+        (tmp / ".done").write_text("ok")
+        if dest.exists():  # left half-done by an interrupted older run
+            shutil.rmtree(dest)
+        tmp.chmod(0o755)  # mkdtemp makes it private
+        tmp.rename(dest)
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
 
 
 @pytest.fixture(scope="session")

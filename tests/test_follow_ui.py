@@ -4,14 +4,13 @@ from __future__ import annotations
 
 import shlex
 import shutil
-import subprocess
 import sys
 import time
-import uuid
 from pathlib import Path
 
 import pytest
 from conftest import SAMPLES
+from tmux_helpers import Terminal, need_tmux
 from ui_helpers import REPO, counts_text, ready, summary_json, sync
 
 from tcview.replay import replay
@@ -61,37 +60,26 @@ async def test_tree_grows_in_place_and_counts_go_live(tmp_path: Path) -> None:
         assert tree.cursor_node is not None and tree.cursor_node.data.obj is newest
 
 
-def _tmux(*args: str) -> str:
-    return subprocess.run(["tmux", *args], capture_output=True, text=True, check=False).stdout
+# The counts must follow the writes closely: measured from the last write to the screen.
+LAG_LIMIT_S = 1.0
 
 
-@pytest.mark.skipif(shutil.which("tmux") is None, reason="tmux is not installed")
+@need_tmux
+@pytest.mark.slow
 def test_real_terminal_counts_reach_one_shot_numbers(tmp_path: Path) -> None:
     expected = _expected(tmp_path)
     live = tmp_path / "live"  # does not exist yet, as before a job's first compile
-    session = f"tcview-follow-{uuid.uuid4().hex[:8]}"
     command = (
         f"cd {shlex.quote(str(REPO))} && {shlex.quote(sys.executable)} -m tcview.cli open "
         f"{shlex.quote(str(live))} --follow"
     )
-    _tmux("new-session", "-d", "-s", session, "-x", "120", "-y", "40", command)
-    try:
-        deadline = time.monotonic() + 20
-        while "live" not in _tmux("capture-pane", "-p", "-t", session):
-            assert time.monotonic() < deadline, _tmux("capture-pane", "-p", "-t", session)
-            time.sleep(0.1)
+    with Terminal(command, size=(120, 40)) as term:
+        term.wait_for("live")
         last = 0.0
         for i, src in enumerate(SOURCES):
             last = replay(src, live / f"run{i}", speed_mb_s=8, seed=i, max_chunk=32 << 10)
-        screen = ""
-        while time.monotonic() - last < 1.0:
-            screen = _tmux("capture-pane", "-p", "-t", session)
-            if expected in screen:
-                break
-            time.sleep(0.05)
-        assert expected in screen, screen
-        _tmux("send-keys", "-t", session, "q")
-        time.sleep(1.0)
-        assert subprocess.run(["tmux", "has-session", "-t", session]).returncode != 0
-    finally:
-        _tmux("kill-session", "-t", session)
+        term.wait_for(expected, what=f"the one-shot counts {expected!r}")
+        lag = time.monotonic() - last
+        assert lag < LAG_LIMIT_S, f"the counts took {lag:.2f} s after the last write"
+        term.keys("q")
+        assert term.wait_ended(what="q to quit") == 0

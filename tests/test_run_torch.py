@@ -15,9 +15,12 @@ from tcview.trace.index import TraceSet
 from tcview.trace.summary import summary_json
 
 JOB = Path(__file__).resolve().parent / "fixtures" / "jobs" / "breaks_recompile.py"
-pytestmark = pytest.mark.skipif(
-    importlib.util.find_spec("torch") is None, reason="torch is not importable here"
-)
+# slow: real torch.compile; one worker runs the module, so `command_run` runs the job once
+pytestmark = [
+    pytest.mark.skipif(importlib.util.find_spec("torch") is None, reason="torch is not importable"),
+    pytest.mark.slow,
+    pytest.mark.xdist_group("run_torch"),
+]
 STATUS = re.compile(
     r"^exited (\d+) · [\d.]+s · compiles (\d+) · breaks (\d+) · recompiles (\d+) · "
     r"kernels (\d+)$",

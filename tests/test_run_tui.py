@@ -11,7 +11,6 @@ import json
 import os
 import re
 import shlex
-import shutil
 import signal
 import subprocess
 import sys
@@ -25,6 +24,7 @@ from rich.console import Console
 from rich.style import Style
 from run_helpers import alive, assert_group_gone, job_pids, wait_for
 from textual import events
+from tmux_helpers import Terminal, need_tmux
 from ui_helpers import REPO, counts_text, summary_json, sync
 
 from tcview.run._supervisor import group_members
@@ -68,6 +68,14 @@ async def until(pilot: Any, predicate: Any, timeout: float = 15.0) -> bool:
             return True
         await pilot.pause(0.05)
     return bool(predicate())
+
+
+def status_history(app: RunApp) -> list[str]:
+    """Every value the status bar's left part takes from now on: a passing state ("stopping…"
+    for the second of a stop's grace) is seen even when the loaded machine draws it late."""
+    seen = [app.status_left]
+    app.watch(app, "status_left", lambda value: seen.append(value), init=False)
+    return seen
 
 
 def output_of(app: RunApp) -> list[str]:
@@ -179,8 +187,9 @@ async def test_x_stops_a_long_job_and_leaves_nothing(tmp_path: Path) -> None:
         pids = job_pids(session.run_dir)
         assert set(pids) <= set(group_members(session.pid))
         assert await until(pilot, lambda: any(t.startswith("tick") for t in output_of(app)))
+        seen = status_history(app)
         await pilot.press("x")
-        assert await until(pilot, lambda: "stopping…" in app.status_left or session.done)
+        assert await until(pilot, lambda: any("stopping…" in text for text in seen)), seen
         assert await until(pilot, lambda: session.done)
         assert await until(pilot, lambda: app.status_left.startswith(("killed", "exited")))
         assert_group_gone(session.pid, pids)
@@ -203,8 +212,9 @@ async def test_q_asks_first_then_stops_the_job(tmp_path: Path) -> None:
         assert not session.done and "running pid" in app.status_left
         await pilot.press("q")
         assert isinstance(app.screen, ConfirmStop)
+        seen = status_history(app)
         await pilot.press("y")
-        assert await until(pilot, lambda: "stopping…" in app.status_left, timeout=3)
+        assert await until(pilot, lambda: any("stopping…" in text for text in seen)), seen
         await until(pilot, lambda: not app.is_running, timeout=10)
     assert session.done
     assert session.status.text == "killed (SIGTERM)"  # SIGINT was ignored
@@ -267,6 +277,7 @@ async def test_r_while_running_says_why_not_and_R_cycles_the_pane(tmp_path: Path
 # -- Pilot: the real torch job ----------------------------------------------------------------
 
 
+@pytest.mark.slow
 @pytest.mark.skipif(not HAS_TORCH, reason="torch is not installed")
 @sync
 async def test_real_job_live_tree_and_counts_match_the_trace(tmp_path: Path) -> None:
@@ -300,44 +311,13 @@ async def test_real_job_live_tree_and_counts_match_the_trace(tmp_path: Path) -> 
 # -- a real terminal ----------------------------------------------------------------------------
 
 
-TMUX_SOCKET = "tcview-run-tests"  # a server of our own: other sessions' clients cannot resize
-
-
-def _tmux(*args: str) -> str:
-    return subprocess.run(
-        ["tmux", "-L", TMUX_SOCKET, *args], capture_output=True, text=True, check=False
-    ).stdout
-
-
-def _screen(session: str) -> str:
-    return _tmux("capture-pane", "-p", "-t", session)
-
-
-def _wait_screen(session: str, predicate: Any, timeout: float) -> str:
-    deadline = time.monotonic() + timeout
-    screen = _screen(session)
-    while not predicate(screen) and time.monotonic() < deadline:
-        time.sleep(0.1)
-        screen = _screen(session)
-    assert predicate(screen), screen
-    return screen
-
-
-def _start_tmux(tmp_path: Path, run_dir: Path, job_argv: list[str]) -> str:
-    session = f"tcview-run-{uuid.uuid4().hex[:8]}"
+def _tcview_run(run_dir: Path, job_argv: list[str]) -> Terminal:
+    """`tcview run` of `job_argv` in a real terminal; the pane's process is tcview itself."""
     command = (
         f"cd {shlex.quote(str(REPO))} && exec {shlex.quote(sys.executable)} -m tcview.cli run "
         f"--dir {shlex.quote(str(run_dir))} -- {shlex.join(job_argv)}"
     )
-    _tmux("new-session", "-d", "-s", session, "-x", "120", "-y", "40", command)
-    return session
-
-
-def _gone(session: str) -> bool:
-    done = subprocess.run(
-        ["tmux", "-L", TMUX_SOCKET, "has-session", "-t", session], capture_output=True
-    )
-    return done.returncode != 0
+    return Terminal(command, size=(120, 40))
 
 
 def _processes_running(name: str) -> list[str]:
@@ -347,25 +327,21 @@ def _processes_running(name: str) -> list[str]:
     return [line for line in out.splitlines() if name in line and "tcview.cli" not in line]
 
 
-need_tmux = pytest.mark.skipif(shutil.which("tmux") is None, reason="tmux is not installed")
-
-
 @need_tmux
+@pytest.mark.slow
 @pytest.mark.skipif(not HAS_TORCH, reason="torch is not installed")
 def test_real_terminal_real_job_counts_equal_the_trace(tmp_path: Path) -> None:
     run_dir = tmp_path / "D"
-    session = _start_tmux(tmp_path, run_dir, ["python3", str(TORCH_JOB)])
-    try:
-        screen = _wait_screen(session, lambda s: "running pid" in s or "exited" in s, 60)
-        screen = _wait_screen(session, lambda s: "exited 0" in s, 240)
+    with _tcview_run(run_dir, ["python3", str(TORCH_JOB)]) as term:
+        term.wait_for(lambda s: "running pid" in s or "exited" in s, what="the job's status")
+        term.wait_for("exited 0", timeout=240)
         expected = counts_text(summary_json(run_dir / "trace"))
-        screen = _wait_screen(session, lambda s: expected in s, 10)
+        screen = term.wait_for(expected)
         assert "step 2 scale 3" in screen and "done" in screen, screen
-        assert " x Stop " not in screen and " r Rerun " in screen  # the footer after the end
-        _tmux("send-keys", "-t", session, "q")
-        assert wait_for(lambda: _gone(session), 10)
-    finally:
-        _tmux("kill-session", "-t", session)
+        # the footer after the end (it is redrawn a moment after the status line)
+        term.wait_for(lambda s: " x Stop " not in s and " r Rerun " in s, what="r Rerun, no x")
+        term.keys("q")
+        term.wait_ended(what="q to quit")
 
 
 def _long_job_command(tmp_path: Path) -> Path:
@@ -377,34 +353,32 @@ def _long_job_command(tmp_path: Path) -> Path:
 
 
 @need_tmux
+@pytest.mark.slow
 def test_real_terminal_x_leaves_no_process(tmp_path: Path) -> None:
     exe = _long_job_command(tmp_path)
     run_dir = tmp_path / "D"
-    session = _start_tmux(tmp_path, run_dir, [str(exe)])
-    try:
-        _wait_screen(session, lambda s: "tick 3" in s and "running pid" in s, 30)
+    with _tcview_run(run_dir, [str(exe)]) as term:
+        term.wait_for(lambda s: "tick 3" in s and "running pid" in s, what="tick 3, running")
         pids = job_pids(run_dir)
         assert len(_processes_running(exe.name)) == 2  # the supervisor and the job
-        _tmux("send-keys", "-t", session, "x")
-        _wait_screen(session, lambda s: "killed (" in s or "exited " in s, 20)
+        term.keys("x")
+        term.wait_for(lambda s: "killed (" in s or "exited " in s, what="the job's end")
         assert wait_for(lambda: not _processes_running(exe.name), 10), _processes_running(exe.name)
         assert not any(alive(p) for p in pids)
-        _tmux("send-keys", "-t", session, "q")
-        assert wait_for(lambda: _gone(session), 10)
-    finally:
-        _tmux("kill-session", "-t", session)
+        term.keys("q")
+        term.wait_ended(what="q to quit")
 
 
 @need_tmux
+@pytest.mark.slow
 @pytest.mark.parametrize("sig", [signal.SIGTERM, signal.SIGHUP])
 def test_real_terminal_signal_to_tcview_takes_the_job_down(tmp_path: Path, sig: int) -> None:
     exe = _long_job_command(tmp_path)
     run_dir = tmp_path / "D"
-    session = _start_tmux(tmp_path, run_dir, [str(exe)])
-    try:
-        _wait_screen(session, lambda s: "tick 3" in s, 30)
+    with _tcview_run(run_dir, [str(exe)]) as term:
+        term.wait_for("tick 3")
         pids = job_pids(run_dir)
-        tcview_pid = int(_tmux("display-message", "-p", "-t", session, "#{pane_pid}").strip())
+        tcview_pid = int(term.pane("#{pane_pid}"))
         assert "tcview.cli" in Path(f"/proc/{tcview_pid}/cmdline").read_text()
         os.kill(tcview_pid, sig)
         assert wait_for(lambda: not alive(tcview_pid), 15), "tcview did not end"
@@ -412,5 +386,3 @@ def test_real_terminal_signal_to_tcview_takes_the_job_down(tmp_path: Path, sig: 
         assert not any(alive(p) for p in pids)
         meta = json.loads((run_dir / "run.json").read_text())
         assert meta["status"].startswith("killed"), meta
-    finally:
-        _tmux("kill-session", "-t", session)

@@ -17,7 +17,6 @@ import statistics
 import subprocess
 import sys
 import time
-import uuid
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -25,9 +24,13 @@ from pathlib import Path
 
 import pytest
 from conftest import REPO, SAMPLES, unpack_shared
+from run_helpers import wait_for
+from tmux_helpers import Terminal
 
 from tcview.trace.source import load_source
 
+# slow; one worker runs the module, so its sshd (a module fixture) starts once
+pytestmark = [pytest.mark.slow, pytest.mark.xdist_group("ssh")]
 TREE_MOVE_LIMIT = 5 * 1024
 SIZE = (120, 40)
 SSHD_CANDIDATES = ("/usr/sbin/sshd", "/usr/local/sbin/sshd", "/sbin/sshd")
@@ -180,26 +183,6 @@ def ssh_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[SshServer]:
 # ---------------------------------------------------------------- tmux
 
 
-def _tmux(*args: str) -> str:
-    return subprocess.run(["tmux", *args], capture_output=True, text=True, check=False).stdout
-
-
-def _alive(session: str) -> bool:
-    probe = subprocess.run(["tmux", "has-session", "-t", session], capture_output=True)
-    return probe.returncode == 0
-
-
-def _wait_for(session: str, want: str, limit: float = 30.0) -> str:
-    deadline = time.monotonic() + limit
-    text = ""
-    while time.monotonic() < deadline:
-        text = _tmux("capture-pane", "-p", "-t", session)
-        if want in text:
-            return text
-        time.sleep(0.2)
-    return text
-
-
 def _settled_size(path: Path, quiet: float = 0.5, limit: float = 10.0) -> int:
     """The size of a growing file once nothing has been added to it for `quiet` seconds."""
     deadline = time.monotonic() + limit
@@ -248,12 +231,12 @@ def _viewer_box(screen: str) -> tuple[int, int]:
 
 @dataclass
 class Session:
-    name: str
+    term: Terminal
     tmp: Path
     pipe: Path
 
     def keys(self, *keys: str) -> None:
-        _tmux("send-keys", "-t", self.name, *keys)
+        self.term.keys(*keys)
 
     def bytes_for(self, *keys: str) -> int:
         """Bytes written to the terminal by one key press, once the redraw has settled."""
@@ -282,15 +265,10 @@ class Session:
     def remote_pid(self) -> int:
         return int((self.tmp / "remote.pid").read_text().strip())
 
-    def exit_status(self) -> str | None:
-        rc = self.tmp / "ssh.rc"
-        return rc.read_text().strip() if rc.exists() else None
-
 
 @contextmanager
 def _ssh_tcview(server: SshServer, trace: Path, kernel: str, tmp: Path) -> Iterator[Session]:
     """tcview over `ssh -t` in a detached tmux session, its output piped into a file."""
-    name = f"tcview-ssh-{uuid.uuid4().hex[:8]}"
     pipe = tmp / "pane.out"
     pipe.touch()
     # exec: the remote tcview keeps the shell's pid, written first, so the test can check
@@ -301,14 +279,9 @@ def _ssh_tcview(server: SshServer, trace: Path, kernel: str, tmp: Path) -> Itera
         f"{shlex.quote(str(trace))} --goto {shlex.quote(kernel)}"
     )
     ssh = shlex.join([*server.ssh_args()[:1], "-t", *server.ssh_args()[1:], remote])
-    local = f"{ssh}; echo $? > {shlex.quote(str(tmp / 'ssh.rc'))}"
-    width, height = SIZE
-    _tmux("new-session", "-d", "-s", name, "-x", str(width), "-y", str(height), local)
-    _tmux("pipe-pane", "-o", "-t", name, f"cat >> {shlex.quote(str(pipe))}")
-    try:
-        yield Session(name, tmp, pipe)
-    finally:
-        _tmux("kill-session", "-t", name)
+    with Terminal(ssh, SIZE) as term:
+        term.pipe_to(str(pipe))
+        yield Session(term, tmp, pipe)
 
 
 def _trace_and_kernel() -> tuple[Path, str]:
@@ -322,12 +295,6 @@ def _trace_and_kernel() -> tuple[Path, str]:
     kernels = [k.name for k in model.kernels if k.method == "triton"]
     assert kernels, f"no Triton kernel in {trace}"
     return trace, kernels[-1]
-
-
-def _wait_gone(session: Session, limit: float = 15.0) -> None:
-    deadline = time.monotonic() + limit
-    while _alive(session.name) and time.monotonic() < deadline:
-        time.sleep(0.1)
 
 
 def _pid_alive(pid: int) -> bool:
@@ -347,18 +314,13 @@ def test_ssh_open_kernel_read_and_quit(ssh_server: SshServer, tmp_path: Path) ->
     trace, kernel = _trace_and_kernel()
     with _ssh_tcview(ssh_server, trace, kernel, tmp_path) as session:
         want = f"kernel {kernel}"[:40]  # the kernel's detail opens on its rows
-        screen = _wait_for(session.name, want)
-        assert want in screen, screen
+        screen = session.term.wait_for(want)
         assert "kernels" in screen  # the status bar's counts
         pid = session.remote_pid()
         session.keys("q")
-        _wait_gone(session)
-        assert not _alive(session.name), "q must end tcview, ssh and so the tmux session"
-        assert session.exit_status() == "0"
-        deadline = time.monotonic() + 5
-        while _pid_alive(pid) and time.monotonic() < deadline:
-            time.sleep(0.1)
-        assert not _pid_alive(pid), "the remote tcview must be gone after q"
+        status = session.term.wait_ended(what="q to end tcview and so ssh")
+        assert status == 0, f"ssh exited {status}"
+        assert wait_for(lambda: not _pid_alive(pid), 10), "the remote tcview must be gone after q"
 
 
 def test_ssh_bytes_per_move_and_page(
@@ -367,22 +329,21 @@ def test_ssh_bytes_per_move_and_page(
     trace, kernel = _trace_and_kernel()
     with _ssh_tcview(ssh_server, trace, kernel, tmp_path) as session:
         want = f"kernel {kernel}"[:40]  # the kernel's detail opens on its rows
-        screen = _wait_for(session.name, want)
-        assert want in screen, "the kernel did not open"
+        screen = session.term.wait_for(want, what="the kernel's detail")
         left, bottom = _viewer_box(screen)
         startup = _settled_size(session.pipe, quiet=1.0)
         # up from the kernel: each move lands on another kernel (over SSH the viewer shows
         # an item on Enter, so the move itself is all that is drawn)
         moves = [session.drawn_for(left, bottom, "k") for _ in range(10)]
         burst = session.burst("j", 10)  # back down, at key-repeat speed
-        assert want in _wait_for(session.name, want, limit=5), "back on the kernel"
+        session.term.wait_for(want, what="back on the kernel")
         session.drawn_for(left, bottom, "h")  # to the output code that holds the kernel
         session.bytes_for("Enter")  # show it: a long page to scroll
         focus = session.bytes_for("Tab")  # into the viewer
         pages = [session.bytes_for("PageDown") for _ in range(5)]
         lines = [session.bytes_for("j") for _ in range(3)]
         session.keys("q")
-        _wait_gone(session)
+        session.term.wait_ended(what="q to end tcview and so ssh")
 
     move = statistics.median(m.total for m in moves)
     tree = statistics.median(m.total - m.viewer for m in moves)

@@ -325,10 +325,11 @@ async def test_kernel_rows_are_built_off_the_ui_thread(monkeypatch: pytest.Monke
 
 
 CHATTY = """\
-import sys, time
+import pathlib, sys, time
 for i in range(50):
     print(f"line {i}", flush=True)
-time.sleep(float(sys.argv[1]))
+while not pathlib.Path(sys.argv[1]).exists():  # quiet until the test says so
+    time.sleep(0.05)
 print("bye", flush=True)
 """
 
@@ -337,7 +338,8 @@ print("bye", flush=True)
 async def test_run_pane_is_told_about_output_and_the_end(tmp_path: Path) -> None:
     job = tmp_path / "job.py"
     job.write_text(CHATTY)
-    spec = build_spec(["--", sys.executable, str(job), "2"])
+    flag = tmp_path / "flag"
+    spec = build_spec(["--", sys.executable, str(job), str(flag)])
     launcher = Launcher(spec, RunOptions(run_dir=tmp_path / "D", grace_s=1.0))
     launcher.python_info = PythonInfo(spec.python)  # no torch needed
     session = launcher.start()
@@ -354,8 +356,9 @@ async def test_run_pane_is_told_about_output_and_the_end(tmp_path: Path) -> None
         shown = lambda: [text.plain for _, text in app.output.lines]  # noqa: E731
         assert await until(pilot, lambda: "line 49" in shown())
         quiet_from = time.monotonic()
-        await pilot.pause(1.0)  # the job sleeps: no output, nothing to read
+        await pilot.pause(1.0)  # the job waits for the flag: no output, nothing to read
         assert [t for t in calls if t > quiet_from] == []
+        flag.touch()
         assert await until(pilot, lambda: "exited 0" in app.status_left)
         assert shown()[-1] == "bye"
         assert overview_counts(app) == app.status_right

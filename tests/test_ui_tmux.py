@@ -3,70 +3,32 @@
 from __future__ import annotations
 
 import shlex
-import shutil
-import subprocess
 import sys
-import time
-import uuid
 from pathlib import Path
 
 import pytest
+from tmux_helpers import Terminal, need_tmux
 from ui_helpers import GPU_SAMPLE, REPO, counts_text, summary_json
 
 from tcview.trace.source import load_source
 
-pytestmark = pytest.mark.skipif(shutil.which("tmux") is None, reason="tmux is not installed")
-
-
-def _tmux(*args: str) -> str:
-    return subprocess.run(["tmux", *args], capture_output=True, text=True, check=False).stdout
-
-
-def _screen(session: str) -> str:
-    return _tmux("capture-pane", "-p", "-t", session)
-
-
-def _wait_for(session: str, want: str, limit: float = 20.0) -> str:
-    deadline = time.monotonic() + limit
-    text = ""
-    while time.monotonic() < deadline:
-        text = _screen(session)
-        if want in text:
-            return text
-        time.sleep(0.2)
-    return text
-
-
-def _alive(session: str) -> bool:
-    return (
-        subprocess.run(["tmux", "has-session", "-t", session], capture_output=True).returncode == 0
-    )
+pytestmark = [need_tmux, pytest.mark.slow]
 
 
 def _run_case(trace: Path, kernel: str, size: tuple[int, int] = (120, 40)) -> None:
-    session = f"tcview-{uuid.uuid4().hex[:8]}"
     command = (
         f"cd {shlex.quote(str(REPO))} && {shlex.quote(sys.executable)} -m tcview.cli open "
         f"{shlex.quote(str(trace))} --goto {shlex.quote(kernel)}"
     )
-    _tmux("new-session", "-d", "-s", session, "-x", str(size[0]), "-y", str(size[1]), command)
-    try:
+    expected = counts_text(summary_json(trace))
+    with Terminal(command, size) as term:
         # the kernel's detail opens on what it is (kind, graph, what it fuses, its launch)
-        want = "ATen ops"
-        screen = _wait_for(session, want)
-        assert want in screen, screen
+        screen = term.wait_for("ATen ops")
         assert f"kernel {kernel}"[:30] in screen, screen  # the viewer's title
-        expected = counts_text(summary_json(trace))
-        screen = _wait_for(session, expected)
-        assert expected in screen, screen
-        assert "static" in screen
-        _tmux("send-keys", "-t", session, "q")
-        deadline = time.monotonic() + 10
-        while _alive(session) and time.monotonic() < deadline:
-            time.sleep(0.1)
-        assert not _alive(session), "q must quit the app (and so end the tmux session)"
-    finally:
-        _tmux("kill-session", "-t", session)
+        screen = term.wait_for(expected)
+        assert "static" in screen, screen
+        term.keys("q")
+        assert term.wait_ended(what="q to quit the app") == 0
 
 
 def _triton_kernel(trace: Path) -> str:

@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import html
 import json
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -32,6 +34,28 @@ async def settle(app: Any, pilot: Any) -> None:
         except WorkerCancelled:
             pass  # an exclusive worker replaced by a newer one: that one is what counts
         await pilot.pause(0.06)
+
+
+# Rich's SVG export: one <text> per run of cells, at x = column * 12.2, clipped to its line.
+_SVG_TEXT = re.compile(
+    r'<text [^>]*?x="([\d.]+)"[^>]*?clip-path="url\(#[\w-]+-line-(\d+)\)">([^<]*)</text>'
+)
+_SVG_CELL_WIDTH = 12.2
+
+
+def screen_text(app: Any) -> str:
+    """What the terminal shows now, as plain lines (from Textual's own SVG screenshot)."""
+    rows: dict[int, list[tuple[float, str]]] = {}
+    for x, row, text in _SVG_TEXT.findall(app.export_screenshot()):
+        rows.setdefault(int(row), []).append((float(x), html.unescape(text)))
+    assert rows, "no text found in the screenshot: has the SVG format changed?"
+    lines = []
+    for row in range(app.size.height):
+        line = ""
+        for x, text in sorted(rows.get(row, [])):
+            line = line.ljust(round(x / _SVG_CELL_WIDTH)) + text.replace("\xa0", " ")
+        lines.append(line.rstrip("\n").rstrip())
+    return "\n".join(lines)
 
 
 def summary_json(path: Path | str) -> dict:

@@ -657,6 +657,12 @@ class TraceTree(Tree[Item]):
             parent.expand()
             parent = parent.parent
         _ = self.last_line  # lays out the lines, so that the node has its line number
+        if not self.scrollable_content_region.height:
+            # Not laid out yet (e.g. --goto on the first tick): scrolling now would measure a
+            # tree of height 0 and leave it scrolled. Place the cursor; scroll once it has a size.
+            self.cursor_line = node.line
+            self.call_after_refresh(self.scroll_to_node, node, animate=False)
+            return
         self.move_cursor(node)
         self.scroll_to_node(node, animate=False)
 
