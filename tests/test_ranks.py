@@ -128,11 +128,19 @@ def test_the_signature_is_json_and_read_back_gives_the_same_analysis(fixture_run
     assert analyze(ts, lambda tf: made[tf]).groups == direct.groups
     assert analyze(ts, lambda tf: made[tf]).first == direct.first
     assert analyze(ts, lambda tf: {"version": -1}).first == direct.first
-    steps, order = steps_from(made[ts.files[1]])
+    steps, times, order = steps_from(made[ts.files[1]])
     assert [s.id for s in steps] == ["0/0", "1/0", "1/1", "0/1", "1/2"]
-    assert order is None
+    assert len(times) == 5 and order is None
     with pytest.raises(ValueError):
         steps_from({"version": 1, "steps": [["0/0"]]})
+    # A key that is not its content's is refused (a stale or foreign signature).
+    forged = {**made[ts.files[1]], "key": made[ts.files[0]]["key"]}
+    with pytest.raises(ValueError, match="key"):
+        steps_from(forged)
+    seen: dict = {}
+    one = steps_from(made[ts.files[0]], seen)
+    again = steps_from(made[ts.files[0]], seen)
+    assert again.steps is one.steps  # ranks that compiled alike are read once
 
 
 def test_a_hostile_collective_schedule_is_read_without_crashing(tmp_path: Path) -> None:
@@ -176,7 +184,7 @@ def test_causes_that_differ_only_in_addresses_are_the_same(tmp_path: Path) -> No
 
 def test_two_ranks_compiles_are_aligned_by_compile_id() -> None:
     def step(sid: str, breaks: tuple[str, ...] = ()) -> Step:
-        return Step(sid, "f", "ok", "", "", breaks, (), (), (), None)
+        return Step(sid, "f", "ok", "", "", breaks, (), (), ())
 
     left = [step("0/0"), step("1/0"), step("2/0")]
     right = [step("0/0"), step("5/0"), step("1/0", ("why",)), step("2/0")]

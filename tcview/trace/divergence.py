@@ -44,7 +44,7 @@ from .model import Compile, JsonValue, LogSource, Model
 from .ranks import LABEL_PARTS, ranks_label, ranks_text
 from .recompiles import primary_failure
 
-SIGNATURE_VERSION = 1
+SIGNATURE_VERSION = 2
 # The checks of ``summary --json``'s ``divergence``, in the order a report lists them.
 CHECKS = ("compile_ids", "cache", "breaks", "tensor_meta", "collectives", "exec_order")
 CHECK_TITLES = {
@@ -70,7 +70,7 @@ _LONG_NUMBER = re.compile(r"\d{7,}")  # object ids and addresses printed in deci
 
 
 class Step(NamedTuple):
-    """One compile of a rank, as divergence compares it (`time` is never compared)."""
+    """One compile of a rank, as divergence compares it (its time is apart: never compared)."""
 
     id: str  # id_label: 0/1, 0/0 #2
     frame: str  # the function compiled
@@ -81,12 +81,15 @@ class Step(NamedTuple):
     cache: tuple[str, ...]  # hit / miss / bypass, in order
     collectives: tuple[str, ...]  # op names, in schedule order
     tensor_meta: tuple[str, ...]  # digests of its tensor metadata artifacts
-    time: float | None
 
-    @property
-    def key(self) -> tuple[Any, ...]:
-        """What must be equal for two ranks to have done the same."""
-        return tuple(self)[:-1]
+
+class SourceSteps(NamedTuple):
+    """One source's compiles as steps, their compile times (in the same order), and the graph
+    execution order it logged last (None when it logged none)."""
+
+    steps: tuple[Step, ...]
+    times: tuple[float | None, ...]
+    exec_order: tuple[str, ...] | None
 
 
 # ---------------------------------------------------------------------- per source
@@ -194,13 +197,11 @@ def step_of(comp: Compile, collectives: bool = True, tensor_meta: bool = True) -
         tuple(e.result for e in comp.cache),
         tuple(ops),
         tuple(metas),
-        comp.compile_time_s,
     )
 
 
-def source_steps(source: LogSource) -> tuple[list[Step], tuple[str, ...] | None]:
-    """One source's steps (its compiles in the order they started) and the graph execution
-    order it logged last (None when it logged none)."""
+def source_steps(source: LogSource) -> SourceSteps:
+    """One source's steps: its compiles in the order they started."""
     artifacts = source.artifacts
     collectives = artifacts[COLLECTIVES_ARTIFACT] > 0
     tensor_meta = artifacts[TENSOR_META_ARTIFACT] > 0
@@ -210,23 +211,35 @@ def source_steps(source: LogSource) -> tuple[list[Step], tuple[str, ...] | None]
         last = next((r for r in reversed(source.records) if r.name == EXEC_ORDER_ARTIFACT), None)
         if last is not None:
             order = tuple(execution_order(last.payload()))
-    return [step_of(c, collectives, tensor_meta) for c in comps], order
+    steps = tuple(step_of(c, collectives, tensor_meta) for c in comps)
+    return SourceSteps(steps, tuple(c.compile_time_s for c in comps), order)
 
 
 def file_signature(source: LogSource) -> dict[str, JsonValue]:
     """What divergence needs of one source, as JSON (see the module): small, and made from the
-    source's own index (a worker process that indexed the file can make it)."""
-    steps, order = source_steps(source)
+    source's own index (a worker process that indexed the file can make it). Its ``key`` is a
+    digest of what is compared (all but the times): ranks that compiled alike have equal keys,
+    and `steps_from` reads their steps once."""
+    made = source_steps(source)
+    steps = [_json_step(step) for step in made.steps]
+    order = None if made.exec_order is None else list(made.exec_order)
     return {
         "version": SIGNATURE_VERSION,
-        "steps": [_json_step(step) for step in steps],
-        "exec_order": None if order is None else list(order),
+        "key": _content_key(steps, order),
+        "steps": steps,
+        "times": list(made.times),
+        "exec_order": order,
     }
 
 
 def _json_step(step: Step) -> list[JsonValue]:
     """A step as JSON (its tuples as lists)."""
     return [list(v) if isinstance(v, tuple) else v for v in step]
+
+
+def _content_key(steps: list[list[JsonValue]], order: list[str] | None) -> str:
+    text = json.dumps([steps, order], separators=(",", ":"), ensure_ascii=False)
+    return hashlib.sha1(text.encode("utf-8", "replace")).hexdigest()
 
 
 _STR_ONLY = {str}
@@ -238,11 +251,38 @@ def _strings(value: Any) -> tuple[str, ...]:
     return tuple(value)
 
 
-def steps_from(signature: JsonValue) -> tuple[list[Step], tuple[str, ...] | None]:
-    """The steps and execution order of a `file_signature` (from JSON); ValueError when it is
-    not one of this version (a caller then makes it again)."""
+Parsed = dict[str, tuple[tuple[Step, ...], tuple[str, ...] | None]]
+
+
+def steps_from(signature: JsonValue, seen: Parsed | None = None) -> SourceSteps:
+    """The steps of a `file_signature` (from JSON); ValueError when it is not one of this
+    version, or its key is not its content's (a caller then makes the steps again). `seen`:
+    steps already read, by key (a thousand ranks that compiled alike are read once; a later
+    signature with a known key is not checked again: signatures are tcview's own, made by the
+    worker that indexed the file)."""
     if not isinstance(signature, dict) or signature.get("version") != SIGNATURE_VERSION:
         raise ValueError("not a divergence signature of this version")
+    key, times = signature.get("key"), signature.get("times")
+    if type(key) is not str or type(times) is not list:
+        raise ValueError("no key or times")
+    if not all(t is None or type(t) in (int, float) for t in times):
+        raise ValueError("a time is not a number")
+    known = seen.get(key) if seen is not None else None
+    if known is None:
+        known = _parse_steps(signature)
+        rows = [_json_step(step) for step in known[0]]
+        order = None if known[1] is None else list(known[1])
+        if _content_key(rows, order) != key:
+            raise ValueError("the key is not the signature's")
+        if seen is not None:
+            seen[key] = known
+    steps, exec_order = known
+    if len(times) != len(steps):
+        raise ValueError("times do not match the steps")
+    return SourceSteps(steps, tuple(None if t is None else float(t) for t in times), exec_order)
+
+
+def _parse_steps(signature: dict[str, Any]) -> tuple[tuple[Step, ...], tuple[str, ...] | None]:
     rows = signature.get("steps")
     if not isinstance(rows, list):
         raise ValueError("no steps")
@@ -251,11 +291,9 @@ def steps_from(signature: JsonValue) -> tuple[list[Step], tuple[str, ...] | None
     for row in rows:
         if type(row) is not list or len(row) != width:
             raise ValueError("a step of the wrong shape")
-        sid, frame, status, failure, recompile, breaks, cache, ops, metas, time = row
+        sid, frame, status, failure, recompile, breaks, cache, ops, metas = row
         if not {type(sid), type(frame), type(status), type(failure), type(recompile)} <= _STR_ONLY:
             raise ValueError("a step with a field of the wrong type")
-        if time is not None and not isinstance(time, (int, float)):
-            raise ValueError("a step's time is not a number")
         steps.append(
             Step(
                 sid,
@@ -267,11 +305,10 @@ def steps_from(signature: JsonValue) -> tuple[list[Step], tuple[str, ...] | None
                 _strings(cache),
                 _strings(ops),
                 _strings(metas),
-                None if time is None else float(time),
             )
         )
     order = signature.get("exec_order")
-    return steps, (None if order is None else _strings(order))
+    return tuple(steps), (None if order is None else _strings(order))
 
 
 # ---------------------------------------------------------------------- combined
@@ -283,7 +320,8 @@ class RankSteps:
 
     rank: int
     files: list[LogSource]
-    steps: list[Step]
+    steps: tuple[Step, ...]
+    times: tuple[float | None, ...]  # each step's compile time
     exec_order: tuple[str, ...] | None
     errors: list[str] = field(default_factory=list)  # headlines of its errors
 
@@ -305,31 +343,26 @@ class RankSteps:
 
     @property
     def compile_time(self) -> float:
-        return sum(s.time or 0.0 for s in self.steps)
+        return sum(t or 0.0 for t in self.times)
 
     def cache_count(self, result: str) -> int:
         return sum(1 for s in self.steps for r in s.cache if r == result)
 
-    @property
-    def behaviour(self) -> tuple[Hashable, ...]:
-        """What must be equal for two ranks to fold into one group (time aside)."""
-        return (tuple(s.key for s in self.steps), self.exec_order, tuple(self.errors))
 
-
-# What each check compares, per rank.
-_CHECK_KEYS: dict[str, Callable[[RankSteps], Hashable]] = {
-    "compile_ids": lambda r: frozenset(s.id for s in r.steps),
-    "cache": lambda r: tuple((s.id, s.cache) for s in r.steps if s.cache),
-    "breaks": lambda r: tuple(
+Steps = tuple[Step, ...]
+# What each check compares of a rank's steps (the execution order is compared as it is).
+_CHECK_KEYS: dict[str, Callable[[Steps], Hashable]] = {
+    "compile_ids": lambda steps: frozenset(s.id for s in steps),
+    "cache": lambda steps: tuple((s.id, s.cache) for s in steps if s.cache),
+    "breaks": lambda steps: tuple(
         sorted(
-            [(s.id, "break", b) for s in r.steps for b in s.breaks]
-            + [(s.id, "recompile", s.recompile) for s in r.steps if s.recompile]
-            + [(s.id, "failure", s.failure) for s in r.steps if s.failure]
+            [(s.id, "break", b) for s in steps for b in s.breaks]
+            + [(s.id, "recompile", s.recompile) for s in steps if s.recompile]
+            + [(s.id, "failure", s.failure) for s in steps if s.failure]
         )
     ),
-    "tensor_meta": lambda r: tuple((s.id, s.tensor_meta) for s in r.steps if s.tensor_meta),
-    "collectives": lambda r: tuple(op for s in r.steps for op in s.collectives),
-    "exec_order": lambda r: r.exec_order,
+    "tensor_meta": lambda steps: tuple((s.id, s.tensor_meta) for s in steps if s.tensor_meta),
+    "collectives": lambda steps: tuple(op for s in steps for op in s.collectives),
 }
 
 
@@ -341,6 +374,20 @@ def group_ranks(
     for r in ranks:
         by.setdefault(key(r), []).append(r.rank)
     return sorted((sorted(g) for g in by.values()), key=lambda g: g[0])
+
+
+def _step_classes(ranks: Sequence[RankSteps]) -> dict[int, int]:
+    """Each rank's steps as a small number, equal for equal steps: ranks that share one steps
+    object (read once from equal signatures) are compared by identity, the rest by content."""
+    by_object: dict[int, int] = {}
+    by_content: dict[Steps, int] = {}
+    out: dict[int, int] = {}
+    for r in ranks:
+        cls = by_object.get(id(r.steps))
+        if cls is None:
+            cls = by_object[id(r.steps)] = by_content.setdefault(r.steps, len(by_content))
+        out[r.rank] = cls
+    return out
 
 
 @dataclass
@@ -402,43 +449,58 @@ def analyze(model: Model, signature: Signer | None = None) -> Divergence:
     for error in model.run_errors():
         if error.rank is not None:
             errors.setdefault(error.rank, []).append(error.headline)
+    seen: Parsed = {}
     ranks: list[RankSteps] = []
     for rank in sorted(by_rank):
-        steps: list[Step] = []
-        order: tuple[str, ...] | None = None
+        parts: list[SourceSteps] = []
         for source in by_rank[rank]:
             try:
                 if signature is None:
                     raise ValueError("no signature made elsewhere")
-                more, last = steps_from(signature(source))
+                parts.append(steps_from(signature(source), seen))
             except ValueError:
-                more, last = source_steps(source)
-            steps.extend(more)
-            order = last if last is not None else order
-        ranks.append(RankSteps(rank, by_rank[rank], steps, order, errors.get(rank, [])))
+                parts.append(source_steps(source))
+        if len(parts) == 1:
+            steps, times, order = parts[0]
+        else:
+            steps = tuple(s for p in parts for s in p.steps)
+            times = tuple(t for p in parts for t in p.times)
+            order = next((p.exec_order for p in reversed(parts) if p.exec_order), None)
+        ranks.append(RankSteps(rank, by_rank[rank], steps, times, order, errors.get(rank, [])))
     return combine(ranks, unranked)
 
 
 def combine(ranks: list[RankSteps], unranked: int = 0) -> Divergence:
     """The findings over ranks whose steps are known (the cheap step: no disk reads)."""
+    classes = _step_classes(ranks)
+    reps: dict[int, Steps] = {classes[r.rank]: r.steps for r in ranks}  # one per class
     findings = {}
     for check, key in _CHECK_KEYS.items():
-        recorded = check not in RECORDED_ONLY or any(_has(check, r) for r in ranks)
-        findings[check] = Finding(check, group_ranks(ranks, key), recorded)
-    groups = group_ranks(ranks, lambda r: r.behaviour)
+        keys = {cls: key(steps) for cls, steps in reps.items()}
+        recorded = check not in RECORDED_ONLY or any(_has(check, steps) for steps in reps.values())
+        findings[check] = Finding(check, _grouped(ranks, classes, keys), recorded)
+    orders = group_ranks(ranks, lambda r: r.exec_order)
+    recorded = any(r.exec_order is not None for r in ranks)
+    findings["exec_order"] = Finding("exec_order", orders, recorded)
+    groups = group_ranks(ranks, lambda r: (classes[r.rank], r.exec_order, tuple(r.errors)))
     out = Divergence(ranks, findings, groups, unranked=unranked)
     if len(groups) > 1:
-        reps = [r for r in ranks if r.rank in {g[0] for g in groups}]
-        out.first, out.pair = first_divergence(reps, groups)
+        firsts = {g[0] for g in groups}
+        out.first, out.pair = first_divergence([r for r in ranks if r.rank in firsts], groups)
     return out
 
 
-def _has(check: str, r: RankSteps) -> bool:
-    if check == "exec_order":
-        return r.exec_order is not None
+def _grouped(
+    ranks: Sequence[RankSteps], classes: dict[int, int], keys: dict[int, Hashable]
+) -> list[list[int]]:
+    """Ranks grouped by the key of their steps' class."""
+    return group_ranks(ranks, lambda r: keys[classes[r.rank]])
+
+
+def _has(check: str, steps: Steps) -> bool:
     if check == "collectives":
-        return any(s.collectives for s in r.steps)
-    return any(s.tensor_meta for s in r.steps)
+        return any(s.collectives for s in steps)
+    return any(s.tensor_meta for s in steps)
 
 
 # ---------------------------------------------------------------------- the first divergence
@@ -568,7 +630,7 @@ def first_divergence(
     longest = max(len(r.steps) for r in reps)
     for i in range(longest):
         at = [(r, r.steps[i] if i < len(r.steps) else None) for r in reps]
-        if len({s.key if s is not None else None for _, s in at}) == 1:
+        if len({s for _, s in at}) == 1:
             continue
         aspect = next((a for a in ASPECTS if _differ([s for _, s in at], a)), None)
         if aspect is None:

@@ -200,11 +200,11 @@ def step_text(step: Step | None) -> Text:
     return text
 
 
-def step_lines(step: Step) -> list[Text]:
+def step_lines(step: Step, time: float | None) -> list[Text]:
     """What a step holds, one line each (the detail of a compile in the Ranks views)."""
     head = Text.assemble(step_text(step), "  ", (step.status, STATUS_STYLE.get(step.status, "")))
-    if step.time is not None:
-        head.append(f"  {fmt_seconds(step.time)}", style="dim")
+    if time is not None:
+        head.append(f"  {fmt_seconds(time)}", style="dim")
     out = [head]
     for aspect, value in _aspect_rows(step):
         if value and aspect not in ("id", "status"):
@@ -359,8 +359,8 @@ class RanksView(TableView[list[int]]):
             lines.append(Text.assemble(("  error ", "dim"), lit(error, "red")))
         lines.append(Text(""))
         lines.append(Text(f"compiles of rank {first.rank}", style="bold underline"))
-        for step in first.steps:
-            lines.extend(step_lines(step))
+        for step, time in zip(first.steps, first.times, strict=True):
+            lines.extend(step_lines(step, time))
         return styled_doc(ranks_label(group), lines)
 
     def activate(self, group: list[int]) -> None:
@@ -404,7 +404,7 @@ def _differs_in(div: Divergence, group: Sequence[int], ref: Sequence[int]) -> li
     mine = div.rank(group[0])
     theirs = div.rank(ref[0])
     if mine is not None and theirs is not None:
-        if not out and [s.key for s in mine.steps] != [s.key for s in theirs.steps]:
+        if not out and mine.steps != theirs.steps:
             out.append("compiles")
         if mine.errors != theirs.errors:
             out.append("errors")
