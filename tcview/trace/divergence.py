@@ -9,7 +9,8 @@ Two steps, so that the first can run where a file is indexed (a worker process):
    execution order it logged last. Only the small ``inductor_collective_schedule``,
    ``inductor_runtime_and_tensor_meta`` and ``graph_execution`` artifacts are read from disk.
 2. `analyze(model)`: each rank's steps (its sources' signatures, in file order) compared:
-   groups of ranks per check (`CHECKS`, the keys of ``summary --json``'s ``divergence``), ranks
+   groups of ranks per check (`CHECKS`; ``summary --json``'s ``divergence`` and
+   ``exec_order_groups``), ranks
    that behave identically folded into one group, and the first point of divergence in a
    sentence.
 
@@ -45,8 +46,11 @@ from .ranks import LABEL_PARTS, ranks_label, ranks_text
 from .recompiles import primary_failure
 
 SIGNATURE_VERSION = 2
-# The checks of ``summary --json``'s ``divergence``, in the order a report lists them.
+# The checks, in the order a report lists them.
 CHECKS = ("compile_ids", "cache", "breaks", "tensor_meta", "collectives", "exec_order")
+# The keys of ``summary --json``'s ``divergence`` (issue 13's five); the execution order's groups
+# are ``exec_order_groups`` beside it.
+JSON_CHECKS = ("compile_ids", "cache", "breaks", "tensor_meta", "collectives")
 CHECK_TITLES = {
     "compile_ids": "compile ids",
     "cache": "cache hit/miss",
@@ -426,8 +430,8 @@ class Divergence:
         return next((r for r in self.ranks if r.rank == rank), None)
 
     def json(self) -> dict[str, list[list[int]]]:
-        """``summary --json``'s ``divergence``: the groups of each of `CHECKS`."""
-        return {check: self.findings[check].groups for check in CHECKS}
+        """``summary --json``'s ``divergence``: the groups of each of `JSON_CHECKS`."""
+        return {check: self.findings[check].groups for check in JSON_CHECKS}
 
 
 Signer = Callable[[LogSource], JsonValue]

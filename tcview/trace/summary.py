@@ -46,6 +46,7 @@ def summary_json(
     out["damage"] = damage(ts, out)
     div = divergence if divergence is not None else analyze(ts)
     out["divergence"] = div.json()
+    out["exec_order_groups"] = div.findings["exec_order"].groups
     out["rank_groups"] = div.groups
     out["first_divergence"] = div.first or None
     return out
@@ -80,7 +81,8 @@ def fail_on(summary: dict[str, Any], kinds: list[str]) -> list[str]:
 
 def _present(summary: dict[str, Any], kind: str) -> bool:
     if kind == "divergence":
-        return any(len(groups) > 1 for groups in summary.get("divergence", {}).values())
+        checks = [*summary.get("divergence", {}).values(), summary.get("exec_order_groups", [])]
+        return any(len(groups) > 1 for groups in checks)
     return bool(summary.get(kind))
 
 
