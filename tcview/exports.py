@@ -83,7 +83,7 @@ class _open_out:
     def __enter__(self) -> Any:
         if self.path == "-":
             return sys.stdout
-        self.fh = open(self.tmp, "w", encoding="utf-8")  # noqa: SIM115 - closed in __exit__
+        self.fh = open(self.tmp, "w", encoding="utf-8")
         return self.fh
 
     def __exit__(self, kind: object, value: object, tb: object) -> None:

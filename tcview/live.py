@@ -11,17 +11,23 @@ disk, so the result stays identical to a one-shot read. Deleted files are marked
 
 from __future__ import annotations
 
+import contextlib
 import os
 import select
 import threading
 import time
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING
 
 from .trace.index import TRACE_NAME_PREFIX, TraceSet, sniff_trace
 from .trace.load import CHUNK
 from .trace.source import detect, find_text_log
+from .trace.textlog import TextLog
+from .trace.tracefile import TraceFile
+
+if TYPE_CHECKING:
+    from watchdog.observers.api import BaseObserver
 
 RESCAN_S = 0.5  # safety rescan, also when events are working
 
@@ -47,7 +53,7 @@ class Follower:
         self._dirty: set[str] = set()
         self._wake = threading.Event()
         self._stop = threading.Event()
-        self._observer: Any = None
+        self._observer: BaseObserver | None = None
         self._watching: str | None = None
         self._thread: threading.Thread | None = None
         self._stdin_fd: int | None = None
@@ -59,22 +65,15 @@ class Follower:
             self._stream_path, self.kind = path, "stdin"
         if self.kind == "missing":
             self.kind = "text" if _looks_like_log_name(path) else "trace-dir"
-        self.model: Any = self._empty_model()
+        self.model: TraceSet | TextLog = self._empty_model()
 
     # ---------------------------------------------------------------- model
 
-    def _empty_model(self) -> Any:
+    def _empty_model(self) -> TraceSet | TextLog:
         if self.kind in ("text", "stdin"):
-            from .trace.textlog import TextLog
-
-            log = TextLog(None if self.kind == "stdin" else self.path, display=self._display())
-            log.lock = self.lock
-            return log
-        ts = TraceSet(self.path)
-        ts.lock = self.lock
-        if self.kind == "run-dir":
-            ts.text = None
-        return ts
+            path = None if self.kind == "stdin" else self.path
+            return TextLog(path, display=self._display(), lock=self.lock)
+        return TraceSet(self.path, lock=self.lock)
 
     def _display(self) -> str:
         return "<stdin>" if self.kind == "stdin" else self.path
@@ -100,10 +99,8 @@ class Follower:
         self._stop.set()
         self._wake.set()
         if self._observer is not None:
-            try:
+            with contextlib.suppress(Exception):  # best effort on shutdown
                 self._observer.stop()
-            except Exception:  # noqa: BLE001 - best effort on shutdown
-                pass
         if self._thread is not None and self._thread is not threading.current_thread():
             self._thread.join(timeout=2)
 
@@ -184,23 +181,21 @@ class Follower:
         if target is None or target == self._watching:
             return
         if self._observer is not None:
-            try:
+            with contextlib.suppress(Exception):  # the old watch may be gone already
                 self._observer.stop()
-            except Exception:  # noqa: BLE001
-                pass
-        from watchdog.events import FileSystemEventHandler
+        from watchdog.events import FileSystemEvent, FileSystemEventHandler
 
         follower = self
 
         class Handler(FileSystemEventHandler):
-            def on_any_event(self, event: Any) -> None:
-                paths = [getattr(event, a, "") for a in ("src_path", "dest_path")]
+            def on_any_event(self, event: FileSystemEvent) -> None:
+                paths = [event.src_path, event.dest_path]
                 with follower.lock:
                     follower._dirty.update(os.fsdecode(p) for p in paths if p)
                 follower._wake.set()
 
         recursive = Path(target) == self.root and self.root.is_dir()
-        observer = None
+        observer: BaseObserver | None = None
         if not self.poll:
             try:
                 from watchdog.observers.inotify import InotifyObserver
@@ -274,12 +269,12 @@ class Follower:
         changed = False
         for tf in self._trace_files():
             gone = not tf.path.exists()
-            if gone != getattr(tf, "deleted", False):
+            if gone != tf.deleted:
                 tf.deleted = gone
                 changed = True
         return changed
 
-    def _trace_files(self) -> list:
+    def _trace_files(self) -> list[TraceFile]:
         return list(self.model.files) if isinstance(self.model, TraceSet) else []
 
     def _read(self, path: Path) -> bool:
@@ -318,17 +313,16 @@ class Follower:
             return False
         return changed
 
-    def _target_for(self, path: Path) -> Any:
+    def _target_for(self, path: Path) -> TraceFile | TextLog:
         """The object that indexes `path`: a TraceFile, the TextLog, or a run's TextLog."""
         model = self.model
-        if self.kind == "text":
+        if isinstance(model, TextLog):
             return model
         if self.kind == "run-dir" and path == find_text_log(self.root):
-            if getattr(model, "text", None) is None:
-                from .trace.textlog import TextLog
-
+            if model.text is None:
                 with self.lock:
-                    model.text = TextLog(str(path))
+                    model.add_text(TextLog(str(path), lock=self.lock))
+            assert model.text is not None
             return model.text
         tf = model.file_for(path)
         if tf is None:
@@ -354,10 +348,9 @@ class Follower:
             for tf in self._trace_files():
                 if not tf.finished:
                     tf.finish()
-            text = (
-                self.model if self.kind in ("text", "stdin") else getattr(self.model, "text", None)
-            )
-            if text is not None and hasattr(text, "finish") and self.kind != "stdin":
+            model = self.model
+            text = model if isinstance(model, TextLog) else model.text
+            if text is not None and self.kind != "stdin":
                 text.finish()
 
     # ---------------------------------------------------------------- pipes
@@ -371,6 +364,7 @@ class Follower:
                 self.notices.append(f"cannot read {self._stream_path}: {exc.strerror or exc}")
                 return
         model = self.model
+        assert isinstance(model, TextLog)  # a pipe is always read as TORCH_LOGS text
         while not self._stop.is_set():
             try:
                 ready, _, _ = select.select([fd], [], [], 0.25)

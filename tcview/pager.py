@@ -12,6 +12,7 @@ them and the rest, so `tcview grep` shows results before the search ends.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import shutil
 import signal
@@ -105,10 +106,8 @@ class Pager:
             return
         pager = self._pager
         assert pager.stdin is not None
-        try:
+        with contextlib.suppress(BrokenPipeError, OSError):
             pager.stdin.close()
-        except (BrokenPipeError, OSError):
-            pass
         # Ctrl-C is for the pager now (less uses it), as git does while it waits.
         previous = signal.signal(signal.SIGINT, signal.SIG_IGN)
         try:

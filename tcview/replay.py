@@ -18,6 +18,7 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
+from typing import BinaryIO
 
 
 @dataclass
@@ -59,7 +60,7 @@ def replay(
     dest.mkdir(parents=True, exist_ok=True)
     step = 0
     last = time.monotonic()
-    handles: dict[Path, object] = {}
+    handles: dict[Path, BinaryIO] = {}
     budget = speed_mb_s * (1 << 20) if speed_mb_s > 0 else 0.0
     try:
         while any(s.pos < len(s.data) for s in streams):

@@ -23,10 +23,21 @@ from tcview.trace.kernels import split_output_code
 from tcview.trace.model import Record
 from tcview.trace.tracefile import TraceFile
 
-REF_KEYS = (
-    "files records compiles frames recompiles empty_graphs graph_breaks failures output_codes kernels "
-    "unparsed_lines ranks fx_graph_cache"
-).split()
+REF_KEYS = [
+    "files",
+    "records",
+    "compiles",
+    "frames",
+    "recompiles",
+    "empty_graphs",
+    "graph_breaks",
+    "failures",
+    "output_codes",
+    "kernels",
+    "unparsed_lines",
+    "ranks",
+    "fx_graph_cache",
+]
 
 
 def _trace_dirs() -> list[Path]:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import html
 import json
 import re
@@ -29,10 +30,9 @@ async def settle(app: Any, pilot: Any) -> None:
     from textual.worker import WorkerCancelled
 
     for _ in range(3):
-        try:
+        # An exclusive worker replaced by a newer one: that one is what counts.
+        with contextlib.suppress(WorkerCancelled):
             await app.workers.wait_for_complete()
-        except WorkerCancelled:
-            pass  # an exclusive worker replaced by a newer one: that one is what counts
         await pilot.pause(0.06)
 
 

@@ -14,6 +14,7 @@ and exits the way the job did: the same exit code, or the same signal.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import resource
 import signal
@@ -67,10 +68,8 @@ def clear_group(grace: float) -> None:
         if not others:
             return
         for pid in others:
-            try:
+            with contextlib.suppress(OSError):
                 os.kill(pid, sig)
-            except OSError:
-                pass
         deadline = time.monotonic() + (grace if sig == signal.SIGTERM else 1.0)
         while time.monotonic() < deadline and any(p != me for p in group_members(me)):
             time.sleep(0.05)
@@ -137,10 +136,8 @@ def main(argv: list[str]) -> int:
 
 def exit_like_signal(sig: int) -> None:
     """Die by `sig` so that the launcher sees what the job saw (without a core dump)."""
-    try:
+    with contextlib.suppress(ValueError, OSError):
         resource.setrlimit(resource.RLIMIT_CORE, (0, 0))
-    except (ValueError, OSError):
-        pass
     signal.signal(sig, signal.SIG_DFL)
     signal.pthread_sigmask(signal.SIG_UNBLOCK, [sig])
     os.kill(os.getpid(), sig)

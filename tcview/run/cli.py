@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import contextlib
 import sys
 from dataclasses import replace
 from pathlib import Path
@@ -114,10 +115,8 @@ def run_headless(launcher: Launcher, fail_on: list[str]) -> int:
 
 
 def _print_quietly(text: str) -> None:
-    try:
+    with contextlib.suppress(OSError, ValueError):  # the terminal is gone (SIGHUP)
         print(text, flush=True)
-    except (OSError, ValueError):
-        pass  # the terminal is gone (SIGHUP)
 
 
 def _wait_headless(session: RunSession) -> RunStatus:

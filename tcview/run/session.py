@@ -16,6 +16,7 @@ hand them to its own loop (Textual: `app.call_from_thread`) or poll `lines_since
 from __future__ import annotations
 
 import collections
+import contextlib
 import itertools
 import json
 import os
@@ -271,8 +272,9 @@ class RunSession:
         opts = launcher.options
         env = launcher.child_env(self.run_dir)
         self.trace_dir.mkdir(parents=True, exist_ok=True)
-        stdout_file = open(self.run_dir / "stdout.txt", "wb")  # closed by its reader thread
-        stderr_file = open(self.run_dir / "torch_logs.txt", "wb")
+        # Both are closed by their reader threads, when the job's pipes end.
+        stdout_file = open(self.run_dir / "stdout.txt", "wb")  # noqa: SIM115
+        stderr_file = open(self.run_dir / "torch_logs.txt", "wb")  # noqa: SIM115
         argv = [
             sys.executable,
             "-I",
@@ -375,7 +377,7 @@ class RunSession:
             if callback is not None:
                 try:
                     callback(line)
-                except Exception as exc:  # a UI bug must not stop the pipe from draining
+                except Exception as exc:  # noqa: BLE001 - a UI bug must not stop the pipe draining
                     print(f"tcview: output callback failed: {exc!r}", file=sys.stderr)
 
     def _wait_for_exit(self) -> None:
@@ -384,10 +386,8 @@ class RunSession:
         if hasattr(os, "waitid"):
             # Wait without reaping: while the supervisor is a zombie its pid, and so the
             # group id, cannot be reused, so the leftover sweep below is safe.
-            try:
+            with contextlib.suppress(ChildProcessError):
                 os.waitid(os.P_PID, proc.pid, os.WEXITED | os.WNOWAIT)
-            except ChildProcessError:
-                pass
             self._sweep_group()
         with self._group_lock:
             returncode = proc.wait()
@@ -411,7 +411,7 @@ class RunSession:
             if callback is not None:
                 try:
                     callback(self)
-                except Exception as exc:
+                except Exception as exc:  # noqa: BLE001 - nor stop the job's end being recorded
                     print(f"tcview: exit callback failed: {exc!r}", file=sys.stderr)
 
     def _sweep_group(self) -> None:

@@ -39,6 +39,7 @@ from .kernels import (
     user_lines_of,
 )
 from .model import (
+    AOT_GRAPH_ROLES,
     ROLE_SHORT,
     Compile,
     Frame,
@@ -313,9 +314,8 @@ def record_name(rec: Record) -> str:
     """What a record is, in words; AOT graphs and output code with their role."""
     name = RECORD_NAMES.get(rec.label, rec.label)
     role = rec.compile.graph_role(rec) if rec.compile is not None else rec.role
-    if role is not None and rec.kind not in ("aot_forward_graph", "aot_backward_graph"):
-        if rec.kind != "aot_inference_graph":
-            name += f" ({role})"
+    if role is not None and rec.kind not in AOT_GRAPH_ROLES:  # their names say it already
+        name += f" ({role})"
     return name
 
 

@@ -17,23 +17,65 @@ if TYPE_CHECKING:  # TraceFile runs these tables: a type-only import, no cycle a
     from .tracefile import TraceFile
 
 KNOWN_KINDS = frozenset(
-    """str dynamo_start dynamo_output_graph dynamo_guards dynamo_cpp_guards_str
-    aot_forward_graph aot_backward_graph aot_joint_graph aot_inference_graph
-    inductor_pre_grad_graph inductor_post_grad_graph inductor_output_code graph_dump
-    compilation_metrics bwd_compilation_metrics compilation_metrics_runtime
-    bwd_compilation_metrics_runtime chromium_event artifact describe_storage describe_tensor
-    describe_source create_symbol create_unbacked_symbol symbolic_shape_specialization
-    guard_added_fast guard_added propagate_real_tensors_provenance expression_created
-    compiled_autograd_graph optimize_ddp_split_graph optimize_ddp_split_child dump_file link
-    exported_program missing_fake_kernel""".split()
+    [
+        "str",
+        "dynamo_start",
+        "dynamo_output_graph",
+        "dynamo_guards",
+        "dynamo_cpp_guards_str",
+        "aot_forward_graph",
+        "aot_backward_graph",
+        "aot_joint_graph",
+        "aot_inference_graph",
+        "inductor_pre_grad_graph",
+        "inductor_post_grad_graph",
+        "inductor_output_code",
+        "graph_dump",
+        "compilation_metrics",
+        "bwd_compilation_metrics",
+        "compilation_metrics_runtime",
+        "bwd_compilation_metrics_runtime",
+        "chromium_event",
+        "artifact",
+        "describe_storage",
+        "describe_tensor",
+        "describe_source",
+        "create_symbol",
+        "create_unbacked_symbol",
+        "symbolic_shape_specialization",
+        "guard_added_fast",
+        "guard_added",
+        "propagate_real_tensors_provenance",
+        "expression_created",
+        "compiled_autograd_graph",
+        "optimize_ddp_split_graph",
+        "optimize_ddp_split_child",
+        "dump_file",
+        "link",
+        "exported_program",
+        "missing_fake_kernel",
+    ]
 )
 
 GRAPH_KINDS = frozenset(
-    """dynamo_output_graph aot_forward_graph aot_backward_graph aot_joint_graph
-    aot_inference_graph inductor_pre_grad_graph inductor_post_grad_graph graph_dump
-    compiled_autograd_graph optimize_ddp_split_graph optimize_ddp_split_child
-    before_pre_grad_graph after_pre_grad_graph before_joint_graph after_joint_graph
-    before_post_grad_graph""".split()
+    [
+        "dynamo_output_graph",
+        "aot_forward_graph",
+        "aot_backward_graph",
+        "aot_joint_graph",
+        "aot_inference_graph",
+        "inductor_pre_grad_graph",
+        "inductor_post_grad_graph",
+        "graph_dump",
+        "compiled_autograd_graph",
+        "optimize_ddp_split_graph",
+        "optimize_ddp_split_child",
+        "before_pre_grad_graph",
+        "after_pre_grad_graph",
+        "before_joint_graph",
+        "after_joint_graph",
+        "before_post_grad_graph",
+    ]
 )
 
 

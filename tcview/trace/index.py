@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import os
 from collections import Counter
 from pathlib import Path
@@ -107,10 +108,8 @@ class TraceSet(Model):
     def add_file(self, path: Path) -> TraceFile:
         display = str(path)
         if self.root is not None and self.root.is_dir():
-            try:
+            with contextlib.suppress(ValueError):
                 display = str(path.relative_to(self.root))
-            except ValueError:
-                pass
         tf = TraceFile(path, display, self.builder)
         self.files.append(tf)
         return tf

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import atexit
+import contextlib
 import json
 import os
 import re
@@ -130,10 +131,8 @@ def spool(path: str) -> Path:
 
 
 def _remove(name: str) -> None:
-    try:
+    with contextlib.suppress(OSError):
         os.unlink(name)
-    except OSError:
-        pass
 
 
 def find_text_log(directory: Path) -> Path | None:

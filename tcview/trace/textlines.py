@@ -92,7 +92,7 @@ class LogReader:
     def keep(self, data: bytes) -> None:
         """Append fed bytes to the spool file (made on first use, removed on close)."""
         if self._spool is None:
-            self._spool = tempfile.TemporaryFile(prefix="tcview-stdin-")
+            self._spool = tempfile.TemporaryFile(prefix="tcview-stdin-")  # noqa: SIM115 - closed by close()
         self._spool.seek(0, os.SEEK_END)
         self._spool.write(data)
 

@@ -39,14 +39,53 @@ DYNAMIC_SOURCES = (b"symbolic_shapes.py", b"_dynamo/variables/builder.py")
 
 # Artifact tags PyTorch registers (torch/_logging/_registrations.py); others count as unknown.
 KNOWN_TAGS = frozenset(
-    """graph_breaks recompiles recompiles_verbose guards verbose_guards graph_code
-    graph_code_verbose graph graph_sizes aot_graphs aot_joint_graph aot_graphs_effects
-    post_grad_graphs pre_grad_graphs ir_pre_fusion ir_post_fusion output_code kernel_code
-    schedule fusion overlap loop_ordering loop_tiling perf_hints onnx_diagnostics
-    compiled_autograd compiled_autograd_verbose ddp_graphs trace_source trace_call
-    trace_bytecode bytecode custom_format_test_artifact side_effects dynamic cudagraphs
-    autotuning benchmarking graph_region_expansion inductor_metrics hierarchical_compile
-    cudagraph_static_inputs annotation node_runtime_estimation caching""".split()
+    [
+        "graph_breaks",
+        "recompiles",
+        "recompiles_verbose",
+        "guards",
+        "verbose_guards",
+        "graph_code",
+        "graph_code_verbose",
+        "graph",
+        "graph_sizes",
+        "aot_graphs",
+        "aot_joint_graph",
+        "aot_graphs_effects",
+        "post_grad_graphs",
+        "pre_grad_graphs",
+        "ir_pre_fusion",
+        "ir_post_fusion",
+        "output_code",
+        "kernel_code",
+        "schedule",
+        "fusion",
+        "overlap",
+        "loop_ordering",
+        "loop_tiling",
+        "perf_hints",
+        "onnx_diagnostics",
+        "compiled_autograd",
+        "compiled_autograd_verbose",
+        "ddp_graphs",
+        "trace_source",
+        "trace_call",
+        "trace_bytecode",
+        "bytecode",
+        "custom_format_test_artifact",
+        "side_effects",
+        "dynamic",
+        "cudagraphs",
+        "autotuning",
+        "benchmarking",
+        "graph_region_expansion",
+        "inductor_metrics",
+        "hierarchical_compile",
+        "cudagraph_static_inputs",
+        "annotation",
+        "node_runtime_estimation",
+        "caching",
+    ]
 )
 
 # Record kinds (tags or untagged kinds) that are a split point when their first line starts so.

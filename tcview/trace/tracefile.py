@@ -653,12 +653,14 @@ def slim(meta: dict[str, Any]) -> dict[str, Any]:
         elif isinstance(v, str):
             if len(v) <= _SLIM_STR:
                 out[k] = v
-        elif v is None or isinstance(v, (int, float, bool)):
-            out[k] = v
         elif (
-            isinstance(v, list)
-            and len(v) <= 20
-            and all(isinstance(x, (str, int, float)) and len(str(x)) <= _SLIM_STR for x in v)
+            v is None
+            or isinstance(v, (int, float, bool))
+            or (
+                isinstance(v, list)
+                and len(v) <= 20
+                and all(isinstance(x, (str, int, float)) and len(str(x)) <= _SLIM_STR for x in v)
+            )
         ):
             out[k] = v
     return out

@@ -5,6 +5,7 @@ Everything here reads the model only; the caller holds the model lock.
 
 from __future__ import annotations
 
+import contextlib
 import json
 from collections.abc import Sequence
 from dataclasses import dataclass, field
@@ -30,15 +31,33 @@ from ..trace.model import Compile, Error, Kernel, Record
 from ..trace.summary import counts_line
 
 GRAPH_KINDS = frozenset(
-    """dynamo_output_graph aot_forward_graph aot_backward_graph aot_joint_graph
-    aot_inference_graph inductor_pre_grad_graph inductor_post_grad_graph graph_dump
-    compiled_autograd_graph optimize_ddp_split_graph optimize_ddp_split_child
-    before_pre_grad_graph after_pre_grad_graph before_joint_graph after_joint_graph
-    before_post_grad_graph fx_graph_runnable""".split()
+    [
+        "dynamo_output_graph",
+        "aot_forward_graph",
+        "aot_backward_graph",
+        "aot_joint_graph",
+        "aot_inference_graph",
+        "inductor_pre_grad_graph",
+        "inductor_post_grad_graph",
+        "graph_dump",
+        "compiled_autograd_graph",
+        "optimize_ddp_split_graph",
+        "optimize_ddp_split_child",
+        "before_pre_grad_graph",
+        "after_pre_grad_graph",
+        "before_joint_graph",
+        "after_joint_graph",
+        "before_post_grad_graph",
+        "fx_graph_runnable",
+    ]
 )
 METRIC_KINDS = frozenset(
-    """compilation_metrics bwd_compilation_metrics compilation_metrics_runtime
-    bwd_compilation_metrics_runtime""".split()
+    [
+        "compilation_metrics",
+        "bwd_compilation_metrics",
+        "compilation_metrics_runtime",
+        "bwd_compilation_metrics_runtime",
+    ]
 )
 JSON_LIMIT = 32 << 20
 # A compile's status (model.STATUSES) and its marks (model.MARKS): a style and a symbol each.
@@ -140,10 +159,8 @@ def cpp_regions(spans: list[KernelSpan], offset: int = 0) -> list[tuple[int, int
 
 def record_title(rec: Record) -> str:
     parts = [record_name(rec), rec.compile_text]
-    try:
+    with contextlib.suppress(Exception):  # lineno is lazy and may need a read
         parts.append(f"line {rec.lineno}")
-    except Exception:  # noqa: BLE001 - lineno is lazy and may need a read
-        pass
     return " · ".join(p for p in parts if p)
 
 

@@ -455,10 +455,7 @@ class RunApp(TcviewApp, inherit_bindings=False):
         on_view = len(self.screen_stack) > 1
         while len(self.screen_stack) > 1:
             self.pop_screen()
-        if on_view:
-            mode = "full"
-        else:
-            mode = LAYOUTS[(LAYOUTS.index(self.layout_mode) + 1) % len(LAYOUTS)]
+        mode = "full" if on_view else LAYOUTS[(LAYOUTS.index(self.layout_mode) + 1) % len(LAYOUTS)]
         self.set_layout(mode)
 
     def set_layout(self, mode: str) -> None:

@@ -292,19 +292,31 @@ class CodeView(ScrollView, can_focus=True):
 
         `virtual_size` is a layout reactive: assigning it reflows the screen, which repaints
         this view a second time and every scrollbar on screen (the tree's too), about 20 KB
-        per item shown over SSH. Only the scrollbars need updating, and the view repaints anyway.
+        per item shown over SSH. Only the scrollbars need updating, and the view repaints anyway,
+        unless a scrollbar appears or goes.
         """
         if size == self.virtual_size:
             return
-        # Textual's one private call in tcview: no public API updates the scrollbars without
-        # that layout (measured: 8.4 KB per item shown instead of 10.3 KB, 120x40). Pinned to
-        # textual 8.2.x; if it goes, the public assignment below still works.
-        update = getattr(self, "_scroll_update", None)
-        if update is None or not self.container_size:
-            self.virtual_size = size
+        old, (width, height) = self.virtual_size, self.container_size
+        bars_change = (old.height > height) != (size.height > height) or (old.width > width) != (
+            size.width > width
+        )
+        if bars_change or not self.container_size:
+            self.virtual_size = size  # a scrollbar appears or goes: that is a layout change
             return
         self.set_reactive(CodeView.virtual_size, size)
-        update(size)
+        if self.show_vertical_scrollbar:
+            bar = self.vertical_scrollbar
+            bar.window_virtual_size = size.height
+            bar.window_size = height - self.scrollbar_size_horizontal
+            bar.refresh()
+        if self.show_horizontal_scrollbar:
+            bar = self.horizontal_scrollbar
+            bar.window_virtual_size = size.width
+            bar.window_size = width - self.scrollbar_size_vertical
+            bar.refresh()
+        self.scroll_x = min(self.scroll_x, self.max_scroll_x)
+        self.scroll_y = min(self.scroll_y, self.max_scroll_y)
 
     @staticmethod
     def _content_width(doc: Document) -> int:
