@@ -667,9 +667,13 @@ def _sentence(
     against = ref if ref is not None and (aspect != "tensor_meta" or ref.tensor_meta) else None
     for ranks, step in others:
         phrase = _phrase(step, aspect, ref)
-        if aspect == "tensor_meta" and against is not None and step is not None:
-            if step.tensor_meta:
-                phrase += f" than {ranks_label(ref_ranks)}"
+        if (
+            aspect == "tensor_meta"
+            and against is not None
+            and step is not None
+            and step.tensor_meta
+        ):
+            phrase += f" than {ranks_label(ref_ranks)}"
         (did_not if phrase == "does not" else did).append(
             f"{ranks_label(ranks)} {_verb(phrase, len(ranks) > 1)}"
         )

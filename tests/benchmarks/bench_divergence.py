@@ -24,10 +24,10 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from conftest import unpack_shared  # noqa: E402
+from conftest import unpack_shared
 
-from tcview.trace import TraceSet  # noqa: E402
-from tcview.trace.divergence import analyze, file_signature  # noqa: E402
+from tcview.trace import TraceSet
+from tcview.trace.divergence import analyze, file_signature
 
 FRAME_ID = re.compile(rb'"frame_id": (\d+)')
 RANK_KEY = re.compile(rb'"rank": \d+')
