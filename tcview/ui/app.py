@@ -644,16 +644,19 @@ class TcviewApp(App[int]):
 
     @on(Tree.NodeHighlighted, "#tree")
     def _highlighted(self, event: Tree.NodeHighlighted[Item]) -> None:
+        # The event's own tree: it may come while the app closes, its screens already gone.
+        tree = event.node.tree
         if self._cursor_placed:
             # The first row, highlighted at start (perhaps again, as the tree grew in place):
             # the overview stays until the cursor leaves it.
-            if self.main_tree.cursor_line == 0:
+            if tree.cursor_line == 0:
                 return
             self._cursor_placed = False
         if self._show_timer is not None:
             self._show_timer.stop()
         item = event.node.data
-        self.main_tree.unmark(event.node)
+        if isinstance(tree, TraceTree):
+            tree.unmark(event.node)
         if self.auto_preview:
             self._show_timer = self.set_timer(0.04, lambda: self._show_now(item))
 
