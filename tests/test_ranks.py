@@ -82,22 +82,24 @@ def test_first_divergence_of_the_fresh_two_rank_run(fixture_runs: Path) -> None:
     assert div.groups == [[0], [1]]
 
 
-def test_first_divergence_names_the_recompile_and_its_cause(shared_traces: Path) -> None:
-    div = analyze(TraceSet.load(shared_traces / "h200-torch2.11" / "ddp2" / "trace"))
+def test_first_divergence_names_the_recompile_and_its_cause(fixture_runs: Path) -> None:
+    div = analyze(TraceSet.load(fixture_runs / "ranks_ddp2" / "trace"))
     assert div.first == (
         "rank 1 recompiles 0/1 on `args[0]` size at index 0 and breaks the graph"
         " (Unsupported method call); rank 0 does not"
     )
 
 
-def test_first_divergence_of_collectives_and_tensor_metadata(shared_traces: Path) -> None:
-    corpus = shared_traces / "tlparse-corpus"
-    schedule = analyze(TraceSet.load(corpus / "multi_rank_schedule"))
+def test_first_divergence_of_collectives(fixture_runs: Path) -> None:
+    schedule = analyze(TraceSet.load(fixture_runs / "ranks_schedule" / "trace"))
     assert schedule.first == (
         "rank 1 schedules wait_tensor as collective 4 of 0/0;"
         " ranks 0, 2 schedule reduce_scatter_tensor as collective 4 of 0/0"
     )
-    runtime = analyze(TraceSet.load(corpus / "multi_rank_runtime"))
+
+
+def test_first_divergence_of_tensor_metadata(shared_traces: Path) -> None:
+    runtime = analyze(TraceSet.load(shared_traces / "tlparse-corpus" / "multi_rank_runtime"))
     assert runtime.first == (
         "ranks 5, 6 log other tensor metadata (shapes, dtypes, strides) for 0/0 than ranks 0–3;"
         " rank 4 logs no tensor metadata for 0/0"
@@ -237,8 +239,8 @@ def test_fail_on_names_divergence_among_its_kinds() -> None:
     assert "divergence" in out.stderr
 
 
-def test_the_text_report_labels_ranks(shared_traces: Path) -> None:
-    text = summary_text(TraceSet.load(shared_traces / "h200-torch2.11" / "ddp2" / "trace"))
+def test_the_text_report_labels_ranks(fixture_runs: Path) -> None:
+    text = summary_text(TraceSet.load(fixture_runs / "ranks_ddp2" / "trace"))
     lines = text.split("\n")
     assert "Ranks (2): 2 groups that compiled differently: [0] [1]" in lines
     assert any(
