@@ -77,9 +77,9 @@ async def test_every_view_has_a_rank_column(
 
 
 @sync
-async def test_the_failures_view_has_a_rank_column(shared_traces: Path, tmp_path: Path) -> None:
-    """The shared breaks trace (one failure) copied as ranks 0 and 1."""
-    trace = next((shared_traces / "h200-torch2.11" / "breaks" / "trace").glob("*.log"))
+async def test_the_failures_view_has_a_rank_column(fixture_runs: Path, tmp_path: Path) -> None:
+    """The wont_convert run's trace (two failures) copied as ranks 0 and 1."""
+    trace = next((fixture_runs / "wont_convert" / "trace").glob("*.log"))
     for rank in (0, 1):
         shutil.copy(trace, tmp_path / f"dedicated_log_torch_trace_rank_{rank}_x.log")
     app = TcviewApp(str(tmp_path))
@@ -88,7 +88,7 @@ async def test_the_failures_view_has_a_rank_column(shared_traces: Path, tmp_path
         await _view(app, pilot, "f")
         columns, rows = table_rows(app)
         assert columns[:2] == ["rank", "compile"]
-        assert [r[0] for r in rows] == ["0", "1"]
+        assert [r[0] for r in rows] == ["0", "0", "1", "1"]
 
 
 @sync
