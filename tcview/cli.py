@@ -1,4 +1,4 @@
-"""Entry point: ``tcview open | run | summary | show | grep | export | doctor``."""
+"""Entry point: ``tcview open | run | summary | show | diff | grep | export | doctor``."""
 
 from __future__ import annotations
 
@@ -46,7 +46,7 @@ def load_source(path: str, progress: Progress | None = None) -> Model:
 
 def cmd_summary(args: argparse.Namespace) -> int:
     from .trace.source import NotATrace
-    from .trace.summary import fail_on, parse_fail_on, summary_json, summary_text
+    from .trace.summary import fail_on, input_state, parse_fail_on, summary_json, summary_text
 
     path = args.path
     try:
@@ -65,6 +65,9 @@ def cmd_summary(args: argparse.Namespace) -> int:
         print(f"tcview: {safe_line(path)}: {exc}", file=sys.stderr)
         return 2
     data = summary_json(ts, verify=args.verify)
+    state = input_state(ts, path, live=False, finished=True)
+    if state is not None and not args.quiet:  # the counts below are all 0: say why
+        print(f"tcview: {safe_line(state.text)}. {state.help}".rstrip(), file=sys.stderr)
     if args.json:
         emit(json.dumps(data, indent=2, sort_keys=False))
     else:
@@ -93,7 +96,8 @@ def paint_summary(text: str, paint: Painter) -> str:
 
 
 def cmd_show(args: argparse.Namespace) -> int:
-    """Print what the detail pane shows for one compile, frame or kernel."""
+    """Print what the app shows for one item: a compile, frame or kernel (with its
+    provenance), the kernels of FILE:LINE, or the export report."""
     from .trace.detail import render_json, render_text
     from .trace.show import ShowError, show_detail
     from .trace.source import NotATrace
@@ -119,6 +123,12 @@ def cmd_show(args: argparse.Namespace) -> int:
     else:
         emit(safe_text(render_text(detail)))
     return 0
+
+
+def cmd_diff(args: argparse.Namespace) -> int:
+    from .diffcmd import diff_command
+
+    return diff_command(args)
 
 
 def cmd_open(args: argparse.Namespace) -> int:
@@ -183,16 +193,33 @@ def build_parser() -> argparse.ArgumentParser:
 
     p_show = sub.add_parser(
         "show",
-        help="print what the app shows for a compile, frame or kernel",
+        help="print what the app shows for a compile, frame, kernel, FILE:LINE or export",
         description="Print, as plain text or JSON, the detail the app shows for one item: a"
-        " compile id (1/0, [1/0], 0/0 #2 for a later compile episode), 'frame N', or a kernel"
-        " name (NAME@ID for the one in compile ID). Start with 'rank N' or 'pid N' to pick a"
+        " compile id (1/0, [1/0], 0/0 #2 for a later compile episode), 'frame N', a kernel"
+        " name (NAME@ID for the one in compile ID; its provenance included) or a provenance"
+        " mapping's key (extern_kernels.mm:4), FILE:LINE (the kernels of a user line), or"
+        " 'export' (the draft-export report). Start with 'rank N' or 'pid N' to pick a"
         " process.",
     )
     p_show.add_argument("path", help="trace dir/file, log file, or - for stdin")
-    p_show.add_argument("item", nargs="+", help="compile id, 'frame N', or kernel name")
+    p_show.add_argument(
+        "item", nargs="+", help="compile id, 'frame N', kernel, FILE:LINE, or export"
+    )
     p_show.add_argument("--json", action="store_true", help="the same as data")
     p_show.set_defaults(func=cmd_show)
+
+    p_diff = sub.add_parser("diff", help="what changed between two runs")
+    p_diff.add_argument("a", help="the first run: trace dir/file or TORCH_LOGS capture")
+    p_diff.add_argument("b", help="the second run")
+    p_diff.add_argument("--json", action="store_true", help="machine-readable output")
+    p_diff.add_argument("--text", action="store_true", help="print the report (no viewer)")
+    p_diff.add_argument(
+        "--fail-on",
+        metavar="CHECKS",
+        help="exit 1 when any trips: new-breaks,new-recompiles,new-failures,new-errors,"
+        "new-frames,changed-kernels,new-kernels,slower:N%%",
+    )
+    p_diff.set_defaults(func=cmd_diff)
 
     p_run = sub.add_parser("run", help="run a script under tracing and watch it live")
     p_run.add_argument("--dir", help="run directory (default ./tcview_runs/<time>-<name>/)")

@@ -114,6 +114,18 @@ def test_a_binary_file_gets_a_clear_message(tmp_path: Path, command: str) -> Non
     assert "\x7f" not in out.stderr and "\x00" not in out.stderr
 
 
+@pytest.mark.parametrize("flag", [[], ["--json"]])
+def test_summary_of_an_empty_directory_says_no_trace_was_found(
+    tmp_path: Path, flag: list[str]
+) -> None:
+    out = tcview("summary", *flag, str(tmp_path))
+    assert out.returncode == 0
+    assert out.stderr.startswith(f"tcview: no trace found in {tmp_path}. tcview reads")
+    assert "compiles" in out.stdout  # the counts still come, all 0
+    traced = tcview("summary", str(SAMPLES / "cpu_breaks_recompiles"))
+    assert traced.returncode == 0 and traced.stderr == ""
+
+
 # ---------------------------------------------------------------- 10.8: progress
 
 

@@ -112,7 +112,7 @@ def test_only_a_repeated_start_begins_an_episode(tmp_path: Path) -> None:
     tf.finish()
     assert [c.id_label for c in tf.compiles.values()] == ["0/0", "1/0", "0/1", "0/0 #2", "1/0 #2"]
     assert [c.status for c in tf.compiles.values()] == [
-        "graph break", "ok", "ok", "ok", "empty graph",
+        "graph break", "ok", "no metrics", "no metrics", "empty graph",
     ]  # fmt: skip
     assert count([path])["compiles"] == 5
 
@@ -143,6 +143,26 @@ def test_text_without_start_messages_cannot_see_resets(shared_traces: Path) -> N
 
 
 # ---------------------------------------------------------------------- 2. status
+
+
+def test_a_compile_without_metrics_says_so_once_the_trace_is_complete(tmp_path: Path) -> None:
+    """tlparse's "Metrics were missing": a complete trace with no compilation_metrics record for
+    a compile. While the file grows, its compile is not judged yet; text never has metrics."""
+    prefix = "V1122 17:07:36.000000 1 torch/_dynamo/convert_frame.py:1] "
+    lines = [
+        {"dynamo_start": {"stack": []}, "frame_id": 0, "frame_compile_id": 0},
+        {"compilation_metrics": {"graph_op_count": 2}, "frame_id": 0, "frame_compile_id": 0},
+        {"dynamo_start": {"stack": []}, "frame_id": 1, "frame_compile_id": 0},
+    ]
+    path = tmp_path / "dedicated_log_torch_trace_x.log"
+    path.write_text("".join(prefix + json.dumps(v) + "\n" for v in lines))
+    tf = TraceFile(path)
+    tf.feed(path.read_bytes())
+    assert [c.status for c in tf.compiles.values()] == ["ok", "ok"]  # still growing
+    tf.finish()
+    assert [c.status for c in tf.compiles.values()] == ["ok", "no metrics"]
+    text = TextLog.load(FIXTURES / "torch_logs_small.txt")
+    assert text.compiles and "no metrics" not in {c.status for c in text.compiles}
 
 
 def _tlparse_cases() -> list[str]:

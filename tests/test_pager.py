@@ -138,3 +138,17 @@ def test_summary_no_color_on_a_terminal(tmp_path: Path) -> None:
     _in_pty(["summary", "-q", str(CPU_RUN)], _env(PAGER=str(pager), NO_COLOR="1"), rows=10)
     assert got.exists()
     assert ESCAPE not in got.read_text()
+
+
+def test_diff_output_goes_to_the_pager(tmp_path: Path, fixture_runs: Path) -> None:
+    """`tcview diff --text` and `--json` print through the pager like the other commands."""
+    a, b = str(fixture_runs / "diff_a"), str(fixture_runs / "diff_b")
+    for args, want in (
+        (["diff", "--text", a, b], "new      0 → 1×  script.py:7"),
+        (["diff", "--json", a, b], '"new_breaks": 1'),
+    ):
+        pager, got = _fake_pager(tmp_path, args[1].strip("-"))
+        screen = _in_pty(args, _env(PAGER=str(pager)), rows=10)
+        assert got.exists(), screen
+        assert want in got.read_text()
+        assert want not in screen, "the pager got it, not the terminal"

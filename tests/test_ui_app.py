@@ -449,6 +449,24 @@ def test_samples_exist() -> None:
 
 
 @sync
+async def test_lines_styled_as_a_whole_are_drawn_styled() -> None:
+    """A line whose style is the Text's own (a detail's section heading: bold, underlined; a
+    failure's in red) is drawn so: rich's Text.render leaves out the base style of a Text
+    without spans, so the viewer applies it itself."""
+    app = TcviewApp(str(CPU_SAMPLE), goto="0/0")
+    async with app.run_test(size=(120, 60)) as pilot:
+        await ready(app, pilot)
+        view = viewer(app)
+        doc = view.doc
+        assert doc.styled is not None
+        at = next(i for i in range(doc.count) if doc.plain(i) == "where the time went")
+        assert not doc.styled[at].spans and doc.styled[at].style  # styled as a whole
+        y = view.row_of(at) - view.scroll_offset.y
+        styles = [seg.style for seg in view.render_line(y) if seg.text.strip()]
+        assert styles and all(s is not None and s.bold and s.underline for s in styles)
+
+
+@sync
 async def test_goto_before_the_first_layout_leaves_the_tree_unscrolled(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:

@@ -65,6 +65,20 @@ def test_run_mode_is_the_browser_under_a_keymap() -> None:
     assert run["run.stop"].key == "x" and run["run.output"].key == "R"
 
 
+@pytest.mark.parametrize("app", [TcviewApp, RunApp], ids=lambda a: a.__name__)
+def test_no_key_does_two_things(app: type[TcviewApp]) -> None:
+    """An app's keys are its own: no two actions share one (a browser key must not shadow run
+    mode's `x` stop, say), except run mode's `r`, which says why it cannot rerun yet."""
+    actions: dict[str, set[str]] = {}
+    for binding in app.BINDINGS:
+        assert isinstance(binding, Binding)
+        for key in binding.key.split(","):
+            actions.setdefault(key.strip(), set()).add(binding.action)
+    shared = {key: acts for key, acts in actions.items() if len(acts) > 1}
+    allowed = {"r": {"rerun", "rerun_busy"}} if app is RunApp else {}
+    assert shared == allowed
+
+
 def _rows(app: TcviewApp) -> list[HelpRow]:
     return [row for _, rows in help_rows(app.help_places(), app.get_key_display) for row in rows]
 

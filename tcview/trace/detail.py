@@ -1,4 +1,6 @@
-"""What tcview says about one item (a compile, a frame, a kernel), built once as plain data.
+"""What tcview says about one item, built once as plain data: a compile, a frame, a kernel
+(with its provenance), a kernel's or compile's provenance alone, the kernels of a user line
+(``FILE:LINE``), the draft-export report and its issues.
 
 The detail pane renders a `Detail` as styled text (tcview/ui/content.py picks a style for each
 tag), and ``tcview show`` prints it as plain text (`render_text`) or JSON (`Detail.to_json`):
@@ -10,6 +12,9 @@ A row is (label, value, tag): the tag says what the value *is*, never how it loo
 - ``status:<status>`` (`model.STATUSES`), ``mark:<mark>`` (`model.MARKS`)
 - ``break``, ``where``, ``hint``, ``guard``, ``failure``, ``diagnosis``, ``limit``, ``advice``
 - ``time`` (the row's `amount` is seconds), ``kind:<kernel kind>``, ``role``, ``id``
+- ``code`` (a line of the user's program), ``kernel`` (a kernel's name or mapping key)
+- ``issue`` (an export issue), ``ok`` (nothing wrong), ``warn`` (a caveat), ``subheading`` (the
+  title of the rows under it, within a section)
 - ``dim`` (secondary), ``strong`` (primary), ``""`` (plain)
 
 Building a detail reads from disk (payloads, big headers): do it off the UI thread.
@@ -25,6 +30,15 @@ from dataclasses import asdict, dataclass, field
 from typing import Any
 
 from .compile_id import FIRST_EPISODE
+from .export import (
+    FAKE_KERNEL_DOC,
+    MISMATCHED_FAKE,
+    MISSING_FAKE,
+    ExportIssue,
+    ExportReport,
+    export_report,
+    is_export,
+)
 from .facts import short_guard
 from .kernels import (
     OUTPUT_CODES,
@@ -34,9 +48,7 @@ from .kernels import (
     kernel_info_of,
     launch_info,
     needs_digests,
-    provenance_of,
     source_digests,
-    user_lines_of,
 )
 from .model import (
     AOT_GRAPH_ROLES,
@@ -50,6 +62,17 @@ from .model import (
     Model,
     Record,
 )
+from .provenance import (
+    KernelProvenance,
+    Provenance,
+    Unit,
+    compile_units,
+    kernel_provenance,
+    same_file,
+    torch_version,
+    tracking_hint,
+    unit_origin,
+)
 from .recompiles import CompileConfig, compile_config, diagnose, parse_guard_failure
 
 LABEL_WIDTH = 10  # a row's label column, in characters
@@ -62,6 +85,8 @@ FUSION_ROWS = 40  # fused pairs, and reasons for not fusing, listed in a compile
 KERNEL_ROWS = 200  # kernels listed in a compile's detail
 SHAPE_ROWS = 300  # symbolic-shape records listed in a compile's detail
 GROUP_ROWS = 50  # compiles listed for a kernel defined in several
+NODES_SHOWN = 40  # FX nodes listed in a row (the rest are counted)
+STACK_SHOWN = 12  # frames of an export issue's stacks shown (the Export view: more)
 GUARD_ROWS = 8  # guard failures listed for a recompile (one per older compile of its frame)
 TEXT_ROWS = 40  # lines of a long value (a failure's reason) shown under its row
 SHAPE_KINDS = (
@@ -71,24 +96,6 @@ SHAPE_KINDS = (
     "guard_added_fast",
     "guard_added",
     "expression_created",
-)
-# (metric key, label, divisor to seconds, depth) - the phases of one compile, nested.
-PHASES = (
-    ("entire_frame_compile_time_s", "entire frame", 1.0, 0),
-    ("dynamo_cumulative_compile_time_us", "dynamo", 1e6, 1),
-    ("backend_compile_time_s", "backend compile", 1.0, 1),
-    ("aot_autograd_cumulative_compile_time_us", "aot autograd", 1e6, 2),
-    ("joint_graph_pass_time_us", "joint graph passes", 1e6, 3),
-    ("inductor_compile_time_s", "inductor", 1.0, 2),
-    ("inductor_cumulative_compile_time_us", "inductor (cumulative)", 1e6, 2),
-    ("pre_grad_pass_time_us", "pre-grad passes", 1e6, 3),
-    ("post_grad_pass_time_us", "post-grad passes", 1e6, 3),
-    ("code_gen_time_s", "code gen", 1.0, 3),
-    ("inductor_code_gen_cumulative_compile_time_us", "code gen (cumulative)", 1e6, 3),
-    ("triton_compile_time_us", "triton compile", 1e6, 3),
-    ("compile_time_autotune_time_us", "autotune", 1e6, 3),
-    ("gc_time_us", "gc", 1e6, 1),
-    ("structured_logging_overhead_s", "trace logging", 1.0, 1),
 )
 # compilation_metrics fields shown in a compile's detail: (key, label, kind of value).
 METRIC_ROWS = (
@@ -329,13 +336,7 @@ def phase_times(comp: Compile, detailed: bool = True) -> list[tuple[str, float, 
             got = []
         if got:
             return got
-    m = comp.metrics or {}
-    out = []
-    for key, label, div, depth in PHASES:
-        value = m.get(key)
-        if isinstance(value, (int, float)) and not isinstance(value, bool) and value > 0:
-            out.append((label, value / div, depth))
-    return out
+    return comp.metric_phases()
 
 
 def fusion_of(model: Model | None, comp: Compile) -> list[FusionDecision]:
@@ -716,28 +717,23 @@ def kernel_detail(kernel: Kernel, model: Model | None = None) -> Detail:
     launch = "not launched" if span.launch is None else f"#{span.launch + 1}"
     head.row("output code", f"lines {span.first + 1}-{span.end + 1} · launch {launch}")
     found = fuses(code, span)
-    origin = ""
-    if not found.found:
-        mappings = _following(kernel, "inductor_provenance_tracking_node_mappings")
-        from_mappings = provenance_of(mappings.payload(), kernel.name) if mappings else None
-        if from_mappings is not None:
-            found, origin = from_mappings, "  (provenance tracking)"
-    section = detail.section("fuses" + origin)
-    section.label_width = 11
-    if found.found:
-        if found.aten_ops:
-            section.row("ATen ops", ", ".join(found.aten_ops), "strong")
-        section.row("nodes", ", ".join(n or "(unnamed)" for n in found.source_nodes) or "(none)")
-        if found.post_grad_nodes:
-            section.row("post-grad", ", ".join(found.post_grad_nodes), "dim")
-    else:
-        section.row("", "the output code does not say (no source-node comment)", "dim")
-    traces = _following(kernel, "inductor_provenance_tracking_kernel_stack_traces")
-    user = user_lines_of(traces.payload(), kernel.name) if traces is not None else []
-    if user:
-        section = detail.section("user code")
-        for line in user:
-            section.row("", line)
+    unit, kp = kernel_provenance(kernel)
+    tracked = unit is not None and unit.tracked and kp is not None
+    if found.found or not tracked:
+        section = detail.section("fuses")
+        section.label_width = 11
+        if found.found:
+            if found.aten_ops:
+                section.row("ATen ops", ", ".join(found.aten_ops), "strong")
+            nodes = ", ".join(n or "(unnamed)" for n in found.source_nodes)
+            section.row("nodes", nodes or "(none)")
+            if found.post_grad_nodes:
+                section.row("post-grad", ", ".join(found.post_grad_nodes), "dim")
+        else:
+            section.row("", "the output code does not say (no source-node comment)", "dim")
+    # Without tracking, the provenance's pre-grad nodes are the comment's: said above.
+    hint = tracking_hint(torch_version(model) if model is not None else None)
+    provenance_sections(detail, unit, kp, hint, nodes=tracked)
     info = _kernel_info(kernel)
     launch_rows = launch_info(code, span, info).rows
     if launch_rows:
@@ -825,3 +821,243 @@ def _kernel_info(kernel: Kernel) -> dict[str, object] | None:
     code (autotuned config, compile time), read from disk; None when there is none."""
     rec = _following(kernel, "triton_kernel_info")
     return kernel_info_of(rec.payload()).get(kernel.name) if rec is not None else None
+
+
+# ---------------------------------------------------------------------- provenance
+
+
+def nodes_text(nodes: Sequence[str]) -> str:
+    more = f" … +{len(nodes) - NODES_SHOWN}" if len(nodes) > NODES_SHOWN else ""
+    return ", ".join(nodes[:NODES_SHOWN]) + more if nodes else "(none)"
+
+
+def provenance_sections(
+    detail: Detail,
+    unit: Unit | None,
+    kp: KernelProvenance | None,
+    hint: str = "",
+    nodes: bool = True,
+) -> None:
+    """What a kernel implements (`provenance.kernel_provenance`): where that comes from, its
+    user lines (and torch's), its post- and pre-grad nodes (`nodes`), the graphs that mark
+    them, and the other kernels of its lines. `hint`: how to turn tracking on."""
+    section = detail.section("provenance", "provenance")
+    if unit is None:
+        section.row("", "its output code is not part of an Inductor compile tcview knows", "warn")
+        return
+    code = f"{unit.code.label} line {unit.code.lineno}" if unit.code is not None else "?"
+    section.row("graph", f"{unit.label}  ({code})")
+    section.row("from", unit_origin(unit), "warn" if unit.fallback else "")
+    if unit.fallback and hint:
+        section.row("turn it on", hint, "hint")
+    if kp is None:
+        section.row("", "the mapping does not name this kernel", "warn")
+        if unit.tracked and unit.kernels:
+            section.row("it names", nodes_text(list(unit.kernels)), "dim")
+        section.fit_labels()
+        return
+    if kp.key != kp.name:
+        section.row("mapping key", kp.key)
+    section.fit_labels()
+    lines = kp.user_lines
+    origin = f"  (from the {kp.lines_from})" if kp.lines_from else ""
+    user = detail.section(f"user lines ({len(lines)}){origin}", "lines")
+    if not lines:
+        user.row("", "(none known)", "dim")
+    for src in lines:
+        user.row("", src.text, "code")
+    internal = [ln for ln in kp.lines if not ln.user]
+    if internal:
+        torch = detail.section(f"torch lines ({len(internal)})", "lines")
+        for src in internal:
+            torch.row("", src.text, "dim")
+    if unit.empty_mapping:
+        section.row(
+            "",
+            "the node mapping of this graph is empty (torch maps no nodes of a backward"
+            " graph): only the stack traces link its kernels to lines",
+            "dim",
+        )
+    elif nodes:
+        graphs = (
+            ("post-grad nodes", unit.post_graph, kp.post_grad, unit.tracked),
+            (
+                "pre-grad nodes" if unit.tracked else "source nodes (pre-grad)",
+                unit.pre_graph,
+                kp.pre_grad,
+                True,
+            ),
+        )
+        for heading, rec, names, shown in graphs:
+            if not shown:
+                continue
+            part = detail.section(f"{heading} ({len(names)})", "nodes")
+            part.row("", nodes_text(names))
+            if rec is not None and names:
+                part.row("", f"in {rec.label} line {rec.lineno} (its nodes are marked)", "dim")
+    others = {
+        k.key: k for src in lines for k in unit.kernels.values() if k is not kp and src in k.lines
+    }
+    if others:
+        near = detail.section("other kernels of these lines")
+        for key in others:
+            near.row("", key, "kernel")
+
+
+def provenance_detail(obj: Kernel | Compile, model: Model | None = None) -> Detail:
+    """What ``i`` shows: a kernel's provenance (`provenance_sections`), or a compile's: each
+    graph Inductor compiled, its kernels and their user lines."""
+    if isinstance(obj, Kernel):
+        unit, kp = kernel_provenance(obj)
+        hint = tracking_hint(torch_version(model) if model is not None else None)
+        return kernel_provenance_detail(unit, kp, obj.name, hint)
+    detail = Detail("provenance", f"provenance · compile {obj.id_label}", id=obj.id_label)
+    units = compile_units(obj)
+    if not units:
+        detail.section().row("", f"compile {obj.id_label} has no Inductor output code", "dim")
+    for unit in units:
+        section = detail.section(f"{unit.label}: {unit_origin(unit)}", "provenance")
+        for kp in unit.kernels.values():
+            section.row("", kp.key, "kernel")
+            where = ", ".join(src.short for src in kp.user_lines) or "(no user line)"
+            section.row("", where, "code", depth=2)
+    return detail
+
+
+def kernel_provenance_detail(
+    unit: Unit | None, kp: KernelProvenance | None, name: str, hint: str = ""
+) -> Detail:
+    """A kernel's provenance alone (an extern kernel of a mapping has no other detail)."""
+    detail = Detail("provenance", f"provenance · {name}", id=name)
+    provenance_sections(detail, unit, kp, hint if unit is None or unit.fallback else "")
+    return detail
+
+
+def line_detail(prov: Provenance, file: str, line: int) -> Detail:
+    """The kernels that implement a user line (``FILE:LINE``), with the nodes each covers."""
+    detail = Detail("line", f"kernels of {file}:{line}", id=f"{file}:{line}")
+    head = detail.section()
+    kernels = prov.kernels_of_line(file, line)
+    if not kernels:
+        head.row("", "no kernel implements this line (as far as the trace says)", "warn")
+        return detail
+    src = next(s for s in kernels[0].lines if s.line == line and same_file(s.file, file))
+    head.row("", src.text, "code")
+    section = detail.section(f"kernels ({len(kernels)})")
+    section.label_width = 11
+    for kp in kernels:
+        graph = kp.unit.label if kp.unit is not None else "-"
+        section.row("", f"{kp.key}  [{graph}]", "kernel")
+        if kp.post_grad:
+            section.row("post-grad", nodes_text(kp.post_grad), depth=1)
+        if kp.pre_grad:
+            section.row("pre-grad", nodes_text(kp.pre_grad), depth=1)
+    return detail
+
+
+# ---------------------------------------------------------------------- export
+
+
+def export_detail(model: Model) -> Detail:
+    """The draft-export report of a torch.export trace (``tcview show PATH export``)."""
+    if not is_export(model):
+        detail = Detail("export", "Draft export report", id="export")
+        detail.section().row(
+            "", "this trace was not written by torch.export (no export records)", "warn"
+        )
+        return detail
+    return report_detail(export_report(model))
+
+
+def report_detail(report: ExportReport, stacks: int = STACK_SHOWN) -> Detail:
+    """The report: a summary, each issue (`issue_section`), the symbols and their sources."""
+    detail = Detail("export", "Draft export report", id="export")
+    detail.section().rows.extend(report_summary(report))
+    for number, issue in enumerate(report.issues, 1):
+        issue_section(detail, number, issue, stacks)
+    if report.symbols:
+        section = detail.section("symbols")
+        for symbol, source, value in report.symbols:
+            section.row("", f"{symbol}: {source}" + (f"  (traced with {value})" if value else ""))
+    return detail
+
+
+def report_summary(report: ExportReport) -> list[Row]:
+    """The report's first rows: how many issues of each kind, what tlparse omits, where the
+    exported program is (the Export view's head shows them too)."""
+    n = len(report.issues)
+    if not n:
+        rows = [Row("", "No issues found during export.", "ok")]
+    else:
+        kinds = Counter(i.title for i in report.issues)
+        what = ", ".join(f"{v} {k}" for k, v in kinds.items())
+        rows = [Row("", f"{n} issue(s) found during export: {what}", "issue")]
+    hidden = [i for i in report.issues if not i.reported_by_tlparse]
+    if hidden:
+        rows.append(
+            Row(
+                "",
+                f"({len(hidden)} guard(s) without the prefix 'eval': tlparse -e omits them)",
+                "dim",
+            )
+        )
+    if report.programs:
+        rows.append(Row("", f"exported program: line {report.programs[-1].lineno}", "dim"))
+    return rows
+
+
+def issue_detail(number: int, issue: ExportIssue, stacks: int = STACK_SHOWN) -> Detail:
+    """One issue of the report alone (the Export view's pane)."""
+    detail = Detail("export issue", f"export issue {number}: {issue.title}", id=str(number))
+    issue_section(detail, number, issue, stacks, heading=False)
+    return detail
+
+
+def issue_section(
+    detail: Detail, number: int, issue: ExportIssue, stacks: int, heading: bool = True
+) -> None:
+    """One issue: what it is, where, its stacks, locals and the provenance of its expression
+    (under a heading that names it, or, alone in its detail, under the title)."""
+    section = detail.section(f"{number}. {issue.title}" if heading else "", "issue")
+    section.text_row("", issue.reason_text, "strong")
+    if issue.kind in (MISSING_FAKE, MISMATCHED_FAKE):
+        section.row("", f"how to write a fake kernel: {FAKE_KERNEL_DOC}", "dim")
+    where = issue.user_line
+    if where is not None:
+        section.row("", f"at {where.filename}:{where.line} in {where.name}", "where")
+        if where.loc or issue.loc:
+            section.row("", where.loc or issue.loc, "code", depth=1)
+    elif issue.loc:
+        section.row("", issue.loc, "code", depth=1)
+    if issue.user_stack:
+        section.row("", "user stack", "subheading")
+        for frame in issue.user_stack[-stacks:]:
+            section.row("", frame.text, "code", depth=1)
+    if issue.stack:
+        section.row("", f"framework stack ({len(issue.stack)} frames)", "subheading")
+        if len(issue.stack) > stacks:
+            section.row("", f"… {len(issue.stack) - stacks} outer frames", "dim", depth=1)
+        for frame in issue.stack[-stacks:]:
+            section.row("", frame.text, "code", depth=1)
+    for part, values in (
+        ("locals", issue.locals),
+        ("symbols", issue.symbols),
+        ("symbol sources", issue.symbol_sources),
+    ):
+        if values:
+            section.row("", part, "subheading")
+            for key, value in values.items():
+                section.row("", f"{key}: {value}", depth=1)
+    if issue.tree:
+        section.row("", "provenance of the expression", "subheading")
+        for depth, node in issue.tree:
+            if node.method:
+                text = f"{node.result}  = {node.method}({', '.join(node.arguments)})"
+            else:
+                text = f"{node.result}  unbacked symbol, range {node.range}"
+            section.row("", text, "code", depth=1 + depth)
+            at = next((f for f in reversed(node.user_stack) if f.loc), None) or (
+                node.user_stack[-1] if node.user_stack else None
+            )
+            if at is not None:
+                section.row("", f"at {at.where}: {at.loc}", "dim", depth=2 + depth)

@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING, Any
 
 from .builder import Builder, Handler
 from .facts import parse_graph_break, parse_recompile_reasons
-from .model import Record, StackFrame
+from .model import STACK_LIMIT, Record, stack_frames
 
 if TYPE_CHECKING:  # TraceFile runs these tables: a type-only import, no cycle at run time
     from .tracefile import TraceFile
@@ -98,20 +98,14 @@ def h_dynamo_start(b: Builder, tf: TraceFile, rec: Record) -> None:
     stack = rec.meta.get("stack") if isinstance(rec.meta, dict) else None
     if not isinstance(stack, list):
         return
-    frames = []
-    for item in stack[:256]:
-        if not isinstance(item, dict):
-            continue
-        fid = item.get("filename")
-        try:
-            filename = tf.strings.get(fid) if not isinstance(fid, str) else fid
-        except TypeError:
-            filename = None
-        if filename is None:
-            tf.missing_strings += 1
-            filename = f"<missing string {fid!r}>"
-        frames.append(StackFrame(filename, item.get("line"), str(item.get("name", "?"))))
-    comp.frame.stack = frames
+    comp.frame.stack = stack_frames(tf, stack)
+    tf.missing_strings += sum(
+        1
+        for item in stack[:STACK_LIMIT]
+        if isinstance(item, dict)
+        and not isinstance(item.get("filename"), str)
+        and tf.file_name(item.get("filename")) is None
+    )
 
 
 def h_metrics(b: Builder, tf: TraceFile, rec: Record) -> None:

@@ -498,55 +498,6 @@ def _grid(grid_type: str, numels: dict[str, str], config: dict[str, object]) -> 
     return f"({', '.join(map(str, sizes))})  {grid_type}"
 
 
-def provenance_of(payload: str, name: str) -> Fuses | None:
-    """What an ``inductor_provenance_tracking_node_mappings`` artifact (``-i``/
-    INDUCTOR_PROVENANCE) says kernel `name` fuses: its post-grad nodes (``cppCodeToPost``,
-    keyed ``name`` or ``name:handle``) and their pre-grad (source) nodes (``postToPre``)."""
-    try:
-        value = json.loads(payload)
-    except ValueError:
-        return None
-    if not isinstance(value, dict):
-        return None
-    code = value.get("cppCodeToPost")
-    to_pre = value.get("postToPre")
-    if not isinstance(code, dict):
-        return None
-    post = next(
-        (v for k, v in code.items() if isinstance(v, list) and str(k).split(":")[0] == name),
-        None,
-    )
-    if post is None:
-        return None
-    pre: list[str] = []
-    for node in post:
-        for p in to_pre.get(node, []) if isinstance(to_pre, dict) else []:
-            if str(p) not in pre:
-                pre.append(str(p))
-    return Fuses(pre, [], True, [str(n) for n in post])
-
-
-def user_lines_of(payload: str, name: str) -> list[str]:
-    """A kernel's user source lines from ``inductor_provenance_tracking_kernel_stack_traces``:
-    ``file:line in fn: code``, one per traceback entry."""
-    try:
-        value = json.loads(payload)
-    except ValueError:
-        return []
-    if not isinstance(value, dict):
-        return []
-    traces = next((v for k, v in value.items() if str(k).split(":")[0] == name), None)
-    out: list[str] = []
-    for trace in traces if isinstance(traces, list) else []:
-        m = _TRACE_ENTRY.search(str(trace))
-        if m:
-            out.append(f"{m.group(1)}:{m.group(2)} in {m.group(3)}: {m.group(4).strip()}")
-    return out
-
-
-_TRACE_ENTRY = re.compile(r'File "([^"]+)", line (\d+), in (\S+)\n\s*(.*)')
-
-
 def kernel_info_of(payload: str) -> dict[str, dict[str, object]]:
     """A ``triton_kernel_info`` artifact: kernel name -> its entry ({} when unreadable)."""
     try:

@@ -16,7 +16,7 @@ import re
 import threading
 from abc import ABC, abstractmethod
 from collections import Counter
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from contextlib import AbstractContextManager
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -158,8 +158,25 @@ class Record:
             return None
         return hashlib.md5(self.payload_bytes()).hexdigest() == self.md5
 
+    def md5_state(self) -> str | None:
+        """None without an md5; else one of `MD5_STATES`: the payload matches its md5, matches
+        once its tab-less blank lines are counted as payload lines (the writer left blank
+        lines unindented: harmless, and `payload()` restores them), or does not match."""
+        if not self.md5:
+            return None
+        if hashlib.md5(self.payload_bytes()).hexdigest() != self.md5:
+            return MD5_MISMATCH
+        return MD5_BLANK_LINES if self.source.blank_lines_restored(self) else MD5_OK
+
     def __repr__(self) -> str:
         return f"<Record {self.label} {self.compile_text} @{self.offset}>"
+
+
+# A record's payload against its md5 (`Record.md5_state`).
+MD5_OK = "ok"
+MD5_BLANK_LINES = "whitespace-only lines lost their tab"
+MD5_MISMATCH = "mismatch"
+MD5_STATES = (MD5_OK, MD5_BLANK_LINES, MD5_MISMATCH)
 
 
 def payload_from_region(raw: bytes) -> bytes:
@@ -168,20 +185,93 @@ def payload_from_region(raw: bytes) -> bytes:
     return b"\n".join(lines)
 
 
+def has_bare_lines(raw: bytes) -> bool:
+    """The region holds an empty line among (or after) its payload lines."""
+    return b"\n\n" in raw or raw.startswith(b"\n")
+
+
+def restored_payloads(raw: bytes) -> Iterator[bytes]:
+    """The payloads a region may have had before its whitespace-only lines were stripped.
+
+    Each payload line is written as a tab and the line; a tool that strips trailing
+    whitespace (an editor, a git filter) turns a whitespace-only payload line into an empty
+    line, tab and indentation gone, and the payload's last empty line too. The candidates:
+    such lines empty, or as indented as the line before or after them, or by 1-16 spaces;
+    with and without a final newline. Trailing empty lines are the gap before the next header.
+    """
+    lines = raw.split(b"\n")
+    while lines and not lines[-1]:
+        lines.pop()
+    kept = [ln for ln in lines if ln.startswith(b"\t") or not ln]
+    body = [ln[1:] if ln else None for ln in kept]
+
+    def indent(line: bytes | None) -> bytes:
+        return b"" if line is None else line[: len(line) - len(line.lstrip(b" "))]
+
+    fills: list[list[bytes]] = [
+        [b""] * len(body),
+        [indent(body[i - 1]) if i else b"" for i in range(len(body))],
+        [indent(body[i + 1]) if i + 1 < len(body) else b"" for i in range(len(body))],
+        *([b" " * n] * len(body) for n in range(1, 17)),
+    ]
+    for fill in fills:
+        text = b"\n".join(ln if ln is not None else fill[i] for i, ln in enumerate(body))
+        yield text
+        yield text + b"\n"
+
+
 @dataclass
 class StackFrame:
     filename: str
     line: JsonValue
     name: str
+    loc: str = ""  # the line's code, where the trace gives it
 
     @property
     def where(self) -> str:
         return f"{Path(self.filename).name}:{self.line}"
 
+    @property
+    def text(self) -> str:
+        """``/a/b.py:12 in forward``, and ``    code`` when known (one line)."""
+        out = f"{self.filename}:{self.line} in {self.name}"
+        return f"{out}    {self.loc}" if self.loc else out
+
+
+STACK_LIMIT = 256  # frames of one stack that are kept
+
+
+def stack_frames(source: LogSource, value: object) -> list[StackFrame]:
+    """A header's stack (``[{"filename": 3, "line": 12, "name": "f", "loc": "…"}]``) with its
+    file names resolved through the source's string table (a name that was never defined is
+    shown as ``<missing string 3>``)."""
+    if not isinstance(value, list):
+        return []
+    frames = []
+    for item in value[:STACK_LIMIT]:
+        if not isinstance(item, dict):
+            continue
+        fid = item.get("filename")
+        filename = fid if isinstance(fid, str) else source.file_name(fid)
+        if filename is None:
+            filename = f"<missing string {fid!r}>"
+        loc = item.get("loc")
+        frames.append(
+            StackFrame(
+                filename,
+                item.get("line"),
+                str(item.get("name", "?")),
+                loc if isinstance(loc, str) else "",
+            )
+        )
+    return frames
+
 
 _TORCH_INTERNAL = re.compile(
     r"(?:^|/)(?:site|dist)-packages/torch/"
-    r"|(?:^|/)torch/(?:_dynamo|_functorch|_inductor|nn|optim|autograd|fx|utils|export|distributed)/"
+    r"|(?:^|/)torch/(?:_dynamo|_functorch|_inductor|nn|optim|autograd|fx|utils|export|distributed"
+    r"|_export|_logging|_subclasses|_higher_order_ops|_library|_refs|_prims|_decomp)/"
+    r"|(?:^|/)torch/(?:__init__|_ops|_tensor)\.py$"
 )
 
 
@@ -190,8 +280,9 @@ def is_torch_internal(filename: str) -> bool:
 
 
 # A compile's status, worst first: tlparse's precedence (a compilation_metrics record with a
-# fail_type; one whose graph_op_count is 0 or missing; a restart); see `Compile.status`.
-STATUSES = ("failed", "empty graph", "graph break", "ok")
+# fail_type; in a complete trace file, no compilation_metrics record at all; one whose
+# graph_op_count is 0 or missing; a restart); see `Compile.status`.
+STATUSES = ("failed", "no metrics", "empty graph", "graph break", "ok")
 # What a compile is besides its status: a recompile (frame_compile_id > 0), a cache hit.
 MARKS = ("recompile", "cache hit")
 
@@ -436,6 +527,26 @@ class Kernel:
         return self.output.role
 
 
+# (metric key, label, divisor to seconds, depth) - the phases of one compile, nested.
+PHASES = (
+    ("entire_frame_compile_time_s", "entire frame", 1.0, 0),
+    ("dynamo_cumulative_compile_time_us", "dynamo", 1e6, 1),
+    ("backend_compile_time_s", "backend compile", 1.0, 1),
+    ("aot_autograd_cumulative_compile_time_us", "aot autograd", 1e6, 2),
+    ("joint_graph_pass_time_us", "joint graph passes", 1e6, 3),
+    ("inductor_compile_time_s", "inductor", 1.0, 2),
+    ("inductor_cumulative_compile_time_us", "inductor (cumulative)", 1e6, 2),
+    ("pre_grad_pass_time_us", "pre-grad passes", 1e6, 3),
+    ("post_grad_pass_time_us", "post-grad passes", 1e6, 3),
+    ("code_gen_time_s", "code gen", 1.0, 3),
+    ("inductor_code_gen_cumulative_compile_time_us", "code gen (cumulative)", 1e6, 3),
+    ("triton_compile_time_us", "triton compile", 1e6, 3),
+    ("compile_time_autotune_time_us", "autotune", 1e6, 3),
+    ("gc_time_us", "gc", 1e6, 1),
+    ("structured_logging_overhead_s", "trace logging", 1.0, 1),
+)
+
+
 @dataclass(eq=False)
 class Compile:
     file: LogSource
@@ -505,9 +616,13 @@ class Compile:
 
     @property
     def status(self) -> str:
-        """One of `STATUSES`: failed > empty graph > graph break > ok (see the README)."""
+        """One of `STATUSES`: failed > no metrics > empty graph > graph break > ok (see the
+        README). A compile of a trace still growing has no metrics until it ends: not yet "no
+        metrics"."""
         if self.failures:
             return "failed"
+        if self.file.logs_metrics and self.file.finished and not self.compilation_metrics():
+            return "no metrics"
         if self.empty_graph:
             return "empty graph"
         if self.has_break:
@@ -545,6 +660,16 @@ class Compile:
             return float(value)
         dur = m.get("duration_us")
         return dur / 1e6 if isinstance(dur, (int, float)) else None
+
+    def metric_phases(self) -> list[tuple[str, float, int]]:
+        """(label, seconds, depth) of the `PHASES` its compilation metrics time."""
+        m = self.metrics or {}
+        out = []
+        for key, label, div, depth in PHASES:
+            value = m.get(key)
+            if isinstance(value, (int, float)) and not isinstance(value, bool) and value > 0:
+                out.append((label, value / div, depth))
+        return out
 
     def reset_phases(self) -> None:
         """Its chromium events changed: phases() reads them again."""
@@ -669,9 +794,13 @@ class LogSource(ABC):
     # Damage only a trace file can have; a text source keeps these at 0.
     bad_headers: int = 0  # header JSON that parsed but is not a well-typed record
     truncated: int = 0  # a last record whose payload is incomplete when the file ends
+    # Payloads that match their md5 only with stripped whitespace-only lines restored
+    # (counted by `verify`; harmless, read restored).
+    blank_line_records: int = 0
     missing_strings: int = 0  # stack frames naming a string-table id never defined
     deleted: bool = False  # set by follow mode when the file is gone from disk
     finished: bool = False  # the input is complete (a last partial line was indexed)
+    logs_metrics: bool = False  # it records compilation_metrics for each compile (traces do)
     unparsed: Sequence[tuple[int, int]]  # (offset, line number) of each unparsed line
 
     def __init__(self, display: str, path: Path | None) -> None:
@@ -729,6 +858,18 @@ class LogSource(ABC):
     def full_meta(self, record: Record) -> Any:
         """The record's value with nothing dropped; sources that slim values override it."""
         return record.meta
+
+    def file_name(self, fid: object) -> str | None:
+        """The file name a stack frame's string-table id stands for (traces only)."""
+        return None
+
+    def file_names(self) -> list[str]:
+        """Every file name of the string table (traces only)."""
+        return []
+
+    def blank_lines_restored(self, record: Record) -> bool:
+        """The record's payload is read with bare blank lines restored (traces only)."""
+        return False
 
     def chromium_payloads(self, offsets: Sequence[int]) -> list[dict[str, Any]]:
         """The Chrome trace events of the chromium_event records at `offsets` (traces only)."""

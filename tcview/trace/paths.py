@@ -21,6 +21,7 @@ from .model import (
     Record,
     StackFrame,
 )
+from .provenance import KernelProvenance, ProvenanceRow, SourceLine, kernel_provenance
 
 # ``/a/b.py:12``, ``/a/b.py:12 in forward``, ``b.py:12  |  code`` (a user stack entry).
 _LOCATION = re.compile(r"^(?P<path>.+?):(?P<line>\d+)(?:\s+in\s+.*|\s+\|.*)?$", re.S)
@@ -47,6 +48,12 @@ def parse_location(text: str, label: str = "") -> Location | None:
     return Location(m.group("path"), int(m.group("line")), label)
 
 
+def source_location(line: SourceLine) -> Location:
+    """A line a kernel implements (its provenance): the user's, or torch's."""
+    what = "user line" if line.user else "torch line"
+    return Location(line.file, line.line, f"{what}: {line.function}" if line.function else what)
+
+
 def frame_location(frame: StackFrame, label: str) -> Location | None:
     line = frame.line
     if not frame.filename or isinstance(line, bool) or not isinstance(line, int):
@@ -56,8 +63,8 @@ def frame_location(frame: StackFrame, label: str) -> Location | None:
 
 def locations_of(obj: object) -> list[Location]:
     """The source locations an item names, the one it is about first (a break's location, a
-    failure's, a frame's user line), then its stack, innermost first. Any object a view or
-    the tree shows may be passed: those without a location give []."""
+    failure's, a frame's user line, a kernel's user lines), then its stack, innermost first.
+    Any object a view or the tree shows may be passed: those without a location give []."""
     out: list[Location | None] = []
     if isinstance(obj, BreakGroup):
         obj = obj.first
@@ -72,8 +79,17 @@ def locations_of(obj: object) -> list[Location]:
         else:
             failure = next((f for f in comp.failures if f.record is rec), None)
             obj = failure if failure is not None else comp
-    if isinstance(obj, Kernel):
-        obj = obj.compile
+    if isinstance(obj, ProvenanceRow):  # the row's user line, then its kernel's lines
+        if obj.line is not None:
+            out.append(source_location(obj.line))
+        obj = obj.kernel
+    if isinstance(obj, Kernel):  # the lines of its provenance first (reads payloads)
+        obj = kernel_provenance(obj)[1] or obj.compile
+    if isinstance(obj, KernelProvenance):
+        out.extend(source_location(ln) for ln in (*obj.user_lines, *obj.lines))
+        obj = obj.kernel.compile if obj.kernel is not None else None
+    if isinstance(obj, SourceLine):
+        out.append(source_location(obj))
     if isinstance(obj, Recompile):
         obj = obj.compile
     if isinstance(obj, GraphBreak):

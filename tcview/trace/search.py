@@ -27,17 +27,16 @@ from pathlib import Path
 from typing import Literal
 
 from .detail import record_name
-from .model import KERNEL_DEF, Compile, Kernel, LogSource, Model, Record
+from .load import CHUNK
+from .model import KERNEL_DEF, OUTPUT_CODE_KINDS, Compile, Kernel, LogSource, Model, Record
 from .textlines import PREFIX, clean_line, text_start
 from .textlog import TextLog
 from .textproc import ProcessLog
 from .tracefile import HEADER, MINOR_KINDS, TraceFile
 
-CHUNK = 4 << 20  # bytes searched at a time
 SHOWN = 400  # characters of a long matching line kept around its first match
 SKIPPED_KINDS = frozenset({"chromium_event", "str", *MINOR_KINDS})
 SKIPPED_NOTE = "not searched: chromium timing events, the string table, describe_* input metadata"
-OUTPUT_CODE_KINDS = frozenset({"inductor_output_code", "output_code"})
 _DEF_MARK = b" = async_compile."
 _DEF_LINE = re.compile(KERNEL_DEF.encode())
 _QUOTES = b"'''"

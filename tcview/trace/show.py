@@ -5,19 +5,36 @@ ITEM is one of (any may start with ``rank N`` or ``pid N`` to pick a process):
 - a compile id as tcview and torch print it: ``1/0``, ``[1/0]``, ``!0/1/0``, ``0/0 #2`` (the
   second compile episode, after ``torch._dynamo.reset()``);
 - ``frame 0`` (``frame 0 #2``);
-- a kernel name, optionally ``NAME@ID`` for the one in compile ID.
+- a kernel name, optionally ``NAME@ID`` for the one in compile ID, or a key of a provenance
+  mapping (``triton_poi_fused_mul_1:2``, ``extern_kernels.mm:4``: extern kernels have no
+  other detail);
+- ``FILE:LINE`` (``model.py:28`` or a full path): the kernels that implement a user line;
+- ``export``: the draft-export report of a torch.export trace.
 """
 
 from __future__ import annotations
 
 import re
 from dataclasses import dataclass
+from typing import NoReturn
 
 from .compile_id import parse_compile_id
-from .detail import Detail, compile_detail, frame_detail, kernel_detail, where_of
+from .detail import (
+    Detail,
+    compile_detail,
+    export_detail,
+    frame_detail,
+    kernel_detail,
+    kernel_provenance_detail,
+    line_detail,
+    where_of,
+)
 from .model import Compile, Frame, Kernel, LogSource, Model
+from .provenance import KernelProvenance, Provenance, model_provenance, torch_version, tracking_hint
 
 _PICK = re.compile(r"^(rank|pid)\s+(\d+)\s+(.*)$", re.S)
+_FILE_LINE = re.compile(r"^(.+):(\d+)$", re.S)
+EXPORT_ITEM = "export"
 SUGGESTIONS = 10
 
 
@@ -58,8 +75,26 @@ def _who(source: LogSource) -> str:
     return f"pid {source.pid}" if source.pid is not None else source.display
 
 
-def find(model: Model, text: str) -> Compile | Frame | Kernel:
-    """The one item `text` names (see the module); ShowError when none or several."""
+@dataclass
+class UserLine:
+    """``FILE:LINE``: a line of the user's program, and the provenance of the processes asked."""
+
+    file: str
+    line: int
+    provenance: Provenance
+
+
+Item = Compile | Frame | Kernel | KernelProvenance | UserLine
+
+
+def parse_file_line(text: str) -> tuple[str, int] | None:
+    m = _FILE_LINE.match(text.strip())
+    return (m.group(1), int(m.group(2))) if m is not None else None
+
+
+def find(model: Model, text: str) -> Item:
+    """The one item `text` names (see the module; not ``export``); ShowError when none or
+    several."""
     query = parse_query(text)
     sources = [f for f in model.files if query.wants(f)]
     if not sources:
@@ -72,7 +107,18 @@ def find(model: Model, text: str) -> Compile | Frame | Kernel:
         key = parsed[0]
         found = [f.compiles[key] for f in sources if key in f.compiles]
         return _one(item, found)
-    return _kernel(model, sources, item)
+    kernel = _kernel(model, sources, item)
+    if kernel is not None:
+        return kernel
+    prov = model_provenance(model)
+    prov.units = [u for u in prov.units if u.source in sources]
+    keyed = [k for k in prov.kernels() if item in (k.key, k.name)]
+    if keyed:  # a mapping's key: its kernel's detail, or the provenance of an extern kernel
+        return keyed[0].kernel or keyed[0]
+    where = parse_file_line(item)
+    if where is not None:
+        return UserLine(*where, prov)
+    _no_kernel(model, item)
 
 
 def _frames(sources: list[LogSource], label: str) -> list[Frame]:
@@ -88,15 +134,18 @@ def _one(item: str, found: list[Compile] | list[Frame]) -> Compile | Frame:
     return found[0]
 
 
-def _kernel(model: Model, sources: list[LogSource], item: str) -> Kernel:
+def _kernel(model: Model, sources: list[LogSource], item: str) -> Kernel | None:
     name, _, at = item.partition("@")
     kernels = [k for k in model.kernels if k.name == name and k.output.source in sources]
     if at:
         parsed = parse_compile_id(at)
         key = parsed[0] if parsed is not None else None
         kernels = [k for k in kernels if k.compile is not None and k.compile.key == key]
-    if kernels:
-        return kernels[0]
+    return kernels[0] if kernels else None
+
+
+def _no_kernel(model: Model, item: str) -> NoReturn:
+    name = item.partition("@")[0]
     near = sorted({k.name for k in model.kernels if name.lower() in k.name.lower()})
     if near:
         raise ShowError(
@@ -104,14 +153,24 @@ def _kernel(model: Model, sources: list[LogSource], item: str) -> Kernel:
             + ", ".join(near[:SUGGESTIONS])
             + (f" … ({len(near)})" if len(near) > SUGGESTIONS else "")
         )
-    raise ShowError(f"{item!r} is neither a compile id, a frame nor a kernel of this input")
+    raise ShowError(
+        f"{item!r} is neither a compile id, a frame, a kernel, FILE:LINE nor 'export' of this input"
+    )
 
 
 def show_detail(model: Model, text: str) -> Detail:
-    """What the detail pane shows for the item `text` names."""
+    """What the detail pane (or the Export view) shows for the item `text` names."""
+    if text.strip() == EXPORT_ITEM:
+        return export_detail(model)
     item = find(model, text)
     if isinstance(item, Compile):
         return compile_detail(item, model)
     if isinstance(item, Frame):
         return frame_detail(item)
-    return kernel_detail(item, model)
+    if isinstance(item, Kernel):
+        return kernel_detail(item, model)
+    if isinstance(item, UserLine):
+        return line_detail(item.provenance, item.file, item.line)
+    unit = item.unit
+    hint = tracking_hint(torch_version(model)) if unit is None or unit.fallback else ""
+    return kernel_provenance_detail(unit, item, item.key, hint)

@@ -4,12 +4,14 @@ from __future__ import annotations
 
 from collections import Counter
 from collections.abc import Mapping
-from typing import Any
+from typing import Any, NamedTuple
 
 from .divergence import CHECK_TITLES, CHECKS, Divergence, analyze, describe_groups
+from .export import export_counts, is_export
 from .facts import short_guard
 from .model import KERNEL_KINDS, Model, short_location
 from .ranks import rank_of, ranks_label, ranks_of
+from .textlog import TextLog
 
 # What --fail-on can name: a count of summary --json, or "divergence" (its ranks compiled
 # differently: a check of its `divergence` has more than one group).
@@ -44,6 +46,7 @@ def summary_json(
     unknown = ts.unknown_kinds()
     out["unknown_kinds"] = dict(sorted(unknown.items()))
     out["damage"] = damage(ts, out)
+    out["export"] = export_counts(ts)
     div = divergence if divergence is not None else analyze(ts)
     out["divergence"] = div.json()
     out["exec_order_groups"] = div.findings["exec_order"].groups
@@ -65,6 +68,8 @@ def damage(ts: Model, counts: dict[str, Any]) -> dict[str, int]:
     }
     if "md5_mismatches" in counts:
         out["md5_mismatches"] = counts["md5_mismatches"]
+        # Payloads whose whitespace-only lines were stripped (harmless: read restored).
+        out["whitespace_stripped_records"] = sum(f.blank_line_records for f in files)
     return out
 
 
@@ -174,6 +179,13 @@ def summary_text(ts: Model, verify: bool = False, width: int = 100) -> str:
         f"miss {cache['miss']} / bypass {cache['bypass']} · unparsed lines {s['unparsed_lines']}"
         + (f" · md5 mismatches {s['md5_mismatches']}" if "md5_mismatches" in s else "")
     )
+    if is_export(ts):
+        e = s["export"]
+        add(
+            f"torch.export trace: guards {e['guards']} · data-dependent errors "
+            f"{e['data_dependent_errors']} · fake-kernel problems {e['fake_kernel_problems']}"
+            " (tcview show PATH export prints the report)"
+        )
     add("")
     add("Runs")
     for run in ts.runs:
@@ -265,3 +277,47 @@ def summary_text(ts: Model, verify: bool = False, width: int = 100) -> str:
         if len(s["skipped"]) > 50:
             add(f"  … {len(s['skipped']) - 50} more")
     return "\n".join(lines)
+
+
+class InputState(NamedTuple):
+    """An input that holds nothing yet: what to say in the overview, in the status bar (which
+    shows the path anyway), and why."""
+
+    text: str
+    brief: str
+    help: str = ""
+
+
+def input_state(model: Model | None, source: str, live: bool, finished: bool) -> InputState | None:
+    """What to say while the input holds nothing: waiting for it (live), or that there is
+    nothing; None once it holds something, or while a one-shot read is still going."""
+    if model is None or not (live or finished):
+        return None
+    if isinstance(model, TextLog):
+        if model.pos:
+            return None
+        if model.path is None:  # stdin, or a pipe read like it
+            if model.finished:
+                return InputState("stdin ended without input", "no input")
+            return InputState(
+                "waiting for input on stdin…",
+                "waiting for input…",
+                "TORCH_LOGS text is indexed as it comes through the pipe.",
+            )
+        if live:
+            return InputState(f"waiting for input in {source}…", "waiting for input…")
+        return InputState(f"{source} is empty", "empty")
+    if model.files:
+        return None
+    if live:
+        return InputState(
+            f"waiting for traces in {source}…",
+            "waiting for traces…",
+            "Trace files (dedicated_log_torch_trace_*.log) are shown as they appear.",
+        )
+    return InputState(
+        f"no trace found in {source}",
+        "no trace found",
+        "tcview reads the dedicated_log_torch_trace_*.log files that TORCH_TRACE=DIR writes,"
+        " and TORCH_LOGS captures (e.g. torch_logs.txt).",
+    )

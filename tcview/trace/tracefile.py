@@ -34,7 +34,9 @@ from .model import (
     JsonValue,
     LogSource,
     Record,
+    has_bare_lines,
     payload_from_region,
+    restored_payloads,
 )
 
 CONTEXT_KEYS = frozenset(
@@ -138,6 +140,7 @@ class TraceFile(LogSource):
     """
 
     path: Path
+    logs_metrics = True
 
     def __init__(
         self,
@@ -168,6 +171,9 @@ class TraceFile(LogSource):
         self._last_ts_b: bytes | None = None
         self.md5_mismatches = 0
         self.bad_md5: set[int] = set()  # header offsets whose payload md5 failed (--verify)
+        # Records whose payload matches its md5 only with its bare blank lines restored:
+        # header offsets (found when read), and how many `verify` found.
+        self.blank_restored: set[int] = set()
         m = RANK_IN_NAME.search(self.path.name)
         self.name_rank = int(m.group(1)) if m else None
         if self.name_rank is not None:
@@ -435,7 +441,31 @@ class TraceFile(LogSource):
         return os.pread(self._fd, end - start, start)
 
     def read_payload(self, record: Record) -> bytes:
-        return payload_from_region(self.read(record.hdr_end, record.end))
+        raw = self.read(record.hdr_end, record.end)
+        body = payload_from_region(raw)
+        if record.md5 and has_bare_lines(raw) and hashlib.md5(body).hexdigest() != record.md5:
+            restored = self._restore(raw, record.md5)
+            if restored is not None:
+                self.blank_restored.add(record.offset)
+                return restored
+        return body
+
+    @staticmethod
+    def _restore(raw: bytes, md5: str) -> bytes | None:
+        """The payload with its stripped whitespace-only lines back, when one of
+        `restored_payloads` matches the md5 (None: a real mismatch)."""
+        return next((p for p in restored_payloads(raw) if hashlib.md5(p).hexdigest() == md5), None)
+
+    def blank_lines_restored(self, record: Record) -> bool:
+        return record.offset in self.blank_restored
+
+    def file_name(self, fid: object) -> str | None:
+        if fid is None or isinstance(fid, (int, float, str)):
+            return self.strings.get(fid)
+        return None  # an unhashable id (a list, say) names nothing
+
+    def file_names(self) -> list[str]:
+        return list(self.strings.values())
 
     def header_line(self, record: Record) -> bytes:
         return self.read(record.offset, record.hdr_end).rstrip(b"\n")
@@ -471,13 +501,28 @@ class TraceFile(LogSource):
         return line
 
     def verify(self) -> int:
-        """Hash every payload in the file (chromium events included); returns mismatches."""
+        """Hash every payload in the file (chromium events included); returns mismatches.
+
+        A payload that matches once its stripped whitespace-only lines are restored (see
+        `restored_payloads`) is not a mismatch: it is counted in `blank_line_records`.
+        """
         bad: list[int] = []
+        suspects: list[tuple[int, int, int, str]] = []  # (header, payload start, end, md5)
         offset = 0
         want: str | None = None
-        start = 0
+        start = body_at = 0
         digest = None
         first = True
+        bare = False  # an empty line inside the payload region
+
+        def settle(end: int) -> None:
+            if digest is None or want is None or digest.hexdigest() == want:
+                return
+            if bare:
+                suspects.append((start, body_at, end, want))
+            else:
+                bad.append(start)
+
         with open(self.path, "rb") as fh:
             for line in fh:
                 here = offset
@@ -490,25 +535,27 @@ class TraceFile(LogSource):
                         first = False
                     continue
                 if not line.strip():
+                    bare = bare or line in (b"\n", b"\r\n")
                     continue
-                if digest is not None and digest.hexdigest() != want:
-                    bad.append(start)
+                settle(here)
                 digest = None
                 m = HEADER.match(line)
                 if m is None:
                     continue
                 header = loads(line[m.end() :])
                 if isinstance(header, dict) and header.get("has_payload"):
-                    want, start, digest, first = (
-                        str(header["has_payload"]),
-                        here,
-                        hashlib.md5(),
-                        True,
-                    )
-        if digest is not None and digest.hexdigest() != want:
-            bad.append(start)
+                    want, start, body_at = str(header["has_payload"]), here, offset
+                    digest, first, bare = hashlib.md5(), True, False
+        settle(offset)
+        blank = 0
+        for header_at, lo, hi, md5 in suspects:
+            if self._restore(self.read(lo, hi), md5) is not None:
+                blank += 1
+            else:
+                bad.append(header_at)
         self.bad_md5 = set(bad)
         self.md5_mismatches = len(bad)
+        self.blank_line_records = blank
         return len(bad)
 
     def chromium_payloads(self, offsets: Sequence[int]) -> list[dict[str, Any]]:

@@ -27,22 +27,36 @@ from ..editor import editor_call
 from ..safe import safe_line
 from ..trace import LogSource, Model
 from ..trace.compile_id import parse_compile_id
-from ..trace.detail import compile_detail, digest_namesakes, frame_detail, kernel_detail
+from ..trace.detail import (
+    compile_detail,
+    digest_namesakes,
+    frame_detail,
+    kernel_detail,
+    provenance_detail,
+)
+from ..trace.diff import predecessor
+from ..trace.export import is_export
 from ..trace.model import Compile, Frame, Kernel, Record
 from ..trace.paths import Location, PathMap, locations_of
+from ..trace.provenance import (
+    POST_GRAD_GRAPHS,
+    PRE_GRAD_GRAPHS,
+    graph_lines_of,
+    kernel_provenance,
+)
 from ..trace.ranks import RankSet, counts_in, ranks_label, ranks_of
 from ..trace.search import Hit
-from ..trace.summary import counts_line
+from ..trace.summary import InputState, counts_line, input_state
 from .content import (
     Document,
-    InputState,
+    Marked,
     detail_doc,
-    input_state,
     lit,
     model_summary,
     record_doc,
     styled_doc,
 )
+from .diffview import CompileDiffView
 from .finder import ResultsTree, SearchScreen
 from .help import HelpPlace, HelpScreen, bindings_of
 from .loader import FollowLoader, Loader
@@ -54,7 +68,7 @@ from .status import StatusBar
 from .take import OSC52_SAFE, LocationPicker, SaveScreen, Taken, copy_text, write_text
 from .tree import Item, TraceTree
 from .viewer import CodeView
-from .views import VIEWS, OtherView, TableView, TimeView, ViewTable
+from .views import VIEWS, OtherView, ProvenanceView, TableView, TimeView, ViewTable
 
 ALL_VIEWS: dict[str, type[Screen[None]]] = {**VIEWS, "ranks": RanksView}
 
@@ -86,14 +100,15 @@ def resolve_target(model: Model, target: str) -> tuple[str, Compile | Kernel] | 
     return None
 
 
-def doc_for(item: Item, model: Model | None, source: str) -> Document:
+def doc_for(item: Item, model: Model | None, source: str, picked: Kernel | None = None) -> Document:
+    """What the pane shows for a tree item; `picked`: the kernel whose nodes a graph marks."""
     obj = item.obj
     if isinstance(obj, Compile):
         return detail_doc(compile_detail(obj, model))
     if isinstance(obj, Frame):
         return detail_doc(frame_detail(obj))
     if isinstance(obj, Record):
-        return record_doc(obj)
+        return record_doc(obj, marked_nodes(obj, picked))
     if isinstance(obj, Kernel):
         return detail_doc(kernel_detail(obj, model))
     if isinstance(obj, list) or (item.kind == "others" and isinstance(obj, LogSource)):
@@ -106,6 +121,29 @@ def doc_for(item: Item, model: Model | None, source: str) -> Document:
         return styled_doc(obj.display, file_summary(obj))
     summary = model.summary_counts() if model is not None else {}
     return overview_doc(model, source, summary)
+
+
+def marked_nodes(rec: Record, kernel: Kernel | None) -> Marked | None:
+    """The lines of a pre- or post-grad graph that define the picked kernel's nodes."""
+    if kernel is None or kernel.compile is None or rec.compile is not kernel.compile:
+        return None
+    if rec.label not in (*PRE_GRAD_GRAPHS, *POST_GRAD_GRAPHS):
+        return None
+    unit, kp = kernel_provenance(kernel)
+    if unit is None or kp is None:
+        return None
+    nodes = kp.post_grad if rec is unit.post_graph else kp.pre_grad if rec is unit.pre_graph else []
+    lines = graph_lines_of(rec, nodes)
+    return Marked(kernel.name, tuple(lines)) if lines else None
+
+
+def provenance_doc(model: Model | None, obj: object) -> Document:
+    """What `i` shows: a kernel's provenance, or a compile's (each kernel's user lines)."""
+    if isinstance(obj, Record) and obj.compile is not None:
+        obj = obj.compile
+    if not isinstance(obj, (Kernel, Compile)):
+        return styled_doc("provenance", [lit("pick a kernel or a compile", "dim")])
+    return detail_doc(provenance_detail(obj, model))
 
 
 def overview_doc(
@@ -218,6 +256,45 @@ BROWSE_BINDINGS = [
         key_display="/",
         id="app.search",
         tooltip="search the text shown (ignores case unless you type capitals)",
+    ),
+    Binding(
+        "X",
+        "view('export')",
+        "Export",
+        id="view.export",
+        tooltip="export: the draft-export report (guards, data-dependent errors, fake kernels)",
+    ),
+    Binding(
+        "i",
+        "provenance",
+        "Provenance",
+        id="app.provenance",
+        tooltip="provenance: a kernel's FX nodes and user lines (again: back); elsewhere, "
+        "every user line and the kernels that implement it",
+    ),
+    Binding(
+        "P",
+        "view('provenance')",
+        "Lines",
+        show=False,
+        id="view.provenance",
+        tooltip="provenance view: user lines (or FX nodes, N) and their kernels",
+    ),
+    Binding(
+        "d",
+        "diff",
+        "Diff",
+        show=False,
+        id="app.diff",
+        tooltip="diff this compile with the marked one, else with the compile it replaced",
+    ),
+    Binding(
+        "m",
+        "mark",
+        "Mark",
+        show=False,
+        id="app.mark",
+        tooltip="mark this compile: d on another compile diffs the two",
     ),
     Binding(
         "S",
@@ -335,6 +412,12 @@ class TcviewApp(App[int]):
         self._errors_shown = 0  # errors in the last counts snapshot
         self._ranks_shown = 0  # ranks in the last counts snapshot
         self.rank_filter: RankSet = None  # the ranks picked with `#` (None: all)
+        self._export = False  # the input is a torch.export trace (the Export key shows)
+        # The kernel picked last (a graph marks its nodes), the compile marked for a diff,
+        # and the object whose provenance the pane shows (`i` again goes back).
+        self.picked_kernel: Kernel | None = None
+        self.diff_mark: Compile | None = None
+        self._provenance_of: object = None
         self._versions: tuple = ()
         self._show_timer: Timer | None = None
         self._ticker: Timer | None = None  # while indexing: progress and growth
@@ -484,6 +567,8 @@ class TcviewApp(App[int]):
             return self._errors_shown > 0  # in the footer only when the run crashed
         if (action == "view" and parameters == ("ranks",)) or action == "filter_ranks":
             return self._ranks_shown > 1 or self.rank_filter is not None
+        if action == "view" and parameters == ("export",):
+            return self._export  # in the footer only for a torch.export trace
         return True
 
     def action_toggle_follow(self) -> None:
@@ -607,6 +692,11 @@ class TcviewApp(App[int]):
             self._errors_shown = errors
             self._ranks_shown = ranks
             self.refresh_bindings()  # the Errors and Ranks keys show once they mean something
+        with self.lock:
+            export = model is not None and is_export(model)
+        if export != self._export:
+            self._export = export
+            self.refresh_bindings()  # the Export key shows for an export trace
         if doc is not None:
             self.workers.cancel_group(self, "content")  # an older item must not replace it
             self._show_doc(doc, keep_position=True)
@@ -682,6 +772,9 @@ class TcviewApp(App[int]):
         if item is None or item is self._last_item:
             return
         self._last_item = item
+        self._provenance_of = None
+        if isinstance(item.obj, Kernel):
+            self.picked_kernel = item.obj
         if item.kind == "root":
             self.refresh_counts()  # the overview comes with the counts it shows
         else:
@@ -693,7 +786,7 @@ class TcviewApp(App[int]):
             if isinstance(item.obj, Kernel) and self.model is not None:
                 digest_namesakes(self.model, item.obj, self.lock)
             with self.lock:
-                doc = doc_for(item, self.model, self.source_path)
+                doc = doc_for(item, self.model, self.source_path, self.picked_kernel)
         except Exception as exc:  # noqa: BLE001 - a broken record must not end the app
             doc = styled_doc("error", [lit(f"could not show this item: {exc!r}", "red")])
         if not get_current_worker().is_cancelled:
@@ -794,6 +887,72 @@ class TcviewApp(App[int]):
             message="all ranks shown" if ranks is None else f"showing {ranks_label(ranks)} only",
         )
 
+    # ------------------------------------------------------------ provenance and diffs
+
+    def _shown_object(self) -> object:
+        item = self._last_item
+        return item.obj if item is not None and item.kind != "root" else None
+
+    def action_provenance(self) -> None:
+        """A kernel's (or compile's) provenance in the pane; again: the item itself."""
+        obj = self._shown_object()
+        if not isinstance(obj, (Kernel, Compile, Record)):
+            self.action_view("provenance")
+            return
+        item = self._last_item
+        if self._provenance_of is obj and item is not None:
+            self.show_item(item)
+            return
+        self._provenance_of = obj
+        self._build_provenance(obj)
+
+    @work(thread=True, group="content", exclusive=True, exit_on_error=False, description="why")
+    def _build_provenance(self, obj: Kernel | Compile | Record) -> None:
+        try:
+            doc = provenance_doc(self.model, obj)
+        except Exception as exc:  # noqa: BLE001 - a broken artifact must not end the app
+            doc = styled_doc("error", [lit(f"could not read the provenance: {exc!r}", "red")])
+        if not get_current_worker().is_cancelled:
+            self.call_from_thread(self._show_doc, doc)
+
+    def _shown_compile(self) -> Compile | None:
+        obj = self._shown_object()
+        if isinstance(obj, Compile):
+            return obj
+        if isinstance(obj, (Kernel, Record)):
+            return obj.compile
+        return None
+
+    def action_mark(self) -> None:
+        comp = self._shown_compile()
+        if comp is None:
+            self.notify(markup=False, message="pick a compile to mark it", severity="warning")
+            return
+        if self.diff_mark is comp:
+            self.diff_mark = None
+            self.notify(markup=False, message=f"{comp.id_label} is no longer marked")
+            return
+        self.diff_mark = comp
+        self.notify(
+            markup=False, message=f"marked {comp.id_label}: d on another compile diffs the two"
+        )
+
+    def action_diff(self) -> None:
+        comp = self._shown_compile()
+        if comp is None:
+            self.notify(markup=False, message="pick a compile to diff", severity="warning")
+            return
+        mark = self.diff_mark
+        other = mark if mark is not None and mark is not comp else predecessor(comp)
+        if other is None:
+            self.notify(
+                markup=False,
+                message=f"{comp.id_label} replaced no compile: m marks one to diff it with",
+                severity="warning",
+            )
+            return
+        self.push_screen(CompileDiffView(other, comp))
+
     def action_view(self, name: str) -> None:
         screen_cls = ALL_VIEWS[name]
         if len(self.screen_stack) > 1:
@@ -836,13 +995,15 @@ class TcviewApp(App[int]):
                 [("search box", "enter finds; the usual editing keys")],
             ),
             HelpPlace(
-                "Views (b r K f t a o)",
+                "Views (b r K f t a o X P, and d: a compile diff)",
                 [
                     *bindings_of(TableView),
                     *bindings_of(ViewTable),
                     *bindings_of(TimeView, inherited=False),
                     *bindings_of(RanksView, inherited=False),
                     *bindings_of(OtherView, inherited=False),
+                    *bindings_of(ProvenanceView, inherited=False),
+                    *bindings_of(CompileDiffView, inherited=False),
                 ],
                 [
                     ("kernels view", "type to filter by name or kind; ↓ to the list"),

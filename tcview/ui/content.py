@@ -9,12 +9,12 @@ import contextlib
 import json
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import Any, NamedTuple
+from typing import Any
 
 from rich.text import Text
 
 from ..safe import safe_line
-from ..trace import Model, TextLog
+from ..trace import Model
 from ..trace.detail import (
     Detail,
     Row,
@@ -26,9 +26,18 @@ from ..trace.detail import (
     record_name,
     row_parts,
 )
+from ..trace.export import export_counts, is_export
 from ..trace.kernels import OUTPUT_CODES, KernelSpan
-from ..trace.model import Compile, Error, Kernel, Record
-from ..trace.summary import counts_line
+from ..trace.model import (
+    MD5_BLANK_LINES,
+    MD5_MISMATCH,
+    Compile,
+    Error,
+    Kernel,
+    Record,
+    stack_frames,
+)
+from ..trace.summary import InputState, counts_line
 
 GRAPH_KINDS = frozenset(
     [
@@ -63,6 +72,7 @@ JSON_LIMIT = 32 << 20
 # A compile's status (model.STATUSES) and its marks (model.MARKS): a style and a symbol each.
 STATUS_STYLE = {
     "ok": "green",
+    "no metrics": "dim",
     "empty graph": "magenta",
     "graph break": "yellow",
     "failed": "bold red",
@@ -71,6 +81,7 @@ STATUS_STYLE = {
 }
 STATUS_MARK = {
     "ok": "✓",
+    "no metrics": "?",
     "empty graph": "∅",
     "graph break": "✂",
     "failed": "✗",
@@ -106,6 +117,7 @@ class Document:
     regions: list[tuple[int, int, str]] = field(default_factory=list)  # (first, last, lang)
     numbered: bool = True
     head: list[Text] = field(default_factory=list)
+    marked: frozenset[int] = frozenset()  # 0-based lines shown marked (a kernel's graph nodes)
 
     @property
     def count(self) -> int:
@@ -138,6 +150,41 @@ class Document:
         return None if at < 0 else self.first_lineno + at
 
 
+# How the tagged lines of the diff reports (`trace.diffreport`) are styled, by tag.
+REPORT_STYLE = {
+    "title": "bold",
+    "heading": "bold underline",
+    "field": "",
+    "dim": "dim",
+    "warn": "yellow",
+    "ok": "green",
+    "fold": "dim italic",
+    "same": "",
+    "removed": "red",
+    "added": "green",
+    "changed": "yellow",
+    "new": "green",
+    "gone": "red",
+    "renamed": "cyan",
+    "moved": "cyan",
+}
+MARK_STYLE = "bold reverse"  # the characters of a diff line that differ from the other side
+
+
+def tagged_text(tag: str, text: str, marks: Sequence[tuple[int, int]] = ()) -> Text:
+    """A report line: trace text made safe, styled by its tag, marked spans stressed."""
+    line = lit(text, REPORT_STYLE.get(tag, ""))
+    if len(line.plain) == len(text):  # safe_line kept the length: the spans still fit
+        for start, end in marks:
+            line.stylize(MARK_STYLE, start, end)
+    return line
+
+
+def rows_doc(title: str, rows: Sequence[tuple[str, str, list[tuple[int, int]]]]) -> Document:
+    """A document of (tag, text, marks) rows (the diffs)."""
+    return styled_doc(title, [tagged_text(tag, text, marks) for tag, text, marks in rows])
+
+
 def lit(text: object, style: str = "") -> Text:
     """Trace text as a literal, terminal-safe Text (never parsed as markup)."""
     return Text(safe_line(str(text)), style=style)
@@ -164,23 +211,54 @@ def record_title(rec: Record) -> str:
     return " · ".join(p for p in parts if p)
 
 
-def record_doc(rec: Record) -> Document:
-    """The payload of one record, highlighted by kind; metrics as a table."""
+@dataclass(frozen=True)
+class Marked:
+    """Lines of a graph to mark: the nodes of a kernel (`kernel` names it)."""
+
+    kernel: str
+    lines: tuple[int, ...]
+
+
+def readable_meta(rec: Record) -> object:
+    """A header-only record's value in full (big and shape-env headers are not kept in
+    memory), its stacks' string-table ids replaced by file names."""
+    value = rec.full_meta()
+    if not isinstance(value, dict):
+        return value
+    out = dict(value)
+    for key, item in value.items():
+        if isinstance(item, list) and item and all(isinstance(f, dict) for f in item):
+            frames = stack_frames(rec.source, item)
+            if frames and len(frames) == len(item) and all("line" in f for f in item):
+                out[key] = [f.text for f in frames]
+    return out
+
+
+def record_doc(rec: Record, marked: Marked | None = None) -> Document:
+    """The payload of one record, highlighted by kind; metrics as a table; `marked`: graph
+    lines to mark (the nodes of the kernel picked last)."""
     title = record_title(rec)
     if rec.kind in METRIC_KINDS and isinstance(rec.meta, dict):
         return styled_doc(title, metrics_table(rec.meta))
     has_payload = bool(rec.md5) or rec.end > rec.hdr_end
     if not has_payload:
-        return Document(title + " · header only", json_lines(rec.meta), "json")
+        return Document(title + " · header only", json_lines(readable_meta(rec)), "json")
     if rec.kind == "inductor_output_code":
         code = OUTPUT_CODES.get(rec)
         return Document(title, code.lines, "python", regions=cpp_regions(code.spans))
     text = rec.payload()
-    ok = rec.md5_ok() if rec.md5 and len(text) < JSON_LIMIT else None
-    if ok is False:
+    state = rec.md5_state() if rec.md5 and len(text) < JSON_LIMIT else None
+    if state == MD5_MISMATCH:
         title += " · md5 MISMATCH (truncated or edited)"
+    elif state == MD5_BLANK_LINES:
+        title += " · its whitespace-only lines had lost their tab (harmless: shown restored)"
     if rec.kind in GRAPH_KINDS or rec.label in GRAPH_KINDS:
-        return Document(title, text.split("\n"), "python")
+        doc = Document(title, text.split("\n"), "python")
+        if marked:
+            doc.marked = frozenset(marked.lines)
+            doc.focus = min(marked.lines)
+            doc.title += f" · {len(marked.lines)} line(s) of {marked.kernel} marked"
+        return doc
     stripped = text.lstrip()
     if stripped[:1] in ("{", "[") and len(text) < JSON_LIMIT:
         try:
@@ -223,6 +301,12 @@ TAG_STYLE = {
     "id": "bold",
     "fused": "green",
     "role": "magenta",
+    "code": "cyan",
+    "kernel": "bold magenta",
+    "issue": "bold red",
+    "ok": "green",
+    "warn": "yellow",
+    "subheading": "bold",
 }
 HEADING_STYLE = {
     "break": "bold yellow underline",
@@ -452,50 +536,6 @@ def error_doc(error: Error) -> Document:
     return styled_doc(f"error · {error.error_type}", lines)
 
 
-class InputState(NamedTuple):
-    """An input that holds nothing yet: what to say in the overview, in the status bar (which
-    shows the path anyway), and why."""
-
-    text: str
-    brief: str
-    help: str = ""
-
-
-def input_state(model: Model | None, source: str, live: bool, finished: bool) -> InputState | None:
-    """What to say while the input holds nothing: waiting for it (live), or that there is
-    nothing; None once it holds something, or while a one-shot read is still going."""
-    if model is None or not (live or finished):
-        return None
-    if isinstance(model, TextLog):
-        if model.pos:
-            return None
-        if model.path is None:  # stdin, or a pipe read like it
-            if model.finished:
-                return InputState("stdin ended without input", "no input")
-            return InputState(
-                "waiting for input on stdin…",
-                "waiting for input…",
-                "TORCH_LOGS text is indexed as it comes through the pipe.",
-            )
-        if live:
-            return InputState(f"waiting for input in {source}…", "waiting for input…")
-        return InputState(f"{source} is empty", "empty")
-    if model.files:
-        return None
-    if live:
-        return InputState(
-            f"waiting for traces in {source}…",
-            "waiting for traces…",
-            "Trace files (dedicated_log_torch_trace_*.log) are shown as they appear.",
-        )
-    return InputState(
-        f"no trace found in {source}",
-        "no trace found",
-        "tcview reads the dedicated_log_torch_trace_*.log files that TORCH_TRACE=DIR writes,"
-        " and TORCH_LOGS captures (e.g. torch_logs.txt).",
-    )
-
-
 def model_summary(
     model: Model,
     title: str,
@@ -512,6 +552,16 @@ def model_summary(
         if state.help:
             out.append(Text(state.help, style="dim"))
     out.append(Text(counts_line(s), style="bold"))
+    if is_export(model):
+        counts = export_counts(model)
+        out.append(
+            Text(
+                "torch.export trace (it compiles nothing with Dynamo): X for the export report"
+                f" ({counts['guards']} guard(s), {counts['data_dependent_errors']} data-dependent"
+                f" error(s), {counts['fake_kernel_problems']} fake-kernel problem(s))",
+                style="bold magenta",
+            )
+        )
     out.append(Text(""))
     if state is None:
         for key, value in s.items():
@@ -546,6 +596,10 @@ def model_summary(
             out.append(Text.assemble("  ", lit(path), "  ", lit(why, "dim")))
     out.append(Text(""))
     out.append(
-        Text("? help · b breaks · r recompiles · K kernels · t time · ctrl+p jump", style="dim")
+        Text(
+            "? help · b breaks · r recompiles · K kernels · t time · i provenance"
+            " · d diff · ctrl+p jump",
+            style="dim",
+        )
     )
     return out

@@ -45,7 +45,7 @@ from .messages import JobEnded, OutputArrived
 from .reader import Reader
 from .status import StatusBar
 from .tree import TraceTree
-from .viewer import SCROLL_BINDINGS
+from .viewer import SCROLL_BINDINGS, text_strip
 
 SignalHandler: TypeAlias = Callable[[int, FrameType | None], Any] | int | signal.Handlers | None
 MAX_LINES = 20_000  # lines kept in the pane, as many as the session keeps
@@ -123,7 +123,7 @@ class OutputView(ScrollView, can_focus=True):
             return Strip.blank(width, base)
         stream, line = self.lines[index]
         err = stream == "stderr"
-        content = Strip(line.render(self.app.console), line.cell_len)
+        content = text_strip(line, self.app.console)
         content = content.crop_extend(scroll_x, scroll_x + max(width - 1, 0), None)
         mark = Strip([_STDERR_MARK if err else _STDOUT_MARK], 1)
         return Strip.join([mark, content]).apply_style(base)

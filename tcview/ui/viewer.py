@@ -3,11 +3,13 @@
 from __future__ import annotations
 
 import re
+from collections.abc import Iterable
 
 from pygments.lexer import Lexer
 from pygments.lexers import get_lexer_by_name
 from pygments.token import _TokenType
 from rich.cells import cell_len, get_character_cell_size
+from rich.console import Console
 from rich.segment import Segment
 from rich.style import Style
 from rich.syntax import PygmentsSyntaxTheme
@@ -26,6 +28,7 @@ HIGHLIGHT_LIMIT = 4000  # longer lines are shown plain
 DISPLAY_LIMIT = 200_000  # longer lines are cut, with a marker
 CACHE_LINES = 600  # highlighted lines kept (several screens of them)
 CACHE_SAFE = 4 * CACHE_LINES  # safe plain lines kept (search reads many)
+MARKED_STYLE = "on #404010"  # a document's marked lines (the picked kernel's graph nodes)
 
 _LEXERS: dict[str, Lexer] = {}
 _THEME = PygmentsSyntaxTheme("monokai")
@@ -177,6 +180,15 @@ SCROLL_BINDINGS = [
     Binding("home,g", "top", "Top", show=False, id="scroll.top"),
     Binding("end,G", "bottom", "Bottom", show=False, id="scroll.bottom"),
 ]
+
+
+def text_strip(text: Text, console: Console) -> Strip:
+    """A line of text as a strip, with its base style: `Text.render` leaves out the base
+    style of a Text without spans (``Text("heading", style="bold")`` would show plain)."""
+    segments: Iterable[Segment] = text.render(console)
+    if text.style:
+        segments = Segment.apply_style(segments, console.get_style(text.style))
+    return Strip(segments, text.cell_len)
 
 
 class CodeView(ScrollView, can_focus=True):
@@ -350,6 +362,9 @@ class CodeView(ScrollView, can_focus=True):
             text = doc.head[index]
         else:
             text = highlight_line(self.safe(index), self.doc.language_at(index))
+        if index in self.doc.marked:
+            text = text.copy()
+            text.stylize(MARKED_STYLE)
         hits = self._by_line.get(index)
         if hits:
             text = text.copy()
@@ -380,13 +395,14 @@ class CodeView(ScrollView, can_focus=True):
             scroll_x = 0
         else:
             line = self.line_text(index)
-        content = Strip(line.render(self.app.console), line.cell_len)
+        content = text_strip(line, self.app.console)
         if indent:
             content = Strip.join([Strip.blank(indent), content])
         content = content.crop_extend(scroll_x, scroll_x + text_width, None)
         if gutter:
             lineno = self.doc.lineno(index)
-            number = " " * gutter if lineno is None else f"{lineno:>{gutter - 2}} │"
+            bar = "▌" if index in self.doc.marked else "│"
+            number = " " * gutter if lineno is None else f"{lineno:>{gutter - 2}} {bar}"
             is_focus = index == self.doc.focus and self.doc.focus > 0
             style = Style(dim=not is_focus, bold=is_focus)
             strip = Strip.join([Strip([Segment(number[:gutter], style)], gutter), content])

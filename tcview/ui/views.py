@@ -24,10 +24,27 @@ from textual.widgets import DataTable, Footer, Input, Static
 from textual.worker import get_current_worker
 
 from ..trace import Model
-from ..trace.detail import compile_detail, fmt_seconds, frame_detail, kernel_detail, phase_times
+from ..trace.detail import (
+    compile_detail,
+    fmt_seconds,
+    frame_detail,
+    issue_detail,
+    kernel_detail,
+    kernel_provenance_detail,
+    line_detail,
+    phase_times,
+    report_summary,
+)
+from ..trace.export import ExportIssue, ExportReport, export_report
 from ..trace.facts import short_guard
 from ..trace.kernels import KernelGroup, group_kernels, needs_digests, source_digests
 from ..trace.model import ROLE_SHORT, BreakGroup, Compile, Error, Failure, Frame, group_breaks
+from ..trace.provenance import (
+    KernelProvenance,
+    Provenance,
+    ProvenanceRow,
+    model_provenance,
+)
 from ..trace.ranks import (
     LABEL_PARTS,
     Fact,
@@ -50,6 +67,7 @@ from .content import (
     lit,
     record_doc,
     styled_doc,
+    tag_style,
     verdict_text,
 )
 from .reader import Reader
@@ -781,6 +799,231 @@ class OtherView(Screen[None]):
         self.app.pop_screen()
 
 
+# ---------------------------------------------------------------- export
+
+
+class ExportView(TableView[ExportIssue]):
+    TITLE = "Export"
+    HELP = "the draft-export report: guards, data-dependent errors, fake kernels · esc: back"
+    COLUMNS = ("#", "issue", "expression / operator", "where")
+    report: ExportReport | None = None
+
+    def prepare(self, model: Model) -> bool:
+        self.report = export_report(model, self.cancelled)
+        return not self.cancelled()
+
+    def rows(self, model: Model) -> list[Row[ExportIssue]]:
+        report = self.report
+        out: list[Row[ExportIssue]] = []
+        for number, issue in enumerate(report.issues if report is not None else [], 1):
+            where = issue.user_line
+            out.append(
+                (
+                    [
+                        Text(str(number), justify="right"),
+                        lit(issue.title, "bold red" if issue.reported_by_tlparse else "yellow"),
+                        lit(_cut(issue.expr or issue.op, 70), "bold"),
+                        lit(
+                            f"{where.where} {where.loc}" if where is not None else issue.loc, "dim"
+                        ),
+                    ],
+                    issue,
+                )
+            )
+        return out
+
+    def head(self) -> Text:
+        head = super().head()
+        report = self.report
+        if report is None:
+            return head
+        head.append("\n")
+        for row in report_summary(report)[:2]:
+            head.append_text(lit(row.value, tag_style(row.tag)))
+            head.append("  ")
+        return head
+
+    def empty_text(self) -> str:
+        return "No issues found during export."
+
+    def detail(self, issue: ExportIssue) -> Document:
+        number = self.objects.index(issue) + 1 if issue in self.objects else 0
+        return detail_doc(issue_detail(number, issue, stacks=40))
+
+    def activate(self, issue: ExportIssue) -> None:
+        self.browser.reveal("record", issue.record)
+
+
+# ---------------------------------------------------------------- provenance
+
+
+class ProvenanceView(TableView[ProvenanceRow]):
+    TITLE = "Provenance"
+    HELP = "user lines and the kernels that implement them · N: by FX node · enter: the kernel"
+    COLUMNS = ("user line / FX node", "kernel", "kind", "compile")
+    BINDINGS = [
+        Binding(
+            "N",
+            "toggle_nodes",
+            "By node",
+            id="provenance.by-node",
+            tooltip="list by user line, or by FX node (post- and pre-grad)",
+        ),
+    ]
+    prov: Provenance | None = None
+    by_node = False
+
+    def prepare(self, model: Model) -> bool:
+        prov = model_provenance(model, self.cancelled)
+        for unit in prov.units:  # line numbers are counted from disk: here, not in detail()
+            for rec in (
+                unit.code,
+                unit.mapping,
+                unit.stack_traces,
+                unit.post_graph,
+                unit.pre_graph,
+            ):
+                if rec is not None:
+                    _ = rec.lineno
+        self.prov = prov
+        return not self.cancelled()
+
+    def rows(self, model: Model) -> list[Row[ProvenanceRow]]:
+        prov = self.prov
+        if prov is None:
+            return []
+        return self._node_rows(prov) if self.by_node else self._line_rows(prov)
+
+    @staticmethod
+    def _kernel_cells(kp: KernelProvenance, first: str = "") -> list[Text]:
+        kind = kp.kernel.kind if kp.kernel is not None else "extern"
+        unit = kp.unit
+        return [
+            lit(first, "dim"),
+            lit(kp.key),
+            Text(kind, style=KIND_STYLE.get(kind, "dim")),
+            lit(unit.label if unit is not None else "-", "dim"),
+        ]
+
+    def _line_rows(self, prov: Provenance) -> list[Row[ProvenanceRow]]:
+        out: list[Row[ProvenanceRow]] = []
+        by_line = prov.by_line(user_only=True)
+        for src, kernels in by_line.items():
+            head = f"{src.short}  {src.code}" if src.code else src.short
+            out.append(
+                (
+                    [
+                        lit(_cut(head, 80), "bold"),
+                        Text(f"{len(kernels)} kernel(s)", "dim"),
+                        Text(""),
+                        Text(""),
+                    ],
+                    ProvenanceRow(line=src),
+                )
+            )
+            for i, kp in enumerate(kernels):
+                branch = "  └ " if i == len(kernels) - 1 else "  ├ "
+                out.append((self._kernel_cells(kp, branch), ProvenanceRow(kernel=kp, line=src)))
+        lost = [k for k in prov.kernels() if not k.user_lines]
+        if lost:
+            out.append(
+                (
+                    [
+                        Text("(no user line known)", "bold dim"),
+                        Text(f"{len(lost)} kernel(s)", "dim"),
+                        Text(""),
+                        Text(""),
+                    ],
+                    ProvenanceRow(),
+                )
+            )
+            out.extend((self._kernel_cells(kp, "  · "), ProvenanceRow(kernel=kp)) for kp in lost)
+        return out
+
+    def _node_rows(self, prov: Provenance) -> list[Row[ProvenanceRow]]:
+        out: list[Row[ProvenanceRow]] = []
+        for unit in prov.units:
+            for what, nodes in (
+                (
+                    "post-grad",
+                    {
+                        n: unit.kernels_of_post(n)
+                        for k in unit.kernels.values()
+                        for n in k.post_grad
+                    },
+                ),
+                (
+                    "pre-grad",
+                    {n: unit.kernels_of_pre(n) for k in unit.kernels.values() for n in k.pre_grad},
+                ),
+            ):
+                for node, kernels in nodes.items():
+                    out.append(
+                        (
+                            [
+                                lit(f"{unit.label} {what} {node}", "bold"),
+                                Text(f"{len(kernels)} kernel(s)", "dim"),
+                                Text(""),
+                                Text(""),
+                            ],
+                            ProvenanceRow(unit=unit, node=node),
+                        )
+                    )
+                    out.extend(
+                        (self._kernel_cells(kp, "  · "), ProvenanceRow(kernel=kp, unit=unit))
+                        for kp in kernels
+                    )
+        return out
+
+    def head(self) -> Text:
+        head = super().head()
+        prov = self.prov
+        if prov is None:
+            return head
+        head.append("\n")
+        tracked = [u for u in prov.units if u.tracked]
+        if not prov.units:
+            head.append("no Inductor output code in this trace", style="yellow")
+        elif not tracked:
+            head.append(
+                "provenance tracking was off: lines come from the kernels' source-node comments"
+                " and the graphs' # File: comments",
+                style="yellow",
+            )
+        else:
+            head.append(
+                f"{len(prov.kernels())} kernels in {len(prov.units)} graphs "
+                f"({len(tracked)} with provenance artifacts)",
+                style="bold",
+            )
+        return head
+
+    def empty_text(self) -> str:
+        return "No kernel with a known source line."
+
+    def detail(self, row: ProvenanceRow) -> Document | None:
+        prov = self.prov
+        if row.kernel is not None:
+            kp = row.kernel
+            return detail_doc(kernel_provenance_detail(kp.unit, kp, kp.key))
+        if row.line is not None and prov is not None:
+            return detail_doc(line_detail(prov, row.line.file, row.line.line))
+        return None
+
+    def activate(self, row: ProvenanceRow) -> None:
+        kp = row.kernel
+        if kp is None:
+            return
+        if kp.kernel is not None:
+            self.browser.reveal("kernel", kp.kernel)
+        elif kp.unit is not None and kp.unit.code is not None:
+            self.browser.reveal("record", kp.unit.code)
+
+    def action_toggle_nodes(self) -> None:
+        self.by_node = not self.by_node
+        self.reload()
+
+
 VIEWS: dict[str, type[Screen[None]]] = {
     "breaks": BreaksView,
     "recompiles": RecompilesView,
@@ -789,6 +1032,8 @@ VIEWS: dict[str, type[Screen[None]]] = {
     "errors": ErrorsView,
     "time": TimeView,
     "other": OtherView,
+    "export": ExportView,
+    "provenance": ProvenanceView,
 }
 
 __all__ = ["VIEWS", "record_doc"]

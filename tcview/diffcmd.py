@@ -1,0 +1,53 @@
+"""``tcview diff RUN_A RUN_B``: what changed between two runs (trace dirs or captures).
+
+Interactive on a terminal (a view of the report); ``--text`` (or a pipe) prints the report,
+``--json`` the same as data (both through `pager.emit`, as the other commands' text), and
+``--fail-on CHECKS`` makes it a CI gate (exit 1, naming what tripped).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+
+from .pager import emit
+from .safe import safe_line, safe_text
+
+
+def diff_command(args: argparse.Namespace) -> int:
+    from .trace.diffreport import run_diff_lines
+    from .trace.rundiff import diff_fail_on, parse_diff_fail_on, run_diff
+    from .trace.source import NotATrace, load_source
+
+    try:
+        checks = parse_diff_fail_on(args.fail_on)
+    except ValueError as exc:
+        print(f"tcview: {exc}", file=sys.stderr)
+        return 2
+    for path in (args.a, args.b):
+        if path == "-":
+            print("tcview: diff reads two files or directories, not stdin", file=sys.stderr)
+            return 2
+        if not os.path.exists(path):
+            print(f"tcview: no such file or directory: {path}", file=sys.stderr)
+            return 2
+    try:
+        a, b = load_source(args.a), load_source(args.b)
+    except NotATrace as exc:
+        print(f"tcview: {safe_line(str(exc))}", file=sys.stderr)
+        return 2
+    diff = run_diff(a, b, args.a, args.b)
+    if args.json:
+        emit(json.dumps(diff.to_json(), indent=2))
+    elif args.text or checks or not (sys.stdout.isatty() and sys.stdin.isatty()):
+        emit(safe_text("\n".join(row[1] for row in run_diff_lines(diff))))
+    else:
+        from .ui.diffview import DiffApp
+
+        DiffApp(diff).run()
+    tripped = diff_fail_on(diff, checks)
+    for message in tripped:
+        print(f"tcview: diff --fail-on {safe_line(message)}", file=sys.stderr)
+    return 1 if tripped else 0
