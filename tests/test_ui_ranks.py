@@ -58,6 +58,8 @@ async def _view(app: TcviewApp, pilot, key: str) -> None:
         ("r", ["1", "", "", "1", "", "", ""]),
         ("K", {"0", "0, 1", "1"}),  # a kernel both ranks compiled alike is one row
         ("t", {"0", "1"}),
+        # Provenance: a user line (the ranks of its kernels), then its kernels.
+        ("P", ["0, 1", "0", "1", "1", "0", "0", *["1"] * 10]),
     ],
 )
 async def test_every_view_has_a_rank_column(
@@ -139,6 +141,10 @@ async def test_rank_filter_narrows_tree_views_and_counts(diverging: str) -> None
         await _view(app, pilot, "t")
         _, rows = table_rows(app)
         assert {r[0] for r in rows} == {"1"} and len(rows) == 5
+        await pilot.press("escape")
+        await _view(app, pilot, "P")  # provenance: rank 1's lines and kernels only
+        _, rows = table_rows(app)
+        assert {r[0] for r in rows} == {"1"} and len(rows) == 13
         await pilot.press("escape")
         # Cleared again: an empty line is every rank.
         await pilot.press("number_sign")

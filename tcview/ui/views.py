@@ -806,6 +806,7 @@ class ExportView(TableView[ExportIssue]):
     TITLE = "Export"
     HELP = "the draft-export report: guards, data-dependent errors, fake kernels · esc: back"
     COLUMNS = ("#", "issue", "expression / operator", "where")
+    RANK_COLUMN = False  # a torch.export report is one process's: no rank to show or pick
     report: ExportReport | None = None
 
     def prepare(self, model: Model) -> bool:
@@ -895,48 +896,52 @@ class ProvenanceView(TableView[ProvenanceRow]):
         return self._node_rows(prov) if self.by_node else self._line_rows(prov)
 
     @staticmethod
-    def _kernel_cells(kp: KernelProvenance, first: str = "") -> list[Text]:
+    def _compiles(kernels: Iterable[KernelProvenance]) -> list[Compile]:
+        """The compiles of kernels: what their rows' rank cell and the rank filter read."""
+        return [k.unit.compile for k in kernels if k.unit is not None and k.unit.compile]
+
+    def _picked(self, kernels: Iterable[KernelProvenance]) -> list[KernelProvenance]:
+        """The kernels the rank filter keeps (one of no known compile is kept)."""
+        return [k for k in kernels if all(self.wants(c) for c in self._compiles([k]))]
+
+    def _kernel_cells(self, kp: KernelProvenance, first: str = "") -> list[Text]:
         kind = kp.kernel.kind if kp.kernel is not None else "extern"
         unit = kp.unit
-        return [
+        cells = [
             lit(first, "dim"),
             lit(kp.key),
             Text(kind, style=KIND_STYLE.get(kind, "dim")),
             lit(unit.label if unit is not None else "-", "dim"),
         ]
+        return self.ranked_cells(cells, self._compiles([kp]))
 
     def _line_rows(self, prov: Provenance) -> list[Row[ProvenanceRow]]:
         out: list[Row[ProvenanceRow]] = []
         by_line = prov.by_line(user_only=True)
-        for src, kernels in by_line.items():
+        for src, all_kernels in by_line.items():
+            kernels = self._picked(all_kernels)
+            if not kernels:
+                continue
             head = f"{src.short}  {src.code}" if src.code else src.short
-            out.append(
-                (
-                    [
-                        lit(_cut(head, 80), "bold"),
-                        Text(f"{len(kernels)} kernel(s)", "dim"),
-                        Text(""),
-                        Text(""),
-                    ],
-                    ProvenanceRow(line=src),
-                )
-            )
+            cells = [
+                lit(_cut(head, 80), "bold"),
+                Text(f"{len(kernels)} kernel(s)", "dim"),
+                Text(""),
+                Text(""),
+            ]
+            out.append((self.ranked_cells(cells, self._compiles(kernels)), ProvenanceRow(line=src)))
             for i, kp in enumerate(kernels):
                 branch = "  └ " if i == len(kernels) - 1 else "  ├ "
                 out.append((self._kernel_cells(kp, branch), ProvenanceRow(kernel=kp, line=src)))
-        lost = [k for k in prov.kernels() if not k.user_lines]
+        lost = self._picked(k for k in prov.kernels() if not k.user_lines)
         if lost:
-            out.append(
-                (
-                    [
-                        Text("(no user line known)", "bold dim"),
-                        Text(f"{len(lost)} kernel(s)", "dim"),
-                        Text(""),
-                        Text(""),
-                    ],
-                    ProvenanceRow(),
-                )
-            )
+            cells = [
+                Text("(no user line known)", "bold dim"),
+                Text(f"{len(lost)} kernel(s)", "dim"),
+                Text(""),
+                Text(""),
+            ]
+            out.append((self.ranked_cells(cells, self._compiles(lost)), ProvenanceRow()))
             out.extend((self._kernel_cells(kp, "  · "), ProvenanceRow(kernel=kp)) for kp in lost)
         return out
 
@@ -957,18 +962,18 @@ class ProvenanceView(TableView[ProvenanceRow]):
                     {n: unit.kernels_of_pre(n) for k in unit.kernels.values() for n in k.pre_grad},
                 ),
             ):
-                for node, kernels in nodes.items():
-                    out.append(
-                        (
-                            [
-                                lit(f"{unit.label} {what} {node}", "bold"),
-                                Text(f"{len(kernels)} kernel(s)", "dim"),
-                                Text(""),
-                                Text(""),
-                            ],
-                            ProvenanceRow(unit=unit, node=node),
-                        )
-                    )
+                for node, all_kernels in nodes.items():
+                    kernels = self._picked(all_kernels)
+                    if not kernels:
+                        continue
+                    cells = [
+                        lit(f"{unit.label} {what} {node}", "bold"),
+                        Text(f"{len(kernels)} kernel(s)", "dim"),
+                        Text(""),
+                        Text(""),
+                    ]
+                    row = ProvenanceRow(unit=unit, node=node)
+                    out.append((self.ranked_cells(cells, self._compiles(kernels)), row))
                     out.extend(
                         (self._kernel_cells(kp, "  · "), ProvenanceRow(kernel=kp, unit=unit))
                         for kp in kernels
