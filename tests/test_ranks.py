@@ -27,7 +27,7 @@ from tcview.trace.divergence import (
     tensor_meta_digest,
 )
 from tcview.trace.ranks import counts_in, parse_ranks, ranks_label, ranks_text
-from tcview.trace.summary import summary_json, summary_text
+from tcview.trace.summary import fail_on, summary_json, summary_text
 
 # Expected groups per multi-rank input: tlparse's (copied from /work/ref/divergence.json) and
 # tcview's where they differ, with why. Not computed by tcview.
@@ -237,6 +237,13 @@ def test_fail_on_names_divergence_among_its_kinds() -> None:
     )
     assert out.returncode == 2
     assert "divergence" in out.stderr
+
+
+def test_fail_on_divergence_counts_the_execution_order() -> None:
+    alike = {check: [[0, 1]] for check in JSON_CHECKS}
+    assert fail_on({"divergence": alike, "exec_order_groups": [[0, 1]]}, ["divergence"]) == []
+    split = {"divergence": alike, "exec_order_groups": [[0], [1]]}
+    assert fail_on(split, ["divergence"]) == ["divergence"]
 
 
 def test_the_text_report_labels_ranks(fixture_runs: Path) -> None:
