@@ -1,4 +1,4 @@
-"""Entry point: ``tcview open | run | summary | show | diff | grep | export | doctor``."""
+"""Entry point: ``tcview open | run | summary | show | diff | grep | export | bench | doctor``."""
 
 from __future__ import annotations
 
@@ -143,6 +143,12 @@ def cmd_run(args: argparse.Namespace) -> int:
     return run_command(args)
 
 
+def cmd_bench(args: argparse.Namespace) -> int:
+    from .run.bench_cli import bench_command
+
+    return bench_command(args)
+
+
 def cmd_doctor(args: argparse.Namespace) -> int:
     from .run.doctor import doctor
 
@@ -162,6 +168,8 @@ def build_parser() -> argparse.ArgumentParser:
     p_open.add_argument("--goto", metavar="TARGET", help="compile id (0/1, !0/1/0) or kernel name")
     p_open.add_argument("--follow", action="store_true", help="keep reading as files grow")
     p_open.add_argument("--poll", action="store_true", help="poll instead of inotify (NFS)")
+    p_open.add_argument("--python", help="Python the bench key (B) runs code with")
+    _no_exec(p_open)
     p_open.add_argument(
         "--map-path",
         action="append",
@@ -228,6 +236,7 @@ def build_parser() -> argparse.ArgumentParser:
     p_run.add_argument("--python", help="Python to run the script with")
     p_run.add_argument("--no-tui", action="store_true", help="headless: stream output, summary")
     p_run.add_argument("--fail-on", metavar="KINDS", help="with --no-tui: exit 1 on these")
+    _no_exec(p_run)
     p_run.add_argument(
         "--map-path",
         action="append",
@@ -245,6 +254,31 @@ def build_parser() -> argparse.ArgumentParser:
     p_run.add_argument("target", nargs=argparse.REMAINDER, help="script.py [args] or -- CMD...")
     p_run.set_defaults(func=cmd_run)
 
+    from .run.bench import DEFAULT_REPEAT, DEFAULT_TIMEOUT_S, DEFAULT_TIMES
+
+    p_bench = sub.add_parser(
+        "bench",
+        help="time a compiled graph on this machine, and each kernel's share (asks first)",
+        description="Run a compile's output code (or the one that defines --kernel) with its"
+        " own benchmark harness in your Python, in a private temporary directory and a process"
+        " group of its own, and print the graph's time and each kernel's time, share and GB/s."
+        " This runs code from the trace: it shows what will run and asks first (--yes to"
+        " confirm without a terminal). Refused when this machine lacks the code's device or"
+        " its torch differs from the trace's.",
+    )
+    p_bench.add_argument("path", help="trace dir/file, run directory or log file")
+    p_bench.add_argument("--compile", metavar="ID", help="compile id (1/0, 'rank 1 0/0')")
+    p_bench.add_argument("--kernel", metavar="NAME", help="the graph that defines this kernel")
+    p_bench.add_argument("--json", action="store_true", help="the result as data")
+    p_bench.add_argument("--python", help="Python to run it with (default: this one)")
+    p_bench.add_argument(
+        "--timeout", type=float, default=DEFAULT_TIMEOUT_S, metavar="S", help="seconds"
+    )
+    p_bench.add_argument("--times", type=int, default=DEFAULT_TIMES, help="calls per timing")
+    p_bench.add_argument("--repeat", type=int, default=DEFAULT_REPEAT, help="timings (median)")
+    p_bench.add_argument("--yes", action="store_true", help="run without asking")
+    _no_exec(p_bench)
+    p_bench.set_defaults(func=cmd_bench)
     from . import exports, grep
 
     grep.add_parser(sub)
@@ -254,6 +288,14 @@ def build_parser() -> argparse.ArgumentParser:
     p_doc.add_argument("--python", help="Python to ask (default: this one)")
     p_doc.set_defaults(func=cmd_doctor)
     return parser
+
+
+def _no_exec(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "--no-exec",
+        action="store_true",
+        help="never run code from the trace (benchmarks); also TCVIEW_NO_EXEC=1",
+    )
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -308,6 +308,8 @@ class Follower:
                     with self.lock:
                         target.feed(data)
                     changed = True
+                    if self.on_update is not None:
+                        self.on_update()  # a big file shows as it is read, not at its end
         except OSError as exc:
             self.note(f"cannot read {path}: {exc.strerror or exc}")
             return False

@@ -302,6 +302,44 @@ async def test_an_idle_followed_app_does_not_poll_the_model(tmp_path: Path) -> N
 
 
 @sync
+async def test_an_indexing_app_redraws_when_the_loader_says_so(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """No timer while a one-shot load indexes: a load that stalls gets no redraw, and each
+    chunk indexed is shown without waiting for the end."""
+    monkeypatch.setattr(tcview.trace.load, "CHUNK", 64 << 10)
+    stalled, go_on = threading.Event(), threading.Event()
+    progress = Loader._progress
+
+    def stalling(self: Loader, done: int, total: int) -> None:
+        progress(self, done, total)
+        if done >= 3 * (64 << 10) and not go_on.is_set():
+            stalled.set()
+            go_on.wait(10)
+
+    monkeypatch.setattr(Loader, "_progress", stalling)
+    app = TcviewApp(str(CPU_SAMPLE))
+    async with app.run_test(size=SIZE) as pilot:
+        while not stalled.is_set():
+            await pilot.pause(0.02)
+        await pilot.pause(0.3)  # the last chunk's redraw (INDEX_GAP) is through
+        assert "indexing" in app.status_left and app.records_shown() > 0  # shown mid-way
+        calls: list[float] = []
+        original = app.refresh_model
+
+        def counting() -> None:
+            calls.append(time.monotonic())
+            original()
+
+        app.refresh_model = counting  # type: ignore[method-assign]
+        await pilot.pause(0.8)
+        assert calls == [], "the load stalled: nothing to redraw"
+        go_on.set()
+        await ready(app, pilot)
+        assert calls and app.status_right == counts_text(summary_json(CPU_SAMPLE))
+
+
+@sync
 async def test_kernel_rows_are_built_off_the_ui_thread(monkeypatch: pytest.MonkeyPatch) -> None:
     threads: list[threading.Thread] = []
     rows = KernelsView.rows

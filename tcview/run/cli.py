@@ -36,7 +36,7 @@ def run_command(args: argparse.Namespace) -> int:
             launcher.options = replace(launcher.options, inherit_stdin=False)
             install_cleanup()
             try:
-                return run_live(launcher, fail_on, path_map)
+                return run_live(launcher, fail_on, path_map, no_exec=bool(args.no_exec))
             finally:
                 if launcher.sessions:
                     _print_quietly(launcher.sessions[-1].reopen_hint)

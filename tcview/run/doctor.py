@@ -12,6 +12,8 @@ import time
 from pathlib import Path
 from typing import Any
 
+from .spec import probe_python
+
 TIMEOUT_S = 180.0
 
 # Runs in the chosen Python with TORCH_TRACE set; prints one JSON line last.
@@ -108,6 +110,9 @@ def doctor(python: str | None = None) -> int:
         print(f"GPU          {len(gpus)} × {names}")
     else:
         print("GPU          none visible")
+    driver = probe_python(python).gpu_driver
+    if driver:
+        print(f"GPU driver   {driver}")
     if "compile_error" in data:
         print(f"TORCH_TRACE  could not compile: {data['compile_error']}")
         return 1

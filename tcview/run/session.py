@@ -35,6 +35,7 @@ from typing import BinaryIO, Literal
 from ..safe import safe_line
 from . import cleanup
 from ._supervisor import group_members
+from .gpu import GpuSample, GpuSampler
 from .spec import LaunchError, PythonInfo, RunOptions, RunSpec, probe_python
 
 SUPERVISOR = Path(__file__).with_name("_supervisor.py")
@@ -102,11 +103,14 @@ class Launcher:
         on_exit: Callable[[RunSession], None] | None = None,
         tee_stdout: BinaryIO | None = None,
         tee_stderr: BinaryIO | None = None,
+        on_gpu: Callable[[GpuSample], None] | None = None,
     ) -> None:
         self.spec = spec
         self.options = options or RunOptions()
         self.on_line = on_line
         self.on_exit = on_exit
+        # The job's GPUs (NVML), sampled in a thread while it runs; nothing without NVML.
+        self.on_gpu = on_gpu
         self.tee_stdout = tee_stdout
         self.tee_stderr = tee_stderr
         self.python_info: PythonInfo | None = None
@@ -193,6 +197,7 @@ class RunSession:
         self._start_mono = 0.0
         self._end_mono: float | None = None
         self._status = RunStatus("starting", None, 0.0)
+        self.gpu = GpuSampler(self._gpu_sampled, self._job_pids)
 
     # -- public ---------------------------------------------------------------------
 
@@ -319,6 +324,17 @@ class RunSession:
             reader.start()
             self._readers.append(reader)
         threading.Thread(target=self._wait_for_exit, name="tcview-run-wait", daemon=True).start()
+        self.gpu.start()
+
+    def _job_pids(self) -> list[int]:
+        """The job's processes: its process group (whose NVML memory is the job's)."""
+        pid = self.pid
+        return group_members(pid) if pid is not None else []
+
+    def _gpu_sampled(self, sample: GpuSample) -> None:
+        callback = self.launcher.on_gpu
+        if callback is not None:
+            callback(sample)
 
     # -- threads --------------------------------------------------------------------
 
@@ -402,6 +418,7 @@ class RunSession:
             status = RunStatus("exited", proc.pid, end - self._start_mono, returncode=returncode)
         self._end_mono = end
         self._status = status
+        self.gpu.stop()
         cleanup.forget(self)
         try:
             self._write_run_json()
@@ -456,6 +473,11 @@ class RunSession:
             "python_version": info.version if info else None,
             "torch": info.torch if info else None,
             "triton": info.triton if info else None,
+            "cuda": info.cuda if info else None,  # the CUDA torch was built with
+            "hip": info.hip if info else None,
+            "gpus": list(info.gpus) if info else [],
+            "gpu_driver": info.gpu_driver if info else None,
+            "gpu_use": self.gpu.summary(),  # NVML's peaks while the job ran
             "env": {
                 "TORCH_TRACE": str(self.trace_dir.resolve()),
                 "TORCH_LOGS": launcher.options.logs or None,

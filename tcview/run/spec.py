@@ -62,6 +62,10 @@ class PythonInfo:
     torch: str | None = None
     triton: str | None = None
     error: str | None = None
+    cuda: str | None = None  # the CUDA torch was built with (torch/version.py)
+    hip: str | None = None  # the ROCm torch was built with
+    gpus: tuple[str, ...] = ()  # the NVIDIA GPUs that Python's machine has
+    gpu_driver: str | None = None
 
 
 def build_spec(
@@ -120,19 +124,63 @@ def _safe_name(name: str) -> str:
     return re.sub(r"[^A-Za-z0-9._-]+", "_", name).strip("._") or "run"
 
 
+# Runs in the job's Python: its versions, torch's CUDA build (read from torch/version.py, not
+# imported) and the GPUs (NVML when nvidia-ml-py is there, else the driver's /proc files).
+# Prints one JSON line; standard library only, and nothing of torch is imported.
+PROBE = r"""
+import glob, importlib.metadata as m, importlib.util as u, json, os, re, sys
+def v(n):
+    if u.find_spec(n) is None: return None
+    try: return m.version(n)
+    except Exception: return 'unknown version'
+out = {'executable': sys.executable, 'version': sys.version.split()[0],
+       'torch': v('torch'), 'triton': v('triton'), 'cuda': None, 'hip': None,
+       'gpus': [], 'gpu_driver': None}
+try:
+    spec = u.find_spec('torch')
+    for root in (spec.submodule_search_locations or []) if spec else []:
+        text = open(os.path.join(root, 'version.py'), encoding='utf-8').read()
+        for key in ('cuda', 'hip'):
+            found = re.search(r"^" + key + r"\b[^=\n]*=\s*'([^']*)'", text, re.M)
+            out[key] = found.group(1) if found else None
+        break
+except Exception:
+    pass
+def text(x):
+    return x.decode('utf-8', 'replace') if isinstance(x, bytes) else str(x)
+try:
+    import pynvml
+    pynvml.nvmlInit()
+    try:
+        n = pynvml.nvmlDeviceGetCount()
+        out['gpus'] = [text(pynvml.nvmlDeviceGetName(pynvml.nvmlDeviceGetHandleByIndex(i)))
+                       for i in range(n)]
+        out['gpu_driver'] = text(pynvml.nvmlSystemGetDriverVersion())
+    finally:
+        pynvml.nvmlShutdown()
+except Exception:
+    for path in sorted(glob.glob('/proc/driver/nvidia/gpus/*/information')):
+        try:
+            for line in open(path, encoding='utf-8', errors='replace'):
+                if line.startswith('Model:'):
+                    out['gpus'].append(line.split(':', 1)[1].strip())
+        except OSError:
+            pass
+    try:
+        found = re.search(r'Kernel Module\s+(\S+)', open('/proc/driver/nvidia/version').read())
+        out['gpu_driver'] = found.group(1) if found else None
+    except OSError:
+        pass
+print(json.dumps(out))
+"""
+
+
 def probe_python(
     python: str, env: Mapping[str, str] | None = None, timeout: float = 60.0
 ) -> PythonInfo:
-    """Ask `python` for its version, torch and triton, without importing torch anywhere."""
-    code = (
-        "import importlib.metadata as m, importlib.util as u, json, sys\n"
-        "def v(n):\n"
-        "    if u.find_spec(n) is None: return None\n"
-        "    try: return m.version(n)\n"
-        "    except Exception: return 'unknown version'\n"
-        "print(json.dumps({'executable': sys.executable, 'version': sys.version.split()[0],"
-        " 'torch': v('torch'), 'triton': v('triton')}))\n"
-    )
+    """Ask `python` for its version, torch, triton, torch's CUDA and the GPUs, without
+    importing torch anywhere."""
+    code = PROBE
     try:
         done = subprocess.run(
             [python, "-c", code],
@@ -148,9 +196,14 @@ def probe_python(
     except (ValueError, IndexError):
         why = done.stderr.decode("utf-8", "replace").strip().splitlines()[-1:] or ["no output"]
         return PythonInfo(python, error=f"{python} did not answer: {why[0]}")
+    gpus = data.get("gpus")
     return PythonInfo(
         executable=str(data.get("executable") or python),
         version=data.get("version"),
         torch=data.get("torch"),
         triton=data.get("triton"),
+        cuda=data.get("cuda"),
+        hip=data.get("hip"),
+        gpus=tuple(str(g) for g in gpus) if isinstance(gpus, list) else (),
+        gpu_driver=data.get("gpu_driver"),
     )

@@ -17,6 +17,7 @@ from .model import (
     NOT_KERNEL_METHODS,
     CacheEvent,
     Compile,
+    CudagraphNote,
     Error,
     Facts,
     Failure,
@@ -189,6 +190,13 @@ class Builder:
         """A traceback reported as an error turned out to be caught (the program went on)."""
         if error in self.facts.errors:
             self.facts.errors.remove(error)
+
+    def cudagraph_note(self, comp: Compile, rec: Record, kind: str, text: str) -> CudagraphNote:
+        """What a message says about `comp`'s CUDA graphs (`model.CUDAGRAPH_NOTES`)."""
+        note = CudagraphNote(comp, rec, kind, text)
+        comp.cudagraph_notes.append(note)
+        self.facts.cudagraph_notes.append(note)
+        return note
 
     def cache_event(self, rec: Record, cache: str, result: str) -> None:
         comp = rec.compile

@@ -15,6 +15,8 @@ A row is (label, value, tag): the tag says what the value *is*, never how it loo
 - ``code`` (a line of the user's program), ``kernel`` (a kernel's name or mapping key)
 - ``issue`` (an export issue), ``ok`` (nothing wrong), ``warn`` (a caveat), ``subheading`` (the
   title of the rows under it, within a section)
+- ``cudagraphs:<state>`` (`cudagraphs.CudaGraphs.state`), ``autotune`` (an autotuned op),
+  ``winner`` and ``choice`` (its choices)
 - ``dim`` (secondary), ``strong`` (primary), ``""`` (plain)
 
 Building a detail reads from disk (payloads, big headers): do it off the UI thread.
@@ -29,7 +31,9 @@ from collections.abc import Sequence
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
+from .autotune import NO_TABLES, AutotunedOp, Choice, autotuned_ops
 from .compile_id import FIRST_EPISODE
+from .cudagraphs import CudaGraphs, cudagraphs_of, model_cudagraphs
 from .export import (
     FAKE_KERNEL_DOC,
     MISMATCHED_FAKE,
@@ -88,6 +92,7 @@ GROUP_ROWS = 50  # compiles listed for a kernel defined in several
 NODES_SHOWN = 40  # FX nodes listed in a row (the rest are counted)
 STACK_SHOWN = 12  # frames of an export issue's stacks shown (the Export view: more)
 GUARD_ROWS = 8  # guard failures listed for a recompile (one per older compile of its frame)
+CHOICE_ROWS = 20  # choices listed per autotuned op (torch prints its 10 fastest)
 TEXT_ROWS = 40  # lines of a long value (a failure's reason) shown under its row
 SHAPE_KINDS = (
     "create_symbol",
@@ -115,7 +120,6 @@ METRIC_ROWS = (
     ("dynamo_time_before_restart_s", "time before restart", "s"),
     ("guard_latency_us", "guard latency", "us"),
     ("remote_cache_time_saved_s", "remote cache saved", "s"),
-    ("cudagraph_skip_reason", "cudagraph skipped", ""),
     ("is_forward", "is forward", ""),
 )
 RECORD_NAMES = {
@@ -408,6 +412,13 @@ def compile_detail(comp: Compile, model: Model | None = None) -> Detail:
     _breaks_section(detail, comp)
     _failure_section(detail, comp)
     _phases_section(detail, comp)
+    cudagraphs = (
+        model_cudagraphs(model, comp)
+        if model is not None
+        else cudagraphs_of(comp, comp.cudagraph_notes)
+    )
+    _cudagraphs_section(detail, cudagraphs, model)
+    _autotune_section(detail, *autotuned_ops(comp, model))
     _kernels_section(detail, comp)
     _graphs_section(detail, comp)
     _config_section(detail, config)
@@ -558,6 +569,90 @@ def _phases_section(detail: Detail, comp: Compile) -> None:
             continue
         label = label if len(label) <= 40 else label[:39] + "…"
         section.row(label, fmt_seconds(value), "time", depth=depth, amount=value)
+
+
+CUDAGRAPH_STATES = {
+    "used": "used",
+    "partly": "used for part of the graph (some ops cannot be in a CUDA graph)",
+    "skipped": "skipped",
+}
+
+
+def _cudagraphs_section(detail: Detail, found: CudaGraphs | None, model: Model | None) -> None:
+    if found is None:
+        return
+    section = detail.section("CUDA graphs", "cudagraphs")
+    section.label_width = 14
+    section.row("state", CUDAGRAPH_STATES[found.state], f"cudagraphs:{found.state}")
+    why = "why" if found.state == "skipped" else "left out"
+    for reason in found.reasons:
+        section.text_row(why, reason, "failure" if found.state == "skipped" else "")
+    if found.partitions:
+        section.row("partitions", found.partitions)
+    if found.cudagraphify_s is not None:
+        section.row("cudagraphify", fmt_seconds(found.cudagraphify_s), "dim")
+    if found.sources == ["trace"] and found.state != "skipped":
+        has_text = model is not None and model.text is not None
+        section.row(
+            "from",
+            "the trace's metrics: "
+            + (
+                "its TORCH_LOGS text says nothing about CUDA graphs"
+                if has_text
+                else "torch 2.11 leaves skips decided when the graph first runs (mutated"
+                " inputs) out of them; the cudagraphs or perf_hints log has them"
+            ),
+            "dim",
+        )
+
+
+def _autotune_section(detail: Detail, ops: list[AutotunedOp], tables: bool) -> None:
+    if not ops:
+        return
+    spent = sum(op.autotune_s or 0.0 for op in ops) + sum(op.precompile_s or 0.0 for op in ops)
+    section = detail.section(f"autotuning ({len(ops)} op(s), {fmt_seconds(spent)})", "autotune")
+    for op in ops:
+        section.row("", op.label, "autotune", bullet=True)
+        if op.winner is not None:
+            best = f"  {op.winner_ms:.4f} ms" if op.winner_ms is not None else ""
+            section.row("winner", f"{op.winner}{best}", "winner", depth=1)
+        if op.kernel is not None:
+            section.row("kernel", op.kernel.name, "kernel", depth=1)
+        elif op.extern:
+            section.row("kernel", "none: an ATen kernel won (cuBLAS, MKL, …)", "dim", depth=1)
+        facts = []
+        if op.num_choices is not None:
+            facts.append(f"{op.num_choices} choices")
+        if op.autotune_s is not None:
+            facts.append(f"benchmarked in {fmt_seconds(op.autotune_s)}")
+        if op.precompile_s is not None:
+            facts.append(f"precompiled in {fmt_seconds(op.precompile_s)}")
+        if facts:
+            section.row("", " · ".join(facts), "dim", depth=1)
+        if op.dtypes:
+            section.row("dtypes", op.dtypes, "dim", depth=1)
+        if op.choices:
+            best_ms = op.choices[0].ms
+            for choice in op.choices[:CHOICE_ROWS]:
+                section.row("", _choice_text(choice, best_ms), _choice_tag(op, choice), depth=2)
+            if len(op.choices) > CHOICE_ROWS:
+                section.row("", f"… {len(op.choices) - CHOICE_ROWS} more", "dim", depth=2)
+            if op.num_choices and op.num_choices > len(op.choices):
+                shown = f"the {len(op.choices)} fastest of {op.num_choices} (as torch prints them)"
+                section.row("", shown, "dim", depth=2)
+    if not tables:
+        section.row("", NO_TABLES, "dim")
+
+
+def _choice_text(choice: Choice, best_ms: float | None) -> str:
+    if choice.ms is None:
+        return f"{choice.name:<22} failed (inf)  {choice.desc}".rstrip()
+    share = f"{100 * best_ms / choice.ms:5.1f}%" if best_ms and choice.ms else "     -"
+    return f"{choice.name:<22} {choice.ms:.4f} ms {share}  {choice.desc}".rstrip()
+
+
+def _choice_tag(op: AutotunedOp, choice: Choice) -> str:
+    return "winner" if choice.name == op.winner else "choice"
 
 
 def _shapes_section(detail: Detail, comp: Compile) -> None:

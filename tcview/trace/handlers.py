@@ -57,27 +57,6 @@ KNOWN_KINDS = frozenset(
     ]
 )
 
-GRAPH_KINDS = frozenset(
-    [
-        "dynamo_output_graph",
-        "aot_forward_graph",
-        "aot_backward_graph",
-        "aot_joint_graph",
-        "aot_inference_graph",
-        "inductor_pre_grad_graph",
-        "inductor_post_grad_graph",
-        "graph_dump",
-        "compiled_autograd_graph",
-        "optimize_ddp_split_graph",
-        "optimize_ddp_split_child",
-        "before_pre_grad_graph",
-        "after_pre_grad_graph",
-        "before_joint_graph",
-        "after_joint_graph",
-        "before_post_grad_graph",
-    ]
-)
-
 
 # ------------------------------------------------------------------ header handlers
 
@@ -128,6 +107,13 @@ def h_metrics(b: Builder, tf: TraceFile, rec: Record) -> None:
         b.failure(tf, rec, str(meta["fail_type"]), str(meta.get("fail_reason") or ""), where)
 
 
+def h_runtime_metrics(b: Builder, tf: TraceFile, rec: Record) -> None:
+    """compilation_metrics_runtime: what the compiled graph cost when it first ran."""
+    comp = rec.compile
+    if comp is not None and isinstance(rec.meta, dict):
+        comp.runtime_records.append(rec)
+
+
 CACHE_RESULTS = ("hit", "miss", "bypass")  # `*_cache_hash` artifacts are keys, not results
 
 
@@ -150,6 +136,8 @@ HEADER_HANDLERS: dict[str, Handler[TraceFile]] = {
     "dynamo_start": h_dynamo_start,
     "compilation_metrics": h_metrics,
     "bwd_compilation_metrics": h_metrics,
+    "compilation_metrics_runtime": h_runtime_metrics,
+    "bwd_compilation_metrics_runtime": h_runtime_metrics,
     "artifact": h_artifact,
 }
 

@@ -422,6 +422,47 @@ def launch_info(code: OutputCode, span: KernelSpan, info: dict[str, object] | No
     return out
 
 
+def kernel_num_gb(code: OutputCode, span: KernelSpan) -> float | None:
+    """The GB a Triton kernel moves per launch (``kernel_num_gb`` of its ``inductor_meta``,
+    written with ``benchmark_kernel`` and by recent torch), None when it does not say."""
+    for line in code.lines[span.start : span.end + 1]:
+        for key, value in _META_NUMBER.findall(line):
+            if key == "kernel_num_gb":
+                try:
+                    return float(value)
+                except ValueError:
+                    return None
+    return None
+
+
+# Devices an output code's example inputs are made on: ``rand_strided(…, device='cuda:0', …)``.
+_ARG_DEVICE = re.compile(r"device='(\w+)(?::\d+)?'")
+
+
+def output_devices(code: OutputCode) -> list[str]:
+    """The devices an output code runs on: those of the inputs its ``get_args()`` makes (the
+    benchmark harness's), else its kernels' (Triton: cuda, C++: cpu)."""
+    found: list[str] = []
+    in_args = False
+    for line in code.lines:
+        if line.startswith("def get_args("):
+            in_args = True
+        elif in_args and line and not line[0].isspace():
+            break
+        elif in_args:
+            for device in _ARG_DEVICE.findall(line):
+                if device not in found:
+                    found.append(device)
+    if found:
+        return found
+    kinds = {s.kind for s in code.spans}
+    if kinds & {"pointwise", "reduction", "persistent", "template", "user", "other"}:
+        found.append("cuda")
+    if "cpp" in kinds:
+        found.append("cpu")
+    return found
+
+
 def _value_of(code: OutputCode, arg: str) -> str:
     """A launch argument's value: ``256*s75`` for ``k_xnumel`` where call() computed it
     (``k_xnumel = 256*s75``, dynamic shapes), else the argument as written."""

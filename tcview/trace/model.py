@@ -46,6 +46,28 @@ AOT_GRAPH_ROLES = {
 # One pattern text, compiled for str or bytes where used.
 AOT_ID_LINE = r"# AOT ID: \['\d+_(forward|backward|inference)'\]"
 OUTPUT_CODE_KINDS = ("inductor_output_code", "output_code")
+# Records whose payload is an FX graph as Python code (shown highlighted as Python).
+GRAPH_KINDS = frozenset(
+    [
+        "dynamo_output_graph",
+        "aot_forward_graph",
+        "aot_backward_graph",
+        "aot_joint_graph",
+        "aot_inference_graph",
+        "inductor_pre_grad_graph",
+        "inductor_post_grad_graph",
+        "graph_dump",
+        "compiled_autograd_graph",
+        "optimize_ddp_split_graph",
+        "optimize_ddp_split_child",
+        "before_pre_grad_graph",
+        "after_pre_grad_graph",
+        "before_joint_graph",
+        "after_joint_graph",
+        "before_post_grad_graph",
+        "fx_graph_runnable",
+    ]
+)
 # Records of one Inductor compile that are not an AOT graph: whether the output code whose role
 # they take comes after them (True) or before.
 ROLE_FOLLOWERS = {
@@ -564,6 +586,11 @@ class Compile:
     chromium: int = 0  # chromium_event records (timing), read from disk on demand
     chromium_at: list[int] = field(default_factory=list)  # their header offsets
     minor: int = 0  # describe_* records (inputs' fake-tensor metadata), read on demand
+    # compilation_metrics_runtime records (costs paid when the compiled graph first runs:
+    # cudagraphify, Triton autotuning)
+    runtime_records: list[Record] = field(default_factory=list)
+    # What a TORCH_LOGS capture says about its CUDA graphs (reduce-overhead)
+    cudagraph_notes: list[CudagraphNote] = field(default_factory=list)
     order: int = 0
     _phases: list[tuple[str, float, int]] | None = field(default=None, init=False, repr=False)
 
@@ -746,6 +773,35 @@ class FusionDecision:
     reason: str = ""
 
 
+@dataclass(eq=False)
+class CudagraphNote:
+    """One TORCH_LOGS message about a compile's CUDA graphs (the ``cudagraphs`` log, or
+    ``perf_hints`` on older torch). Messages logged without a compile id (torch 2.11's
+    ``skipping cudagraphs due to …`` warning) belong to the compile of the process's
+    message before them: torch logs them while that compile's graph first runs."""
+
+    compile: Compile = field(repr=False)
+    record: Record = field(repr=False)
+    kind: str  # one of `CUDAGRAPH_NOTES`
+    text: str  # the message (a skip: its whole text, read when the message is complete)
+
+
+# What a `CudagraphNote` says: CUDA graphs skipped (and why), a graph recorded, how Inductor
+# split the graph ("Created 2 graph partitions: 1 cudagraphable, 1 non-cudagraphable"), and
+# why an op cannot be in a CUDA graph ("op0: reason=cpu ops, …").
+CUDAGRAPH_NOTES = ("skipped", "recorded", "partitions", "not cudagraphable")
+
+
+class PlacedLine(NamedTuple):
+    """A line of a capture's other output that belongs to a compile: torch writes some facts
+    to stderr without the log prefix (the autotuning choice tables), so the compile is the
+    one of the records around it (see `TextLog`). `at` is its position in `Model.other`."""
+
+    at: int
+    lineno: int
+    compile: Compile | None
+
+
 class OtherLine(NamedTuple):
     """A line of a capture that is not part of a TORCH_LOGS message (read from disk)."""
 
@@ -922,6 +978,10 @@ class Run:
 # ---------------------------------------------------------------------- models
 
 
+TRACE_FORMAT = "trace"
+TEXT_FORMAT = "torch_logs"
+
+
 class Facts:
     """The facts one input yielded, in arrival order (what a `Builder` appends to)."""
 
@@ -933,6 +993,9 @@ class Facts:
         self.errors: list[Error] = []
         self.cache_events: list[CacheEvent] = []
         self.kernels: list[Kernel] = []
+        self.cudagraph_notes: list[CudagraphNote] = []
+        # First lines of the autotuning choice tables in the other output (TORCH_LOGS text)
+        self.autotune_lines: list[PlacedLine] = []
 
 
 class Model(Facts, ABC):
@@ -944,6 +1007,7 @@ class Model(Facts, ABC):
 
     files: Sequence[LogSource]
     other: Sequence[OtherLine]  # output that is not a log message (empty for traces)
+    format: str = TRACE_FORMAT  # TRACE_FORMAT or TEXT_FORMAT (a TORCH_LOGS capture)
     text: Model | None = None  # a run directory's TORCH_LOGS capture, beside its traces
 
     def __init__(self, display: str, root: Path | None, lock: Lock | None = None) -> None:
@@ -1017,6 +1081,18 @@ class Model(Facts, ABC):
     def fusion_decisions(self, compile: Compile | None = None) -> list[FusionDecision]:
         """Inductor's fusion choices (all, or one compile's), from the TORCH_LOGS text."""
         return self.text.fusion_decisions(compile) if self.text is not None else []
+
+    def same_compiles(self, compile: Compile) -> list[Compile]:
+        """This model's compiles that are `compile`: itself when it is one of this model's
+        (a TextLog also finds a run directory's trace compile among its processes)."""
+        return [compile] if any(compile.file is f for f in self.files) else []
+
+    def text_compiles(self, compile: Compile) -> list[Compile]:
+        """`compile` as the TORCH_LOGS text saw it: the compile itself for a capture, the
+        capture's compiles with its id and process for a run directory's trace."""
+        if self.text is not None:
+            return self.text.same_compiles(compile)
+        return self.same_compiles(compile)
 
     def close(self) -> None:
         for f in self.files:

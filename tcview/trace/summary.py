@@ -6,6 +6,7 @@ from collections import Counter
 from collections.abc import Mapping
 from typing import Any, NamedTuple
 
+from .cudagraphs import cudagraph_counts, model_cudagraphs
 from .divergence import CHECK_TITLES, CHECKS, Divergence, analyze, describe_groups
 from .export import export_counts, is_export
 from .facts import short_guard
@@ -42,6 +43,7 @@ def summary_json(
     made)."""
     out = ts.summary_counts(verify=verify)
     out["kernels_by_kind"] = kernels_by_kind(ts)
+    out["cudagraphs"] = cudagraph_counts(ts)
     out["skipped"] = [{"path": str(p), "reason": why} for p, why in ts.skipped]
     unknown = ts.unknown_kinds()
     out["unknown_kinds"] = dict(sorted(unknown.items()))
@@ -250,6 +252,14 @@ def summary_text(ts: Model, verify: bool = False, width: int = 100) -> str:
         add("")
         kinds = " · ".join(f"{k} {n}" for k, n in s["kernels_by_kind"].items())
         add(f"Kernels ({s['kernels']}): {kinds}")
+    graphs = s["cudagraphs"]
+    if graphs["used"] or graphs["skipped"]:
+        add("")
+        add(f"CUDA graphs: used by {graphs['used']} compile(s), skipped by {graphs['skipped']}")
+        for comp in ts.compiles:
+            found = model_cudagraphs(ts, comp)
+            if found is not None and found.state != "used":
+                add(f"  [{comp.id_label}] {found.text}")
     timed = [c for c in ts.compiles if c.compile_time_s is not None]
     if timed:
         add("")

@@ -27,11 +27,13 @@ from .load import CHUNK, Hooks, Progress, file_size, read_chunks
 from .model import (
     AOT_ID_LINE,
     KERNEL_DEF,
+    TEXT_FORMAT,
     Compile,
     FusionDecision,
     Lock,
     LogMeta,
     Model,
+    PlacedLine,
     Record,
     Run,
 )
@@ -52,6 +54,9 @@ from .textproc import ProcessLog
 
 KERNEL_LINE = re.compile(KERNEL_DEF.encode())  # in a message's text
 AOT_ID = re.compile(AOT_ID_LINE.encode())  # an output code's second line
+# The first line of an autotuning choice table, which torch writes to stderr unprefixed
+# (torch/_inductor/select_algorithm.py); a launcher may put ``[rank0]:`` before it.
+AUTOTUNE_TABLE = re.compile(rb"(?:\[rank\d+\]:)?AUTOTUNE \w+\(")
 
 CUSTOM_FORMAT_NOTICE = (
     "This capture uses a custom TORCH_LOGS_FORMAT: no line has torch's standard prefix "
@@ -66,6 +71,7 @@ class TextLog(Model):
 
     files: list[ProcessLog]
     other: OtherLines
+    format = TEXT_FORMAT
 
     def __init__(
         self,
@@ -93,6 +99,7 @@ class TextLog(Model):
         self.blank_other = 0
         self._torchish = 0
         self._last: ProcessLog | None = None  # process of the last message line
+        self._last_compile: Compile | None = None  # of the last message that named one
 
     # ---------------------------------------------------------------- loading
 
@@ -227,6 +234,8 @@ class TextLog(Model):
         return True
 
     def _other(self, line: bytes, lineno: int, offset: int, end: int) -> None:
+        if b"AUTOTUNE " in line[:32] and AUTOTUNE_TABLE.match(line):
+            self.autotune_lines.append(PlacedLine(len(self.other), lineno, self._last_compile))
         self.other.append(lineno, offset, end)
         self.tracebacks.other_line(line, lineno, offset)
         if not line.strip():
@@ -298,6 +307,8 @@ class TextLog(Model):
             comp = self.builder.compile_for(proc, key, starts)
         rec = Record(proc, offset, lineno, offset, kind, meta, comp, attempt, None, kind)
         rec.end = end
+        if comp is not None:
+            proc.last_compile = self._last_compile = comp
         if proc.first_ts is None:
             proc.first_ts = ts
         proc.last_message_ts = ts
@@ -414,7 +425,7 @@ class TextLog(Model):
             "unparsed_lines": len(self.other) - self.blank_other,
             "ranks": ranks,
             "fx_graph_cache": {r: cache[r] for r in ("hit", "miss", "bypass")},
-            "format": "torch_logs",
+            "format": self.format,
             "processes": len(self.files),
             "lines": self._lines,
             "message_lines": self.message_lines,

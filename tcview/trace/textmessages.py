@@ -12,8 +12,9 @@ from __future__ import annotations
 import re
 
 from .builder import Builder, Handler
+from .compile_id import parse_compile_id
 from .facts import BreakText, parse_graph_break
-from .model import Compile, Failure, FusionDecision, GraphBreak, Record
+from .model import Compile, CudagraphNote, Failure, FusionDecision, GraphBreak, Record
 from .textlines import ts_seconds
 from .textproc import ProcessLog, log_meta
 
@@ -278,6 +279,49 @@ def h_cache(b: Builder, proc: ProcessLog, rec: Record) -> None:
         b.cache_event(rec, cache, m.group(2).decode())
 
 
+# torch's CUDA-graph messages (the `cudagraphs` log; `perf_hints` on older torch).
+CUDAGRAPH_SKIP_MARK = b"skipping cudagraphs due to"
+_RECORDING = re.compile(rb"^\[(!?\d+(?:/\d+)*(?:_\d+)?)\] Recording function=")
+_PARTITIONS = re.compile(
+    rb"^Created \d+ graph partitions?: \d+ cudagraphable, \d+ non-cudagraphable"
+)
+_OP_REASON = re.compile(rb"^\s+op\d+: reason=(.*?)(?:, ir=.*)?$")
+
+
+def h_cudagraphs(b: Builder, proc: ProcessLog, rec: Record) -> None:
+    """A CUDA-graph message: a skip (its compile: the message's, else the process's last
+    one, see `CudagraphNote`), a recorded graph, the partitions and why ops are left out."""
+    text = proc.open_text
+    if text.startswith(CUDAGRAPH_SKIP_MARK):
+        comp = rec.compile or proc.last_compile
+        if comp is not None:
+            proc.open_fact = b.cudagraph_note(comp, rec, "skipped", text.decode("utf-8", "replace"))
+        return
+    recording = _RECORDING.match(text)
+    if recording is not None:
+        parsed = parse_compile_id(recording.group(1).decode("ascii"))
+        comp = proc.current.get(parsed[0]) if parsed is not None else None
+        if comp is not None and not any(n.kind == "recorded" for n in comp.cudagraph_notes):
+            b.cudagraph_note(comp, rec, "recorded", text.decode("utf-8", "replace"))
+        return
+    comp = rec.compile
+    if comp is None:
+        return
+    if _PARTITIONS.match(text):
+        b.cudagraph_note(comp, rec, "partitions", text.decode("utf-8", "replace"))
+        return
+    reason = _OP_REASON.match(text)
+    if reason is not None:
+        b.cudagraph_note(comp, rec, "not cudagraphable", reason.group(1).decode("utf-8", "replace"))
+
+
+def c_cudagraphs(b: Builder, proc: ProcessLog, rec: Record) -> None:
+    """A skip's whole message (``… Found from : File "x.py", line 19, in f``)."""
+    note = proc.open_fact
+    if isinstance(note, CudagraphNote):
+        note.text = rec.payload().strip()
+
+
 # Kind -> how the first line of a message of that kind starts when its handlers apply.
 HANDLED_MARKS: dict[str, tuple[bytes, ...]] = {
     "graph_breaks": BREAK_MARKS,
@@ -288,6 +332,8 @@ HANDLED_MARKS: dict[str, tuple[bytes, ...]] = {
     "recompile_limit": (b"torch._dynamo hit config.recompile_limit",),
     "wont_convert": (b"WON'T CONVERT",),
     "cache": (b"fx graph cache ", b"AOTAutograd cache "),
+    "cudagraphs": (CUDAGRAPH_SKIP_MARK, b"[", b"Created ", b"    op"),
+    "perf_hints": (CUDAGRAPH_SKIP_MARK,),
 }
 
 HEADER_HANDLERS: dict[str, Handler[ProcessLog]] = {
@@ -299,6 +345,8 @@ HEADER_HANDLERS: dict[str, Handler[ProcessLog]] = {
     "recompile_limit": h_recompile_limit,
     "wont_convert": h_wont_convert,
     "cache": h_cache,
+    "cudagraphs": h_cudagraphs,
+    "perf_hints": h_cudagraphs,
 }
 
 CLOSE_HANDLERS: dict[str, Handler[ProcessLog]] = {
@@ -307,6 +355,8 @@ CLOSE_HANDLERS: dict[str, Handler[ProcessLog]] = {
     "recompiles_verbose": c_recompile,
     "recompile_limit": c_recompile_limit,
     "wont_convert": c_wont_convert,
+    "cudagraphs": c_cudagraphs,
+    "perf_hints": c_cudagraphs,
 }
 
 

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from .model import Compile, Failure, GraphBreak, LogMeta, LogSource, Record
+from .model import Compile, CudagraphNote, Failure, GraphBreak, LogMeta, LogSource, Record
 from .textlines import LogReader, clean_line, message_payload
 
 
@@ -25,13 +25,17 @@ class ProcessLog(LogSource):
         # (function, file, first line) -> the last compile that started tracing that frame
         self.started_frames: dict[tuple[str, str, int], Compile] = {}
         self.limit_failure: Failure | None = None  # a recompile limit its WON'T CONVERT repeats
+        # The compile of its last message that named one: where a message without a compile
+        # id that torch logs while a compile's graph runs belongs (cudagraph skips)
+        self.last_compile: Compile | None = None
         # The message being extended, and what its handlers keep until it is complete.
         self.open: Record | None = None
         self.open_prefix = b""  # the prefix its further lines repeat
         self.open_marks: tuple[bytes, ...] = ()  # first-line starts that begin a new message
         self.open_text = b""  # its first line's text, after the prefix
         self.open_handled = False  # its first line makes it a fact its kind's handlers read
-        self.open_fact: GraphBreak | Failure | None = None  # made at its start, completed at close
+        # made at its start, completed at close
+        self.open_fact: GraphBreak | Failure | CudagraphNote | None = None
 
     @property
     def rank(self) -> int | None:

@@ -129,7 +129,7 @@ _META_KEEP = 2048  # header JSON longer than this keeps only a slim value in mem
 _SLIM_STR = 400
 # compilation_metrics fields a slim value keeps whole, whatever their length: the facts
 # tcview shows (why a compile restarted or failed).
-KEEP_WHOLE = frozenset({"restart_reasons", "fail_reason", "fail_type"})
+KEEP_WHOLE = frozenset({"restart_reasons", "fail_reason", "fail_type", "cudagraph_skip_reason"})
 
 
 class TraceFile(LogSource):

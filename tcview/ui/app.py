@@ -7,6 +7,7 @@ import re
 import subprocess
 import threading
 import time
+from collections.abc import Callable
 from dataclasses import replace
 from threading import RLock
 from typing import Any, TypeAlias
@@ -24,6 +25,7 @@ from textual.widgets import Footer, Tree
 from textual.worker import get_current_worker
 
 from ..editor import editor_call
+from ..run.bench import BenchResult, KernelTime
 from ..safe import safe_line
 from ..trace import LogSource, Model
 from ..trace.compile_id import parse_compile_id
@@ -36,7 +38,7 @@ from ..trace.detail import (
 )
 from ..trace.diff import predecessor
 from ..trace.export import is_export
-from ..trace.model import Compile, Frame, Kernel, Record
+from ..trace.model import OUTPUT_CODE_KINDS, Compile, Frame, Kernel, Record
 from ..trace.paths import Location, PathMap, locations_of
 from ..trace.provenance import (
     POST_GRAD_GRAPHS,
@@ -47,6 +49,7 @@ from ..trace.provenance import (
 from ..trace.ranks import RankSet, counts_in, ranks_label, ranks_of
 from ..trace.search import Hit
 from ..trace.summary import InputState, counts_line, input_state
+from .bench import BENCH_BINDINGS, BenchDialog, Bencher, CancelBenchDialog, with_bench
 from .content import (
     Document,
     Marked,
@@ -68,11 +71,11 @@ from .status import StatusBar
 from .take import OSC52_SAFE, LocationPicker, SaveScreen, Taken, copy_text, write_text
 from .tree import Item, TraceTree
 from .viewer import CodeView
-from .views import VIEWS, OtherView, ProvenanceView, TableView, TimeView, ViewTable
+from .views import VIEWS, KernelsView, OtherView, ProvenanceView, TableView, TimeView, ViewTable
 
 ALL_VIEWS: dict[str, type[Screen[None]]] = {**VIEWS, "ranks": RanksView}
 
-TICK = 0.2  # seconds between model refreshes while indexing
+INDEX_GAP = 0.2  # while a one-shot load indexes: at most 5 redraws a second
 LIVE_GAP = 0.05  # follow mode: at most 20 redraws a second, however fast the data moves
 
 
@@ -100,8 +103,15 @@ def resolve_target(model: Model, target: str) -> tuple[str, Compile | Kernel] | 
     return None
 
 
-def doc_for(item: Item, model: Model | None, source: str, picked: Kernel | None = None) -> Document:
-    """What the pane shows for a tree item; `picked`: the kernel whose nodes a graph marks."""
+def doc_for(
+    item: Item,
+    model: Model | None,
+    source: str,
+    picked: Kernel | None = None,
+    bench: Callable[[Kernel], KernelTime | None] = lambda kernel: None,
+) -> Document:
+    """What the pane shows for a tree item; `picked`: the kernel whose nodes a graph marks;
+    `bench` gives a kernel's benchmark, if any."""
     obj = item.obj
     if isinstance(obj, Compile):
         return detail_doc(compile_detail(obj, model))
@@ -110,7 +120,7 @@ def doc_for(item: Item, model: Model | None, source: str, picked: Kernel | None 
     if isinstance(obj, Record):
         return record_doc(obj, marked_nodes(obj, picked))
     if isinstance(obj, Kernel):
-        return detail_doc(kernel_detail(obj, model))
+        return detail_doc(with_bench(kernel_detail(obj, model), bench(obj)))
     if isinstance(obj, list) or (item.kind == "others" and isinstance(obj, LogSource)):
         records = obj if isinstance(obj, list) else [r for r in obj.records if r.key is None]
         lines = [Text(f"{len(records)} records", style="bold"), Text("")]
@@ -353,6 +363,7 @@ BROWSE_BINDINGS = [
         id="app.preview",
         tooltip="preview as you move, or only on enter (the default over SSH)",
     ),
+    *BENCH_BINDINGS,
     # Declared here (Textual adds the same binding otherwise) to give it an id and help text.
     Binding(
         App.COMMAND_PALETTE_BINDING,
@@ -386,8 +397,12 @@ class TcviewApp(App[int]):
         poll: bool = False,
         stdin_fd: int | None = None,
         path_map: PathMap | None = None,
+        no_exec: bool = False,
+        python: str | None = None,
     ) -> None:
         super().__init__()
+        # The bench key: runs a trace's output code only after a yes, never with --no-exec.
+        self.bencher = Bencher(self, python, no_exec)
         self.path_map = path_map or PathMap()
         # A global search's hit being opened: (object, pattern, label, line) until its
         # document is shown, then the viewer marks the line.
@@ -403,7 +418,7 @@ class TcviewApp(App[int]):
         self.loader: Loader | FollowLoader = (
             FollowLoader(path, poll=poll, stdin_fd=stdin_fd, on_update=self.model_moved)
             if self.follow
-            else Loader(path, model)
+            else Loader(path, model, on_update=self.model_moved)
         )
         self._newest: Compile | None = None
         self._records_shown = 0
@@ -420,8 +435,8 @@ class TcviewApp(App[int]):
         self._provenance_of: object = None
         self._versions: tuple = ()
         self._show_timer: Timer | None = None
-        self._ticker: Timer | None = None  # while indexing: progress and growth
-        self._live_timer: Timer | None = None  # a live redraw held back by LIVE_GAP
+        self._indexing = False  # the loader's first read is still going
+        self._live_timer: Timer | None = None  # a redraw held back by LIVE_GAP or INDEX_GAP
         self._live_at = 0.0
         self._last_item: Item | None = None
         # The cursor is still where _first_row put it: highlights there keep the overview.
@@ -463,8 +478,8 @@ class TcviewApp(App[int]):
         else:
             self.refresh_counts()
             self._update_status()
+            self._indexing = True
             self._index()
-            self._ticker = self.set_interval(TICK, self._tick)
         self.call_after_refresh(self._first_frame)
         self._warm_up()
 
@@ -484,25 +499,21 @@ class TcviewApp(App[int]):
         self.loader.run()
         self.model_moved()  # done: show it now, not at the next tick
 
-    def _tick(self) -> None:
-        self.refresh_model()
-        if self.loader.finished and self._ticker is not None:
-            self._ticker.stop()
-            self._ticker = None
-            self._model_ready()
-
     def model_moved(self) -> None:
         """Tell the app that the model moved; callable from any thread. Bursts merge."""
         self.post_message(ModelMoved())
 
     @on(ModelMoved)
     def _schedule_redraw(self) -> None:
-        if self._ticker is not None:
-            self._tick()  # still indexing (or just done): the tick's work
+        if self._indexing and self.loader.finished:
+            if self._live_timer is not None:
+                self._live_timer.stop()
+            self._live_refresh()  # the first read is done: show it all now
             return
         if self._live_timer is not None:
             return  # a redraw is already due
-        wait = self._live_at + LIVE_GAP - time.monotonic()
+        gap = INDEX_GAP if self._indexing else LIVE_GAP
+        wait = self._live_at + gap - time.monotonic()
         if wait > 0:
             self._live_timer = self.set_timer(wait, self._live_refresh)
         else:
@@ -514,13 +525,11 @@ class TcviewApp(App[int]):
         old = self.loader
         old.cancelled = True
         threading.Thread(target=old.stop, name="tcview-loader-stop", daemon=True).start()
-        if self._ticker is not None:
-            self._ticker.stop()
         self.source_path = path
         self.loader = (
             FollowLoader(path, poll=self.poll, on_update=self.model_moved)
             if self.follow
-            else Loader(path)
+            else Loader(path, on_update=self.model_moved)
         )
         while len(self.screen_stack) > 1:
             self.pop_screen()
@@ -534,8 +543,8 @@ class TcviewApp(App[int]):
         self._last_item = None
         self._newest = None
         self.loaded_at = None
+        self._indexing = True
         self._index()
-        self._ticker = self.set_interval(TICK, self._tick)
         self.refresh_bindings()
         self.refresh_counts()
         self._update_status()
@@ -547,6 +556,9 @@ class TcviewApp(App[int]):
             return
         try:
             self.refresh_model()
+            if self._indexing and self.loader.finished:
+                self._indexing = False
+                self._model_ready()
             if self.follow_newest:
                 self._select_newest()
         except NoMatches:
@@ -786,7 +798,9 @@ class TcviewApp(App[int]):
             if isinstance(item.obj, Kernel) and self.model is not None:
                 digest_namesakes(self.model, item.obj, self.lock)
             with self.lock:
-                doc = doc_for(item, self.model, self.source_path, self.picked_kernel)
+                doc = doc_for(
+                    item, self.model, self.source_path, self.picked_kernel, self.bencher.time_of
+                )
         except Exception as exc:  # noqa: BLE001 - a broken record must not end the app
             doc = styled_doc("error", [lit(f"could not show this item: {exc!r}", "red")])
         if not get_current_worker().is_cancelled:
@@ -969,6 +983,35 @@ class TcviewApp(App[int]):
         else:
             self.main_tree.focus()
 
+    def action_bench(self) -> None:
+        self.bencher.start(self.bench_target())
+
+    def bench_target(self) -> Compile | Kernel | Record | None:
+        """What the bench key benchmarks: the kernels view's highlighted kernel, the time
+        view's compile, or the tree's compile, output code or kernel."""
+        screen = self.screen
+        if isinstance(screen, TableView):
+            return screen.bench_target()
+        if len(self.screen_stack) > 1:
+            return None
+        node = self.main_tree.cursor_node
+        obj = node.data.obj if node is not None and node.data is not None else None
+        if isinstance(obj, (Compile, Kernel)):
+            return obj
+        if isinstance(obj, Record) and obj.kind in OUTPUT_CODE_KINDS:
+            return obj
+        return None
+
+    def bench_finished(self, result: BenchResult, doc: Document) -> None:
+        """A benchmark ended: show its result where the user is; the kernels view shows the
+        times in a column."""
+        screen = self.screen
+        if isinstance(screen, TableView):
+            screen.reload()
+        reader = self._reader()
+        if reader is not None:
+            reader.show(doc)
+
     def action_help(self) -> None:
         self.push_screen(HelpScreen(self.help_places()))
 
@@ -999,6 +1042,7 @@ class TcviewApp(App[int]):
                 [
                     *bindings_of(TableView),
                     *bindings_of(ViewTable),
+                    *bindings_of(KernelsView, inherited=False),
                     *bindings_of(TimeView, inherited=False),
                     *bindings_of(RanksView, inherited=False),
                     *bindings_of(OtherView, inherited=False),
@@ -1011,6 +1055,13 @@ class TcviewApp(App[int]):
                 ],
             ),
             HelpPlace("Picking ranks (# and c)", bindings_of(RankDialog, inherited=False)),
+            HelpPlace(
+                "Benchmark dialogs (B; B while one runs)",
+                [
+                    *bindings_of(BenchDialog, inherited=False),
+                    *bindings_of(CancelBenchDialog, inherited=False),
+                ],
+            ),
             HelpPlace(
                 "Global search (S)",
                 [*bindings_of(SearchScreen, inherited=False), *bindings_of(ResultsTree)],
@@ -1033,8 +1084,8 @@ class TcviewApp(App[int]):
                 [
                     (
                         "left",
-                        "job status (tcview run), static or live, ranks (those picked with #),"
-                        " indexing progress, path",
+                        "job status and its GPU use (tcview run; NVML), static or live, ranks"
+                        " (those picked with #), indexing progress, path",
                     ),
                     (
                         "right",

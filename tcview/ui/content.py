@@ -15,6 +15,7 @@ from rich.text import Text
 
 from ..safe import safe_line
 from ..trace import Model
+from ..trace.cudagraphs import CudaGraphs
 from ..trace.detail import (
     Detail,
     Row,
@@ -29,6 +30,7 @@ from ..trace.detail import (
 from ..trace.export import export_counts, is_export
 from ..trace.kernels import OUTPUT_CODES, KernelSpan
 from ..trace.model import (
+    GRAPH_KINDS,
     MD5_BLANK_LINES,
     MD5_MISMATCH,
     Compile,
@@ -39,27 +41,6 @@ from ..trace.model import (
 )
 from ..trace.summary import InputState, counts_line
 
-GRAPH_KINDS = frozenset(
-    [
-        "dynamo_output_graph",
-        "aot_forward_graph",
-        "aot_backward_graph",
-        "aot_joint_graph",
-        "aot_inference_graph",
-        "inductor_pre_grad_graph",
-        "inductor_post_grad_graph",
-        "graph_dump",
-        "compiled_autograd_graph",
-        "optimize_ddp_split_graph",
-        "optimize_ddp_split_child",
-        "before_pre_grad_graph",
-        "after_pre_grad_graph",
-        "before_joint_graph",
-        "after_joint_graph",
-        "before_post_grad_graph",
-        "fx_graph_runnable",
-    ]
-)
 METRIC_KINDS = frozenset(
     [
         "compilation_metrics",
@@ -88,6 +69,9 @@ STATUS_MARK = {
     "recompile": "↻",
     "cache hit": "●",
 }
+# A compile's CUDA graphs (trace.cudagraphs.CudaGraphs.state): a style and a symbol each.
+CUDAGRAPH_STYLE = {"used": "green", "partly": "yellow", "skipped": "yellow"}
+CUDAGRAPH_SYMBOL = {"used": "◆", "partly": "◈", "skipped": "◇"}
 KIND_STYLE = {
     "pointwise": "green",
     "reduction": "magenta",
@@ -307,6 +291,8 @@ TAG_STYLE = {
     "ok": "green",
     "warn": "yellow",
     "subheading": "bold",
+    "autotune": "bold",
+    "winner": "bold green",
 }
 HEADING_STYLE = {
     "break": "bold yellow underline",
@@ -323,6 +309,8 @@ def tag_style(tag: str) -> str:
         return STATUS_STYLE.get(what, "")
     if kind == "kind":
         return KIND_STYLE.get(what, "")
+    if kind == "cudagraphs":
+        return CUDAGRAPH_STYLE.get(what, "")
     return TAG_STYLE.get(tag, "")
 
 
@@ -472,6 +460,11 @@ def marks_text(marks: Sequence[str], words: bool = True) -> Text:
         shown = f"{STATUS_MARK.get(mark, '?')} {mark}" if words else STATUS_MARK.get(mark, "?")
         text.append(shown, style=STATUS_STYLE.get(mark, ""))
     return text
+
+
+def cudagraphs_text(found: CudaGraphs) -> Text:
+    """``◆ cudagraphs``, ``◈ cudagraphs (partly)``, ``◇ no cudagraphs``: the tree's mark."""
+    return Text(f"{CUDAGRAPH_SYMBOL[found.state]} {found.mark}", style=CUDAGRAPH_STYLE[found.state])
 
 
 def verdict_text(comp: Compile) -> Text:

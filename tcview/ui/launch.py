@@ -110,6 +110,8 @@ def open_app(args: argparse.Namespace) -> int:
         follow=follow,
         poll=bool(args.poll),
         stdin_fd=stdin_fd,
+        no_exec=bool(args.no_exec),
+        python=args.python,
         path_map=path_map,
     )
     app.run()

@@ -15,8 +15,17 @@ from ..trace.source import load_source
 
 
 class Loader:
-    def __init__(self, path: str, model: Model | None = None) -> None:
+    """A one-shot load. `on_update` is called (in the worker) each time the model moved: each
+    chunk indexed, and the end."""
+
+    def __init__(
+        self,
+        path: str,
+        model: Model | None = None,
+        on_update: Callable[[], None] | None = None,
+    ) -> None:
         self.path = path
+        self.on_update = on_update
         self.lock = threading.RLock()
         self.model: Model | None = model
         self.done = 0
@@ -31,6 +40,8 @@ class Loader:
 
     def _progress(self, done: int, total: int) -> None:
         self.done, self.total = done, total
+        if self.on_update is not None:
+            self.on_update()
 
     def run(self) -> None:
         """Index everything (called in a worker thread)."""

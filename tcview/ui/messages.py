@@ -1,4 +1,5 @@
-"""What background threads tell the app: the model moved, the job wrote lines, the job ended.
+"""What background threads tell the app: the model moved, the job wrote lines, the job's GPUs
+were sampled, the job ended.
 
 A thread posts one of these (`post_message` is thread-safe); the handler reads the current
 state, never the message. So a burst merges into one: a message replaces a pending one of
@@ -12,6 +13,7 @@ from typing import TYPE_CHECKING
 from textual.message import Message
 
 if TYPE_CHECKING:
+    from ..run.gpu import GpuSample
     from ..run.session import RunSession
 
 
@@ -28,6 +30,14 @@ class ModelMoved(Merging):
 
 class OutputArrived(Merging):
     """The job wrote lines: `lines_since` has them."""
+
+
+class GpuSampled(Merging):
+    """NVML read the job's GPUs (at most twice a second): what the status bar shows."""
+
+    def __init__(self, sample: GpuSample) -> None:
+        super().__init__()
+        self.sample = sample
 
 
 class JobEnded(Message):

@@ -428,7 +428,7 @@ class CompareView(TableView[Pair]):
         self.sides: tuple[RankSteps, RankSteps] | None = None
         self.pairs: list[Pair] = []
 
-    def columns(self) -> tuple[str, ...]:
+    def own_columns(self) -> tuple[str, ...]:
         return ("", f"rank {self.left}", f"rank {self.right}", "differs in")
 
     def rows(self, model: Model) -> list[Row[Pair]]:

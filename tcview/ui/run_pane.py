@@ -33,6 +33,7 @@ from textual.timer import Timer
 from textual.widgets import Footer, Static
 
 from ..run.cleanup import kill_all
+from ..run.gpu import GpuSample
 from ..run.report import load_counts, status_line
 from ..run.session import Launcher, OutputLine, RunSession
 from ..run.spec import LaunchError
@@ -41,7 +42,7 @@ from ..trace.paths import PathMap
 from ..trace.summary import fail_on as found_kinds
 from .app import BROWSE_BINDINGS, QUIT, TEXTUAL_BINDINGS, TcviewApp
 from .help import HelpPlace, bindings_of
-from .messages import JobEnded, OutputArrived
+from .messages import GpuSampled, JobEnded, OutputArrived
 from .reader import Reader
 from .status import StatusBar
 from .tree import TraceTree
@@ -266,8 +267,16 @@ class RunApp(TcviewApp, inherit_bindings=False):
         session: RunSession,
         poll: bool = False,
         path_map: PathMap | None = None,
+        no_exec: bool = False,
     ) -> None:
-        super().__init__(str(session.run_dir), follow=True, poll=poll, path_map=path_map)
+        super().__init__(
+            str(session.run_dir),
+            follow=True,
+            poll=poll,
+            path_map=path_map,
+            no_exec=no_exec,
+            python=launcher.spec.python,
+        )
         self.launcher = launcher
         self.session = session
         self.layout_mode = "split"
@@ -279,6 +288,7 @@ class RunApp(TcviewApp, inherit_bindings=False):
         self._run_text = ""
         self._output_pending = False  # an OutputArrived is on its way: no need for another
         self._clock: Timer | None = None
+        self.gpu_text = ""  # the job's GPU use (NVML), while it runs
 
     @classmethod
     def help_places(cls) -> list[HelpPlace]:
@@ -320,6 +330,7 @@ class RunApp(TcviewApp, inherit_bindings=False):
         self._title_output()
         self.launcher.on_line = self._line_written
         self.launcher.on_exit = self._session_ended
+        self.launcher.on_gpu = self._gpu_sampled
         self._start_clock()
         # What the job wrote, or how it ended, before the callbacks were in place.
         self._line_written(None)
@@ -341,6 +352,19 @@ class RunApp(TcviewApp, inherit_bindings=False):
     def _session_ended(self, session: RunSession) -> None:
         self.post_message(JobEnded(session))
 
+    def _gpu_sampled(self, sample: GpuSample) -> None:
+        """NVML read the job's GPUs (a launcher thread): one message, merged while pending."""
+        self.post_message(GpuSampled(sample))
+
+    @on(GpuSampled)
+    def _show_gpu(self, message: GpuSampled) -> None:
+        if self.session.done:
+            return
+        text = message.sample.text
+        if text != self.gpu_text:
+            self.gpu_text = text
+            self._update_status()
+
     @on(OutputArrived)
     def _read_output(self) -> None:
         # Cleared before reading: a line delivered from now on posts again, or is read here.
@@ -355,6 +379,7 @@ class RunApp(TcviewApp, inherit_bindings=False):
             return  # a previous run's session, or already handled
         self._read_output()
         self._ended = True
+        self.gpu_text = ""
         if self._clock is not None:
             self._clock.stop()
             self._clock = None
@@ -382,7 +407,8 @@ class RunApp(TcviewApp, inherit_bindings=False):
     def _update_status(self) -> None:
         super()._update_status()
         self._run_text = self.run_status_text()
-        self.status_left = safe_line(f"{self._run_text} · {self.status_left}")
+        gpu = f"{self.gpu_text} · " if self.gpu_text else ""
+        self.status_left = safe_line(f"{self._run_text} · {gpu}{self.status_left}")
 
     def _job_ended(self) -> None:
         status = self.session.status
@@ -502,6 +528,7 @@ class RunApp(TcviewApp, inherit_bindings=False):
     def on_unmount(self) -> None:
         self.launcher.on_line = None
         self.launcher.on_exit = None
+        self.launcher.on_gpu = None
         model = self.model
         if model is not None:
             with self.lock:
@@ -543,7 +570,9 @@ def _signals_end(app: RunApp) -> Iterator[None]:
             signal.signal(sig, old)
 
 
-def run_live(launcher: Launcher, fail_on: list[str], path_map: PathMap | None = None) -> int:
+def run_live(
+    launcher: Launcher, fail_on: list[str], path_map: PathMap | None = None, no_exec: bool = False
+) -> int:
     """Run the job with the TUI; the job's exit code (1 with --fail-on problems, 2 if it
     could not start, 128 + signal if tcview was signalled)."""
     try:
@@ -553,7 +582,7 @@ def run_live(launcher: Launcher, fail_on: list[str], path_map: PathMap | None = 
     except LaunchError as exc:
         print(f"tcview: {exc}", file=sys.stderr)
         return 2
-    app = RunApp(launcher, session, path_map=path_map)
+    app = RunApp(launcher, session, path_map=path_map, no_exec=no_exec)
     try:
         with _signals_end(app):
             app.run()

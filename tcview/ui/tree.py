@@ -19,6 +19,7 @@ from textual.widgets.tree import TreeNode
 
 from ..trace import LogSource, Model, Rank, Run, TextLog, TraceSet
 from ..trace.compile_id import FIRST_EPISODE, episode_suffix
+from ..trace.cudagraphs import CudaGraphs, model_cudagraphs
 from ..trace.facts import short_guard
 from ..trace.handlers import KNOWN_KINDS
 from ..trace.model import Compile, Frame, Kernel, Record
@@ -27,6 +28,7 @@ from .content import (
     KIND_STYLE,
     STATUS_MARK,
     STATUS_STYLE,
+    cudagraphs_text,
     fmt_seconds,
     lit,
     marks_text,
@@ -123,7 +125,7 @@ def frame_label(frame: Frame) -> Text:
     return text
 
 
-def compile_label(comp: Compile) -> Text:
+def compile_label(comp: Compile, cudagraphs: CudaGraphs | None = None) -> Text:
     status = comp.status
     text = Text.assemble(
         lit(comp.id_label, "bold"),
@@ -135,6 +137,9 @@ def compile_label(comp: Compile) -> Text:
         text.append_text(marks_text(comp.marks))
     if len(comp.breaks) > 1:
         text.append(f" ×{len(comp.breaks)}", style=STATUS_STYLE["graph break"])
+    if cudagraphs is not None:
+        text.append("  ")
+        text.append_text(cudagraphs_text(cudagraphs))
     t = comp.compile_time_s
     if t is not None:
         text.append(f"  {fmt_seconds(t)}", style="dim")
@@ -177,7 +182,12 @@ def kernel_label(kernel: Kernel) -> Text:
 # ---------------------------------------------------------------- children
 
 
-def _file_content(files: list[LogSource]) -> list[Spec]:
+def _compile_spec(comp: Compile, model: Model | None) -> Spec:
+    cudagraphs = model_cudagraphs(model, comp) if model is not None else None
+    return Spec(("compile", id(comp)), compile_label(comp, cudagraphs), "compile", comp, True)
+
+
+def _file_content(files: list[LogSource], model: Model | None) -> list[Spec]:
     if len(files) > 1:
         out = []
         for tf in files:
@@ -194,7 +204,7 @@ def _file_content(files: list[LogSource]) -> list[Spec]:
         out.append(Spec(("frame", id(frame)), frame_label(frame), "frame", frame, True, few))
     for comp in list(tf.compiles.values()):
         if comp.frame is None:
-            out.append(Spec(("compile", id(comp)), compile_label(comp), "compile", comp, True))
+            out.append(_compile_spec(comp, model))
     out.append(
         Spec(
             ("others", id(tf)),
@@ -216,7 +226,7 @@ def _root_children(model: Model, stable: bool, ranks: RankSet = None) -> list[Sp
         if run.files and (ranks is None or any(f.rank in ranks for f in run.files))
     ]
     if len(runs) == 1 and not stable:
-        return _run_children(runs[0], ranks)
+        return _run_children(runs[0], model, ranks)
     out = []
     for run in runs:
         label = Text.assemble(lit(run.label, "bold"))
@@ -234,11 +244,11 @@ def _root_children(model: Model, stable: bool, ranks: RankSet = None) -> list[Sp
     return out
 
 
-def _run_children(run: Run, picked: RankSet = None) -> list[Spec]:
+def _run_children(run: Run, model: Model | None, picked: RankSet = None) -> list[Spec]:
     ranks = run.ranks
     ranked = [r for r in ranks if r.rank is not None]
     if not ranked:
-        return _file_content(run.files) if picked is None else []
+        return _file_content(run.files, model) if picked is None else []
     if picked is not None:
         ranks = [r for r in ranks if r.rank in picked]
     out = []
@@ -326,26 +336,26 @@ def _group_children(records: list[Record], comp: Compile | None, by_label: bool)
     return out
 
 
-def children_of(item: Item, stable: bool = False, ranks: RankSet = None) -> list[Spec]:
+def children_of(
+    item: Item, stable: bool = False, model: Model | None = None, ranks: RankSet = None
+) -> list[Spec]:
     """Child specs of an item. `stable` (follow mode) keeps the run level even for one run,
-    so that a second run appearing later adds a node instead of reshaping the tree; `ranks`
+    so that a second run appearing later adds a node instead of reshaping the tree. `model`
+    (the tree's) is where a compile's label finds what its TORCH_LOGS text says; `ranks`
     (a rank filter) keeps the runs and ranks of those ranks only."""
     obj = item.obj
     if isinstance(obj, (TraceSet, TextLog)):
         return _root_children(obj, stable, ranks)
     if isinstance(obj, Run):
-        return _run_children(obj, ranks)
+        return _run_children(obj, model, ranks)
     if isinstance(obj, Rank):
-        return _file_content(list(obj.files))
+        return _file_content(list(obj.files), model)
     if isinstance(obj, LogSource):
         if item.kind == "others":
             return _group_children([r for r in obj.records if r.key is None], None, True)
-        return _file_content([obj])
+        return _file_content([obj], model)
     if isinstance(obj, Frame):
-        return [
-            Spec(("compile", id(c)), compile_label(c), "compile", c, True)
-            for c in list(obj.compiles)
-        ]
+        return [_compile_spec(c, model) for c in list(obj.compiles)]
     if isinstance(obj, Compile):
         return _compile_children(obj)
     if isinstance(obj, Record):
@@ -423,6 +433,12 @@ class TraceTree(Tree[Item]):
         width = label.cell_len if isinstance(label, Text) else cell_len(label)
         return width + (2 if node.allow_expand else 0)
 
+    @property
+    def model(self) -> Model | None:
+        """The model the tree shows (its root's)."""
+        root = self.root.data
+        return root.obj if root is not None and isinstance(root.obj, Model) else None
+
     def set_model(self, model: Model | None) -> None:
         self.root.data = Item("root", model, "root", loaded=False)
         self.clear()
@@ -435,7 +451,7 @@ class TraceTree(Tree[Item]):
         item = node.data
         if item is None or item.loaded:
             return
-        specs = children_of(item, self.stable, self.ranks)
+        specs = children_of(item, self.stable, self.model, self.ranks)
         if len(specs) > PAGE:
             item.limit = PAGE
         for spec in specs[: item.limit or None]:
@@ -466,7 +482,7 @@ class TraceTree(Tree[Item]):
         item = node.data
         if item is None or not item.loaded:
             return
-        specs = children_of(item, self.stable, self.ranks)
+        specs = children_of(item, self.stable, self.model, self.ranks)
         total = len(specs)
         if item.limit:
             specs = specs[: item.limit]

@@ -23,7 +23,9 @@ from textual.screen import Screen
 from textual.widgets import DataTable, Footer, Input, Static
 from textual.worker import get_current_worker
 
+from ..run.bench import KernelTime
 from ..trace import Model
+from ..trace.autotune import autotune_seconds
 from ..trace.detail import (
     compile_detail,
     fmt_seconds,
@@ -38,7 +40,16 @@ from ..trace.detail import (
 from ..trace.export import ExportIssue, ExportReport, export_report
 from ..trace.facts import short_guard
 from ..trace.kernels import KernelGroup, group_kernels, needs_digests, source_digests
-from ..trace.model import ROLE_SHORT, BreakGroup, Compile, Error, Failure, Frame, group_breaks
+from ..trace.model import (
+    ROLE_SHORT,
+    BreakGroup,
+    Compile,
+    Error,
+    Failure,
+    Frame,
+    Kernel,
+    group_breaks,
+)
 from ..trace.provenance import (
     KernelProvenance,
     Provenance,
@@ -56,6 +67,7 @@ from ..trace.ranks import (
     wanted,
 )
 from ..trace.recompiles import diagnose
+from .bench import with_bench
 from .content import (
     KIND_STYLE,
     STATUS_STYLE,
@@ -140,7 +152,7 @@ class TableView(Screen[None], Generic[T]):
         # worker, whether the input has several ranks (the rows then carry a rank cell).
         self.ranks: RankSet = None
         self.ranked = False
-        self._columns: tuple[str, ...] = ()
+        self.shown_columns: tuple[str, ...] = ()
 
     def compose(self) -> ComposeResult:
         yield Static(id="view-head", classes="view-head")
@@ -160,15 +172,20 @@ class TableView(Screen[None], Generic[T]):
         self.reload()
 
     def columns(self) -> tuple[str, ...]:
-        return ("rank", *self.COLUMNS) if self.ranked and self.RANK_COLUMN else self.COLUMNS
+        """The table's columns now: a rank column first when the input has several ranks."""
+        own = self.own_columns()
+        return ("rank", *own) if self.ranked and self.RANK_COLUMN else own
+
+    def own_columns(self) -> tuple[str, ...]:
+        """The view's own columns now (a view may add some as facts arrive)."""
+        return self.COLUMNS
 
     def _set_columns(self, columns: tuple[str, ...]) -> None:
-        if columns == self._columns:
-            return
-        table = self.query_one(DataTable)
-        table.clear(columns=True)
-        table.add_columns(*columns)
-        self._columns = columns
+        if columns != self.shown_columns:
+            table = self.query_one(DataTable)
+            table.clear(columns=True)
+            table.add_columns(*columns)
+            self.shown_columns = columns
 
     def wants(self, fact: Fact | Error) -> bool:
         """Whether the rank filter keeps the fact."""
@@ -177,6 +194,14 @@ class TableView(Screen[None], Generic[T]):
     def ranked_cells(self, cells: list[Text], facts: Iterable[Fact | Error]) -> list[Text]:
         """A row's cells with its rank cell first when the view has a rank column."""
         return [rank_cell(facts), *cells] if self.ranked and self.RANK_COLUMN else cells
+
+    def bench_target(self) -> Compile | Kernel | None:
+        """What the bench key (B) benchmarks here: the highlighted row's compile or kernel."""
+        return None
+
+    def highlighted(self) -> T | None:
+        row = self.query_one(DataTable).cursor_row
+        return self.objects[row] if 0 <= row < len(self.objects) else None
 
     @property
     def browser(self) -> TcviewApp:
@@ -461,9 +486,43 @@ class KernelsView(TableView[KernelGroup]):
     (a frame recompiled for another shape, say) is one row with the compiles it is in."""
 
     TITLE = "Kernels"
-    HELP = "type to filter by name, kind or graph · ↓ to the list · enter: show source · esc: back"
+    HELP = (
+        "type to filter by name, kind or graph · ↓ to the list · enter: show source"
+        " · B: bench · esc: back"
+    )
     COLUMNS = ("kernel", "kind", "compiles", "graph")
+    BENCH_COLUMN = "bench (ms · share · GB/s)"
     AUTO_FOCUS = "#kernel-filter"
+    BINDINGS = [
+        Binding(
+            "s",
+            "sort",
+            "Sort",
+            id="kernels.sort",
+            tooltip="in the list: sort by benchmarked time (slowest first), or by order",
+        ),
+    ]
+    by_bench = False
+
+    def own_columns(self) -> tuple[str, ...]:
+        return (*self.COLUMNS, self.BENCH_COLUMN) if self.browser.bencher.times else self.COLUMNS
+
+    def bench_time(self, group: KernelGroup) -> KernelTime | None:
+        """The benchmark of the group's kernels (the same source: any of them), if any."""
+        bench = self.browser.bencher
+        return next((t for k in group.kernels if (t := bench.time_of(k)) is not None), None)
+
+    def bench_target(self) -> Compile | Kernel | None:
+        group = self.highlighted()
+        return group.first if group is not None else None
+
+    def action_sort(self) -> None:
+        self.by_bench = not self.by_bench
+        self.notify(
+            markup=False,
+            message="sorted by benchmarked time" if self.by_bench else "in the order compiled",
+        )
+        self.reload()
 
     def compose_top(self) -> ComposeResult:
         box = Input(
@@ -496,6 +555,9 @@ class KernelsView(TableView[KernelGroup]):
     def rows(self, model: Model) -> list[Row[KernelGroup]]:
         groups = group_kernels([k for k in list(model.kernels) if self.wants(k)])
         self.distinct = len(groups)
+        timed = bool(self.browser.bencher.times)
+        if timed and self.by_bench:
+            groups.sort(key=lambda g: -(t.ms if (t := self.bench_time(g)) is not None else -1.0))
         words = self.words
         out: list[Row[KernelGroup]] = []
         for i, g in enumerate(groups):
@@ -519,6 +581,8 @@ class KernelsView(TableView[KernelGroup]):
                 Text.assemble(count, lit(shown)),
                 lit(", ".join(roles), "magenta"),
             ]
+            if timed:
+                cells.append(bench_cell(self.bench_time(g)))
             out.append((self.ranked_cells(cells, g.kernels), g))
         return out
 
@@ -558,10 +622,22 @@ class KernelsView(TableView[KernelGroup]):
             event.stop()
 
     def detail(self, group: KernelGroup) -> Document:
-        return detail_doc(kernel_detail(group.first, self.model))
+        return detail_doc(
+            with_bench(kernel_detail(group.first, self.model), self.bench_time(group))
+        )
 
     def activate(self, group: KernelGroup) -> None:
         self.browser.reveal("kernel", group.first)
+
+
+def bench_cell(time: KernelTime | None) -> Text:
+    """``0.0208 ms · 46% · 1,234 GB/s``: a kernel's benchmark in the kernels view."""
+    if time is None:
+        return Text("")
+    text = Text(f"{time.ms:.4f} ms · {time.share:.0%}", style="bold")
+    if time.gb_s is not None:
+        text.append(f" · {time.gb_s:,.0f} GB/s", style="cyan")
+    return text
 
 
 # ---------------------------------------------------------------- failures
@@ -707,6 +783,11 @@ class TimeView(TableView[Compile]):
                     sums[label] = sums.get(label, 0.0) + value
         for label in order:
             head.append(f" · {label} {fmt_seconds(sums[label])}", style="cyan")
+        tuned = [t for c in comps if (t := autotune_seconds(c)) is not None]
+        if tuned:
+            head.append(
+                f" · autotune {fmt_seconds(sum(tuned))} in {len(tuned)} compiles", style="yellow"
+            )
         return head
 
     def detail(self, comp: Compile) -> Document:
@@ -714,6 +795,9 @@ class TimeView(TableView[Compile]):
 
     def activate(self, comp: Compile) -> None:
         self.browser.reveal("compile", comp)
+
+    def bench_target(self) -> Compile | Kernel | None:
+        return self.highlighted()
 
     def action_sort(self) -> None:
         self.by_time = not self.by_time
