@@ -557,11 +557,7 @@ class BenchJob:
         with self._lock:
             if self._proc is None or self._reaped:
                 return False
-            try:
-                os.killpg(self._proc.pid, sig)
-                return True
-            except (ProcessLookupError, PermissionError):
-                return False
+            return cleanup.signal_group(self._proc.pid, sig)
 
     def wait(self, timeout: float | None = None) -> object:
         proc = self._proc

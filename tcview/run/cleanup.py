@@ -7,6 +7,7 @@ or SIGHUP (`install_cleanup`). The supervisor covers the case where tcview is SI
 from __future__ import annotations
 
 import atexit
+import os
 import signal
 import threading
 import time
@@ -45,6 +46,15 @@ def forget(job: Job) -> None:
     """The job has ended and was reaped."""
     with _live_lock:
         _live.discard(job)
+
+
+def signal_group(pid: int, sig: int) -> bool:
+    """Send `sig` to the process group `pid` leads; False when it is gone (or not ours)."""
+    try:
+        os.killpg(pid, sig)
+        return True
+    except (ProcessLookupError, PermissionError):
+        return False
 
 
 def kill_all(grace_s: float = 2.0) -> None:

@@ -9,6 +9,7 @@ from dataclasses import replace
 from pathlib import Path
 
 from ..trace.paths import PathMap
+from ..trace.summary import fail_on as found_kinds
 from ..trace.summary import parse_fail_on
 from .cleanup import install_cleanup
 from .report import finish_report
@@ -104,7 +105,7 @@ def run_headless(launcher: Launcher, fail_on: list[str]) -> int:
     print(f"\n{report.text}")
     sys.stdout.flush()
     if fail_on:
-        present = [k for k in fail_on if report.summary.get(k)]
+        present = found_kinds(report.summary, fail_on)
         if present:
             print(f"tcview: found {', '.join(present)}", file=sys.stderr)
             if code == 0:

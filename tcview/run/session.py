@@ -247,11 +247,7 @@ class RunSession:
         with self._group_lock:
             if self._proc is None or self._reaped:
                 return False
-            try:
-                os.killpg(self._proc.pid, sig)
-                return True
-            except (ProcessLookupError, PermissionError):
-                return False
+            return cleanup.signal_group(self._proc.pid, sig)
 
     def rerun(self) -> RunSession:
         """The same command in a new run directory (this one must have finished)."""

@@ -7,12 +7,16 @@ from collections.abc import Mapping
 from typing import Any, NamedTuple
 
 from .cudagraphs import cudagraph_counts, model_cudagraphs
+from .divergence import CHECK_TITLES, CHECKS, Divergence, analyze, describe_groups
 from .export import export_counts, is_export
 from .facts import short_guard
 from .model import KERNEL_KINDS, Model, short_location
+from .ranks import rank_of, ranks_label, ranks_of
 from .textlog import TextLog
 
-FAIL_ON_KINDS = ("graph_breaks", "recompiles", "failures", "errors")
+# What --fail-on can name: a count of summary --json, or "divergence" (its ranks compiled
+# differently: a check of its `divergence` has more than one group).
+FAIL_ON_KINDS = ("graph_breaks", "recompiles", "failures", "errors", "divergence")
 
 
 def parse_fail_on(text: str | None) -> list[str]:
@@ -32,7 +36,11 @@ def counts_line(counts: Mapping[str, int]) -> str:
     )
 
 
-def summary_json(ts: Model, verify: bool = False) -> dict[str, Any]:
+def summary_json(
+    ts: Model, verify: bool = False, divergence: Divergence | None = None
+) -> dict[str, Any]:
+    """The counts, and how the ranks diverge (`divergence`: an `analyze` of `ts` already
+    made)."""
     out = ts.summary_counts(verify=verify)
     out["kernels_by_kind"] = kernels_by_kind(ts)
     out["cudagraphs"] = cudagraph_counts(ts)
@@ -41,6 +49,11 @@ def summary_json(ts: Model, verify: bool = False) -> dict[str, Any]:
     out["unknown_kinds"] = dict(sorted(unknown.items()))
     out["damage"] = damage(ts, out)
     out["export"] = export_counts(ts)
+    div = divergence if divergence is not None else analyze(ts)
+    out["divergence"] = div.json()
+    out["exec_order_groups"] = div.findings["exec_order"].groups
+    out["rank_groups"] = div.groups
+    out["first_divergence"] = div.first or None
     return out
 
 
@@ -68,8 +81,16 @@ def kernels_by_kind(ts: Model) -> dict[str, int]:
 
 
 def fail_on(summary: dict[str, Any], kinds: list[str]) -> list[str]:
-    """The named kinds that are present (non-zero) in the summary."""
-    return [k for k in kinds if summary.get(k)]
+    """The named kinds that are present in the summary (non-zero; for "divergence", a check
+    with more than one group of ranks)."""
+    return [k for k in kinds if _present(summary, k)]
+
+
+def _present(summary: dict[str, Any], kind: str) -> bool:
+    if kind == "divergence":
+        checks = [*summary.get("divergence", {}).values(), summary.get("exec_order_groups", [])]
+        return any(len(groups) > 1 for groups in checks)
+    return bool(summary.get(kind))
 
 
 def crash_lines(ts: Model, limit: int = 20) -> list[str]:
@@ -93,8 +114,57 @@ def _fmt_s(value: float | None) -> str:
     return f"{value:6.2f}s" if value >= 0.01 else f"{value * 1000:5.1f}ms"
 
 
+def _folded(lines: list[tuple[int | None, str]], multi: bool) -> list[str]:
+    """Report lines, each with the ranks that print it in front when there are several ranks
+    (ranks that print the same line share it: ``ranks 0–3: …``)."""
+    if not multi:
+        return [f"  {text}" for _rank, text in lines]
+    by: dict[str, list[int | None]] = {}
+    for rank, text in lines:
+        by.setdefault(text, []).append(rank)
+    out = []
+    for text, ranks in by.items():
+        known = [r for r in ranks if r is not None]
+        who = ranks_label(known) if known else "no rank"
+        if known and len(known) < len(ranks):
+            who += " and no rank"
+        out.append(f"  {who}: {text}")
+    return out
+
+
+def divergence_lines(div: Divergence) -> list[str]:
+    """The Ranks section: the groups of ranks that behave alike, the first divergence, and
+    each check's groups."""
+    ranks = len(div.ranks)
+    head = f"Ranks ({ranks})"
+    if div.diverges:
+        head += (
+            f": {len(div.groups)} groups that compiled differently: {describe_groups(div.groups)}"
+        )
+    else:
+        head += ": all compiled alike"
+    lines = [head]
+    if div.first:
+        lines.append(f"  first divergence: {div.first}")
+    width = max(len(t) for t in CHECK_TITLES.values())
+    for check in CHECKS:
+        finding = div.findings[check]
+        if not finding.recorded:
+            what = "not in this trace"
+        elif finding.diverges:
+            what = describe_groups(finding.groups)
+        else:
+            what = "same on every rank"
+        lines.append(f"  {finding.title:<{width}}  {what}")
+    if div.unranked:
+        lines.append(f"  ({div.unranked} file(s) without a rank not compared)")
+    return lines
+
+
 def summary_text(ts: Model, verify: bool = False, width: int = 100) -> str:
-    s = summary_json(ts, verify=verify)
+    div = analyze(ts)
+    s = summary_json(ts, verify=verify, divergence=div)
+    multi = len(ranks_of(ts)) > 1
     lines: list[str] = crash_lines(ts)
     add = lines.append
     if lines:
@@ -128,16 +198,22 @@ def summary_text(ts: Model, verify: bool = False, width: int = 100) -> str:
                     f"    {rank.label:8} {tf.display}  compiles {len(tf.compiles)}"
                     f" · records {sum(tf.kinds.values())}"
                 )
+    if multi:
+        add("")
+        lines.extend(divergence_lines(div))
     frames = [f for tf in ts.files for f in tf.frames.values()]
     if frames:
         add("")
         add("Frames")
+        frame_lines = []
         for frame in frames[:200]:
             ids = "; ".join(f"{c.id_label} {c.status_text}" for c in frame.compiles[:8])
             more = f" +{len(frame.compiles) - 8}" if len(frame.compiles) > 8 else ""
-            add(
-                f"  [{frame.id_label}] {frame.label}: {len(frame.compiles)} compile(s): {ids}{more}"
+            text = (
+                f"[{frame.id_label}] {frame.label}: {len(frame.compiles)} compile(s): {ids}{more}"
             )
+            frame_lines.append((rank_of(frame), text))
+        lines.extend(_folded(frame_lines, multi))
         if len(frames) > 200:
             add(f"  … {len(frames) - 200} more frames")
     groups = ts.grouped_breaks()
@@ -145,25 +221,33 @@ def summary_text(ts: Model, verify: bool = False, width: int = 100) -> str:
         add("")
         add(f"Graph breaks ({s['graph_breaks']}, {len(groups)} distinct)")
         for g in groups:
-            add(f"  {g.count:4}×  {short_location(g.location) or '?'}  {g.reason}")
+            who = ""
+            if multi:
+                known = {r for r in map(rank_of, g.breaks) if r is not None}
+                who = f"  ({ranks_label(known)})" if known else "  (no rank)"
+            add(f"  {g.count:4}×  {short_location(g.location) or '?'}  {g.reason}{who}")
             if g.first.hints:
                 add(f"         hint: {g.first.hints[0]}")
     recompiles = ts.recompiles
     if recompiles:
         add("")
         add(f"Recompiles ({len(recompiles)})")
+        recompile_lines = []
         for rc in recompiles[:200]:
             where = rc.compile.frame.label if rc.compile.frame else "?"
             why = "; ".join(short_guard(r) for r in rc.reasons[:3]) or "(reason not logged)"
-            add(f"  [{rc.compile.id_label}] {where}: {why}")
+            recompile_lines.append((rank_of(rc.compile), f"[{rc.compile.id_label}] {where}: {why}"))
+        lines.extend(_folded(recompile_lines, multi))
     if ts.failures:
         add("")
         add(f"Failures ({len(ts.failures)})")
+        failure_lines = []
         for f in ts.failures[:100]:
             cid = f.compile.id_label if f.compile else "-"
             first = f.reason.strip().split("\n", 1)[0]
             limit = "  [recompile limit: fell back to eager]" if f.is_recompile_limit else ""
-            add(f"  [{cid}] {f.fail_type}: {first}{limit}")
+            failure_lines.append((rank_of(f), f"[{cid}] {f.fail_type}: {first}{limit}"))
+        lines.extend(_folded(failure_lines, multi))
     if s["kernels"]:
         add("")
         kinds = " · ".join(f"{k} {n}" for k, n in s["kernels_by_kind"].items())
@@ -182,7 +266,10 @@ def summary_text(ts: Model, verify: bool = False, width: int = 100) -> str:
         add("Slowest compiles")
         for c in sorted(timed, key=lambda c: -(c.compile_time_s or 0))[:10]:
             where = c.frame.label if c.frame else ""
-            add(f"  {_fmt_s(c.compile_time_s)}  [{c.id_label}] {where}  ({c.status_text})")
+            who = ""
+            if multi:
+                who = "no rank  " if c.file.rank is None else f"rank {c.file.rank}  "
+            add(f"  {_fmt_s(c.compile_time_s)}  {who}[{c.id_label}] {where}  ({c.status_text})")
     hurt = {k: v for k, v in s["damage"].items() if v}
     if hurt:
         add("")

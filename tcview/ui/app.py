@@ -46,6 +46,7 @@ from ..trace.provenance import (
     graph_lines_of,
     kernel_provenance,
 )
+from ..trace.ranks import RankSet, counts_in, ranks_label, ranks_of
 from ..trace.search import Hit
 from ..trace.summary import InputState, counts_line, input_state
 from .bench import BENCH_BINDINGS, BenchDialog, Bencher, CancelBenchDialog, with_bench
@@ -64,12 +65,15 @@ from .help import HelpPlace, HelpScreen, bindings_of
 from .loader import FollowLoader, Loader
 from .messages import ModelMoved
 from .palette import TraceCommands
+from .ranks_view import CompareView, Picked, RankDialog, RanksView, labels_of
 from .reader import Reader, SearchBox
 from .status import StatusBar
 from .take import OSC52_SAFE, LocationPicker, SaveScreen, Taken, copy_text, write_text
 from .tree import Item, TraceTree
 from .viewer import CodeView
 from .views import VIEWS, KernelsView, OtherView, ProvenanceView, TableView, TimeView, ViewTable
+
+ALL_VIEWS: dict[str, type[Screen[None]]] = {**VIEWS, "ranks": RanksView}
 
 INDEX_GAP = 0.2  # while a one-shot load indexes: at most 5 redraws a second
 LIVE_GAP = 0.05  # follow mode: at most 20 redraws a second, however fast the data moves
@@ -231,6 +235,22 @@ BROWSE_BINDINGS = [
         "Time",
         id="view.time",
         tooltip="compile time: per compile and per phase",
+    ),
+    Binding(
+        "a",
+        "view('ranks')",
+        "Ranks",
+        id="view.ranks",
+        tooltip="ranks: which compiled differently, and where it began",
+    ),
+    Binding(
+        "number_sign",
+        "filter_ranks",
+        "Pick ranks",
+        key_display="#",
+        show=False,  # the footer is full; the Ranks view and the help name it
+        id="app.rank-filter",
+        tooltip="show only some ranks: 1, 0,2, 0-3 (empty: all)",
     ),
     Binding(
         "o",
@@ -405,6 +425,8 @@ class TcviewApp(App[int]):
         self._input_state: InputState | None = None
         self._status_state: tuple = ()
         self._errors_shown = 0  # errors in the last counts snapshot
+        self._ranks_shown = 0  # ranks in the last counts snapshot
+        self.rank_filter: RankSet = None  # the ranks picked with `#` (None: all)
         self._export = False  # the input is a torch.export trace (the Export key shows)
         # The kernel picked last (a graph marks its nodes), the compile marked for a diff,
         # and the object whose provenance the pane shows (`i` again goes back).
@@ -555,6 +577,8 @@ class TcviewApp(App[int]):
             return False  # only meaningful, and only in the footer, when following
         if action == "view" and parameters == ("errors",):
             return self._errors_shown > 0  # in the footer only when the run crashed
+        if (action == "view" and parameters == ("ranks",)) or action == "filter_ranks":
+            return self._ranks_shown > 1 or self.rank_filter is not None
         if action == "view" and parameters == ("export",):
             return self._export  # in the footer only for a torch.export trace
         return True
@@ -663,6 +687,9 @@ class TcviewApp(App[int]):
         loader = self.loader
         with self.lock:
             summary = model.summary_counts() if model is not None else {}
+            ranks = len(ranks_of(model)) if model is not None else 0
+            picked = self.rank_filter
+            counts = counts_in(model, picked) if model is not None and picked is not None else None
             done = loader.finished
             state = input_state(model, self.source_path, self.awaits_input(), done)
             doc = None
@@ -671,11 +698,12 @@ class TcviewApp(App[int]):
                 doc = overview_doc(model, self.source_path, summary, state, error)
         self._records_shown = summary.get("records", 0)
         self._input_state = state
-        self.status_right = counts_line(summary)
+        self.status_right = counts_line(counts if counts is not None else summary)
         errors = summary.get("errors", 0)
-        if errors != self._errors_shown:
+        if errors != self._errors_shown or ranks != self._ranks_shown:
             self._errors_shown = errors
-            self.refresh_bindings()  # the Errors key shows once the run has errors
+            self._ranks_shown = ranks
+            self.refresh_bindings()  # the Errors and Ranks keys show once they mean something
         with self.lock:
             export = model is not None and is_export(model)
         if export != self._export:
@@ -695,6 +723,10 @@ class TcviewApp(App[int]):
             parts.append(notices[-1])
         if self._input_state is not None:
             parts.append(self._input_state.brief)
+        if self.rank_filter is not None:
+            parts.append(f"{ranks_label(self.rank_filter)} of {self._ranks_shown}")
+        elif self._ranks_shown > 1:
+            parts.append(f"{self._ranks_shown} ranks")
         loader = self.loader
         if not loader.finished:
             if loader.total:
@@ -714,16 +746,19 @@ class TcviewApp(App[int]):
 
     @on(Tree.NodeHighlighted, "#tree")
     def _highlighted(self, event: Tree.NodeHighlighted[Item]) -> None:
+        # The event's own tree: it may come while the app closes, its screens already gone.
+        tree = event.node.tree
         if self._cursor_placed:
             # The first row, highlighted at start (perhaps again, as the tree grew in place):
             # the overview stays until the cursor leaves it.
-            if self.main_tree.cursor_line == 0:
+            if tree.cursor_line == 0:
                 return
             self._cursor_placed = False
         if self._show_timer is not None:
             self._show_timer.stop()
         item = event.node.data
-        self.main_tree.unmark(event.node)
+        if isinstance(tree, TraceTree):
+            tree.unmark(event.node)
         if self.auto_preview:
             self._show_timer = self.set_timer(0.04, lambda: self._show_now(item))
 
@@ -804,6 +839,13 @@ class TcviewApp(App[int]):
         with self.lock:
             node = tree.reveal(obj, kind)
         if node is None:
+            hidden = self._hidden_rank(obj)
+            if hidden is not None:
+                self.notify(
+                    markup=False,
+                    message=f"rank {hidden} is not shown: # picks the ranks shown",
+                    severity="warning",
+                )
             return False
         self._cursor_placed = False
         while len(self.screen_stack) > 1:
@@ -813,6 +855,51 @@ class TcviewApp(App[int]):
             self.show_item(node.data)
         tree.focus()
         return True
+
+    def _hidden_rank(self, obj: Target) -> int | None:
+        """The rank of `obj` when the rank filter hides it."""
+        if self.rank_filter is None:
+            return None
+        if isinstance(obj, Compile):
+            rank = obj.file.rank
+        elif isinstance(obj, Kernel):
+            rank = obj.output.source.rank
+        else:
+            rank = obj.source.rank
+        return rank if rank not in self.rank_filter else None
+
+    def action_filter_ranks(self) -> None:
+        model = self.model
+        if model is None:
+            return
+        with self.lock:
+            labels = labels_of(model)
+        self.push_screen(
+            RankDialog("Show only these ranks", labels, self.rank_filter), self._picked_ranks
+        )
+
+    def _picked_ranks(self, picked: Picked | None) -> None:
+        if picked is not None:
+            self.set_rank_filter(picked.ranks)
+
+    def set_rank_filter(self, ranks: RankSet) -> None:
+        """Show only `ranks` (None: all) in the tree, the views and the status bar's counts."""
+        self.rank_filter = ranks
+        tree = self.main_tree
+        tree.ranks = ranks
+        tree.border_title = "compiles" if ranks is None else f"compiles · {ranks_label(ranks)}"
+        with self.lock:
+            tree.refresh_model()
+        self.refresh_counts()
+        self._update_status()
+        self.refresh_bindings()
+        for screen in self.screen_stack[1:]:
+            if isinstance(screen, TableView) and not isinstance(screen, CompareView):
+                screen.reload()
+        self.notify(
+            markup=False,
+            message="all ranks shown" if ranks is None else f"showing {ranks_label(ranks)} only",
+        )
 
     # ------------------------------------------------------------ provenance and diffs
 
@@ -881,7 +968,7 @@ class TcviewApp(App[int]):
         self.push_screen(CompileDiffView(other, comp))
 
     def action_view(self, name: str) -> None:
-        screen_cls = VIEWS[name]
+        screen_cls = ALL_VIEWS[name]
         if len(self.screen_stack) > 1:
             current = self.screen
             if isinstance(current, screen_cls):
@@ -951,18 +1038,23 @@ class TcviewApp(App[int]):
                 [("search box", "enter finds; the usual editing keys")],
             ),
             HelpPlace(
-                "Views (b r K f t o X P, and d: a compile diff)",
+                "Views (b r K f t a o X P, and d: a compile diff)",
                 [
                     *bindings_of(TableView),
                     *bindings_of(ViewTable),
                     *bindings_of(KernelsView, inherited=False),
                     *bindings_of(TimeView, inherited=False),
+                    *bindings_of(RanksView, inherited=False),
                     *bindings_of(OtherView, inherited=False),
                     *bindings_of(ProvenanceView, inherited=False),
                     *bindings_of(CompileDiffView, inherited=False),
                 ],
-                [("kernels view", "type to filter by name or kind; ↓ to the list")],
+                [
+                    ("kernels view", "type to filter by name or kind; ↓ to the list"),
+                    ("ranks view", "enter shows only the ranks of the row"),
+                ],
             ),
+            HelpPlace("Picking ranks (# and c)", bindings_of(RankDialog, inherited=False)),
             HelpPlace(
                 "Benchmark dialogs (B; B while one runs)",
                 [
@@ -992,10 +1084,14 @@ class TcviewApp(App[int]):
                 [
                     (
                         "left",
-                        "job status and its GPU use (tcview run; NVML), static or live,"
-                        " indexing progress, path",
+                        "job status and its GPU use (tcview run; NVML), static or live, ranks"
+                        " (those picked with #), indexing progress, path",
                     ),
-                    ("right", "compiles · breaks · recompiles · kernels, as `tcview summary`"),
+                    (
+                        "right",
+                        "compiles · breaks · recompiles · kernels, as `tcview summary` (of the"
+                        " ranks picked)",
+                    ),
                 ],
             ),
             HelpPlace("Help", bindings_of(HelpScreen)),

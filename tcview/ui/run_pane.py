@@ -39,6 +39,7 @@ from ..run.session import Launcher, OutputLine, RunSession
 from ..run.spec import LaunchError
 from ..safe import colours_only, safe_line
 from ..trace.paths import PathMap
+from ..trace.summary import fail_on as found_kinds
 from .app import BROWSE_BINDINGS, QUIT, TEXTUAL_BINDINGS, TcviewApp
 from .help import HelpPlace, bindings_of
 from .messages import GpuSampled, JobEnded, OutputArrived
@@ -598,7 +599,7 @@ def run_live(
     print(status_line(status, app.final_counts))
     if fail_on:
         _, summary, _ = load_counts(session.run_dir)
-        present = [kind for kind in fail_on if summary.get(kind)]
+        present = found_kinds(summary, fail_on)
         if present:
             print(f"tcview: found {', '.join(present)}", file=sys.stderr)
             if code == 0:

@@ -2,7 +2,7 @@
 
 Children are built when a node is first expanded. `refresh_model` grows loaded nodes in
 place (new children are appended; labels are updated), so a growing model keeps the user's
-expansion and cursor.
+expansion and cursor. A rank filter (`TraceTree.ranks`) keeps the nodes of the ranks picked.
 """
 
 from __future__ import annotations
@@ -23,6 +23,7 @@ from ..trace.cudagraphs import CudaGraphs, model_cudagraphs
 from ..trace.facts import short_guard
 from ..trace.handlers import KNOWN_KINDS
 from ..trace.model import Compile, Frame, Kernel, Record
+from ..trace.ranks import RankSet
 from .content import (
     KIND_STYLE,
     STATUS_MARK,
@@ -216,12 +217,16 @@ def _file_content(files: list[LogSource], model: Model | None) -> list[Spec]:
     return out
 
 
-def _root_children(model: Model, stable: bool) -> list[Spec]:
+def _root_children(model: Model, stable: bool, ranks: RankSet = None) -> list[Spec]:
     # A run without files (a pipe or a capture before its first log line) has no rows yet:
-    # the overview says that the input is awaited.
-    runs = [run for run in model.runs if run.files]
+    # the overview says that the input is awaited. A rank filter hides runs without its ranks.
+    runs = [
+        run
+        for run in model.runs
+        if run.files and (ranks is None or any(f.rank in ranks for f in run.files))
+    ]
     if len(runs) == 1 and not stable:
-        return _run_children(runs[0], model)
+        return _run_children(runs[0], model, ranks)
     out = []
     for run in runs:
         label = Text.assemble(lit(run.label, "bold"))
@@ -239,11 +244,13 @@ def _root_children(model: Model, stable: bool) -> list[Spec]:
     return out
 
 
-def _run_children(run: Run, model: Model | None) -> list[Spec]:
+def _run_children(run: Run, model: Model | None, picked: RankSet = None) -> list[Spec]:
     ranks = run.ranks
     ranked = [r for r in ranks if r.rank is not None]
     if not ranked:
-        return _file_content(run.files, model)
+        return _file_content(run.files, model) if picked is None else []
+    if picked is not None:
+        ranks = [r for r in ranks if r.rank in picked]
     out = []
     for r in ranks:
         n = sum(len(tf.compiles) for tf in r.files)
@@ -329,15 +336,18 @@ def _group_children(records: list[Record], comp: Compile | None, by_label: bool)
     return out
 
 
-def children_of(item: Item, stable: bool = False, model: Model | None = None) -> list[Spec]:
+def children_of(
+    item: Item, stable: bool = False, model: Model | None = None, ranks: RankSet = None
+) -> list[Spec]:
     """Child specs of an item. `stable` (follow mode) keeps the run level even for one run,
     so that a second run appearing later adds a node instead of reshaping the tree. `model`
-    (the tree's) is where a compile's label finds what its TORCH_LOGS text says."""
+    (the tree's) is where a compile's label finds what its TORCH_LOGS text says; `ranks`
+    (a rank filter) keeps the runs and ranks of those ranks only."""
     obj = item.obj
     if isinstance(obj, (TraceSet, TextLog)):
-        return _root_children(obj, stable)
+        return _root_children(obj, stable, ranks)
     if isinstance(obj, Run):
-        return _run_children(obj, model)
+        return _run_children(obj, model, ranks)
     if isinstance(obj, Rank):
         return _file_content(list(obj.files), model)
     if isinstance(obj, LogSource):
@@ -414,6 +424,7 @@ class TraceTree(Tree[Item]):
         self.mark_new = False  # follow mode: nodes added from now on are marked as new
         self.stable = False  # follow mode: keep levels that a growing model could add
         self.new_keys: set[Hashable] = set()
+        self.ranks: RankSet = None  # the app's rank filter: only these ranks are shown
 
     # ------------------------------------------------------------ building
 
@@ -440,7 +451,7 @@ class TraceTree(Tree[Item]):
         item = node.data
         if item is None or item.loaded:
             return
-        specs = children_of(item, self.stable, self.model)
+        specs = children_of(item, self.stable, self.model, self.ranks)
         if len(specs) > PAGE:
             item.limit = PAGE
         for spec in specs[: item.limit or None]:
@@ -471,7 +482,7 @@ class TraceTree(Tree[Item]):
         item = node.data
         if item is None or not item.loaded:
             return
-        specs = children_of(item, self.stable, self.model)
+        specs = children_of(item, self.stable, self.model, self.ranks)
         total = len(specs)
         if item.limit:
             specs = specs[: item.limit]

@@ -2,13 +2,16 @@
 
 Each view is a table of rows over the model, with the detail of the highlighted row below.
 Enter jumps to the compile (or, for kernels, to the kernel's source) in the tree. The rows
-(and the head above them) are built in a worker; the UI thread only fills the table.
+(and the head above them) are built in a worker; the UI thread only fills the table. With more
+than one rank, each row says its rank (or ranks), and the app's rank filter (`#`) keeps the
+rows of the ranks picked.
 """
 
 from __future__ import annotations
 
 import re
 from collections import Counter
+from collections.abc import Iterable
 from typing import TYPE_CHECKING, Generic, TypeAlias, TypeVar, cast
 
 from rich.text import Text
@@ -37,12 +40,31 @@ from ..trace.detail import (
 from ..trace.export import ExportIssue, ExportReport, export_report
 from ..trace.facts import short_guard
 from ..trace.kernels import KernelGroup, group_kernels, needs_digests, source_digests
-from ..trace.model import ROLE_SHORT, BreakGroup, Compile, Error, Failure, Frame, Kernel
+from ..trace.model import (
+    ROLE_SHORT,
+    BreakGroup,
+    Compile,
+    Error,
+    Failure,
+    Frame,
+    Kernel,
+    group_breaks,
+)
 from ..trace.provenance import (
     KernelProvenance,
     Provenance,
     ProvenanceRow,
     model_provenance,
+)
+from ..trace.ranks import (
+    LABEL_PARTS,
+    Fact,
+    RankSet,
+    rank_of,
+    ranks_label,
+    ranks_of,
+    ranks_text,
+    wanted,
 )
 from ..trace.recompiles import diagnose
 from .bench import with_bench
@@ -76,6 +98,12 @@ def _cut(text: str, n: int) -> str:
     return text if len(text) <= n else text[: n - 1] + "…"
 
 
+def rank_cell(facts: Iterable[Fact | Error]) -> Text:
+    """The rank column: the ranks the row's facts come from (``0–3, 5``), ``-`` for none."""
+    ranks = {r for r in map(rank_of, facts) if r is not None}
+    return Text(ranks_text(ranks, LABEL_PARTS) or "-", style="bold magenta")
+
+
 def _frame_name(comp: Compile | None) -> str:
     if comp is None:
         return ""
@@ -107,6 +135,8 @@ class TableView(Screen[None], Generic[T]):
     HELP = ""
     AUTO_FOCUS = "#view-table"
     COLUMNS: tuple[str, ...] = ()
+    # A rank column first when the input has more than one rank (rows() then gives its cell).
+    RANK_COLUMN = True
     BINDINGS = [
         Binding("escape", "close", "Back to tree", id="view.close"),
         Binding("j", "row(1)", "Down", show=False, id="view.down", tooltip="next row"),
@@ -118,6 +148,10 @@ class TableView(Screen[None], Generic[T]):
     def __init__(self) -> None:
         super().__init__()
         self.objects: list[T] = []
+        # Read on the UI thread before each reload: the app's rank filter; and, from the rows
+        # worker, whether the input has several ranks (the rows then carry a rank cell).
+        self.ranks: RankSet = None
+        self.ranked = False
         self.shown_columns: tuple[str, ...] = ()
 
     def compose(self) -> ComposeResult:
@@ -138,15 +172,35 @@ class TableView(Screen[None], Generic[T]):
         self.reload()
 
     def columns(self) -> tuple[str, ...]:
-        """The table's columns now (a view may add some as facts arrive)."""
+        """The table's columns now: a rank column first when the input has several ranks."""
+        own = self.own_columns()
+        return ("rank", *own) if self.ranked and self.RANK_COLUMN else own
+
+    def own_columns(self) -> tuple[str, ...]:
+        """The view's own columns now (a view may add some as facts arrive)."""
         return self.COLUMNS
 
     def _set_columns(self, columns: tuple[str, ...]) -> None:
-        if columns != self.shown_columns:
-            table = self.query_one(DataTable)
+        if columns == self.shown_columns:
+            return
+        table = self.query_one(DataTable)
+        shown = self.shown_columns
+        if columns[: len(shown)] == shown:
+            # Columns added (the bench column): the others keep the widths their rows gave
+            # them, instead of starting again from their labels' widths.
+            table.add_columns(*columns[len(shown) :])
+        else:
             table.clear(columns=True)
             table.add_columns(*columns)
-            self.shown_columns = columns
+        self.shown_columns = columns
+
+    def wants(self, fact: Fact | Error) -> bool:
+        """Whether the rank filter keeps the fact."""
+        return wanted(self.ranks, fact)
+
+    def ranked_cells(self, cells: list[Text], facts: Iterable[Fact | Error]) -> list[Text]:
+        """A row's cells with its rank cell first when the view has a rank column."""
+        return [rank_cell(facts), *cells] if self.ranked and self.RANK_COLUMN else cells
 
     def bench_target(self) -> Compile | Kernel | None:
         """What the bench key (B) benchmarks here: the highlighted row's compile or kernel."""
@@ -168,10 +222,14 @@ class TableView(Screen[None], Generic[T]):
         return []
 
     def head(self) -> Text:
-        return Text.assemble((self.TITLE, "bold"), "  ", (self.HELP, "dim"))
+        head = Text.assemble((self.TITLE, "bold"), "  ", (self.HELP, "dim"))
+        if self.ranks is not None:
+            head.append(f"  [{ranks_label(self.ranks)} only · # to change]", style="bold magenta")
+        return head
 
     def reload(self) -> None:
         """Rebuild the rows off the UI thread; a newer reload replaces one still running."""
+        self.ranks = self.browser.rank_filter
         self._build_rows()
 
     @work(thread=True, group="rows", exclusive=True, exit_on_error=False, description="rows")
@@ -182,6 +240,7 @@ class TableView(Screen[None], Generic[T]):
             return  # replaced by a newer reload
         with self.browser.lock:
             if model is not None:
+                self.ranked = len(ranks_of(model)) > 1
                 rows = self.rows(model)
             head = self.head()
         if not get_current_worker().is_cancelled:
@@ -296,23 +355,25 @@ class BreaksView(TableView[BreakGroup]):
 
     def rows(self, model: Model) -> list[Row[BreakGroup]]:
         out: list[Row[BreakGroup]] = []
-        for g in model.grouped_breaks():
+        breaks = list(model.breaks)
+        groups = (
+            model.grouped_breaks()
+            if self.ranks is None
+            else group_breaks([gb for gb in breaks if self.wants(gb)])
+        )
+        for g in groups:
             comps = []
             for gb in g.breaks:
                 if gb.compile is not None and gb.compile.id_label not in comps:
                     comps.append(gb.compile.id_label)
             ids = ", ".join(comps[:4]) + (f" +{len(comps) - 4}" if len(comps) > 4 else "")
-            out.append(
-                (
-                    [
-                        Text(str(g.count), style="bold yellow", justify="right"),
-                        lit(_cut(g.reason, 90), "bold"),
-                        lit(g.first.short_location or "?", "yellow"),
-                        lit(ids, "dim"),
-                    ],
-                    g,
-                )
-            )
+            cells = [
+                Text(str(g.count), style="bold yellow", justify="right"),
+                lit(_cut(g.reason, 90), "bold"),
+                lit(g.first.short_location or "?", "yellow"),
+                lit(ids, "dim"),
+            ]
+            out.append((self.ranked_cells(cells, g.breaks), g))
         return out
 
     def empty_text(self) -> str:
@@ -370,6 +431,8 @@ class RecompilesView(TableView[Compile | Frame]):
         out: list[Row[Compile | Frame]] = []
         frames: list[Frame] = []
         for tf in list(model.files):
+            if self.ranks is not None and tf.rank not in self.ranks:
+                continue
             for frame in list(tf.frames.values()):
                 if len(frame.compiles) > 1 or any(c.key.is_recompile for c in frame.compiles):
                     frames.append(frame)
@@ -379,17 +442,13 @@ class RecompilesView(TableView[Compile | Frame]):
             limit = diagnosis.limit_hit is not None
             mark = "  ⚠ recompile limit hit" if limit else ""
             why = diagnosis.sentences[1 if limit and len(diagnosis.sentences) > 1 else 0]
-            out.append(
-                (
-                    [
-                        Text.assemble(lit(frame.label, "bold"), (mark, "bold red")),
-                        Text(f"{len(frame.compiles)} compiles", style="dim"),
-                        Text(""),
-                        lit(_cut(why, 110), "bold"),
-                    ],
-                    frame,
-                )
-            )
+            cells = [
+                Text.assemble(lit(frame.label, "bold"), (mark, "bold red")),
+                Text(f"{len(frame.compiles)} compiles", style="dim"),
+                Text(""),
+                lit(_cut(why, 110), "bold"),
+            ]
+            out.append((self.ranked_cells(cells, [frame]), frame))
             for i, comp in enumerate(frame.compiles):
                 reasons = comp.recompile.reasons if comp.recompile is not None else []
                 if reasons:
@@ -398,20 +457,18 @@ class RecompilesView(TableView[Compile | Frame]):
                         why += f"  (+{len(reasons) - 1} more)"
                 else:
                     why = "first compile" if i == 0 else "(no reason recorded)"
-                out.append(
-                    (
-                        [
-                            Text.assemble(
-                                ("  └ " if i == len(frame.compiles) - 1 else "  ├ ", "dim"),
-                                lit(comp.id_label, "bold"),
-                            ),
-                            verdict_text(comp),
-                            Text(fmt_seconds(comp.compile_time_s), style="dim"),
-                            lit(_cut(why, 110), "cyan" if reasons else "dim"),
-                        ],
-                        comp,
-                    )
-                )
+                cells = [
+                    Text.assemble(
+                        ("  └ " if i == len(frame.compiles) - 1 else "  ├ ", "dim"),
+                        lit(comp.id_label, "bold"),
+                    ),
+                    verdict_text(comp),
+                    Text(fmt_seconds(comp.compile_time_s), style="dim"),
+                    lit(_cut(why, 110), "cyan" if reasons else "dim"),
+                ]
+                if self.ranked:
+                    cells.insert(0, Text(""))  # the frame's row says the rank
+                out.append((cells, comp))
         return out
 
     def empty_text(self) -> str:
@@ -454,7 +511,7 @@ class KernelsView(TableView[KernelGroup]):
     ]
     by_bench = False
 
-    def columns(self) -> tuple[str, ...]:
+    def own_columns(self) -> tuple[str, ...]:
         return (*self.COLUMNS, self.BENCH_COLUMN) if self.browser.bencher.times else self.COLUMNS
 
     def bench_time(self, group: KernelGroup) -> KernelTime | None:
@@ -503,7 +560,7 @@ class KernelsView(TableView[KernelGroup]):
         return True
 
     def rows(self, model: Model) -> list[Row[KernelGroup]]:
-        groups = group_kernels(list(model.kernels))
+        groups = group_kernels([k for k in list(model.kernels) if self.wants(k)])
         self.distinct = len(groups)
         timed = bool(self.browser.bencher.times)
         if timed and self.by_bench:
@@ -533,13 +590,17 @@ class KernelsView(TableView[KernelGroup]):
             ]
             if timed:
                 cells.append(bench_cell(self.bench_time(g)))
-            out.append((cells, g))
+            out.append((self.ranked_cells(cells, g.kernels), g))
         return out
 
     def head(self) -> Text:
         head = super().head()
         model = self.model
-        kinds = Counter(k.kind for k in model.kernels) if model is not None else Counter()
+        kinds = (
+            Counter(k.kind for k in model.kernels if self.wants(k))
+            if model is not None
+            else Counter()
+        )
         if kinds:
             total = sum(kinds.values())
             head.append("\n")
@@ -597,18 +658,16 @@ class FailuresView(TableView[Failure]):
     def rows(self, model: Model) -> list[Row[Failure]]:
         out: list[Row[Failure]] = []
         for f in list(model.failures):
+            if not self.wants(f):
+                continue
             comp = f.compile
-            out.append(
-                (
-                    [
-                        lit(comp.id_label if comp is not None else "-", "bold"),
-                        lit(_cut(f.fail_type, 40), "bold red"),
-                        lit(_cut(f.reason, 100)),
-                        lit(f.location or "", "dim"),
-                    ],
-                    f,
-                )
-            )
+            cells = [
+                lit(comp.id_label if comp is not None else "-", "bold"),
+                lit(_cut(f.fail_type, 40), "bold red"),
+                lit(_cut(f.reason, 100)),
+                lit(f.location or "", "dim"),
+            ]
+            out.append((self.ranked_cells(cells, [f]), f))
         return out
 
     def empty_text(self) -> str:
@@ -648,10 +707,13 @@ class ErrorsView(TableView[Error]):
     TITLE = "Errors"
     HELP = "the run crashed: uncaught tracebacks, a non-zero exit code · esc: back"
     COLUMNS = ("rank", "type", "message", "where")
+    RANK_COLUMN = False  # it has one of its own, always
 
     def rows(self, model: Model) -> list[Row[Error]]:
         out: list[Row[Error]] = []
         for error in model.run_errors():
+            if not self.wants(error):
+                continue
             where = error.stack[-1] if error.stack else error.where
             out.append(
                 (
@@ -686,31 +748,27 @@ class TimeView(TableView[Compile]):
     by_time = True
 
     def rows(self, model: Model) -> list[Row[Compile]]:
-        comps = list(model.compiles)
+        comps = [c for c in list(model.compiles) if self.wants(c)]
         if self.by_time:
             comps.sort(key=lambda c: -(c.compile_time_s or 0))
         top = max((c.compile_time_s or 0.0 for c in comps), default=0.0)
         out: list[Row[Compile]] = []
         for c in comps:
             t = c.compile_time_s
-            out.append(
-                (
-                    [
-                        Text.assemble(
-                            lit(c.id_label, "bold"),
-                            " ",
-                            (
-                                c.status[:1].upper() if c.status != "ok" else "",
-                                STATUS_STYLE.get(c.status, ""),
-                            ),
-                        ),
-                        Text(fmt_seconds(t), justify="right"),
-                        bar(t or 0, top, 28, STATUS_STYLE.get(c.status, "cyan")),
-                        lit(_cut(_frame_name(c), 60), "dim"),
-                    ],
-                    c,
-                )
-            )
+            cells = [
+                Text.assemble(
+                    lit(c.id_label, "bold"),
+                    " ",
+                    (
+                        c.status[:1].upper() if c.status != "ok" else "",
+                        STATUS_STYLE.get(c.status, ""),
+                    ),
+                ),
+                Text(fmt_seconds(t), justify="right"),
+                bar(t or 0, top, 28, STATUS_STYLE.get(c.status, "cyan")),
+                lit(_cut(_frame_name(c), 60), "dim"),
+            ]
+            out.append((self.ranked_cells(cells, [c]), c))
         return out
 
     def head(self) -> Text:
@@ -718,7 +776,7 @@ class TimeView(TableView[Compile]):
         model = self.model
         if model is None:
             return head
-        comps = list(model.compiles)
+        comps = [c for c in list(model.compiles) if self.wants(c)]
         total = sum(c.compile_time_s or 0 for c in comps)
         head.append("\n")
         head.append(f"total {fmt_seconds(total)} in {len(comps)} compiles", style="bold")
@@ -839,6 +897,7 @@ class ExportView(TableView[ExportIssue]):
     TITLE = "Export"
     HELP = "the draft-export report: guards, data-dependent errors, fake kernels · esc: back"
     COLUMNS = ("#", "issue", "expression / operator", "where")
+    RANK_COLUMN = False  # a torch.export report is one process's: no rank to show or pick
     report: ExportReport | None = None
 
     def prepare(self, model: Model) -> bool:
@@ -928,48 +987,52 @@ class ProvenanceView(TableView[ProvenanceRow]):
         return self._node_rows(prov) if self.by_node else self._line_rows(prov)
 
     @staticmethod
-    def _kernel_cells(kp: KernelProvenance, first: str = "") -> list[Text]:
+    def _compiles(kernels: Iterable[KernelProvenance]) -> list[Compile]:
+        """The compiles of kernels: what their rows' rank cell and the rank filter read."""
+        return [k.unit.compile for k in kernels if k.unit is not None and k.unit.compile]
+
+    def _picked(self, kernels: Iterable[KernelProvenance]) -> list[KernelProvenance]:
+        """The kernels the rank filter keeps (one of no known compile is kept)."""
+        return [k for k in kernels if all(self.wants(c) for c in self._compiles([k]))]
+
+    def _kernel_cells(self, kp: KernelProvenance, first: str = "") -> list[Text]:
         kind = kp.kernel.kind if kp.kernel is not None else "extern"
         unit = kp.unit
-        return [
+        cells = [
             lit(first, "dim"),
             lit(kp.key),
             Text(kind, style=KIND_STYLE.get(kind, "dim")),
             lit(unit.label if unit is not None else "-", "dim"),
         ]
+        return self.ranked_cells(cells, self._compiles([kp]))
 
     def _line_rows(self, prov: Provenance) -> list[Row[ProvenanceRow]]:
         out: list[Row[ProvenanceRow]] = []
         by_line = prov.by_line(user_only=True)
-        for src, kernels in by_line.items():
+        for src, all_kernels in by_line.items():
+            kernels = self._picked(all_kernels)
+            if not kernels:
+                continue
             head = f"{src.short}  {src.code}" if src.code else src.short
-            out.append(
-                (
-                    [
-                        lit(_cut(head, 80), "bold"),
-                        Text(f"{len(kernels)} kernel(s)", "dim"),
-                        Text(""),
-                        Text(""),
-                    ],
-                    ProvenanceRow(line=src),
-                )
-            )
+            cells = [
+                lit(_cut(head, 80), "bold"),
+                Text(f"{len(kernels)} kernel(s)", "dim"),
+                Text(""),
+                Text(""),
+            ]
+            out.append((self.ranked_cells(cells, self._compiles(kernels)), ProvenanceRow(line=src)))
             for i, kp in enumerate(kernels):
                 branch = "  └ " if i == len(kernels) - 1 else "  ├ "
                 out.append((self._kernel_cells(kp, branch), ProvenanceRow(kernel=kp, line=src)))
-        lost = [k for k in prov.kernels() if not k.user_lines]
+        lost = self._picked(k for k in prov.kernels() if not k.user_lines)
         if lost:
-            out.append(
-                (
-                    [
-                        Text("(no user line known)", "bold dim"),
-                        Text(f"{len(lost)} kernel(s)", "dim"),
-                        Text(""),
-                        Text(""),
-                    ],
-                    ProvenanceRow(),
-                )
-            )
+            cells = [
+                Text("(no user line known)", "bold dim"),
+                Text(f"{len(lost)} kernel(s)", "dim"),
+                Text(""),
+                Text(""),
+            ]
+            out.append((self.ranked_cells(cells, self._compiles(lost)), ProvenanceRow()))
             out.extend((self._kernel_cells(kp, "  · "), ProvenanceRow(kernel=kp)) for kp in lost)
         return out
 
@@ -990,18 +1053,18 @@ class ProvenanceView(TableView[ProvenanceRow]):
                     {n: unit.kernels_of_pre(n) for k in unit.kernels.values() for n in k.pre_grad},
                 ),
             ):
-                for node, kernels in nodes.items():
-                    out.append(
-                        (
-                            [
-                                lit(f"{unit.label} {what} {node}", "bold"),
-                                Text(f"{len(kernels)} kernel(s)", "dim"),
-                                Text(""),
-                                Text(""),
-                            ],
-                            ProvenanceRow(unit=unit, node=node),
-                        )
-                    )
+                for node, all_kernels in nodes.items():
+                    kernels = self._picked(all_kernels)
+                    if not kernels:
+                        continue
+                    cells = [
+                        lit(f"{unit.label} {what} {node}", "bold"),
+                        Text(f"{len(kernels)} kernel(s)", "dim"),
+                        Text(""),
+                        Text(""),
+                    ]
+                    row = ProvenanceRow(unit=unit, node=node)
+                    out.append((self.ranked_cells(cells, self._compiles(kernels)), row))
                     out.extend(
                         (self._kernel_cells(kp, "  · "), ProvenanceRow(kernel=kp, unit=unit))
                         for kp in kernels
