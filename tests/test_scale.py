@@ -26,7 +26,7 @@ from rankdir import build as build_rank_dir
 from rankdir import templates
 
 from tcview.trace import cache as cache_mod
-from tcview.trace import parallel, signatures, snapshot
+from tcview.trace import divergence, parallel, signatures, snapshot
 from tcview.trace.index import TraceSet
 from tcview.trace.load import Hooks
 from tcview.trace.model import Facts, PlacedLine
@@ -753,6 +753,36 @@ def test_signatures_are_made_where_the_file_is_indexed_and_cached(
     again = _load(many_ranks, 1, cache=True)
     assert again.load_stats.from_cache == 24 and calls == []  # read from the cache
     assert [f.signatures for f in again.files] == expected
+
+
+@pytest.mark.parametrize("name", SHARED_RANK_INPUTS)
+def test_divergence_reads_the_signatures_made_by_the_indexers(
+    shared_traces: Path,
+    name: str,
+    own_cache: Path,
+    tiny_threshold: None,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """The divergence pass over files indexed in workers, or read from the cache, uses the
+    signatures made there (no file's steps are made again) and finds what it finds when it
+    makes every file's steps itself."""
+    path = shared_traces / name
+    here = divergence.analyze(_load(path, 1, cache=False), signature=lambda source: None)
+    monkeypatch.setattr(parallel, "start_method", lambda: "fork")
+    par = _load(path, 3, cache=True)
+    again = _load(path, 1, cache=True)
+    assert again.load_stats.from_cache == len(again.files)
+
+    def made_again(source: object) -> None:
+        raise AssertionError(f"steps made again for {source}")
+
+    monkeypatch.setattr(divergence, "source_steps", made_again)
+    for model in (par, again):
+        if any(not isinstance(f, TraceFile) for f in model.files):
+            continue  # a run directory's text log has no indexer of its own
+        found = divergence.analyze(model)
+        assert found.json() == here.json()
+        assert (found.first, found.pair, found.groups) == (here.first, here.pair, here.groups)
 
 
 def test_without_orjson_snapshots_are_the_same(

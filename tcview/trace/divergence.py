@@ -44,8 +44,10 @@ from typing import Any, NamedTuple
 from .model import Compile, JsonValue, LogSource, Model
 from .ranks import LABEL_PARTS, ranks_label, ranks_text
 from .recompiles import primary_failure
+from .tracefile import TraceFile
 
 SIGNATURE_VERSION = 2
+DIVERGENCE_SIGNATURE = "divergence"  # its name among a trace file's signatures
 # The checks, in the order a report lists them.
 CHECKS = ("compile_ids", "cache", "breaks", "tensor_meta", "collectives", "exec_order")
 # The keys of ``summary --json``'s ``divergence`` (issue 13's five); the execution order's groups
@@ -437,10 +439,21 @@ class Divergence:
 Signer = Callable[[LogSource], JsonValue]
 
 
+def indexed_signature(source: LogSource) -> JsonValue:
+    """The `file_signature` made where a trace file was indexed (a worker, the cache, the
+    loading thread: signatures.py), or None."""
+    if isinstance(source, TraceFile):
+        return source.signatures.get(DIVERGENCE_SIGNATURE)
+    return None
+
+
 def analyze(model: Model, signature: Signer | None = None) -> Divergence:
     """Compare the model's ranks (see the module). `signature` gives a source's
     `file_signature` made elsewhere (by the worker that indexed the file, or from a cache); one
-    that does not read back is made again here. Without it, each source's steps are made here."""
+    that does not read back is made again here. By default, a trace file's signature made where
+    it was indexed (`TraceFile.signatures`); other sources' steps are made here."""
+    if signature is None:
+        signature = indexed_signature
     by_rank: dict[int, list[LogSource]] = {}
     unranked = 0
     for source in list(model.files):

@@ -14,6 +14,7 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable
 from typing import TYPE_CHECKING, TypeAlias
 
+from .divergence import DIVERGENCE_SIGNATURE, file_signature
 from .model import JsonValue
 
 if TYPE_CHECKING:
@@ -21,7 +22,7 @@ if TYPE_CHECKING:
 
 Signature: TypeAlias = "Callable[[TraceFile], JsonValue]"
 
-SIGNATURES: dict[str, Signature] = {}
+SIGNATURES: dict[str, Signature] = {DIVERGENCE_SIGNATURE: file_signature}
 
 
 def compute(tf: TraceFile, names: Iterable[str] | None = None) -> dict[str, JsonValue]:
