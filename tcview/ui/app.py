@@ -76,6 +76,9 @@ from .views import VIEWS, KernelsView, OtherView, ProvenanceView, TableView, Tim
 ALL_VIEWS: dict[str, type[Screen[None]]] = {**VIEWS, "ranks": RanksView}
 
 INDEX_GAP = 0.2  # while a one-shot load indexes: at most 5 redraws a second
+# Redraws from a growing model take at most about a tenth of the time: a redraw that took
+# 30 ms waits 0.3 s for the next (a big tree would otherwise slow the index it shows).
+REDRAW_SHARE = 0.1
 LIVE_GAP = 0.05  # follow mode: at most 20 redraws a second, however fast the data moves
 
 
@@ -438,6 +441,7 @@ class TcviewApp(App[int]):
         self._indexing = False  # the loader's first read is still going
         self._live_timer: Timer | None = None  # a redraw held back by LIVE_GAP or INDEX_GAP
         self._live_at = 0.0
+        self._redraw_s = 0.0  # what the last redraw from the model took
         self._last_item: Item | None = None
         # The cursor is still where _first_row put it: highlights there keep the overview.
         self._cursor_placed = False
@@ -512,7 +516,7 @@ class TcviewApp(App[int]):
             return
         if self._live_timer is not None:
             return  # a redraw is already due
-        gap = INDEX_GAP if self._indexing else LIVE_GAP
+        gap = max(INDEX_GAP if self._indexing else LIVE_GAP, self._redraw_s / REDRAW_SHARE)
         wait = self._live_at + gap - time.monotonic()
         if wait > 0:
             self._live_timer = self.set_timer(wait, self._live_refresh)
@@ -556,6 +560,7 @@ class TcviewApp(App[int]):
             return
         try:
             self.refresh_model()
+            self._redraw_s = time.monotonic() - self._live_at
             if self._indexing and self.loader.finished:
                 self._indexing = False
                 self._model_ready()

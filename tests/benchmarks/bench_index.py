@@ -100,7 +100,16 @@ def main() -> None:
         mb = size / (1 << 20)
         print(f"trace: {trace} ({mb:.0f} MB)")
         rows = []
-        tc = [sys.executable, "-m", "tcview.cli", "summary", "--json", "-q", str(trace)]
+        tc = [
+            sys.executable,
+            "-m",
+            "tcview.cli",
+            "summary",
+            "--json",
+            "-q",
+            "--no-cache",
+            str(trace),
+        ]
         dt, rss, out = measure(tc)
         counts = json.loads(out[out.index("{") :]) if out.strip().startswith("{") else {}
         rows.append(("tcview summary --json", dt, rss))
