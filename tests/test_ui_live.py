@@ -276,6 +276,19 @@ async def test_overview_key_line_is_whole_at_120_columns() -> None:
 # ---------------------------------------------------------------- 11.5: told, not polling
 
 
+def count_redraws(app: TcviewApp) -> list[float]:
+    """The times of the app's redraws from the model from now on."""
+    calls: list[float] = []
+    original = app.refresh_model
+
+    def counting() -> None:
+        calls.append(time.monotonic())
+        original()
+
+    app.refresh_model = counting  # type: ignore[method-assign]
+    return calls
+
+
 @sync
 async def test_an_idle_followed_app_does_not_poll_the_model(tmp_path: Path) -> None:
     trace = tmp_path / "trace"
@@ -283,14 +296,7 @@ async def test_an_idle_followed_app_does_not_poll_the_model(tmp_path: Path) -> N
     app = TcviewApp(str(trace), follow=True)
     async with app.run_test(size=SIZE) as pilot:
         await ready(app, pilot)
-        calls: list[float] = []
-        original = app.refresh_model
-
-        def counting() -> None:
-            calls.append(time.monotonic())
-            original()
-
-        app.refresh_model = counting  # type: ignore[method-assign]
+        calls = count_redraws(app)
         await pilot.pause(1.0)
         assert calls == [], "nothing changed: nothing to redraw"
         # A burst of updates from another thread becomes one or two redraws.
@@ -324,14 +330,7 @@ async def test_an_indexing_app_redraws_when_the_loader_says_so(
             await pilot.pause(0.02)
         await pilot.pause(0.3)  # the last chunk's redraw (INDEX_GAP) is through
         assert "indexing" in app.status_left and app.records_shown() > 0  # shown mid-way
-        calls: list[float] = []
-        original = app.refresh_model
-
-        def counting() -> None:
-            calls.append(time.monotonic())
-            original()
-
-        app.refresh_model = counting  # type: ignore[method-assign]
+        calls = count_redraws(app)
         await pilot.pause(0.8)
         assert calls == [], "the load stalled: nothing to redraw"
         go_on.set()

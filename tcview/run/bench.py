@@ -39,7 +39,7 @@ from ..trace.kernels import OUTPUT_CODES, kernel_num_gb, output_devices
 from ..trace.model import OUTPUT_CODE_KINDS, ROLE_SHORT, Compile, Kernel, Lock, Model, Record
 from . import cleanup
 from .gpu import Peak, gpus_here, peak_bandwidth
-from .session import SUPERVISOR
+from .session import supervised
 from .spec import PythonInfo, probe_python
 
 DRIVER = Path(__file__).with_name("_bench_driver.py")
@@ -596,16 +596,7 @@ class BenchJob:
                 result.cancelled = True
                 return result
             self.write_payloads()
-            argv = [
-                sys.executable,
-                "-I",
-                "-S",
-                str(SUPERVISOR),
-                str(os.getpid()),
-                str(GRACE_S),
-                "--",
-                *plan.argv,
-            ]
+            argv = supervised(plan.argv, GRACE_S)
             cleanup.install_cleanup()
             with cleanup.registering(self):
                 self._proc = subprocess.Popen(

@@ -27,7 +27,7 @@ import subprocess
 import sys
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import BinaryIO, Literal
@@ -39,6 +39,22 @@ from .gpu import GpuSample, GpuSampler
 from .spec import LaunchError, PythonInfo, RunOptions, RunSpec, probe_python
 
 SUPERVISOR = Path(__file__).with_name("_supervisor.py")
+
+
+def supervised(argv: Sequence[str], grace_s: float) -> list[str]:
+    """`argv` run under the supervisor, which ends its group when tcview goes (cleanup.py)."""
+    return [
+        sys.executable,
+        "-I",
+        "-S",
+        str(SUPERVISOR),
+        str(os.getpid()),
+        str(grace_s),
+        "--",
+        *argv,
+    ]
+
+
 _MAX_DISPLAY = 4000  # characters of one output line kept for display
 _MAX_PENDING = 64 << 10  # a line without newline is cut here
 _KEEP_LINES = 20000  # lines kept in memory for the Run pane
@@ -276,16 +292,7 @@ class RunSession:
         # Both are closed by their reader threads, when the job's pipes end.
         stdout_file = open(self.run_dir / "stdout.txt", "wb")  # noqa: SIM115
         stderr_file = open(self.run_dir / "torch_logs.txt", "wb")  # noqa: SIM115
-        argv = [
-            sys.executable,
-            "-I",
-            "-S",
-            str(SUPERVISOR),
-            str(os.getpid()),
-            str(max(opts.grace_s, 0.5)),
-            "--",
-            *launcher.spec.argv,
-        ]
+        argv = supervised(launcher.spec.argv, max(opts.grace_s, 0.5))
         cleanup.install_cleanup()
         self._start_wall = time.time()
         self._start_mono = time.monotonic()
