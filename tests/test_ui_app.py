@@ -4,14 +4,17 @@ from __future__ import annotations
 
 import hashlib
 import json
+import shutil
 from pathlib import Path
 
 import pytest
+from textual.widgets import Static
 from ui_helpers import CPU_SAMPLE, GPU_SAMPLE, counts_text, ready, settle, summary_json, sync
 
 from tcview.trace.model import Compile
 from tcview.ui.app import TcviewApp
 from tcview.ui.reader import Reader
+from tcview.ui.status import fit_path
 from tcview.ui.tree import TraceTree
 from tcview.ui.views import (
     BreaksView,
@@ -493,3 +496,22 @@ async def test_goto_before_the_first_layout_leaves_the_tree_unscrolled(
         assert seen[0][1] == 0, "revealed before the layout: must not scroll yet"
         assert tree.cursor_node is not None and tree.cursor_node.label.plain.startswith("1/1")
         assert tree.scroll_offset.y == 0, "the whole tree fits: nothing should be scrolled"
+
+
+def test_fit_path_cuts_the_path_from_the_left() -> None:
+    line = "static · 2 ranks · /a/very/long/directory/name/of/the/run/trace"
+    assert fit_path(line, 200) == line
+    assert fit_path(line, 40) == "static · 2 ranks · …ame/of/the/run/trace"
+    assert len(fit_path(line, 40)) == 40
+    assert fit_path(line, 22) == line  # no useful piece fits: the widget's ellipsis cuts it
+
+
+@sync
+async def test_a_long_path_keeps_its_end_in_the_status_bar(tmp_path: Path) -> None:
+    deep = tmp_path / ("run_" + "x" * 150) / "trace"
+    shutil.copytree(CPU_SAMPLE / "trace", deep)
+    app = TcviewApp(str(deep))
+    async with app.run_test(size=(100, 30)) as pilot:
+        await ready(app, pilot)
+        shown = str(app.screen.query_one("#status-left", Static).render())
+        assert shown.startswith("static · …") and shown.endswith("xxx/trace"), shown

@@ -157,6 +157,31 @@ async def test_rank_filter_narrows_tree_views_and_counts(diverging: str) -> None
         assert len(tree_labels(app)) == 2
 
 
+def _overview(app: TcviewApp) -> list[str]:
+    doc = app.screen_stack[0].query_one("#reader", Reader).viewer.doc
+    return [t.plain for t in doc.styled or []]
+
+
+@sync
+async def test_the_overview_follows_the_rank_filter(diverging: str) -> None:
+    app = TcviewApp(diverging)
+    async with app.run_test(size=SIZE) as pilot:
+        await ready(app, pilot)
+        lines = _overview(app)
+        assert app.status_right in lines and "ranks           0, 1" in lines
+        slowest = lines[lines.index("slowest compiles  (t for all)") + 1 :]
+        assert {ln.split()[3] for ln in slowest if "  rank " in ln} == {"0", "1"}
+        await pilot.press("number_sign")
+        await ready(app, pilot)
+        await pilot.press("1", "enter")
+        await ready(app, pilot)
+        lines = _overview(app)
+        assert app.status_right in lines  # the filtered counts, as the status bar has them
+        assert "rank 1 only (# to pick ranks); the table counts all" in lines
+        slowest = lines[lines.index("slowest compiles  (t for all)") + 1 :]
+        assert {ln.split()[3] for ln in slowest if "  rank " in ln} == {"1"}
+
+
 @sync
 async def test_rank_filter_dialog_picks_from_the_list_and_refuses_unknown_ranks(
     diverging: str,

@@ -165,6 +165,7 @@ def overview_doc(
     summary: dict[str, Any],
     state: InputState | None = None,
     error: str = "",
+    ranks: RankSet = None,
 ) -> Document:
     """The right-hand pane when no item is picked: the counts of `summary` (the snapshot the
     status bar shows), and what the input holds (waiting, nothing found, could not read)."""
@@ -175,7 +176,7 @@ def overview_doc(
     if model is None:
         lines = [lit(source, "bold"), Text("indexing…"), Text(counts_line(summary), style="bold")]
         return styled_doc(source, lines)
-    return styled_doc(source, model_summary(model, source, summary, state))
+    return styled_doc(source, model_summary(model, source, summary, state, ranks))
 
 
 def file_summary(tf: LogSource) -> list[Text]:
@@ -700,7 +701,7 @@ class TcviewApp(App[int]):
             doc = None
             if overview:
                 error = loader.error if done and loader.error else ""
-                doc = overview_doc(model, self.source_path, summary, state, error)
+                doc = overview_doc(model, self.source_path, summary, state, error, picked)
         self._records_shown = summary.get("records", 0)
         self._input_state = state
         self.status_right = counts_line(counts if counts is not None else summary)

@@ -37,8 +37,10 @@ from ..trace.model import (
     Error,
     Kernel,
     Record,
+    group_breaks,
     stack_frames,
 )
+from ..trace.ranks import RankSet, counts_in, ranks_label, ranks_of, wanted
 from ..trace.summary import InputState, counts_line
 
 METRIC_KINDS = frozenset(
@@ -529,14 +531,25 @@ def error_doc(error: Error) -> Document:
     return styled_doc(f"error · {error.error_type}", lines)
 
 
+def value_text(value: object) -> str:
+    """A summary value in words: ``hit 0 · miss 8``, ``0, 1``, ``none``."""
+    if isinstance(value, dict):
+        return " · ".join(f"{k} {value_text(v)}" for k, v in value.items()) or "none"
+    if isinstance(value, (list, tuple)):
+        return ", ".join(value_text(v) for v in value) or "none"
+    return str(value)
+
+
 def model_summary(
     model: Model,
     title: str,
     summary: dict[str, Any] | None = None,
     state: InputState | None = None,
+    ranks: RankSet = None,
 ) -> list[Text]:
     """The overview: `summary` (model.summary_counts(), the status bar's snapshot), the top
-    breaks and slowest compiles; `state` says the input is empty (see `input_state`)."""
+    breaks and slowest compiles; `state` says the input is empty (see `input_state`); `ranks`,
+    the ranks picked with `#` (None: all)."""
     s = model.summary_counts() if summary is None else summary
     out = [Text(safe_line(title), style="bold")]
     out.extend(crash_summary(model))
@@ -544,7 +557,15 @@ def model_summary(
         out.append(lit(state.text, "bold yellow"))
         if state.help:
             out.append(Text(state.help, style="dim"))
-    out.append(Text(counts_line(s), style="bold"))
+    if ranks is not None:
+        out.append(Text(counts_line({**s, **counts_in(model, ranks)}), style="bold"))
+        out.append(
+            lit(
+                f"{ranks_label(sorted(ranks))} only (# to pick ranks); the table counts all", "cyan"
+            )
+        )
+    else:
+        out.append(Text(counts_line(s), style="bold"))
     if is_export(model):
         counts = export_counts(model)
         out.append(
@@ -558,8 +579,12 @@ def model_summary(
     out.append(Text(""))
     if state is None:
         for key, value in s.items():
-            out.append(Text.assemble(lit(str(key).ljust(16), "dim"), lit(value)))
-    groups = model.grouped_breaks()
+            out.append(Text.assemble(lit(str(key).ljust(16), "dim"), lit(value_text(value))))
+    groups = (
+        model.grouped_breaks()
+        if ranks is None
+        else group_breaks([b for b in model.breaks if wanted(ranks, b)])
+    )
     if groups:
         out.append(Text(""))
         out.append(Text("top graph breaks  (b for all)", style="bold yellow underline"))
@@ -567,12 +592,15 @@ def model_summary(
             out.append(Text.assemble(f"  {g.count:>4}× ", lit(g.reason, "bold")))
             if g.location:
                 out.append(Text.assemble("        at ", lit(g.first.short_location, "yellow")))
-    timed = [c for c in model.compiles if c.compile_time_s]
+    timed = [c for c in model.compiles if c.compile_time_s and wanted(ranks, c)]
+    many_ranks = len(ranks_of(model)) > 1
     if timed:
         out.append(Text(""))
         out.append(Text("slowest compiles  (t for all)", style="bold underline"))
         for comp in sorted(timed, key=lambda c: -(c.compile_time_s or 0))[:5]:
             label = comp.frame.label if comp.frame is not None else ""
+            if many_ranks:
+                label = f"rank {comp.file.rank}  {label}"
             out.append(
                 Text.assemble(
                     f"  {fmt_seconds(comp.compile_time_s):>8}  ",

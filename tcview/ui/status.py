@@ -15,6 +15,8 @@ from textual.widgets import Static
 class StatusBar(Horizontal):
     """Source and mode on the left, the four counts on the right."""
 
+    _shown_left = ""
+
     def compose(self) -> ComposeResult:
         yield Static(id="status-left")
         yield Static(id="status-right")
@@ -24,9 +26,25 @@ class StatusBar(Horizontal):
         self.watch(self.app, "status_right", self._right)
 
     def _left(self, value: str) -> None:
-        self.query_one("#status-left", Static).update(
-            Text(value, no_wrap=True, overflow="ellipsis")
-        )
+        self._shown_left = value
+        left = self.query_one("#status-left", Static)
+        fitted = fit_path(value, left.content_size.width) if left.content_size.width else value
+        left.update(Text(fitted, no_wrap=True, overflow="ellipsis"))
+
+    def on_resize(self) -> None:
+        self.call_after_refresh(lambda: self._left(self._shown_left))
 
     def _right(self, value: str) -> None:
         self.query_one("#status-right", Static).update(Text(value, no_wrap=True))
+
+
+def fit_path(line: str, width: int) -> str:
+    """The status line with its last part (the path) cut from the left to fit `width`:
+    ``static · 2 ranks · …/h200-torch2.11/ddp2``; the mode and progress before it stay."""
+    if len(line) <= width or " · " not in line:
+        return line
+    head, _, path = line.rpartition(" · ")
+    room = width - len(head) - len(" · ")
+    if room < 8:
+        return line  # no room for a useful piece of the path: the ellipsis cuts the line
+    return f"{head} · …{path[-(room - 1) :]}"
