@@ -11,6 +11,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from textual.widgets import DataTable
 from ui_helpers import CPU_SAMPLE, GPU_SAMPLE, SAMPLES, ready, settle, sync
 
 from tcview.trace.detail import compile_detail, render_text
@@ -20,7 +21,7 @@ from tcview.trace.paths import PathMap
 from tcview.ui.app import TcviewApp
 from tcview.ui.reader import Reader
 from tcview.ui.take import LocationPicker, SaveScreen, kernel_source
-from tcview.ui.views import BreaksView
+from tcview.ui.views import BreaksView, KernelsView
 
 SIZE = (120, 40)
 # Where the CPU sample was recorded: its stack frames and break locations name this path.
@@ -34,6 +35,24 @@ def _select(app: TcviewApp, kind: str, obj: Any) -> None:
 
 def _notices(app: TcviewApp) -> list[str]:
     return [str(n.message) for n in app._notifications]
+
+
+@sync
+async def test_y_in_the_kernels_view_copies_the_kernel_source() -> None:
+    app = TcviewApp(str(GPU_SAMPLE / "trace"))
+    async with app.run_test(size=SIZE) as pilot:
+        await ready(app, pilot)
+        await pilot.press("K")
+        await settle(app, pilot)
+        view = app.screen
+        assert isinstance(view, KernelsView)
+        view.query_one(DataTable).focus()
+        await pilot.press("down")
+        await settle(app, pilot)
+        group = view.selected()
+        await pilot.press("y")
+        assert app.clipboard == kernel_source(group.first)
+        assert f"kernel {group.first.name} source" in _notices(app)[-1]
 
 
 @sync

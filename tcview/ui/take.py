@@ -24,7 +24,7 @@ from textual.widgets.option_list import Option
 
 from ..safe import safe_line
 from ..trace.detail import compile_detail, record_name, render_text
-from ..trace.kernels import OUTPUT_CODES
+from ..trace.kernels import OUTPUT_CODES, KernelGroup
 from ..trace.model import (
     BreakGroup,
     Compile,
@@ -113,6 +113,8 @@ def kernel_source(kernel: Kernel) -> str:
 def copy_text(obj: object, model: Model | None = None) -> Taken | None:
     """What `y` copies for an item (None: nothing of its own; the caller may take the text
     shown instead). `model` adds what a compile's detail says from the rest of the input."""
+    if isinstance(obj, KernelGroup):  # a row of the kernels view: its kernels share a source
+        obj = obj.first
     if isinstance(obj, Kernel):
         return Taken(f"kernel {obj.name} source", kernel_source(obj), obj.name, ".py")
     if isinstance(obj, BreakGroup):
