@@ -273,3 +273,14 @@ def test_snapshot_ranks_view(snap_compare, diverging_here: str, keys: tuple[str,
             await ready(pilot.app, pilot)
 
     assert snap_compare(TcviewApp(diverging_here), terminal_size=(110, 34), run_before=before)
+
+
+@sync
+async def test_compile_time_unknown_in_text_is_not_zero(fixture_runs: Path) -> None:
+    app = TcviewApp(str(fixture_runs / "ranks_diverge" / "torch_logs.txt"))
+    async with app.run_test(size=SIZE) as pilot:
+        await ready(app, pilot)
+        await _view(app, pilot, "a")
+        columns, rows = table_rows(app)
+        times = [row[columns.index("compile time")] for row in rows]
+        assert times and set(times) == {"—"}, times

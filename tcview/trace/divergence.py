@@ -348,8 +348,10 @@ class RankSteps:
         return sum(1 for s in self.steps if s.failure)
 
     @property
-    def compile_time(self) -> float:
-        return sum(t or 0.0 for t in self.times)
+    def compile_time(self) -> float | None:
+        """The sum of its compile times; None when none is known (TORCH_LOGS text)."""
+        known = [t for t in self.times if t is not None]
+        return sum(known) if known else None
 
     def cache_count(self, result: str) -> int:
         return sum(1 for s in self.steps for r in s.cache if r == result)

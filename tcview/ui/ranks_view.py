@@ -285,8 +285,8 @@ class RanksView(TableView[list[int]]):
         for group in div.groups:
             members = [r for r in div.ranks if r.rank in group]
             first = members[0]
-            times = [r.compile_time for r in members]
-            time = fmt_seconds(times[0])
+            times = [t for r in members if (t := r.compile_time) is not None]
+            time = fmt_seconds(times[0]) if times else "—"
             if len(times) > 1 and max(times) - min(times) >= 0.005:
                 time = f"{fmt_seconds(min(times))}–{fmt_seconds(max(times))}"
             cache = f"{first.cache_count('hit')}/{first.cache_count('miss')}"
