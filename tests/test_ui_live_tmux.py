@@ -75,3 +75,14 @@ def test_a_toast_leaves_the_status_bar_counts_readable(terminal: Start, tmp_path
     status = screen.splitlines()[-2]
     assert status.startswith(" exited 0"), screen
     assert status.rstrip().endswith(counts_text(dict.fromkeys(COUNT_KEYS, 0))), screen
+
+
+def test_ranks_typed_with_enter_in_one_write_are_applied(
+    terminal: Start, fixture_runs: Path
+) -> None:
+    term = terminal(_tcview("open", str(fixture_runs / "ranks_diverge" / "trace")), REPO)
+    term.wait_for("2 ranks")
+    term.keys("#")
+    term.wait_for("enter applies")
+    term.keys("1", "Enter")  # one send-keys, so one write: the way a paste or a script types
+    term.wait_for("rank 1 of 2", what="the rank filter applied")

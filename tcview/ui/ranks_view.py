@@ -135,6 +135,12 @@ class RankDialog(ModalScreen[Picked | None]):
         self._error("")
 
     def action_apply(self) -> None:
+        # Enter is a priority key: it can arrive before the input has handled the keys typed
+        # just before it (one terminal write: `1⏎`). Applying from the input's own queue
+        # comes after them.
+        self.query_one("#rank-input", Input).call_later(self._apply)
+
+    def _apply(self) -> None:
         try:
             ranks = self._parse()
         except ValueError as exc:
