@@ -31,6 +31,7 @@ from tcview.trace.diff import (
     predecessor,
     text_diff,
 )
+from tcview.trace.diffreport import compile_diff_lines
 from tcview.trace.rundiff import (
     FrameSig,
     Side,
@@ -394,3 +395,15 @@ def test_snapshot_run_diff(
         await pilot.pause(0.1)
 
     assert snap_compare(DiffApp(diff), terminal_size=(120, 40), run_before=before)
+
+
+def test_a_diff_of_two_functions_names_both_frames() -> None:
+    ts = TraceSet.load(REPO / "sample_traces" / "cpu_breaks_recompiles" / "trace")
+    by_id = {c.id_label: c for c in ts.compiles}
+    fields = [t for kind, t, _ in compile_diff_lines(compile_diff(by_id["0/2"], by_id["1/1"]))]
+    assert (
+        "frames    scale_shift (script.py:11) → "
+        "torch_dynamo_resume_in_scale_shift_at_13 (script.py:13)" in fields
+    )
+    fields = [t for kind, t, _ in compile_diff_lines(compile_diff(by_id["0/1"], by_id["0/2"]))]
+    assert "frame     scale_shift (script.py:11)" in fields

@@ -85,9 +85,11 @@ def compile_diff_lines(d: CompileDiff) -> list[Row]:
     """The compile diff as report lines: what the pane shows."""
     a, b = d.a, d.b
     out: list[Row] = [("title", f"compile {a.id_label} → {b.id_label}", [])]
-    frame = b.frame.label if b.frame is not None else ""
-    if frame:
-        out.append(("field", f"frame     {frame}", []))
+    fa, fb = (c.frame.label if c.frame is not None else "" for c in (a, b))
+    if fa != fb:  # two compiles of different functions: name both
+        out.append(("field", f"frames    {fa or '?'} → {fb or '?'}", []))
+    elif fb:
+        out.append(("field", f"frame     {fb}", []))
     out.append(("field", f"status    {a.status_text} → {b.status_text}", []))
     ta, tb = a.compile_time_s, b.compile_time_s
     if ta is not None or tb is not None:
