@@ -31,7 +31,7 @@ from tcview.trace.diff import (
     predecessor,
     text_diff,
 )
-from tcview.trace.diffreport import compile_diff_lines
+from tcview.trace.diffreport import compile_diff_lines, run_diff_lines
 from tcview.trace.rundiff import (
     FrameSig,
     Side,
@@ -407,3 +407,12 @@ def test_a_diff_of_two_functions_names_both_frames() -> None:
     )
     fields = [t for kind, t, _ in compile_diff_lines(compile_diff(by_id["0/1"], by_id["0/2"]))]
     assert "frame     scale_shift (script.py:11)" in fields
+
+
+def test_a_new_or_gone_frame_has_no_time_on_its_missing_side() -> None:
+    a, b = (REPO / "sample_traces" / name for name in ("cpu_breaks_recompiles", "gpu_tinyblock"))
+    text = "\n".join(t for _, t, _ in run_diff_lines(run_diff(load_source(a), load_source(b))))
+    new = next(ln for ln in text.splitlines() if ln.lstrip().startswith("new "))
+    gone = next(ln for ln in text.splitlines() if ln.lstrip().startswith("gone "))
+    assert new.endswith("· time - → 1.80s"), new
+    assert gone.endswith("· time 10.35s → -"), gone

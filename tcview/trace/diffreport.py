@@ -44,9 +44,7 @@ def _pct(a: float, b: float) -> str:
     return f"  ({(b - a) / a * 100:+.0f}%)"
 
 
-def _arrow(a: float, b: float, seconds: bool = False) -> str:
-    if seconds:
-        return f"{_t(a)} → {_t(b)}{_pct(a, b)}"
+def _arrow(a: float, b: float) -> str:
     return f"{a:g}" if a == b else f"{a:g} → {b:g}"
 
 
@@ -185,8 +183,10 @@ def run_diff_lines(d: RunDiff) -> list[Row]:
             f"  {f.status:<8} {f.sig.text}  compiles {_arrow(sa.compiles, sb.compiles)}"
             f" · recompiles {_arrow(sa.recompiles, sb.recompiles)}"
             f" · breaks {_arrow(sa.breaks, sb.breaks)}"
-            f" · time {_arrow(sa.time_s, sb.time_s, seconds=True)}"
         )
+        ta, tb = (side.time_s if side.compiles else None for side in (sa, sb))  # None: no frame
+        change = _pct(ta, tb) if ta is not None and tb is not None else ""
+        text += f" · time {_t(ta)} → {_t(tb)}{change}"
         if sa.failures or sb.failures:
             text += f" · failures {_arrow(sa.failures, sb.failures)}"
         if sa.cache_hits or sb.cache_hits:
