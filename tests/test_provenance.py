@@ -261,7 +261,13 @@ def test_show_json_kernel_line_and_mapping_key(fixture_runs: Path) -> None:
     assert [v.split(" in ")[0] for v in _rows_of(data, "user lines")] == [
         f"{f}:{n}" for f, n, _ in want["user_source_lines"]
     ]
-    extern = _show_json(trace, "extern_kernels.mm:4")
+    # The forward and the backward both have an extern_kernels.mm:4: the bare key is refused.
+    both = _tcview("show", trace, "extern_kernels.mm:4")
+    assert both.returncode == 2 and both.stderr.strip() == (
+        "tcview: 'extern_kernels.mm:4' is in 2 graphs: say which, e.g."
+        " 'extern_kernels.mm:4@0/0 forward', 'extern_kernels.mm:4@0/0 backward'"
+    )
+    extern = _show_json(trace, "extern_kernels.mm:4@0/0 forward")
     assert extern["kind"] == "provenance" and extern["title"] == "provenance · extern_kernels.mm:4"
     assert _rows_of(extern, "post-grad nodes")[0] == ", ".join(
         ref["kernels"]["extern_kernels.mm:4"]["post_grad_nodes"]

@@ -112,7 +112,15 @@ def find(model: Model, text: str) -> Item:
         return kernel
     prov = model_provenance(model)
     prov.units = [u for u in prov.units if u.source in sources]
-    keyed = [k for k in prov.kernels() if item in (k.key, k.name)]
+    name, _, graph = item.partition("@")
+    keyed = [
+        k
+        for k in prov.kernels()
+        if name in (k.key, k.name) and (not graph or (k.unit is not None and k.unit.label == graph))
+    ]
+    if len(keyed) > 1 and len({id(k.unit) for k in keyed}) > 1:
+        choices = ", ".join(f"'{name}@{k.unit.label}'" for k in keyed[:SUGGESTIONS] if k.unit)
+        raise ShowError(f"{name!r} is in {len(keyed)} graphs: say which, e.g. {choices}")
     if keyed:  # a mapping's key: its kernel's detail, or the provenance of an extern kernel
         return keyed[0].kernel or keyed[0]
     where = parse_file_line(item)
