@@ -355,6 +355,9 @@ async def test_provenance_view_enter_jumps_to_the_kernel(fixture_runs: Path) -> 
         await settle(app, pilot)
         view = app.screen
         assert isinstance(view, ProvenanceView)
+        head = str(view.query_one("#view-head").render())
+        assert "14 mapping keys in 3 graphs: 8 generated kernels, 6 extern calls" in head, head
+        assert len(app.model.kernels) == 8  # the kernels view's count, which the head agrees with
         rows = view.objects
         first_line = rows[0].line
         assert first_line is not None and first_line.short == "provenance.py:24"

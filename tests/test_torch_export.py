@@ -303,3 +303,18 @@ def test_snapshot_export_view(snap_compare, monkeypatch: pytest.MonkeyPatch) -> 
         await settle(pilot.app, pilot)
 
     assert snap_compare(TcviewApp("trace"), terminal_size=(120, 40), run_before=before)
+
+
+@sync
+async def test_an_export_without_issues_says_so_once(shared_traces: Path) -> None:
+    from tcview.ui.app import TcviewApp
+    from tcview.ui.views import ExportView
+
+    app = TcviewApp(str(shared_traces / "h200-torch2.11" / "export" / "trace"))
+    async with app.run_test(size=(140, 45)) as pilot:
+        await ready(app, pilot)
+        await pilot.press("X")
+        await settle(app, pilot)
+        assert isinstance(app.screen, ExportView)
+        head = str(app.screen.query_one("#view-head").render())
+        assert "No issues found during export." in head and "nothing here" not in head, head

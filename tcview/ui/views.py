@@ -135,6 +135,7 @@ class TableView(Screen[None], Generic[T]):
     HELP = ""
     AUTO_FOCUS = "#view-table"
     COLUMNS: tuple[str, ...] = ()
+    say_nothing_here = True  # an empty table adds "nothing here in this trace" to the head
     # A rank column first when the input has more than one rank (rows() then gives its cell).
     RANK_COLUMN = True
     BINDINGS = [
@@ -277,7 +278,7 @@ class TableView(Screen[None], Generic[T]):
             self.objects.append(obj)
         if len(rows) > ROW_LIMIT:
             head.append(f"  (first {ROW_LIMIT} of {len(rows)} shown)", style="yellow")
-        if not rows:
+        if not rows and self.say_nothing_here:
             head.append("  — nothing here in this trace", style="green")
         self.query_one("#view-head", Static).update(head)
         if shown:
@@ -935,6 +936,8 @@ class ExportView(TableView[ExportIssue]):
             head.append("  ")
         return head
 
+    say_nothing_here = False  # the head says "No issues found" already
+
     def empty_text(self) -> str:
         return "No issues found during export."
 
@@ -1087,9 +1090,12 @@ class ProvenanceView(TableView[ProvenanceRow]):
                 style="yellow",
             )
         else:
+            keys = prov.kernels()
+            generated = sum(1 for k in keys if k.kernel is not None)
             head.append(
-                f"{len(prov.kernels())} kernels in {len(prov.units)} graphs "
-                f"({len(tracked)} with provenance artifacts)",
+                f"{len(keys)} mapping keys in {len(prov.units)} graphs: {generated} generated"
+                f" kernels, {len(keys) - generated} extern calls ({len(tracked)} graphs with"
+                " provenance artifacts)",
                 style="bold",
             )
         return head
