@@ -14,7 +14,6 @@ from .safe import safe_line, safe_text
 from .term import COLOR_MODES, Painter, use_color
 
 if TYPE_CHECKING:
-    from .trace import Model
     from .trace.load import Progress
 
 
@@ -37,15 +36,8 @@ def _progress_printer(enabled: bool) -> Progress | None:
     return progress
 
 
-def load_source(path: str, progress: Progress | None = None, cache: bool = True) -> Model:
-    """Load whatever `path` is: a trace directory, a trace file, a TORCH_LOGS capture, '-'."""
-    from .trace.source import load_source as _load
-
-    return _load(path, progress=progress, cache=cache)
-
-
 def cmd_summary(args: argparse.Namespace) -> int:
-    from .trace.source import NotATrace
+    from .inputs import open_input
     from .trace.summary import fail_on, input_state, parse_fail_on, summary_json, summary_text
 
     path = args.path
@@ -54,15 +46,10 @@ def cmd_summary(args: argparse.Namespace) -> int:
     except ValueError as exc:
         print(f"tcview: {exc}", file=sys.stderr)
         return 2
-    if path != "-" and not os.path.exists(path):
-        print(f"tcview: no such file or directory: {path}", file=sys.stderr)
-        return 2
     # `\r` progress only where a terminal shows it: never in CI logs or redirected stderr.
     show = (args.progress or sys.stderr.isatty()) and not args.quiet
-    try:
-        ts = load_source(path, progress=_progress_printer(show), cache=not args.no_cache)
-    except NotATrace as exc:
-        print(f"tcview: {safe_line(path)}: {exc}", file=sys.stderr)
+    ts = open_input(path, _progress_printer(show), cache=not args.no_cache)
+    if ts is None:
         return 2
     data = summary_json(ts, verify=args.verify)
     state = input_state(ts, path, live=False, finished=True)
@@ -98,18 +85,12 @@ def paint_summary(text: str, paint: Painter) -> str:
 def cmd_show(args: argparse.Namespace) -> int:
     """Print what the app shows for one item: a compile, frame or kernel (with its
     provenance), the kernels of FILE:LINE, or the export report."""
+    from .inputs import open_input
     from .trace.detail import render_json, render_text
     from .trace.show import ShowError, show_detail
-    from .trace.source import NotATrace
 
-    path = args.path
-    if path != "-" and not os.path.exists(path):
-        print(f"tcview: no such file or directory: {path}", file=sys.stderr)
-        return 2
-    try:
-        model = load_source(path)
-    except NotATrace as exc:
-        print(f"tcview: {safe_line(path)}: {exc}", file=sys.stderr)
+    model = open_input(args.path)
+    if model is None:
         return 2
     try:
         detail = show_detail(model, " ".join(args.item))

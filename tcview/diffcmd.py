@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
 import sys
 
 from .pager import emit
@@ -17,9 +16,9 @@ from .safe import safe_line, safe_text
 
 
 def diff_command(args: argparse.Namespace) -> int:
+    from .inputs import open_input
     from .trace.diffreport import run_diff_lines
     from .trace.rundiff import diff_fail_on, parse_diff_fail_on, run_diff
-    from .trace.source import NotATrace, load_source
 
     try:
         checks = parse_diff_fail_on(args.fail_on)
@@ -30,13 +29,9 @@ def diff_command(args: argparse.Namespace) -> int:
         if path == "-":
             print("tcview: diff reads two files or directories, not stdin", file=sys.stderr)
             return 2
-        if not os.path.exists(path):
-            print(f"tcview: no such file or directory: {path}", file=sys.stderr)
-            return 2
-    try:
-        a, b = load_source(args.a), load_source(args.b)
-    except NotATrace as exc:
-        print(f"tcview: {safe_line(str(exc))}", file=sys.stderr)
+    a, b = open_input(args.a), None
+    b = open_input(args.b) if a is not None else None
+    if a is None or b is None:
         return 2
     diff = run_diff(a, b, args.a, args.b)
     if args.json:

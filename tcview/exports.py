@@ -13,20 +13,15 @@ from .safe import safe_line
 
 
 def cmd_export(args: argparse.Namespace) -> int:
+    from .inputs import open_input
     from .trace.markdown import markdown_report
     from .trace.paths import inside_trace
     from .trace.perfetto import write_perfetto
-    from .trace.source import NotATrace, load_source
 
     path = args.path
-    if path != "-" and not os.path.exists(path):
-        print(f"tcview: no such file or directory: {safe_line(path)}", file=sys.stderr)
-        return 2
     out_path = args.perfetto or args.output
-    try:
-        model = load_source(path)
-    except NotATrace as exc:
-        print(f"tcview: {safe_line(path)}: {exc}", file=sys.stderr)
+    model = open_input(path)
+    if model is None:
         return 2
     if out_path and out_path != "-":
         inside = inside_trace(out_path, model)

@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
 import sys
 from typing import Any
 
@@ -69,7 +68,7 @@ def result_json(hit: Hit, model: Model) -> dict[str, Any]:
 
 
 def cmd_grep(args: argparse.Namespace) -> int:
-    from .trace.source import NotATrace, load_source
+    from .inputs import open_input
 
     case: Case = "ignore" if args.ignore_case else "match" if args.case_sensitive else "smart"
     query = Query(args.pattern, regex=bool(args.regex), case=case)
@@ -78,14 +77,8 @@ def cmd_grep(args: argparse.Namespace) -> int:
     except QueryError as exc:
         print(f"tcview grep: {exc}", file=sys.stderr)
         return 2
-    path = args.path
-    if path != "-" and not os.path.exists(path):
-        print(f"tcview: no such file or directory: {safe_line(path)}", file=sys.stderr)
-        return 2
-    try:
-        model = load_source(path)
-    except NotATrace as exc:
-        print(f"tcview: {safe_line(path)}: {exc}", file=sys.stderr)
+    model = open_input(args.path)
+    if model is None:
         return 2
     search = Search(model, query, limit=max(0, args.max_count or 0))
     paint = Painter(use_color(args.color, sys.stdout))

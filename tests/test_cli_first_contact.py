@@ -152,3 +152,24 @@ def test_progress_flag_asks_for_it(big_trace: Path) -> None:
     assert "\rindexing" in out.stderr and out.stderr.endswith("\n")
     quiet = tcview("summary", "--json", "--progress", "-q", str(big_trace))
     assert quiet.stderr == ""
+
+
+@pytest.mark.parametrize(
+    "command",
+    [["summary"], ["show", "{p}", "0/0"], ["grep", "x"], ["export", "--markdown"], ["bench"]],
+)
+def test_a_missing_input_is_said_once_and_safely(command: list[str], tmp_path: Path) -> None:
+    missing = str(tmp_path / "gone\x1b]0;title\x07")
+    args = [a.replace("{p}", missing) for a in command]
+    out = tcview(*args) if "{p}" in command else tcview(*args, missing)
+    assert out.returncode == 2
+    assert out.stderr.startswith(f"tcview: no such file or directory: {tmp_path}/gone"), out.stderr
+    assert "\x1b" not in out.stderr and "\x07" not in out.stderr
+    assert out.stderr.count("\n") == 1
+
+
+def test_diff_says_which_input_is_missing(tmp_path: Path) -> None:
+    out = tcview("diff", str(SAMPLES / "gpu_tinyblock"), str(tmp_path / "gone\x1b[2J"))
+    assert out.returncode == 2
+    assert out.stderr.startswith(f"tcview: no such file or directory: {tmp_path}/gone")
+    assert "\x1b" not in out.stderr

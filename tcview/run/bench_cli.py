@@ -10,10 +10,10 @@ import json
 import sys
 import threading
 
+from ..inputs import open_input
 from ..safe import safe_line, safe_text
 from ..trace.model import Compile, Kernel, Model
 from ..trace.show import ShowError, find
-from ..trace.source import NotATrace, load_source
 from .bench import BenchJob, BenchPlan, BenchRefused, BenchResult, plan_bench
 
 EXIT_REFUSED = 2  # nothing ran: refused, not confirmed, or a bad argument
@@ -73,13 +73,8 @@ def run_job(job: BenchJob) -> BenchResult:
 
 
 def bench_command(args: argparse.Namespace) -> int:
-    try:
-        model = load_source(args.path)
-    except FileNotFoundError:
-        print(f"tcview: no such file or directory: {safe_line(args.path)}", file=sys.stderr)
-        return EXIT_REFUSED
-    except NotATrace as exc:
-        print(f"tcview: {safe_line(args.path)}: {exc}", file=sys.stderr)
+    model = open_input(args.path)
+    if model is None:
         return EXIT_REFUSED
     try:
         target = pick_target(model, args.compile, args.kernel)
