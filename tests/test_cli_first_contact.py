@@ -156,7 +156,14 @@ def test_progress_flag_asks_for_it(big_trace: Path) -> None:
 
 @pytest.mark.parametrize(
     "command",
-    [["summary"], ["show", "{p}", "0/0"], ["grep", "x"], ["export", "--markdown"], ["bench"]],
+    [
+        ["summary"],
+        ["show", "{p}", "0/0"],
+        ["grep", "x"],
+        ["export", "--markdown"],
+        ["bench"],
+        ["open"],
+    ],
 )
 def test_a_missing_input_is_said_once_and_safely(command: list[str], tmp_path: Path) -> None:
     missing = str(tmp_path / "gone\x1b]0;title\x07")

@@ -97,7 +97,7 @@ def open_app(args: argparse.Namespace) -> int:
     elif kind == "stream":
         follow = True  # a FIFO or <(...): read it as it comes, like a pipe on stdin
     elif not os.path.exists(path) and not follow:
-        print(f"tcview: no such file or directory: {path}", file=sys.stderr)
+        print(f"tcview: no such file or directory: {safe_line(path)}", file=sys.stderr)
         return 2
     if not sys.stdout.isatty():
         print("tcview open: needs a terminal (try `tcview summary` for text)", file=sys.stderr)
