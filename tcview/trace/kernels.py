@@ -150,12 +150,8 @@ class OutputCode:
 
     def launch_line(self, span: KernelSpan) -> str | None:
         """The line that first launches the kernel (``NAME.run(…)`` or ``NAME(…)``)."""
-        inside = _inside(self.spans)
-        pattern = re.compile(r"\b" + re.escape(span.name) + r"(?:\.run)?\(")
-        for i, line in enumerate(self.lines):
-            if i not in inside and pattern.search(line) and not line.lstrip().startswith("#"):
-                return line
-        return None
+        i = _launch_index(self, span)
+        return self.lines[i] if i is not None else None
 
 
 class OutputCodeCache:
