@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import atexit
 import fcntl
+import importlib.util
 import os
 import shutil
 import sys
@@ -17,6 +18,11 @@ REPO = Path(__file__).resolve().parent.parent
 SHARED_ARCHIVE = REPO.parent / "shared" / "traces.tar.xz"
 SAMPLES = REPO / "sample_traces"
 FIXTURES = Path(__file__).resolve().parent / "fixtures"
+# Tests that run torch in this Python (a job under `tcview run`, a benchmark): the README's
+# test command alone installs no torch (`.ci/run` does, first).
+needs_torch = pytest.mark.skipif(
+    importlib.util.find_spec("torch") is None, reason="torch is not installed"
+)
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 # pytest-xdist workers run with COLUMNS=80 and LINES=24 in their environment. A tmux server that
 # a test starts inherits them, and so does every app in its panes: Textual then draws 80x24

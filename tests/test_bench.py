@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from conftest import needs_torch
 from run_helpers import alive, wait_for
 from ui_helpers import REPO, ready, settle, sync
 
@@ -34,18 +35,6 @@ from tcview.run.bench import (
 from tcview.trace.show import find
 from tcview.trace.source import load_source
 
-HAS_TORCH = shutil.which("python3") is not None and (
-    subprocess.run(
-        [
-            sys.executable,
-            "-c",
-            "import importlib.util as u; print(u.find_spec('torch') is not None)",
-        ],
-        capture_output=True,
-        text=True,
-    ).stdout.strip()
-    == "True"
-)
 pytestmark = pytest.mark.skipif(not sys.platform.startswith("linux"), reason="reads /proc")
 CPP_KERNELS = {"cpp_fused_native_layer_norm_sum_0", "cpp_fused__softmax_add_gelu_1"}
 
@@ -126,6 +115,7 @@ def test_cuda_code_without_a_gpu_is_refused(
     assert not list(private_tmp.iterdir())
 
 
+@needs_torch
 def test_another_torch_is_refused_and_says_why(
     fixture_runs: Path, tmp_path: Path, private_tmp: Path
 ) -> None:
@@ -174,6 +164,7 @@ def test_exec_refusal_reads_the_environment() -> None:
     assert exec_refusal(True, {}) is not None
 
 
+@needs_torch
 def test_a_pipe_without_yes_runs_nothing(fixture_runs: Path, tmp_path: Path) -> None:
     python, marker = fake_python(tmp_path)
     where = tmp_path / "tmp"
@@ -211,6 +202,7 @@ def test_several_compiles_need_one_named(
 # ---------------------------------------------------------------------- the process group
 
 
+@needs_torch
 @pytest.mark.parametrize("stop", ["cancel", "timeout"])
 def test_a_benchmark_is_killed_with_its_group(
     fixture_runs: Path, tmp_path: Path, private_tmp: Path, stop: str
@@ -243,6 +235,7 @@ def test_a_benchmark_is_killed_with_its_group(
 # ---------------------------------------------------------------------- the app's dialog
 
 
+@needs_torch
 @sync
 async def test_declining_the_dialog_runs_nothing(
     fixture_runs: Path, tmp_path: Path, private_tmp: Path
@@ -296,6 +289,7 @@ async def test_the_key_says_when_it_is_off(fixture_runs: Path, tmp_path: Path) -
     assert not marker.exists()
 
 
+@needs_torch
 @sync
 async def test_the_key_again_cancels_a_running_benchmark(
     fixture_runs: Path, tmp_path: Path, private_tmp: Path
@@ -350,7 +344,7 @@ def inductor_cache(tmp_path_factory: pytest.TempPathFactory) -> str:
 
 
 @pytest.mark.slow
-@pytest.mark.skipif(not HAS_TORCH, reason="needs torch")
+@needs_torch
 def test_bench_times_the_cpp_graph_and_each_kernels_share(
     fixture_runs: Path, tmp_path: Path, inductor_cache: str
 ) -> None:
@@ -384,7 +378,7 @@ def test_bench_times_the_cpp_graph_and_each_kernels_share(
 
 
 @pytest.mark.slow
-@pytest.mark.skipif(not HAS_TORCH, reason="needs torch")
+@needs_torch
 @sync
 async def test_bench_key_fills_the_kernels_column(
     fixture_runs: Path, tmp_path: Path, inductor_cache: str, monkeypatch: pytest.MonkeyPatch

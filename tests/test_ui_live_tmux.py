@@ -10,7 +10,7 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
-from conftest import FIXTURES, unpack_shared
+from conftest import FIXTURES, needs_torch, unpack_shared
 from tmux_helpers import Terminal, need_tmux
 from ui_helpers import CPU_SAMPLE, REPO, counts_text, summary_json
 
@@ -67,6 +67,7 @@ def test_bare_tcview_opens_the_newest_trace_here(terminal: Start, tmp_path: Path
     assert "static" in screen, screen
 
 
+@needs_torch  # `tcview run` checks that the job's Python has torch
 def test_a_toast_leaves_the_status_bar_counts_readable(terminal: Start, tmp_path: Path) -> None:
     job = f"{shlex.quote(sys.executable)} -c {shlex.quote('print(1)')}"
     command = f"{_tcview('run', '--dir', str(tmp_path / 'D'))} -- {job}"
