@@ -16,7 +16,7 @@ from enum import Enum
 from pathlib import PurePath
 from typing import Any
 
-from tcview.trace.tracefile import LineRefs
+from tcview.ingest.tracefile import LineRefs
 
 # Attributes that are caches, locks or handles, not what an index says.
 IGNORED = frozenset(

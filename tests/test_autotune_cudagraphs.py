@@ -12,12 +12,12 @@ from pathlib import Path
 import pytest
 from ui_helpers import REPO, ready, settle, sync
 
-from tcview.trace.autotune import NO_TABLES, autotuned_ops
-from tcview.trace.cudagraphs import cudagraph_counts, fold_reason, model_cudagraphs
-from tcview.trace.detail import compile_detail, render_text
-from tcview.trace.show import find
-from tcview.trace.source import load_source
-from tcview.trace.summary import summary_json, summary_text
+from tcview.analysis.autotune import NO_TABLES, autotuned_ops
+from tcview.analysis.cudagraphs import cudagraph_counts, fold_reason, model_cudagraphs
+from tcview.ingest.source import load_source
+from tcview.report.detail import compile_detail, render_text
+from tcview.report.show import find
+from tcview.report.summary import summary_json, summary_text
 
 WINNERS = {
     "0/0": [
@@ -30,7 +30,7 @@ WINNERS = {
 
 def show(*args: str) -> str:
     done = subprocess.run(
-        [sys.executable, "-m", "tcview.cli", "show", *args],
+        [sys.executable, "-m", "tcview.commands.cli", "show", *args],
         cwd=REPO,
         capture_output=True,
         text=True,

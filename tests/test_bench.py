@@ -22,7 +22,9 @@ from conftest import needs_torch
 from run_helpers import alive, wait_for
 from ui_helpers import REPO, ready, settle, sync
 
-from tcview.cli import main
+from tcview.commands.cli import main
+from tcview.ingest.source import load_source
+from tcview.report.show import find
 from tcview.run import bench
 from tcview.run.bench import (
     BenchJob,
@@ -32,8 +34,6 @@ from tcview.run.bench import (
     plan_bench,
     trace_torch_version,
 )
-from tcview.trace.show import find
-from tcview.trace.source import load_source
 
 pytestmark = pytest.mark.skipif(not sys.platform.startswith("linux"), reason="reads /proc")
 CPP_KERNELS = {"cpp_fused_native_layer_norm_sum_0", "cpp_fused__softmax_add_gelu_1"}
@@ -172,7 +172,7 @@ def test_a_pipe_without_yes_runs_nothing(fixture_runs: Path, tmp_path: Path) -> 
     run = fixture_runs / "cpu_bench"
     before = tree_digest(run)
     done = subprocess.run(
-        [sys.executable, "-m", "tcview.cli", "bench", str(run), "--compile", "0/0"]
+        [sys.executable, "-m", "tcview.commands.cli", "bench", str(run), "--compile", "0/0"]
         + ["--python", str(python)],
         cwd=REPO,
         capture_output=True,
@@ -353,7 +353,7 @@ def test_bench_times_the_cpp_graph_and_each_kernels_share(
     where = tmp_path / "tmp"
     where.mkdir()
     done = subprocess.run(
-        [sys.executable, "-m", "tcview.cli", "bench", str(run), "--compile", "0/0", "--json"]
+        [sys.executable, "-m", "tcview.commands.cli", "bench", str(run), "--compile", "0/0", "--json"]
         + ["--yes", "--times", "3", "--repeat", "3"],
         cwd=REPO,
         capture_output=True,

@@ -16,10 +16,10 @@ from pathlib import Path
 import pytest
 from ui_helpers import REPO, ready, settle, sync
 
+from tcview.ingest.source import load_source
+from tcview.report.show import find
 from tcview.run.bench import BenchRefused, plan_bench
 from tcview.run.gpu import gpus_here, load_nvml
-from tcview.trace.show import find
-from tcview.trace.source import load_source
 
 GPUS = gpus_here()
 pytestmark = pytest.mark.skipif(not GPUS, reason="no NVIDIA GPU on this machine")

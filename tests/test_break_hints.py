@@ -8,7 +8,7 @@ from pathlib import Path
 from conftest import FIXTURES
 from ui_helpers import ready, settle, sync
 
-from tcview.trace.facts import parse_graph_break
+from tcview.model.facts import parse_graph_break
 from tcview.ui.app import TcviewApp
 from tcview.ui.reader import Reader
 from tcview.ui.views import BreaksView

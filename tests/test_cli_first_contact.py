@@ -14,7 +14,7 @@ import pytest
 from conftest import FIXTURES, RUNS, SAMPLES, unpack_shared
 from ui_helpers import GPU_SAMPLE, REPO
 
-from tcview.trace.source import detect
+from tcview.ingest.source import detect
 
 HOSTILE = FIXTURES / "hostile"
 
@@ -24,7 +24,7 @@ def tcview(*args: str, cwd: Path = REPO) -> subprocess.CompletedProcess[str]:
     env = dict(os.environ, PYTHONPATH=str(REPO))
     env.pop("TORCH_TRACE", None)
     out = subprocess.run(
-        [sys.executable, "-m", "tcview.cli", *args],
+        [sys.executable, "-m", "tcview.commands.cli", *args],
         capture_output=True,
         cwd=cwd,
         env=env,

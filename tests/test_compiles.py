@@ -12,9 +12,11 @@ from conftest import FIXTURES, unpack_shared
 from refcount import count
 from textref import count_text
 
-from tcview.trace import TextLog, TraceSet, load_source
-from tcview.trace.facts import parse_graph_break
-from tcview.trace.tracefile import TraceFile
+from tcview.ingest.index import TraceSet
+from tcview.ingest.source import load_source
+from tcview.ingest.textlog import TextLog
+from tcview.ingest.tracefile import TraceFile
+from tcview.model.facts import parse_graph_break
 
 TLPARSE = json.loads((FIXTURES / "tlparse_compiles.json").read_text())["traces"]
 REF_KEYS = ("compiles", "frames", "recompiles")

@@ -13,8 +13,11 @@ import pytest
 from conftest import REPO, shared_run_dirs
 from textref import count_errors
 
-from tcview.trace import Failure, TextLog, TraceSet, load_source
-from tcview.trace.summary import summary_json, summary_text
+from tcview.ingest.index import TraceSet
+from tcview.ingest.source import load_source
+from tcview.ingest.textlog import TextLog
+from tcview.model.objects import Failure
+from tcview.report.summary import summary_json, summary_text
 
 # ---------------------------------------------------------------------- failures in text
 
@@ -141,7 +144,7 @@ def test_a_crashed_torchrun_job_has_an_error_per_rank(fixture_runs: Path) -> Non
 
 def _summary(path: Path, *args: str) -> subprocess.CompletedProcess[str]:
     return subprocess.run(
-        [sys.executable, "-m", "tcview.cli", "summary", str(path), *args],
+        [sys.executable, "-m", "tcview.commands.cli", "summary", str(path), *args],
         capture_output=True,
         text=True,
         cwd=REPO,
@@ -216,7 +219,7 @@ def test_a_traceback_is_an_error_unless_the_program_went_on(
 def test_tcview_run_of_a_job_that_crashes(tmp_path: Path) -> None:
     """run.json's non-zero exit code is an error of the run directory."""
     done = subprocess.run(
-        [sys.executable, "-m", "tcview.cli", "run", "--no-tui", "--fail-on", "errors"]
+        [sys.executable, "-m", "tcview.commands.cli", "run", "--no-tui", "--fail-on", "errors"]
         + ["--dir", "A", "--", "sh", "-c", "echo hi; exit 3"],
         capture_output=True,
         text=True,

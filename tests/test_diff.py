@@ -16,8 +16,7 @@ import pytest
 from conftest import REPO, shared_run_dirs
 from ui_helpers import ready, settle, sync
 
-from tcview.trace import TraceSet, load_source
-from tcview.trace.diff import (
+from tcview.analysis.diff import (
     ADDED,
     CHANGED,
     GONE,
@@ -31,8 +30,7 @@ from tcview.trace.diff import (
     predecessor,
     text_diff,
 )
-from tcview.trace.diffreport import compile_diff_lines, run_diff_lines
-from tcview.trace.rundiff import (
+from tcview.analysis.rundiff import (
     FrameSig,
     Side,
     _match_frames,
@@ -40,11 +38,14 @@ from tcview.trace.rundiff import (
     parse_diff_fail_on,
     run_diff,
 )
+from tcview.ingest.index import TraceSet
+from tcview.ingest.source import load_source
+from tcview.report.diffreport import compile_diff_lines, run_diff_lines
 
 
 def _tcview(*args: str) -> subprocess.CompletedProcess[str]:
     return subprocess.run(
-        [sys.executable, "-m", "tcview.cli", *args], capture_output=True, text=True, cwd=REPO
+        [sys.executable, "-m", "tcview.commands.cli", *args], capture_output=True, text=True, cwd=REPO
     )
 
 

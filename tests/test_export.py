@@ -25,7 +25,7 @@ HEADER = re.compile(r"^(?:\[rank\d+\]:)?[A-Z]\d{4} [\d:.]+ +\d+ [^\]]*\] (\{.*)$
 
 def _tcview(*args: object, cwd: Path = REPO) -> subprocess.CompletedProcess[str]:
     return subprocess.run(
-        [sys.executable, "-m", "tcview.cli", *map(str, args)],
+        [sys.executable, "-m", "tcview.commands.cli", *map(str, args)],
         capture_output=True,
         text=True,
         cwd=cwd,
@@ -166,9 +166,9 @@ def test_markdown_numbers_are_summary_json(path: Path) -> None:
     if s["recompiles"]:
         assert f"### Recompiles ({s['recompiles']})" in text
         assert "guard failed: " in text
-        from tcview.trace.markdown import md_text
-        from tcview.trace.recompiles import diagnose
-        from tcview.trace.source import load_source
+        from tcview.analysis.recompiles import diagnose
+        from tcview.ingest.source import load_source
+        from tcview.report.markdown import md_text
 
         model = load_source(str(path))
         frames = {rc.compile.frame for rc in model.recompiles}
@@ -179,7 +179,7 @@ def test_markdown_numbers_are_summary_json(path: Path) -> None:
 
 
 def _breaks(path: Path) -> list[dict]:
-    from tcview.trace.source import load_source
+    from tcview.ingest.source import load_source
 
     return [{"reason": b.reason, "location": b.location} for b in load_source(str(path)).breaks]
 

@@ -20,9 +20,9 @@ from pathlib import Path
 import pytest
 from conftest import REPO, SAMPLES, unpack_shared
 
-from tcview.trace.kernels import OUTPUT_CODES
-from tcview.trace.search import Query, search
-from tcview.trace.source import load_source
+from tcview.analysis.kernels import OUTPUT_CODES
+from tcview.ingest.source import load_source
+from tcview.report.search import Query, search
 from tcview.ui.take import kernel_source
 
 pytestmark = pytest.mark.skipif(shutil.which("tmux") is None, reason="tmux is not installed")
@@ -77,7 +77,7 @@ def tcview_in_tmux(tmp: Path, *args: str, env: dict[str, str] | None = None) -> 
     command = (
         # -u: a tmux server started elsewhere may hand its panes an 80x24 COLUMNS and LINES
         f"cd {shlex.quote(str(REPO))} && env -u COLUMNS -u LINES {exports} TERM=xterm-256color "
-        f"{shlex.quote(sys.executable)} -m tcview.cli open {shlex.join(args)}"
+        f"{shlex.quote(sys.executable)} -m tcview.commands.cli open {shlex.join(args)}"
     )
     _tmux("new-session", "-d", "-s", name, "-x", str(SIZE[0]), "-y", str(SIZE[1]), command)
     _tmux("pipe-pane", "-o", "-t", name, f"cat >> {shlex.quote(str(pipe))}")

@@ -9,10 +9,10 @@ from typing import Any
 from conftest import FIXTURES
 from ui_helpers import CPU_SAMPLE, GPU_SAMPLE, ready, settle, sync
 
-from tcview.trace.kernels import OUTPUT_CODES
-from tcview.trace.model import Kernel, Record
-from tcview.trace.search import Query, search
-from tcview.trace.source import load_source
+from tcview.analysis.kernels import OUTPUT_CODES
+from tcview.ingest.source import load_source
+from tcview.model.objects import Kernel, Record
+from tcview.report.search import Query, search
 from tcview.ui.app import TcviewApp
 from tcview.ui.finder import ResultsTree, SearchScreen
 from tcview.ui.reader import Reader

@@ -11,10 +11,10 @@ from pathlib import Path
 import pytest
 from conftest import SAMPLES, unpack_shared
 
-from tcview.live import Follower
-from tcview.replay import replay
-from tcview.trace.source import load_source
-from tcview.trace.summary import summary_json
+from tcview.ingest.live import Follower
+from tcview.ingest.replay import replay
+from tcview.ingest.source import load_source
+from tcview.report.summary import summary_json
 
 
 def _summary(model) -> dict:
@@ -147,7 +147,7 @@ def test_unreadable_file_is_noted_not_fatal(
                 raise PermissionError(13, "Permission denied", str(path))
             return open(path, *args, **kwargs)
 
-        monkeypatch.setattr("tcview.live.open", refuse, raising=False)
+        monkeypatch.setattr("tcview.ingest.live.open", refuse, raising=False)
     assert follower.step() is False
     assert any("cannot read" in n and "Permission denied" in n for n in follower.notices)
     assert follower.model.counts() == before  # what was read stays

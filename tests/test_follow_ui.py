@@ -13,7 +13,7 @@ from conftest import SAMPLES
 from tmux_helpers import Terminal, need_tmux
 from ui_helpers import REPO, counts_text, ready, summary_json, sync
 
-from tcview.replay import replay
+from tcview.ingest.replay import replay
 from tcview.ui.app import TcviewApp
 
 SOURCES = [SAMPLES / "gpu_triton_user" / "trace", SAMPLES / "cpu_breaks_recompiles" / "trace"]
@@ -70,7 +70,7 @@ def test_real_terminal_counts_reach_one_shot_numbers(tmp_path: Path) -> None:
     expected = _expected(tmp_path)
     live = tmp_path / "live"  # does not exist yet, as before a job's first compile
     command = (
-        f"cd {shlex.quote(str(REPO))} && {shlex.quote(sys.executable)} -m tcview.cli open "
+        f"cd {shlex.quote(str(REPO))} && {shlex.quote(sys.executable)} -m tcview.commands.cli open "
         f"{shlex.quote(str(live))} --follow"
     )
     with Terminal(command, size=(120, 40)) as term:

@@ -20,11 +20,11 @@ from hypothesis import strategies as st
 from refcount import count
 from tmux_helpers import Terminal, need_tmux
 
-from tcview.safe import safe_text
-from tcview.trace import TraceSet
-from tcview.trace.source import load_source
-from tcview.trace.summary import summary_json, summary_text
-from tcview.trace.textlog import TextLog
+from tcview.ingest.index import TraceSet
+from tcview.ingest.source import load_source
+from tcview.ingest.textlog import TextLog
+from tcview.report.summary import summary_json, summary_text
+from tcview.text.safe import safe_text
 
 HOSTILE = FIXTURES / "hostile"
 CASES = sorted(HOSTILE.glob("*.log"))
@@ -205,7 +205,7 @@ def test_read_only_trace_dir_opens_and_nothing_is_written(tmp_path: Path) -> Non
     root.chmod(0o555)
     try:
         out = subprocess.run(
-            [sys.executable, "-m", "tcview.cli", "summary", "--json", "--verify", str(root)],
+            [sys.executable, "-m", "tcview.commands.cli", "summary", "--json", "--verify", str(root)],
             capture_output=True,
             text=True,
             cwd=tmp_path,
@@ -240,7 +240,7 @@ def test_read_only_trace_dir_opens_and_nothing_is_written(tmp_path: Path) -> Non
 def test_real_terminal_title_untouched_and_text_literal(name: str, goto: str, shown: str) -> None:
     command = (
         f"cd {shlex.quote(str(REPO))} && TCVIEW_PREVIEW=auto {shlex.quote(sys.executable)} "
-        f"-m tcview.cli open {shlex.quote(str(HOSTILE / name))} --goto {goto}"
+        f"-m tcview.commands.cli open {shlex.quote(str(HOSTILE / name))} --goto {goto}"
     )
     with Terminal("sleep 600", size=(160, 45)) as term:
         title = term.pane("#{pane_title}")

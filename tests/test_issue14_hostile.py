@@ -9,14 +9,14 @@ from pathlib import Path
 
 from ui_helpers import ready, settle, sync
 
-from tcview.trace import TraceSet
-from tcview.trace.detail import kernel_provenance_detail, render_json, render_text, report_detail
-from tcview.trace.diff import compile_diff
-from tcview.trace.diffreport import compile_diff_lines, run_diff_lines
-from tcview.trace.export import export_report
-from tcview.trace.provenance import model_provenance
-from tcview.trace.rundiff import run_diff
-from tcview.trace.show import show_detail
+from tcview.analysis.diff import compile_diff
+from tcview.analysis.export import export_report
+from tcview.analysis.provenance import model_provenance
+from tcview.analysis.rundiff import run_diff
+from tcview.ingest.index import TraceSet
+from tcview.report.detail import kernel_provenance_detail, render_json, render_text, report_detail
+from tcview.report.diffreport import compile_diff_lines, run_diff_lines
+from tcview.report.show import show_detail
 
 EVIL = "[bold red]boom[/] \x1b]0;pwned\x07\x1b[2J\u202e"
 IDS = {"frame_id": 0, "frame_compile_id": 0, "attempt": 0}

@@ -49,7 +49,7 @@ def _in_pty(args: list[str], env: dict[str, str], rows: int = 24, cols: int = 10
     master, slave = os.openpty()
     fcntl.ioctl(slave, termios.TIOCSWINSZ, struct.pack("HHHH", rows, cols, 0, 0))
     proc = subprocess.Popen(
-        [sys.executable, "-m", "tcview.cli", *args],
+        [sys.executable, "-m", "tcview.commands.cli", *args],
         stdin=slave,
         stdout=slave,
         stderr=slave,
@@ -79,7 +79,7 @@ def _in_pty(args: list[str], env: dict[str, str], rows: int = 24, cols: int = 10
 
 def _piped(args: list[str], env: dict[str, str]) -> subprocess.CompletedProcess[str]:
     return subprocess.run(
-        [sys.executable, "-m", "tcview.cli", *args],
+        [sys.executable, "-m", "tcview.commands.cli", *args],
         capture_output=True,
         text=True,
         env=env,

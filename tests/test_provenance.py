@@ -14,8 +14,7 @@ import pytest
 from conftest import FIXTURES, REPO, unpack_shared
 from ui_helpers import ready, settle, sync
 
-from tcview.trace import TraceSet
-from tcview.trace.provenance import (
+from tcview.analysis.provenance import (
     LINES_FROM_GRAPH,
     LINES_FROM_TRACES,
     MAPPINGS,
@@ -28,6 +27,7 @@ from tcview.trace.provenance import (
     pure_name,
     tracking_hint,
 )
+from tcview.ingest.index import TraceSet
 
 TLPARSE = json.loads((FIXTURES / "tlparse_provenance.json").read_text())["inputs"]
 
@@ -212,7 +212,7 @@ def test_parsing_rules() -> None:
 
 def _tcview(*args: str) -> subprocess.CompletedProcess[str]:
     return subprocess.run(
-        [sys.executable, "-m", "tcview.cli", *args], capture_output=True, text=True, cwd=REPO
+        [sys.executable, "-m", "tcview.commands.cli", *args], capture_output=True, text=True, cwd=REPO
     )
 
 
@@ -386,7 +386,7 @@ async def test_e_opens_the_user_lines_of_a_kernel(
 ) -> None:
     """`e` on a user line of the provenance view, on a kernel under it, and on a kernel of
     the tree (its provenance shown) opens the user's file at that line."""
-    from tcview.trace.paths import PathMap
+    from tcview.analysis.paths import PathMap
     from tcview.ui.app import TcviewApp
     from tcview.ui.reader import Reader
     from tcview.ui.take import LocationPicker

@@ -15,8 +15,7 @@ from pathlib import Path
 import pytest
 from conftest import FIXTURES, REPO, unpack_shared
 
-from tcview.trace import TraceSet
-from tcview.trace.divergence import (
+from tcview.analysis.divergence import (
     JSON_CHECKS,
     Step,
     align,
@@ -26,8 +25,9 @@ from tcview.trace.divergence import (
     steps_from,
     tensor_meta_digest,
 )
-from tcview.trace.ranks import counts_in, parse_ranks, ranks_label, ranks_text
-from tcview.trace.summary import fail_on, summary_json, summary_text
+from tcview.ingest.index import TraceSet
+from tcview.model.ranks import counts_in, parse_ranks, ranks_label, ranks_text
+from tcview.report.summary import fail_on, summary_json, summary_text
 
 # Expected groups per multi-rank input: tlparse's (copied from /work/ref/divergence.json) and
 # tcview's where they differ, with why. Not computed by tcview.
@@ -206,7 +206,7 @@ def test_two_ranks_compiles_are_aligned_by_compile_id() -> None:
 
 def _summary(path: Path, *args: str) -> subprocess.CompletedProcess[str]:
     return subprocess.run(
-        [sys.executable, "-m", "tcview.cli", "summary", "-q", str(path), *args],
+        [sys.executable, "-m", "tcview.commands.cli", "summary", "-q", str(path), *args],
         capture_output=True,
         text=True,
         cwd=REPO,
@@ -230,7 +230,7 @@ def test_fail_on_divergence(fixture_runs: Path, tmp_path: Path) -> None:
 
 def test_fail_on_names_divergence_among_its_kinds() -> None:
     out = subprocess.run(
-        [sys.executable, "-m", "tcview.cli", "summary", "x", "--fail-on", "nope"],
+        [sys.executable, "-m", "tcview.commands.cli", "summary", "x", "--fail-on", "nope"],
         capture_output=True,
         text=True,
         cwd=REPO,

@@ -211,7 +211,7 @@ def long_command(tmp_path: Path) -> Path:
 @pytest.mark.parametrize("sig", [signal.SIGTERM, signal.SIGHUP, signal.SIGKILL])
 def test_tcview_dying_takes_the_job_down(tmp_path: Path, long_command: Path, sig) -> None:
     run_dir = tmp_path / "D"
-    cmd = [sys.executable, "-m", "tcview.cli", "run", "--no-tui", "--dir", str(run_dir)]
+    cmd = [sys.executable, "-m", "tcview.commands.cli", "run", "--no-tui", "--dir", str(run_dir)]
     tcview = subprocess.Popen(
         [*cmd, "--", str(long_command)],
         stdin=subprocess.DEVNULL,
@@ -243,7 +243,7 @@ def test_tcview_dying_takes_the_job_down(tmp_path: Path, long_command: Path, sig
 
 def tcview_run(tmp_path: Path, *args: str) -> subprocess.CompletedProcess[str]:
     return subprocess.run(
-        [sys.executable, "-m", "tcview.cli", "run", *args],
+        [sys.executable, "-m", "tcview.commands.cli", "run", *args],
         capture_output=True,
         text=True,
         timeout=60,

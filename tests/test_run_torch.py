@@ -11,8 +11,8 @@ from pathlib import Path
 
 import pytest
 
-from tcview.trace.index import TraceSet
-from tcview.trace.summary import summary_json
+from tcview.ingest.index import TraceSet
+from tcview.report.summary import summary_json
 
 JOB = Path(__file__).resolve().parent / "fixtures" / "jobs" / "breaks_recompile.py"
 # slow: real torch.compile; one worker runs the module, so `command_run` runs the job once
@@ -30,7 +30,7 @@ STATUS = re.compile(
 
 def tcview(cwd: Path, *args: str) -> subprocess.CompletedProcess[str]:
     return subprocess.run(
-        [sys.executable, "-m", "tcview.cli", *args],
+        [sys.executable, "-m", "tcview.commands.cli", *args],
         capture_output=True,
         text=True,
         timeout=240,

@@ -281,7 +281,7 @@ async def test_r_while_running_says_why_not_and_R_cycles_the_pane(tmp_path: Path
 @pytest.mark.skipif(not HAS_TORCH, reason="torch is not installed")
 @sync
 async def test_real_job_live_tree_and_counts_match_the_trace(tmp_path: Path) -> None:
-    from tcview.trace.index import TraceSet
+    from tcview.ingest.index import TraceSet
 
     spec = build_spec([str(TORCH_JOB)])
     launcher = Launcher(spec, RunOptions(run_dir=tmp_path / "D"))
@@ -314,7 +314,7 @@ async def test_real_job_live_tree_and_counts_match_the_trace(tmp_path: Path) -> 
 def _tcview_run(run_dir: Path, job_argv: list[str]) -> Terminal:
     """`tcview run` of `job_argv` in a real terminal; the pane's process is tcview itself."""
     command = (
-        f"cd {shlex.quote(str(REPO))} && exec {shlex.quote(sys.executable)} -m tcview.cli run "
+        f"cd {shlex.quote(str(REPO))} && exec {shlex.quote(sys.executable)} -m tcview.commands.cli run "
         f"--dir {shlex.quote(str(run_dir))} -- {shlex.join(job_argv)}"
     )
     return Terminal(command, size=(120, 40))
@@ -324,7 +324,7 @@ def _processes_running(name: str) -> list[str]:
     out = subprocess.run(
         ["ps", "-ww", "-eo", "pid,pgid,args"], capture_output=True, text=True
     ).stdout
-    return [line for line in out.splitlines() if name in line and "tcview.cli" not in line]
+    return [line for line in out.splitlines() if name in line and "tcview.commands.cli" not in line]
 
 
 @need_tmux
@@ -379,7 +379,7 @@ def test_real_terminal_signal_to_tcview_takes_the_job_down(tmp_path: Path, sig: 
         term.wait_for("tick 3")
         pids = job_pids(run_dir)
         tcview_pid = int(term.pane("#{pane_pid}"))
-        assert "tcview.cli" in Path(f"/proc/{tcview_pid}/cmdline").read_text()
+        assert "tcview.commands.cli" in Path(f"/proc/{tcview_pid}/cmdline").read_text()
         os.kill(tcview_pid, sig)
         assert wait_for(lambda: not alive(tcview_pid), 15), "tcview did not end"
         assert wait_for(lambda: not _processes_running(exe.name), 10), _processes_running(exe.name)

@@ -25,14 +25,15 @@ from model_equal import differences
 from rankdir import build as build_rank_dir
 from rankdir import templates
 
-from tcview.trace import cache as cache_mod
-from tcview.trace import divergence, parallel, signatures, snapshot
-from tcview.trace.index import TraceSet
-from tcview.trace.load import Hooks
-from tcview.trace.model import Facts, PlacedLine
-from tcview.trace.source import load_source
-from tcview.trace.summary import summary_json
-from tcview.trace.tracefile import TraceFile
+from tcview.analysis import divergence
+from tcview.ingest import cache as cache_mod
+from tcview.ingest import parallel, signatures, snapshot
+from tcview.ingest.index import TraceSet
+from tcview.ingest.load import Hooks
+from tcview.ingest.source import load_source
+from tcview.ingest.tracefile import TraceFile
+from tcview.model.objects import Facts, PlacedLine
+from tcview.report.summary import summary_json
 
 SHARED_RANK_INPUTS = (
     "h200-torch2.11/ddp2",
@@ -74,8 +75,8 @@ def tiny_threshold(monkeypatch: pytest.MonkeyPatch) -> None:
     """Workers for any input with two files or more (the real threshold is tens of MB), and
     every file to them (the loading thread takes none of its own)."""
     monkeypatch.setattr(parallel, "PARALLEL_MIN_BYTES", 0)
-    monkeypatch.setattr("tcview.trace.index.PARALLEL_MIN_BYTES", 0)
-    monkeypatch.setattr("tcview.trace.index.own_share", lambda workers: 0.0)
+    monkeypatch.setattr("tcview.ingest.index.PARALLEL_MIN_BYTES", 0)
+    monkeypatch.setattr("tcview.ingest.index.own_share", lambda workers: 0.0)
 
 
 @pytest.fixture
@@ -135,7 +136,7 @@ def test_the_loading_thread_indexes_its_share(
 ) -> None:
     """With one worker, this thread indexes every other file itself (in order, beside the
     worker's snapshots): the same index."""
-    monkeypatch.setattr("tcview.trace.index.PARALLEL_MIN_BYTES", 0)
+    monkeypatch.setattr("tcview.ingest.index.PARALLEL_MIN_BYTES", 0)
     serial = _load(many_ranks, 1, cache=False)
     par = _load(many_ranks, 2, cache=False)
     stats = par.load_stats
@@ -160,8 +161,8 @@ def test_any_split_among_workers_equals_the_serial_index(
 ) -> None:
     """However many workers, whatever share the loading thread keeps, however many files:
     the parallel index is the serial one."""
-    monkeypatch.setattr("tcview.trace.index.PARALLEL_MIN_BYTES", 0)
-    monkeypatch.setattr("tcview.trace.index.own_share", lambda workers: share)
+    monkeypatch.setattr("tcview.ingest.index.PARALLEL_MIN_BYTES", 0)
+    monkeypatch.setattr("tcview.ingest.index.own_share", lambda workers: share)
     monkeypatch.setattr(parallel, "start_method", lambda: "fork")
     trace = many_ranks.parent / f"first_{files}"
     if trace not in _SERIAL:
@@ -227,7 +228,7 @@ def test_a_stopped_load_ends_its_workers(
     monkeypatch.setenv(parallel.JOBS_ENV, "2")
     seen: list[int] = []
     ts = TraceSet(many_ranks)
-    from tcview.trace.index import discover
+    from tcview.ingest.index import discover
 
     found, _ = discover(many_ranks)
     hooks = Hooks(progress=lambda done, total: seen.append(len(ts.files)))
@@ -314,7 +315,7 @@ def test_every_model_field_is_written() -> None:
     """The codecs cover each dataclass field of the model, and Record's slots."""
     import dataclasses
 
-    from tcview.trace.model import Record
+    from tcview.model.objects import Record
 
     for cls in snapshot.TABLES:
         c = snapshot.codec(cls)
@@ -368,7 +369,7 @@ def test_no_cache_flag_and_environment(
     monkeypatch.setenv(cache_mod.NO_CACHE_ENV, "1")
     _load(many_ranks, 1, cache=True)
     assert not (own_cache / "index").exists()
-    from tcview.cli import main
+    from tcview.commands.cli import main
 
     monkeypatch.delenv(cache_mod.NO_CACHE_ENV)
     assert main(["summary", "--json", "-q", "--no-cache", str(many_ranks)]) == 0
@@ -459,7 +460,7 @@ def test_a_file_that_changes_while_it_is_read_is_not_cached(
     data = next(CUT_SOURCE.iterdir()).read_bytes()
     path = tmp_path / "dedicated_log_torch_trace_a.log"
     path.write_bytes(data)
-    monkeypatch.setattr("tcview.trace.load.CHUNK", 64 << 10)
+    monkeypatch.setattr("tcview.ingest.load.CHUNK", 64 << 10)
 
     appended: list[int] = []
 
@@ -828,7 +829,7 @@ def test_follow_mode_reads_the_cache_first_and_never_writes_it(
 ) -> None:
     """A followed directory starts from the cache entries of its files, fed on as they grow;
     the model is the one follow mode makes without a cache. Follow mode writes no entry."""
-    from tcview.live import Follower
+    from tcview.ingest.live import Follower
 
     trace = tmp_path / "trace"
     trace.mkdir()

@@ -1,8 +1,8 @@
-"""The search engine (tcview.trace.search) and `tcview grep`, on real traces and captures.
+"""The search engine (tcview.report.search) and `tcview grep`, on real traces and captures.
 
 Every hit is checked against an independent reading: the record's payload split into lines
 (the line the hit names must be the line it shows), and the output code split into kernels
-by tcview.trace.kernels (the kernel a hit names must be the one whose span holds its line).
+by tcview.analysis.kernels (the kernel a hit names must be the one whose span holds its line).
 """
 
 from __future__ import annotations
@@ -16,11 +16,11 @@ from pathlib import Path
 import pytest
 from conftest import FIXTURES, REPO, SAMPLES, shared_run_dirs
 
-import tcview.trace.search as engine
-from tcview.trace.detail import record_name
-from tcview.trace.kernels import split_output_code
-from tcview.trace.search import Query, QueryError, Search, search
-from tcview.trace.source import load_source
+import tcview.report.search as engine
+from tcview.analysis.kernels import split_output_code
+from tcview.ingest.source import load_source
+from tcview.report.detail import record_name
+from tcview.report.search import Query, QueryError, Search, search
 
 GPU_RUN = SAMPLES / "gpu_tinyblock"
 CPU_RUN = SAMPLES / "cpu_breaks_recompiles"
@@ -184,7 +184,7 @@ def test_hostile_text_is_found_and_shown_literally() -> None:
 
 def _grep(*args: object) -> subprocess.CompletedProcess[str]:
     return subprocess.run(
-        [sys.executable, "-m", "tcview.cli", "grep", *map(str, args)],
+        [sys.executable, "-m", "tcview.commands.cli", "grep", *map(str, args)],
         capture_output=True,
         text=True,
         cwd=REPO,
@@ -231,7 +231,7 @@ def test_grep_reads_stdin() -> None:
     capture = CPU_RUN / "torch_logs.txt"
     from_file = _grep("Recompiling function", capture)
     piped = subprocess.run(
-        [sys.executable, "-m", "tcview.cli", "grep", "Recompiling function", "-"],
+        [sys.executable, "-m", "tcview.commands.cli", "grep", "Recompiling function", "-"],
         input=capture.read_bytes(),
         capture_output=True,
         cwd=REPO,

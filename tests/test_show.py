@@ -17,8 +17,11 @@ import pytest
 from conftest import REPO, unpack_shared
 from ui_helpers import ready, settle, sync
 
-from tcview.trace import Model, load_source
-from tcview.trace.detail import (
+from tcview.analysis.kernels import OUTPUT_CODES, fuses, group_kernels, launch_info
+from tcview.analysis.recompiles import CHANGES, diagnose, parse_guard_failure
+from tcview.ingest.source import load_source
+from tcview.model.objects import Compile, Frame, Kernel, Model
+from tcview.report.detail import (
     Detail,
     compile_detail,
     frame_detail,
@@ -26,10 +29,7 @@ from tcview.trace.detail import (
     record_name,
     render_text,
 )
-from tcview.trace.kernels import OUTPUT_CODES, fuses, group_kernels, launch_info
-from tcview.trace.model import Compile, Frame, Kernel
-from tcview.trace.recompiles import CHANGES, diagnose, parse_guard_failure
-from tcview.trace.show import ShowError, find, show_detail
+from tcview.report.show import ShowError, find, show_detail
 
 SHARED = unpack_shared()
 BAR_CELLS = " █▏▎▍▌▋▊▉"
@@ -45,7 +45,7 @@ def shared(*parts: str) -> Path:
 
 def show(*args: str) -> subprocess.CompletedProcess[str]:
     return subprocess.run(
-        [sys.executable, "-m", "tcview.cli", "show", *args],
+        [sys.executable, "-m", "tcview.commands.cli", "show", *args],
         capture_output=True,
         text=True,
         cwd=REPO,
@@ -302,7 +302,7 @@ def test_cpp_kernel_says_what_it_has(dim_model: Model) -> None:
 def test_identical_kernels_across_recompiles_are_one_group(dim_model: Model) -> None:
     """`scale` compiled 6 times with the same kernel source: one group of 6; the 14 compiles of
     `step` differ in their sizes: 14 groups of 1."""
-    from tcview.trace.kernels import needs_digests, source_digests
+    from tcview.analysis.kernels import needs_digests, source_digests
 
     for batch in needs_digests(dim_model.kernels):
         source_digests(batch)
@@ -667,7 +667,7 @@ def test_every_detail_builds_on_hostile_and_sample_traces(path: Path) -> None:
         [
             sys.executable,
             "-m",
-            "tcview.cli",
+            "tcview.commands.cli",
             "show",
             str(path),
             *(["0/0"] if model.compiles else ["x"]),

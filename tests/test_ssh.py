@@ -27,7 +27,7 @@ from conftest import REPO, SAMPLES, unpack_shared
 from run_helpers import wait_for
 from tmux_helpers import Terminal
 
-from tcview.trace.source import load_source
+from tcview.ingest.source import load_source
 
 # slow; one worker runs the module, so its sshd (a module fixture) starts once
 pytestmark = [pytest.mark.slow, pytest.mark.xdist_group("ssh")]
@@ -275,7 +275,7 @@ def _ssh_tcview(server: SshServer, trace: Path, kernel: str, tmp: Path) -> Itera
     # that it is gone after `q`
     remote = (
         f"cd {shlex.quote(str(REPO))} && echo $$ > {shlex.quote(str(tmp / 'remote.pid'))} && "
-        f"exec env TERM=xterm-256color {shlex.quote(sys.executable)} -m tcview.cli open "
+        f"exec env TERM=xterm-256color {shlex.quote(sys.executable)} -m tcview.commands.cli open "
         f"{shlex.quote(str(trace))} --goto {shlex.quote(kernel)}"
     )
     ssh = shlex.join([*server.ssh_args()[:1], "-t", *server.ssh_args()[1:], remote])

@@ -14,10 +14,10 @@ import pytest
 from textual.widgets import DataTable
 from ui_helpers import CPU_SAMPLE, GPU_SAMPLE, SAMPLES, ready, settle, sync
 
-from tcview.trace.detail import compile_detail, render_text
-from tcview.trace.kernels import OUTPUT_CODES
-from tcview.trace.model import Kernel, Record
-from tcview.trace.paths import PathMap
+from tcview.analysis.kernels import OUTPUT_CODES
+from tcview.analysis.paths import PathMap
+from tcview.model.objects import Kernel, Record
+from tcview.report.detail import compile_detail, render_text
 from tcview.ui.app import TcviewApp
 from tcview.ui.reader import Reader
 from tcview.ui.take import LocationPicker, SaveScreen, kernel_source
@@ -281,8 +281,8 @@ def test_path_map_longest_prefix_and_boundaries() -> None:
 def test_editor_argv_has_no_shell_and_no_option_paths(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from tcview.editor import editor_call
-    from tcview.trace.paths import Location
+    from tcview.analysis.paths import Location
+    from tcview.ui.editor import editor_call
 
     target = tmp_path / "-rf.py"
     target.write_text("")
@@ -297,7 +297,7 @@ def test_editor_argv_has_no_shell_and_no_option_paths(
 
 
 def test_copied_kinds_of_model_objects() -> None:
-    from tcview.trace.source import load_source
+    from tcview.ingest.source import load_source
     from tcview.ui.take import copy_text
 
     model = load_source(str(CPU_SAMPLE))
@@ -315,7 +315,7 @@ def test_map_path_on_the_command_line() -> None:
 
     from conftest import REPO
 
-    from tcview.cli import build_parser
+    from tcview.commands.cli import build_parser
 
     args = build_parser().parse_args(["run", "--map-path", "/a=/b", "--map-path", "/c=/d", "x.py"])
     assert args.map_path == ["/a=/b", "/c=/d"]
@@ -323,7 +323,7 @@ def test_map_path_on_the_command_line() -> None:
     assert PathMap.parse(args.map_path).local("/w/f.py") == "/x/f.py"
     for command in ("open", "run"):
         out = subprocess.run(
-            [sys.executable, "-m", "tcview.cli", command, "--map-path", "nonsense", "x.py"],
+            [sys.executable, "-m", "tcview.commands.cli", command, "--map-path", "nonsense", "x.py"],
             capture_output=True,
             text=True,
             cwd=REPO,

@@ -15,9 +15,9 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from textref import count_text
 
-from tcview.trace import TraceSet
-from tcview.trace.source import load_source
-from tcview.trace.textlog import TextLog
+from tcview.ingest.index import TraceSet
+from tcview.ingest.source import load_source
+from tcview.ingest.textlog import TextLog
 
 SMALL = FIXTURES / "torch_logs_small.txt"
 # `TORCH_LOGS=+dynamo,+inductor,+aot python3 tests/fixtures/jobs/breaks_recompile.py 2> FILE`
@@ -180,7 +180,7 @@ def test_agreement_covers_every_kind(shared_traces: Path) -> None:
 
 def _summary_json(args: list[str], stdin: bytes | None = None) -> dict:
     out = subprocess.run(
-        [sys.executable, "-m", "tcview.cli", "summary", "--json", *args],
+        [sys.executable, "-m", "tcview.commands.cli", "summary", "--json", *args],
         input=stdin,
         capture_output=True,
         cwd=REPO,
@@ -499,7 +499,7 @@ def test_any_chunk_split_gives_the_same_index(sizes: list[int]) -> None:
 
 def test_cli_summary_text_on_a_capture() -> None:
     out = subprocess.run(
-        [sys.executable, "-m", "tcview.cli", "summary", str(SMALL)],
+        [sys.executable, "-m", "tcview.commands.cli", "summary", str(SMALL)],
         capture_output=True,
         text=True,
         cwd=REPO,
@@ -601,11 +601,11 @@ def test_a_message_handler_that_raises_is_damage_not_the_end(
     monkeypatch: pytest.MonkeyPatch, table: str, kind: str, phase: str
 ) -> None:
     """Issue 11 item 3 for TORCH_LOGS text: one damage entry, every other count unchanged."""
-    from tcview.trace import textmessages
-    from tcview.trace.builder import Builder
-    from tcview.trace.model import Record
-    from tcview.trace.summary import summary_json
-    from tcview.trace.textproc import ProcessLog
+    from tcview.ingest import textmessages
+    from tcview.ingest.builder import Builder
+    from tcview.ingest.textproc import ProcessLog
+    from tcview.model.objects import Record
+    from tcview.report.summary import summary_json
 
     clean = TextLog.load(str(DYNAMO_RECOMPILE))
     target = clean.records_of(kind)[1]

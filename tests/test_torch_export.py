@@ -16,8 +16,7 @@ import pytest
 from conftest import FIXTURES, REPO
 from ui_helpers import ready, settle, summary_json, sync
 
-from tcview.trace import TraceSet
-from tcview.trace.export import (
+from tcview.analysis.export import (
     DATA_DEPENDENT,
     GUARD,
     MISMATCHED_FAKE,
@@ -25,7 +24,8 @@ from tcview.trace.export import (
     export_report,
     is_export,
 )
-from tcview.trace.model import MD5_BLANK_LINES, MD5_MISMATCH, MD5_OK
+from tcview.ingest.index import TraceSet
+from tcview.model.objects import MD5_BLANK_LINES, MD5_MISMATCH, MD5_OK
 from tcview.ui.content import record_doc
 
 DRAFT = FIXTURES / "export_draft"
@@ -206,7 +206,7 @@ def test_md5_states_on_edited_copies(tmp_path: Path) -> None:
 
 def test_show_export_prints_the_report() -> None:
     out = subprocess.run(
-        [sys.executable, "-m", "tcview.cli", "show", str(DRAFT / "trace"), "export"],
+        [sys.executable, "-m", "tcview.commands.cli", "show", str(DRAFT / "trace"), "export"],
         capture_output=True,
         text=True,
         cwd=REPO,
@@ -225,7 +225,7 @@ def test_show_export_json_puts_each_issue_at_the_user_line(shared_traces: Path) 
     stack outside torch (the test's forward, as the raw stack says), not torch's logging."""
     log = shared_traces / "tlparse-corpus" / "export.log"
     out = subprocess.run(
-        [sys.executable, "-m", "tcview.cli", "show", str(log), "export", "--json"],
+        [sys.executable, "-m", "tcview.commands.cli", "show", str(log), "export", "--json"],
         capture_output=True,
         text=True,
         cwd=REPO,

@@ -14,14 +14,13 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from refcount import count
 
-from tcview.trace import TraceSet, parse_compile_id
-from tcview.trace.builder import Builder
-from tcview.trace.compile_id import CompileKey, FrameKey
-from tcview.trace.facts import short_guard
-from tcview.trace.index import discover
-from tcview.trace.kernels import split_output_code
-from tcview.trace.model import Record
-from tcview.trace.tracefile import TraceFile
+from tcview.analysis.kernels import split_output_code
+from tcview.ingest.builder import Builder
+from tcview.ingest.index import TraceSet, discover
+from tcview.ingest.tracefile import TraceFile
+from tcview.model.compile_id import CompileKey, FrameKey, parse_compile_id
+from tcview.model.facts import short_guard
+from tcview.model.objects import Record
 
 REF_KEYS = [
     "files",
@@ -72,8 +71,8 @@ def test_trace_package_imports_no_ui_and_no_torch() -> None:
             for name in names:
                 assert name.split(".")[0] not in banned, f"{py.name} imports {name}"
     code = (
-        "import sys, tcview.trace, tcview.trace.source, tcview.trace.summary, "
-        "tcview.trace.kernels\n"
+        "import sys, tcview.trace, tcview.ingest.source, tcview.report.summary, "
+        "tcview.analysis.kernels\n"
         "bad = [m for m in sys.modules if m.split('.')[0] in ('textual', 'rich', 'torch')]\n"
         "assert not bad, bad"
     )
@@ -293,7 +292,7 @@ def test_md5_mismatch_is_flagged_not_fatal(tmp_path: Path) -> None:
 def test_summary_cli_json_and_fail_on(tmp_path: Path) -> None:
     sample = SAMPLES / "cpu_breaks_recompiles" / "trace"
     run = subprocess.run(
-        [sys.executable, "-m", "tcview.cli", "summary", "--json", str(sample)],
+        [sys.executable, "-m", "tcview.commands.cli", "summary", "--json", str(sample)],
         capture_output=True,
         text=True,
         cwd=REPO,
@@ -303,26 +302,26 @@ def test_summary_cli_json_and_fail_on(tmp_path: Path) -> None:
     for key in REF_KEYS:
         assert key in data
     gate = subprocess.run(
-        [sys.executable, "-m", "tcview.cli", "summary", "--fail-on", "graph_breaks", str(sample)],
+        [sys.executable, "-m", "tcview.commands.cli", "summary", "--fail-on", "graph_breaks", str(sample)],
         capture_output=True,
         cwd=REPO,
     )
     assert gate.returncode == 1
     ok = subprocess.run(
-        [sys.executable, "-m", "tcview.cli", "summary", "--fail-on", "failures", str(sample)],
+        [sys.executable, "-m", "tcview.commands.cli", "summary", "--fail-on", "failures", str(sample)],
         capture_output=True,
         cwd=REPO,
     )
     assert ok.returncode == 0
     typo = subprocess.run(
-        [sys.executable, "-m", "tcview.cli", "summary", "--fail-on", "graph_break", str(sample)],
+        [sys.executable, "-m", "tcview.commands.cli", "summary", "--fail-on", "graph_break", str(sample)],
         capture_output=True,
         text=True,
         cwd=REPO,
     )
     assert typo.returncode == 2 and "graph_breaks" in typo.stderr
     text = subprocess.run(
-        [sys.executable, "-m", "tcview.cli", "summary", str(sample)],
+        [sys.executable, "-m", "tcview.commands.cli", "summary", str(sample)],
         capture_output=True,
         text=True,
         cwd=REPO,
@@ -332,7 +331,7 @@ def test_summary_cli_json_and_fail_on(tmp_path: Path) -> None:
 
 
 def test_without_orjson_the_index_is_the_same(monkeypatch: pytest.MonkeyPatch) -> None:
-    from tcview.trace import tracefile
+    from tcview.ingest import tracefile
 
     path = SAMPLES / "gpu_triton_user" / "trace"
     fast = TraceSet.load(path).summary_counts()
@@ -343,7 +342,7 @@ def test_without_orjson_the_index_is_the_same(monkeypatch: pytest.MonkeyPatch) -
 def test_overlong_lines_are_counted_not_kept(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from tcview.trace import tracefile
+    from tcview.ingest import tracefile
 
     monkeypatch.setattr(tracefile, "MAX_LINE", 100_000)  # real headers stay under it
     cut = GOOD.index(b"\nV", 50000) + 1
@@ -374,8 +373,8 @@ def test_a_handler_that_raises_is_damage_not_the_end(
 ) -> None:
     """Issue 11 item 3: the load goes on past a handler that raises on one record; every other
     count stays, and one damage entry names the record."""
-    from tcview.trace import handlers
-    from tcview.trace.summary import summary_json
+    from tcview.ingest import handlers
+    from tcview.report.summary import summary_json
 
     path = SAMPLES / "cpu_breaks_recompiles" / "trace"
     clean = TraceSet.load(path)
@@ -409,8 +408,8 @@ def test_compile_identity_lives_in_one_method() -> None:
     """Every lookup of a compile by id goes through Builder.compile_for, the chromium fast path
     included: a builder that changes what an id names (as reset() episodes will) mid-file, and
     forgets its memos, gets every later record and chromium event on its new compiles."""
-    from tcview.trace.compile_id import CompileKey as Key
-    from tcview.trace.model import Compile, LogSource
+    from tcview.model.compile_id import CompileKey as Key
+    from tcview.model.objects import Compile, LogSource
 
     class Episodes(Builder):
         def __init__(self) -> None:

@@ -11,7 +11,7 @@ import pytest
 from textual.widgets import Static
 from ui_helpers import CPU_SAMPLE, GPU_SAMPLE, counts_text, ready, settle, summary_json, sync
 
-from tcview.trace.model import Compile
+from tcview.model.objects import Compile
 from tcview.ui.app import TcviewApp
 from tcview.ui.reader import Reader
 from tcview.ui.status import fit_path
@@ -85,7 +85,7 @@ async def test_follow_flag_shows_live() -> None:
 
 @sync
 async def test_goto_kernel_shows_def_line() -> None:
-    from tcview.trace.source import load_source
+    from tcview.ingest.source import load_source
 
     kernel = load_source(str(GPU_SAMPLE)).kernels[-1]
     app = TcviewApp(str(GPU_SAMPLE), goto=kernel.name)
@@ -168,7 +168,7 @@ async def test_mouse_click_selects() -> None:
 
 @sync
 async def test_search_n_and_N() -> None:
-    from tcview.trace.source import load_source
+    from tcview.ingest.source import load_source
 
     kernel = load_source(str(GPU_SAMPLE)).kernels[0]
     app = TcviewApp(str(GPU_SAMPLE), goto=kernel.name)
@@ -477,7 +477,7 @@ async def test_goto_before_the_first_layout_leaves_the_tree_unscrolled(
     (as a loaded machine's first tick can). Scrolling then measures a tree of height 0 and
     leaves it scrolled unless something scrolls it back (a race the snapshots lost under
     load): the reveal must not scroll before the layout, and the cursor ends on the node."""
-    from tcview.trace import load_source
+    from tcview.ingest.source import load_source
 
     reveal = TraceTree.reveal_node
     seen: list[tuple[int, int]] = []

@@ -10,15 +10,11 @@ import pytest
 from refcount import count
 from ui_helpers import CPU_SAMPLE, GPU_SAMPLE
 
-from tcview.trace.source import load_source
-from tcview.trace.summary import counts_line
+from tcview.commands.open import NO_INPUT_HELP, newest_trace_dir, open_app, resolve_path
+from tcview.ingest.source import load_source
+from tcview.report.summary import counts_line
 from tcview.ui.app import doc_for, resolve_target
-from tcview.ui.content import (
-    kernel_doc,
-    metrics_table,
-    record_doc,
-)
-from tcview.ui.launch import NO_INPUT_HELP, newest_trace_dir, open_app, resolve_path
+from tcview.ui.content import kernel_doc, metrics_table, record_doc
 from tcview.ui.loader import Loader
 from tcview.ui.tree import Item
 from tcview.ui.viewer import highlight_line

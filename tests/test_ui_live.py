@@ -16,11 +16,11 @@ import pytest
 from conftest import FIXTURES, SAMPLES
 from ui_helpers import CPU_SAMPLE, counts_text, ready, settle, summary_json, sync
 
-import tcview.trace.load
-from tcview.replay import replay
+import tcview.ingest.load
+from tcview.ingest.replay import replay
+from tcview.model.objects import Model
 from tcview.run.session import Launcher
 from tcview.run.spec import PythonInfo, RunOptions, build_spec
-from tcview.trace import Model
 from tcview.ui.app import TcviewApp
 from tcview.ui.loader import Loader
 from tcview.ui.reader import Reader
@@ -136,7 +136,7 @@ async def test_overview_counts_move_with_the_status_bar_while_indexing(
     shared_traces: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     # Index in many small, slow steps, as a big trace would go.
-    monkeypatch.setattr(tcview.trace.load, "CHUNK", 16 << 10)
+    monkeypatch.setattr(tcview.ingest.load, "CHUNK", 16 << 10)
     progress = Loader._progress
 
     def slow(self: Loader, done: int, total: int) -> None:
@@ -313,7 +313,7 @@ async def test_an_indexing_app_redraws_when_the_loader_says_so(
 ) -> None:
     """No timer while a one-shot load indexes: a load that stalls gets no redraw, and each
     chunk indexed is shown without waiting for the end."""
-    monkeypatch.setattr(tcview.trace.load, "CHUNK", 64 << 10)
+    monkeypatch.setattr(tcview.ingest.load, "CHUNK", 64 << 10)
     stalled, go_on = threading.Event(), threading.Event()
     progress = Loader._progress
 

@@ -11,8 +11,8 @@ import pytest
 from textual.widgets import DataTable, Input
 from ui_helpers import GPU_SAMPLE, counts_text, ready, sync
 
-from tcview.trace import TraceSet
-from tcview.trace.ranks import counts_in
+from tcview.ingest.index import TraceSet
+from tcview.model.ranks import counts_in
 from tcview.ui.app import TcviewApp
 from tcview.ui.ranks_view import CompareView, RankDialog, RanksView
 from tcview.ui.reader import Reader

@@ -10,14 +10,14 @@ import pytest
 from tmux_helpers import Terminal, need_tmux
 from ui_helpers import GPU_SAMPLE, REPO, counts_text, summary_json
 
-from tcview.trace.source import load_source
+from tcview.ingest.source import load_source
 
 pytestmark = [need_tmux, pytest.mark.slow]
 
 
 def _run_case(trace: Path, kernel: str, size: tuple[int, int] = (120, 40)) -> None:
     command = (
-        f"cd {shlex.quote(str(REPO))} && {shlex.quote(sys.executable)} -m tcview.cli open "
+        f"cd {shlex.quote(str(REPO))} && {shlex.quote(sys.executable)} -m tcview.commands.cli open "
         f"{shlex.quote(str(trace))} --goto {shlex.quote(kernel)}"
     )
     expected = counts_text(summary_json(trace))

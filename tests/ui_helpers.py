@@ -60,7 +60,7 @@ def screen_text(app: Any) -> str:
 
 def summary_json(path: Path | str) -> dict:
     out = subprocess.run(
-        [sys.executable, "-m", "tcview.cli", "summary", "--json", "-q", str(path)],
+        [sys.executable, "-m", "tcview.commands.cli", "summary", "--json", "-q", str(path)],
         capture_output=True,
         text=True,
         check=True,

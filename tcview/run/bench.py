@@ -35,12 +35,12 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from ..trace.kernels import OUTPUT_CODES, kernel_num_gb, output_devices
-from ..trace.model import OUTPUT_CODE_KINDS, ROLE_SHORT, Compile, Kernel, Lock, Model, Record
-from . import cleanup
-from .gpu import Peak, gpus_here, peak_bandwidth
-from .session import supervised
-from .spec import PythonInfo, probe_python
+from tcview.analysis.kernels import OUTPUT_CODES, kernel_num_gb, output_devices
+from tcview.model.objects import OUTPUT_CODE_KINDS, ROLE_SHORT, Compile, Kernel, Lock, Model, Record
+from tcview.run import cleanup
+from tcview.run.gpu import Peak, gpus_here, peak_bandwidth
+from tcview.run.session import supervised
+from tcview.run.spec import PythonInfo, probe_python
 
 DRIVER = Path(__file__).with_name("_bench_driver.py")
 RESULT_MARK = "TCVIEW-BENCH "  # the driver's result lines (_bench_driver.MARK)

@@ -10,11 +10,11 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from ..safe import safe_text
-from ..trace.index import TraceSet
-from ..trace.source import load_source
-from ..trace.summary import counts_line, crash_lines, summary_json, summary_text
-from .session import RunSession, RunStatus
+from tcview.ingest.index import TraceSet
+from tcview.ingest.source import load_source
+from tcview.report.summary import counts_line, crash_lines, summary_json, summary_text
+from tcview.run.session import RunSession, RunStatus
+from tcview.text.safe import safe_text
 
 
 @dataclass(frozen=True)

@@ -32,11 +32,11 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import BinaryIO, Literal
 
-from ..safe import safe_line
-from . import cleanup
-from ._supervisor import group_members
-from .gpu import GpuSample, GpuSampler
-from .spec import LaunchError, PythonInfo, RunOptions, RunSpec, probe_python
+from tcview.run import cleanup
+from tcview.run._supervisor import group_members
+from tcview.run.gpu import GpuSample, GpuSampler
+from tcview.run.spec import LaunchError, PythonInfo, RunOptions, RunSpec, probe_python
+from tcview.text.safe import safe_line
 
 SUPERVISOR = Path(__file__).with_name("_supervisor.py")
 

@@ -24,33 +24,31 @@ from textual.timer import Timer
 from textual.widgets import Footer, Tree
 from textual.worker import get_current_worker
 
-from ..editor import editor_call
-from ..run.bench import BenchResult, KernelTime
-from ..safe import safe_line
-from ..trace import LogSource, Model
-from ..trace.compile_id import parse_compile_id
-from ..trace.detail import (
+from tcview.analysis.diff import predecessor
+from tcview.analysis.export import is_export
+from tcview.analysis.paths import Location, PathMap, locations_of
+from tcview.analysis.provenance import (
+    POST_GRAD_GRAPHS,
+    PRE_GRAD_GRAPHS,
+    graph_lines_of,
+    kernel_provenance,
+)
+from tcview.model.compile_id import parse_compile_id
+from tcview.model.objects import OUTPUT_CODE_KINDS, Compile, Frame, Kernel, LogSource, Model, Record
+from tcview.model.ranks import RankSet, counts_in, ranks_label, ranks_of
+from tcview.report.detail import (
     compile_detail,
     digest_namesakes,
     frame_detail,
     kernel_detail,
     provenance_detail,
 )
-from ..trace.diff import predecessor
-from ..trace.export import is_export
-from ..trace.model import OUTPUT_CODE_KINDS, Compile, Frame, Kernel, Record
-from ..trace.paths import Location, PathMap, locations_of
-from ..trace.provenance import (
-    POST_GRAD_GRAPHS,
-    PRE_GRAD_GRAPHS,
-    graph_lines_of,
-    kernel_provenance,
-)
-from ..trace.ranks import RankSet, counts_in, ranks_label, ranks_of
-from ..trace.search import Hit
-from ..trace.summary import InputState, counts_line, input_state
-from .bench import BENCH_BINDINGS, BenchDialog, Bencher, CancelBenchDialog, with_bench
-from .content import (
+from tcview.report.search import Hit
+from tcview.report.summary import InputState, counts_line, input_state
+from tcview.run.bench import BenchResult, KernelTime
+from tcview.text.safe import safe_line
+from tcview.ui.bench import BENCH_BINDINGS, BenchDialog, Bencher, CancelBenchDialog, with_bench
+from tcview.ui.content import (
     Document,
     Marked,
     detail_doc,
@@ -59,19 +57,28 @@ from .content import (
     record_doc,
     styled_doc,
 )
-from .diffview import CompileDiffView
-from .finder import ResultsTree, SearchScreen
-from .help import HelpPlace, HelpScreen, bindings_of
-from .loader import FollowLoader, Loader
-from .messages import ModelMoved
-from .palette import TraceCommands
-from .ranks_view import CompareView, Picked, RankDialog, RanksView, labels_of
-from .reader import Reader, SearchBox
-from .status import StatusBar
-from .take import OSC52_SAFE, LocationPicker, SaveScreen, Taken, copy_text, write_text
-from .tree import Item, TraceTree
-from .viewer import CodeView
-from .views import VIEWS, KernelsView, OtherView, ProvenanceView, TableView, TimeView, ViewTable
+from tcview.ui.diffview import CompileDiffView
+from tcview.ui.editor import editor_call
+from tcview.ui.finder import ResultsTree, SearchScreen
+from tcview.ui.help import HelpPlace, HelpScreen, bindings_of
+from tcview.ui.loader import FollowLoader, Loader
+from tcview.ui.messages import ModelMoved
+from tcview.ui.palette import TraceCommands
+from tcview.ui.ranks_view import CompareView, Picked, RankDialog, RanksView, labels_of
+from tcview.ui.reader import Reader, SearchBox
+from tcview.ui.status import StatusBar
+from tcview.ui.take import OSC52_SAFE, LocationPicker, SaveScreen, Taken, copy_text, write_text
+from tcview.ui.tree import Item, TraceTree
+from tcview.ui.viewer import CodeView
+from tcview.ui.views import (
+    VIEWS,
+    KernelsView,
+    OtherView,
+    ProvenanceView,
+    TableView,
+    TimeView,
+    ViewTable,
+)
 
 ALL_VIEWS: dict[str, type[Screen[None]]] = {**VIEWS, "ranks": RanksView}
 
@@ -491,7 +498,7 @@ class TcviewApp(App[int]):
     @work(thread=True, group="warm", exit_on_error=False, description="warm up")
     def _warm_up(self) -> None:
         """Import the lexers now, so the first highlighted item does not wait for them."""
-        from .viewer import highlight_line
+        from tcview.ui.viewer import highlight_line
 
         for language in ("python", "cpp", "json"):
             highlight_line("x = 1", language)

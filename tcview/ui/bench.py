@@ -16,7 +16,9 @@ from textual.containers import Vertical
 from textual.screen import ModalScreen
 from textual.widgets import Static
 
-from ..run.bench import (
+from tcview.model.objects import Compile, Kernel, Record
+from tcview.report.detail import Detail, Section
+from tcview.run.bench import (
     BenchJob,
     BenchPlan,
     BenchRefused,
@@ -25,13 +27,11 @@ from ..run.bench import (
     exec_refusal,
     plan_bench,
 )
-from ..safe import safe_line
-from ..trace.detail import Detail, Section
-from ..trace.model import Compile, Kernel, Record
-from .content import lit, styled_doc
+from tcview.text.safe import safe_line
+from tcview.ui.content import lit, styled_doc
 
 if TYPE_CHECKING:
-    from .app import TcviewApp
+    from tcview.ui.app import TcviewApp
 
 BENCH_BINDINGS = [
     Binding(

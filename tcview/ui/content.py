@@ -13,10 +13,23 @@ from typing import Any
 
 from rich.text import Text
 
-from ..safe import safe_line
-from ..trace import Model
-from ..trace.cudagraphs import CudaGraphs
-from ..trace.detail import (
+from tcview.analysis.cudagraphs import CudaGraphs
+from tcview.analysis.export import export_counts, is_export
+from tcview.analysis.kernels import OUTPUT_CODES, KernelSpan
+from tcview.model.objects import (
+    GRAPH_KINDS,
+    MD5_BLANK_LINES,
+    MD5_MISMATCH,
+    Compile,
+    Error,
+    Kernel,
+    Model,
+    Record,
+    group_breaks,
+    stack_frames,
+)
+from tcview.model.ranks import RankSet, counts_in, ranks_label, ranks_of, wanted
+from tcview.report.detail import (
     Detail,
     Row,
     Section,
@@ -27,21 +40,8 @@ from ..trace.detail import (
     record_name,
     row_parts,
 )
-from ..trace.export import export_counts, is_export
-from ..trace.kernels import OUTPUT_CODES, KernelSpan
-from ..trace.model import (
-    GRAPH_KINDS,
-    MD5_BLANK_LINES,
-    MD5_MISMATCH,
-    Compile,
-    Error,
-    Kernel,
-    Record,
-    group_breaks,
-    stack_frames,
-)
-from ..trace.ranks import RankSet, counts_in, ranks_label, ranks_of, wanted
-from ..trace.summary import InputState, counts_line
+from tcview.report.summary import InputState, counts_line
+from tcview.text.safe import safe_line
 
 METRIC_KINDS = frozenset(
     [

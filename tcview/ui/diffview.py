@@ -16,16 +16,16 @@ from textual.binding import Binding
 from textual.screen import Screen
 from textual.widgets import Footer, Static
 
-from ..trace.diff import compile_diff
-from ..trace.diffreport import compile_diff_lines, run_diff_lines
-from ..trace.model import Compile
-from ..trace.rundiff import RunDiff
-from .content import rows_doc, tagged_text
-from .reader import Reader
-from .status import StatusBar
+from tcview.analysis.diff import compile_diff
+from tcview.analysis.rundiff import RunDiff
+from tcview.model.objects import Compile
+from tcview.report.diffreport import compile_diff_lines, run_diff_lines
+from tcview.ui.content import rows_doc, tagged_text
+from tcview.ui.reader import Reader
+from tcview.ui.status import StatusBar
 
 if TYPE_CHECKING:
-    from .app import TcviewApp
+    from tcview.ui.app import TcviewApp
 
 
 class CompileDiffView(Screen[None]):

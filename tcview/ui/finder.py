@@ -1,6 +1,6 @@
 """Global search (`S`): every payload of the trace and its TORCH_LOGS text.
 
-A worker runs the model's search engine (tcview.trace.search: region by region, as bytes) and
+A worker runs the model's search engine (tcview.report.search: region by region, as bytes) and
 hands hits over in batches: it appends them to a list and posts `HitsFound`, a message that a
 newer one replaces while it waits, so a burst of hits costs one redraw. Results are grouped by
 compile; Enter on one opens its artifact (or kernel) at the matching line.
@@ -23,14 +23,14 @@ from textual.timer import Timer
 from textual.widgets import Footer, Input, Static, Tree
 from textual.widgets.tree import TreeNode
 
-from ..safe import safe_line
-from ..trace.model import Compile, Model
-from ..trace.search import SKIPPED_NOTE, Hit, Query, QueryError, Search, place_of
-from .messages import Merging
-from .status import StatusBar
+from tcview.model.objects import Compile, Model
+from tcview.report.search import SKIPPED_NOTE, Hit, Query, QueryError, Search, place_of
+from tcview.text.safe import safe_line
+from tcview.ui.messages import Merging
+from tcview.ui.status import StatusBar
 
 if TYPE_CHECKING:
-    from .app import TcviewApp
+    from tcview.ui.app import TcviewApp
 
 MAX_RESULTS = 2000  # matching lines listed; the search stops there (grep prints all)
 # Batches reach the screen at most every POST_GAP seconds, then, once many hits are listed

@@ -10,8 +10,9 @@ import threading
 from collections.abc import Callable
 from threading import RLock
 
-from ..trace import Hooks, Model
-from ..trace.source import load_source
+from tcview.ingest.load import Hooks
+from tcview.ingest.source import load_source
+from tcview.model.objects import Model
 
 
 class Loader:
@@ -84,7 +85,7 @@ class FollowLoader:
         stdin_fd: int | None = None,
         on_update: Callable[[], None] | None = None,
     ) -> None:
-        from ..live import Follower
+        from tcview.ingest.live import Follower
 
         self.path = path
         self.follower = Follower(path, poll=poll, on_update=on_update)

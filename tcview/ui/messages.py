@@ -13,8 +13,8 @@ from typing import TYPE_CHECKING
 from textual.message import Message
 
 if TYPE_CHECKING:
-    from ..run.gpu import GpuSample
-    from ..run.session import RunSession
+    from tcview.run.gpu import GpuSample
+    from tcview.run.session import RunSession
 
 
 class Merging(Message):

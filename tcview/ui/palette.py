@@ -12,12 +12,11 @@ from textual.command import DiscoveryHit, Hit, Hits, Provider
 from textual.content import Content
 from textual.markup import escape
 
-from ..safe import safe_line
-from ..trace import LogSource
-from ..trace.model import Compile, Kernel
+from tcview.model.objects import Compile, Kernel, LogSource
+from tcview.text.safe import safe_line
 
 if TYPE_CHECKING:
-    from .app import TcviewApp
+    from tcview.ui.app import TcviewApp
 
 SEARCH_BUDGET_S = 0.3
 MAX_HITS = 200

@@ -15,10 +15,7 @@ from textual.screen import ModalScreen
 from textual.widgets import Input, SelectionList, Static
 from textual.widgets.selection_list import Selection
 
-from ..trace import Model
-from ..trace.compile_id import parse_compile_id
-from ..trace.detail import compile_detail, fmt_seconds
-from ..trace.divergence import (
+from tcview.analysis.divergence import (
     ASPECTS,
     CHECKS,
     Divergence,
@@ -30,10 +27,12 @@ from ..trace.divergence import (
     combine,
     describe_groups,
 )
-from ..trace.model import Compile
-from ..trace.ranks import LABEL_PARTS, RankSet, parse_ranks, ranks_label, ranks_text
-from .content import STATUS_MARK, STATUS_STYLE, Document, detail_lines, lit, styled_doc
-from .views import Row, TableView
+from tcview.model.compile_id import parse_compile_id
+from tcview.model.objects import Compile, Model
+from tcview.model.ranks import LABEL_PARTS, RankSet, parse_ranks, ranks_label, ranks_text
+from tcview.report.detail import compile_detail, fmt_seconds
+from tcview.ui.content import STATUS_MARK, STATUS_STYLE, Document, detail_lines, lit, styled_doc
+from tcview.ui.views import Row, TableView
 
 
 @dataclass(frozen=True)

@@ -8,9 +8,9 @@ from textual.binding import Binding
 from textual.containers import Vertical
 from textual.widgets import Input
 
-from ..safe import safe_line
-from .content import Document
-from .viewer import CodeView
+from tcview.text.safe import safe_line
+from tcview.ui.content import Document
+from tcview.ui.viewer import CodeView
 
 
 class SearchBox(Input):

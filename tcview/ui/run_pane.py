@@ -32,21 +32,21 @@ from textual.strip import Strip
 from textual.timer import Timer
 from textual.widgets import Footer, Static
 
-from ..run.cleanup import kill_all
-from ..run.gpu import GpuSample
-from ..run.report import load_counts, status_line
-from ..run.session import Launcher, OutputLine, RunSession
-from ..run.spec import LaunchError
-from ..safe import colours_only, safe_line
-from ..trace.paths import PathMap
-from ..trace.summary import fail_on as found_kinds
-from .app import BROWSE_BINDINGS, QUIT, TEXTUAL_BINDINGS, TcviewApp
-from .help import HelpPlace, bindings_of
-from .messages import GpuSampled, JobEnded, OutputArrived
-from .reader import Reader
-from .status import StatusBar
-from .tree import TraceTree
-from .viewer import SCROLL_BINDINGS, text_strip
+from tcview.analysis.paths import PathMap
+from tcview.report.summary import fail_on as found_kinds
+from tcview.run.cleanup import kill_all
+from tcview.run.gpu import GpuSample
+from tcview.run.report import load_counts, status_line
+from tcview.run.session import Launcher, OutputLine, RunSession
+from tcview.run.spec import LaunchError
+from tcview.text.safe import colours_only, safe_line
+from tcview.ui.app import BROWSE_BINDINGS, QUIT, TEXTUAL_BINDINGS, TcviewApp
+from tcview.ui.help import HelpPlace, bindings_of
+from tcview.ui.messages import GpuSampled, JobEnded, OutputArrived
+from tcview.ui.reader import Reader
+from tcview.ui.status import StatusBar
+from tcview.ui.tree import TraceTree
+from tcview.ui.viewer import SCROLL_BINDINGS, text_strip
 
 SignalHandler: TypeAlias = Callable[[int, FrameType | None], Any] | int | signal.Handlers | None
 MAX_LINES = 20_000  # lines kept in the pane, as many as the session keeps

@@ -22,10 +22,9 @@ from textual.screen import ModalScreen
 from textual.widgets import Input, OptionList, Static
 from textual.widgets.option_list import Option
 
-from ..safe import safe_line
-from ..trace.detail import compile_detail, record_name, render_text
-from ..trace.kernels import OUTPUT_CODES, KernelGroup
-from ..trace.model import (
+from tcview.analysis.kernels import OUTPUT_CODES, KernelGroup
+from tcview.analysis.paths import Location, inside_trace
+from tcview.model.objects import (
     BreakGroup,
     Compile,
     Error,
@@ -36,7 +35,8 @@ from ..trace.model import (
     Model,
     Record,
 )
-from ..trace.paths import Location, inside_trace
+from tcview.report.detail import compile_detail, record_name, render_text
+from tcview.text.safe import safe_line
 
 # Clipboard sequences this long are dropped by some terminals (the notice says so).
 OSC52_SAFE = 100_000

@@ -17,14 +17,15 @@ from textual.binding import Binding
 from textual.widgets import Tree
 from textual.widgets.tree import TreeNode
 
-from ..trace import LogSource, Model, Rank, Run, TextLog, TraceSet
-from ..trace.compile_id import FIRST_EPISODE, episode_suffix
-from ..trace.cudagraphs import CudaGraphs, model_cudagraphs
-from ..trace.facts import short_guard
-from ..trace.handlers import KNOWN_KINDS
-from ..trace.model import Compile, Frame, Kernel, Record
-from ..trace.ranks import RankSet
-from .content import (
+from tcview.analysis.cudagraphs import CudaGraphs, model_cudagraphs
+from tcview.ingest.handlers import KNOWN_KINDS
+from tcview.ingest.index import TraceSet
+from tcview.ingest.textlog import TextLog
+from tcview.model.compile_id import FIRST_EPISODE, episode_suffix
+from tcview.model.facts import short_guard
+from tcview.model.objects import Compile, Frame, Kernel, LogSource, Model, Rank, Record, Run
+from tcview.model.ranks import RankSet
+from tcview.ui.content import (
     KIND_STYLE,
     STATUS_MARK,
     STATUS_STYLE,

@@ -21,8 +21,8 @@ from textual.message import Message
 from textual.scroll_view import ScrollView
 from textual.strip import Strip
 
-from ..safe import safe_line
-from .content import Document
+from tcview.text.safe import safe_line
+from tcview.ui.content import Document
 
 HIGHLIGHT_LIMIT = 4000  # longer lines are shown plain
 DISPLAY_LIMIT = 200_000  # longer lines are cut, with a marker

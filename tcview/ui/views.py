@@ -23,10 +23,34 @@ from textual.screen import Screen
 from textual.widgets import DataTable, Footer, Input, Static
 from textual.worker import get_current_worker
 
-from ..run.bench import KernelTime
-from ..trace import Model
-from ..trace.autotune import autotune_seconds
-from ..trace.detail import (
+from tcview.analysis.autotune import autotune_seconds
+from tcview.analysis.export import ExportIssue, ExportReport, export_report
+from tcview.analysis.kernels import KernelGroup, group_kernels, needs_digests, source_digests
+from tcview.analysis.provenance import KernelProvenance, Provenance, ProvenanceRow, model_provenance
+from tcview.analysis.recompiles import diagnose
+from tcview.model.facts import short_guard
+from tcview.model.objects import (
+    ROLE_SHORT,
+    BreakGroup,
+    Compile,
+    Error,
+    Failure,
+    Frame,
+    Kernel,
+    Model,
+    group_breaks,
+)
+from tcview.model.ranks import (
+    LABEL_PARTS,
+    Fact,
+    RankSet,
+    rank_of,
+    ranks_label,
+    ranks_of,
+    ranks_text,
+    wanted,
+)
+from tcview.report.detail import (
     compile_detail,
     fmt_seconds,
     frame_detail,
@@ -37,38 +61,9 @@ from ..trace.detail import (
     phase_times,
     report_summary,
 )
-from ..trace.export import ExportIssue, ExportReport, export_report
-from ..trace.facts import short_guard
-from ..trace.kernels import KernelGroup, group_kernels, needs_digests, source_digests
-from ..trace.model import (
-    ROLE_SHORT,
-    BreakGroup,
-    Compile,
-    Error,
-    Failure,
-    Frame,
-    Kernel,
-    group_breaks,
-)
-from ..trace.provenance import (
-    KernelProvenance,
-    Provenance,
-    ProvenanceRow,
-    model_provenance,
-)
-from ..trace.ranks import (
-    LABEL_PARTS,
-    Fact,
-    RankSet,
-    rank_of,
-    ranks_label,
-    ranks_of,
-    ranks_text,
-    wanted,
-)
-from ..trace.recompiles import diagnose
-from .bench import with_bench
-from .content import (
+from tcview.run.bench import KernelTime
+from tcview.ui.bench import with_bench
+from tcview.ui.content import (
     KIND_STYLE,
     STATUS_STYLE,
     Document,
@@ -82,11 +77,11 @@ from .content import (
     tag_style,
     verdict_text,
 )
-from .reader import Reader
-from .status import StatusBar
+from tcview.ui.reader import Reader
+from tcview.ui.status import StatusBar
 
 if TYPE_CHECKING:
-    from .app import TcviewApp
+    from tcview.ui.app import TcviewApp
 
 ROW_LIMIT = 5000
 T = TypeVar("T")

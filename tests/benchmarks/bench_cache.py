@@ -38,8 +38,8 @@ sys.path.insert(0, str(REPO))
 
 def load_child(path: str) -> None:
     """Time `load_source` alone (imports done first) and print it with the summary's hash."""
-    from tcview.trace.source import load_source
-    from tcview.trace.summary import summary_json
+    from tcview.ingest.source import load_source
+    from tcview.report.summary import summary_json
 
     t0 = time.perf_counter()
     model = load_source(path, cache=os.environ.get("TCVIEW_NO_CACHE") != "1")
@@ -77,7 +77,7 @@ def main() -> None:
             build(trace, source_files(None), int(args.size_mb * (1 << 20)))
         cache = tmp / "cache"
         env = {"TCVIEW_CACHE_DIR": str(cache), "TCVIEW_NO_CACHE": ""}
-        cli = [sys.executable, "-m", "tcview.cli", "summary", "--json", "-q"]
+        cli = [sys.executable, "-m", "tcview.commands.cli", "summary", "--json", "-q"]
         child = [sys.executable, str(HERE), "--child-load", str(trace)]
         times: dict[str, list[float]] = {}
         outputs: set[bytes] = set()

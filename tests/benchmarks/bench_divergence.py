@@ -26,8 +26,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from conftest import unpack_shared
 
-from tcview.trace import TraceSet
-from tcview.trace.divergence import analyze, file_signature
+from tcview.analysis.divergence import analyze, file_signature
+from tcview.ingest.index import TraceSet
 
 FRAME_ID = re.compile(rb'"frame_id": (\d+)')
 RANK_KEY = re.compile(rb'"rank": \d+')

@@ -22,7 +22,7 @@ HERE = Path(__file__).resolve()
 REPO = HERE.parents[2]
 sys.path.insert(0, str(REPO))
 
-from tcview.live import Follower  # noqa: E402
+from tcview.ingest.live import Follower  # noqa: E402
 
 SOURCE = REPO / "sample_traces" / "cpu_breaks_recompiles" / "trace"
 

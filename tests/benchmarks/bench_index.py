@@ -103,7 +103,7 @@ def main() -> None:
         tc = [
             sys.executable,
             "-m",
-            "tcview.cli",
+            "tcview.commands.cli",
             "summary",
             "--json",
             "-q",

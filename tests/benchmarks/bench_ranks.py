@@ -174,8 +174,8 @@ def load_child(path: str) -> None:
     """Without Textual: the app's loading path (`load_source` with hooks, in a thread, the
     model published at once and grown under a lock); times to the published model, to the
     first file in it (what the tree's first rows show) and to the end of the index."""
-    from tcview.trace.load import Hooks
-    from tcview.trace.source import load_source
+    from tcview.ingest.load import Hooks
+    from tcview.ingest.source import load_source
 
     t0 = time.monotonic()
     lock = threading.Lock()
@@ -280,7 +280,7 @@ def main() -> None:
 
     tl = None if args.no_tlparse else shutil.which("tlparse")
     textual = importlib.util.find_spec("textual") is not None
-    tc = [sys.executable, "-m", "tcview.cli", "summary", "--json", "-q"]
+    tc = [sys.executable, "-m", "tcview.commands.cli", "summary", "--json", "-q"]
     no_cache = {"TCVIEW_NO_CACHE": "1"}
     serial_env = {**no_cache, "TCVIEW_JOBS": "1"}
     par_env = {**no_cache, "TCVIEW_JOBS": str(args.workers)}

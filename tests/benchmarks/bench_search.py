@@ -42,8 +42,8 @@ QUERIES = [
 CHILD = r"""
 import json, resource, sys, time
 sys.path.insert(0, sys.argv[1])
-from tcview.trace.source import load_source
-from tcview.trace.search import Query, Search
+from tcview.ingest.source import load_source
+from tcview.report.search import Query, Search
 rss = lambda: resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
 t = time.perf_counter()
 model = load_source(sys.argv[2])
@@ -78,7 +78,7 @@ def engine(trace: Path) -> dict:
 def grep(trace: Path, text: str) -> tuple[float, float, int]:
     from bench_index import measure
 
-    dt, rss, out = measure([sys.executable, "-m", "tcview.cli", "grep", text, str(trace)])
+    dt, rss, out = measure([sys.executable, "-m", "tcview.commands.cli", "grep", text, str(trace)])
     return dt, rss, out.count("\n")
 
 

@@ -100,7 +100,7 @@ def main() -> int:
         expected = {k: v * copies for k, v in count_text(blob).items()}
         mb = size / 1e6
         print(f"capture: {mb:.1f} MB, {copies} copies of {len(files)} real captures")
-        tcview = [sys.executable, "-m", "tcview.cli", "summary", "--json", "-q"]
+        tcview = [sys.executable, "-m", "tcview.commands.cli", "summary", "--json", "-q"]
         results = {}
         for label, cmd, stdin in (
             ("file", [*tcview, str(path)], None),

@@ -121,7 +121,7 @@ def left(limit: float) -> float:
 def cli(out: Out, *args: str, timeout: float = 120, env: dict[str, str] | None = None) -> str:
     """`tcview ARGS` (this checkout's), its stdout; its stderr's end goes to the log."""
     done = subprocess.run(
-        [PY, "-m", "tcview.cli", *args],
+        [PY, "-m", "tcview.commands.cli", *args],
         cwd=REPO,
         capture_output=True,
         text=True,
@@ -179,7 +179,7 @@ def run_jobs(out: Out, work: Path, cpu: bool) -> dict[str, Any]:
             f"TORCHINDUCTOR_CACHE_DIR={caches / 'inductor'}",
             f"TRITON_CACHE_DIR={caches / 'triton'}",
         ]
-        args = [PY, "-m", "tcview.cli", "run", "--no-tui", "--dir", str(work / name)]
+        args = [PY, "-m", "tcview.commands.cli", "run", "--no-tui", "--dir", str(work / name)]
         args += ["--logs", logs, *(a for e in env for a in ("--env", e)), str(script)]
         log = open(work / f"{name}.out", "w")  # noqa: SIM115 - closed below
         procs[name] = (
@@ -376,7 +376,7 @@ async def watch_gpu(out: Out, work: Path, cpu: bool) -> dict[str, Any]:
 
 
 def compile_ids(run: Path) -> list[str]:
-    from tcview.trace.source import load_source
+    from tcview.ingest.source import load_source
 
     model = load_source(str(run))
     try:

@@ -1,0 +1,438 @@
+"""Compile diffs: a recompile against the compile it replaced (or any two compiles).
+
+A compile diff compares the guards (added, removed, changed: the same guard on the same source
+with another value), the Dynamo graph's code, the AOT graphs, the output code's kernels (same,
+changed, new, gone, renamed: matched by name, kind and a fingerprint of their source) and the
+compile times. The parts a run diff shares (text diff, kernel fingerprints, statuses) live
+here too; the run diff is `rundiff`, the reports of both `diffreport`.
+
+Pure: reads payloads (guards, graphs, output code) from disk; call it off the UI thread.
+Text is compared with difflib; nothing from a trace is executed.
+"""
+
+from __future__ import annotations
+
+import difflib
+import hashlib
+import re
+from collections import Counter
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass, field
+
+from tcview.analysis.kernels import split_output_code
+from tcview.model.objects import Compile, Kernel, Model, Record
+
+# ---------------------------------------------------------------------- text
+
+
+SAME, REMOVED, ADDED, CHANGED, NEW, GONE, RENAMED, MOVED = (
+    "same",
+    "removed",
+    "added",
+    "changed",
+    "new",
+    "gone",
+    "renamed",
+    "moved",
+)
+CONTEXT = 3  # unchanged lines kept around a change
+DIFF_LIMIT = 20_000  # lines of one side compared (more are cut, with a note)
+INTRALINE_LIMIT = 2_000  # longer line pairs are not compared character by character
+
+
+@dataclass
+class DiffLine:
+    """A line of a unified diff: ``" "`` same, ``"-"`` only in A, ``"+"`` only in B,
+    ``"…"`` a run of same lines left out (`text` says how many). `marks`: the character
+    spans that differ from the paired line on the other side."""
+
+    op: str
+    text: str
+    a_no: int | None = None  # 1-based line in A
+    b_no: int | None = None
+    marks: list[tuple[int, int]] = field(default_factory=list)
+
+
+def char_marks(a: str, b: str) -> tuple[list[tuple[int, int]], list[tuple[int, int]]]:
+    if len(a) + len(b) > INTRALINE_LIMIT:
+        return [(0, len(a))], [(0, len(b))]
+    matcher = difflib.SequenceMatcher(None, a, b, autojunk=False)
+    ma: list[tuple[int, int]] = []
+    mb: list[tuple[int, int]] = []
+    for op, i1, i2, j1, j2 in matcher.get_opcodes():
+        if op == "equal":
+            continue
+        if i2 > i1:
+            ma.append((i1, i2))
+        if j2 > j1:
+            mb.append((j1, j2))
+    return ma, mb
+
+
+def text_diff(a: Sequence[str], b: Sequence[str], context: int = CONTEXT) -> list[DiffLine]:
+    """A unified diff of two texts (as lines), with the differing characters of replaced
+    lines marked; runs of more than 2×`context` same lines are folded into one ``…`` line."""
+    a, b = list(a[:DIFF_LIMIT]), list(b[:DIFF_LIMIT])
+    out: list[DiffLine] = []
+    matcher = difflib.SequenceMatcher(None, a, b, autojunk=False)
+    for op, i1, i2, j1, j2 in matcher.get_opcodes():
+        if op == "equal":
+            n = i2 - i1
+            keep = range(n)
+            if n > 2 * context + 1:
+                first = context if out else 0
+                last = context if i2 < len(a) or j2 < len(b) else 0
+                keep = range(first)
+                for k in keep:
+                    out.append(DiffLine(" ", a[i1 + k], i1 + k + 1, j1 + k + 1))
+                out.append(DiffLine("…", f"{n - first - last} same lines", None, None))
+                for k in range(n - last, n):
+                    out.append(DiffLine(" ", a[i1 + k], i1 + k + 1, j1 + k + 1))
+                continue
+            for k in keep:
+                out.append(DiffLine(" ", a[i1 + k], i1 + k + 1, j1 + k + 1))
+            continue
+        removed = [DiffLine("-", a[i], i + 1, None) for i in range(i1, i2)]
+        added = [DiffLine("+", b[j], None, j + 1) for j in range(j1, j2)]
+        if op == "replace":
+            for old, new in zip(removed, added, strict=False):
+                old.marks, new.marks = char_marks(old.text, new.text)
+        out.extend(removed)
+        out.extend(added)
+    return out
+
+
+def diff_counts(lines: Iterable[DiffLine]) -> tuple[int, int]:
+    """(lines removed, lines added)."""
+    c = Counter(line.op for line in lines)
+    return c["-"], c["+"]
+
+
+# ---------------------------------------------------------------------- guards
+
+
+GUARD_RECORDS = ("dynamo_cpp_guards_str", "dynamo_guards")
+_GUARD_LINE = re.compile(r"^[|\s]*\+- ([A-Z][A-Z_]*): (.*)$")
+_MANAGER = re.compile(r"^([|\s]*)\+- (?:\w*GuardManager|GuardManager): source=([^,]*)")
+_COMMENT = re.compile(r"\s{2,}#.*$|\s+# \(.*$")
+
+
+@dataclass(frozen=True)
+class Guard:
+    """One guard of a compile: what it checks (`source`, the enclosing guard manager's
+    source, "" at the root), its kind (``TENSOR_MATCH``) and its expression, without the
+    comment that says where it came from (`comment`)."""
+
+    source: str
+    kind: str
+    expr: str
+    comment: str = ""
+
+    @property
+    def text(self) -> str:
+        where = f"{self.source}: " if self.source else ""
+        return f"{where}{self.kind}: {self.expr}"
+
+
+def parse_guards(text: str) -> list[Guard]:
+    """The guards of a ``dynamo_cpp_guards_str`` tree (or any text: one guard a line)."""
+    out: list[Guard] = []
+    stack: list[tuple[int, str]] = []  # (indent, source) of the open guard managers
+    tree = "+- " in text
+    for raw in text.split("\n"):
+        if not raw.strip() or raw.startswith(("TREE_GUARD_MANAGER", "Guard latency")):
+            continue
+        if not tree:
+            out.append(Guard("", "", _COMMENT.sub("", raw).strip(), raw.strip()))
+            continue
+        indent = len(raw) - len(raw.lstrip("| "))
+        m = _MANAGER.match(raw)
+        if m is not None:
+            while stack and stack[-1][0] >= indent:
+                stack.pop()
+            stack.append((indent, m.group(2).strip()))
+            continue
+        g = _GUARD_LINE.match(raw)
+        if g is None:
+            continue
+        while stack and stack[-1][0] >= indent:
+            stack.pop()
+        body = g.group(2)
+        expr = _COMMENT.sub("", body).strip()
+        comment = body[len(expr) :].strip() if body.startswith(expr) else ""
+        out.append(Guard(stack[-1][1] if stack else "", g.group(1), expr, comment))
+    return out
+
+
+def compile_guards(comp: Compile) -> list[Guard] | None:
+    """The guards a compile logged (None: it logged none)."""
+    for kind in GUARD_RECORDS:
+        records = comp.records_of(kind)
+        if records:
+            return parse_guards(records[-1].payload())
+    return None
+
+
+@dataclass
+class GuardChange:
+    status: str  # SAME, ADDED, REMOVED, CHANGED
+    a: Guard | None
+    b: Guard | None
+
+    @property
+    def guard(self) -> Guard:
+        guard = self.b if self.b is not None else self.a
+        assert guard is not None
+        return guard
+
+
+def guard_diff(a: Sequence[Guard], b: Sequence[Guard]) -> list[GuardChange]:
+    """Guards matched by (source, kind) where that pair is one guard on each side (its
+    value may have changed), else by their whole text; in B's order, removed ones after
+    the guard they followed."""
+
+    def key_counts(guards: Sequence[Guard]) -> Counter[tuple[str, str]]:
+        return Counter((g.source, g.kind) for g in guards)
+
+    ca, cb = key_counts(a), key_counts(b)
+    unique = {k for k in ca if ca[k] == 1 and cb.get(k) == 1}
+    by_key = {(g.source, g.kind): g for g in a if (g.source, g.kind) in unique}
+    left = [g for g in a if (g.source, g.kind) not in unique]
+    out: list[GuardChange] = []
+    used: set[int] = set()
+    for g in b:
+        k = (g.source, g.kind)
+        if k in unique:
+            old = by_key[k]
+            used.add(id(old))
+            out.append(GuardChange(SAME if old.expr == g.expr else CHANGED, old, g))
+            continue
+        # The same guard: source, kind and expression (the comment may differ).
+        match = next(
+            (o for o in left if id(o) not in used and (o.source, o.kind, o.expr) == k + (g.expr,)),
+            None,
+        )
+        if match is not None:
+            used.add(id(match))
+            out.append(GuardChange(SAME, match, g))
+        else:
+            out.append(GuardChange(ADDED, None, g))
+    out.extend(GuardChange(REMOVED, g, None) for g in a if id(g) not in used)
+    return _pair_by_source(out)
+
+
+def _pair_by_source(changes: list[GuardChange]) -> list[GuardChange]:
+    """One guard removed and one added on the same source (``L['n'] == 0`` became a type
+    check): that source's guard changed."""
+    by_source: dict[str, list[GuardChange]] = {}
+    for c in changes:
+        if c.status in (ADDED, REMOVED) and c.guard.source:
+            by_source.setdefault(c.guard.source, []).append(c)
+    for pair in by_source.values():
+        statuses = sorted(c.status for c in pair)
+        if statuses != [ADDED, REMOVED]:
+            continue
+        added = next(c for c in pair if c.status == ADDED)
+        removed = next(c for c in pair if c.status == REMOVED)
+        added.status, added.a = CHANGED, removed.a
+        changes.remove(removed)
+    return changes
+
+
+# ---------------------------------------------------------------------- kernels
+
+
+_KERNEL_PATH = re.compile(r"^\s*# kernel path: .*$", re.M)
+_BACKEND_HASH = re.compile(r"'backend_hash': '[0-9A-Fa-f]+',?\s*")
+
+
+def kernel_fingerprint(source: str, name: str) -> str:
+    """A digest of a kernel's source that ignores its own name, the cache path and the
+    backend hash (two runs' copies of one kernel compare equal)."""
+    text = _KERNEL_PATH.sub("", source)
+    text = _BACKEND_HASH.sub("", text)
+    if name:
+        text = text.replace(name, "KERNEL")
+    return hashlib.blake2b(text.encode("utf-8", "replace"), digest_size=12).hexdigest()
+
+
+@dataclass(frozen=True)
+class KernelInfo:
+    name: str
+    kind: str
+    digest: str  # `kernel_fingerprint` ("" when its source was not found)
+    where: str  # the compile id, with the output code's position when it has several
+
+    @property
+    def key(self) -> tuple[str, str]:
+        return (self.name, self.kind)
+
+
+def output_kernels(rec: Record, kernels: Sequence[Kernel], where: str) -> list[KernelInfo]:
+    """The kernels of one output code, with their fingerprints (reads the payload)."""
+    text = rec.payload()
+    lines = text.split("\n")
+    spans = {s.name: s for s in split_output_code(text)}
+    out = []
+    for k in kernels:
+        span = spans.get(k.name)
+        digest = kernel_fingerprint(span.source(lines), k.name) if span is not None else ""
+        out.append(KernelInfo(k.name, k.kind, digest, where))
+    return out
+
+
+def compile_kernels(comp: Compile) -> list[KernelInfo]:
+    out: list[KernelInfo] = []
+    codes = comp.output_codes
+    for i, rec in enumerate(codes):
+        where = comp.id_label + (f" #{i + 1}" if len(codes) > 1 else "")
+        out.extend(output_kernels(rec, [k for k in comp.kernels if k.output is rec], where))
+    return out
+
+
+@dataclass
+class KernelChange:
+    status: str  # SAME, CHANGED (same name and kind, other source), NEW, GONE, RENAMED
+    a: KernelInfo | None
+    b: KernelInfo | None
+
+    @property
+    def name(self) -> str:
+        k = self.b if self.b is not None else self.a
+        return k.name if k is not None else ""
+
+    @property
+    def kind(self) -> str:
+        k = self.b if self.b is not None else self.a
+        return k.kind if k is not None else ""
+
+
+def kernel_diff(a: Sequence[KernelInfo], b: Sequence[KernelInfo]) -> list[KernelChange]:
+    """Kernels matched by name and kind (same or changed source), then the rest by source
+    fingerprint (renamed); what is left is new (B only) or gone (A only). A name that
+    occurs several times (recompiles) is one kernel: changed when its sources differ."""
+
+    def grouped(infos: Sequence[KernelInfo]) -> dict[tuple[str, str], list[KernelInfo]]:
+        out: dict[tuple[str, str], list[KernelInfo]] = {}
+        for info in infos:
+            out.setdefault(info.key, []).append(info)
+        return out
+
+    ga, gb = grouped(a), grouped(b)
+    out: list[KernelChange] = []
+    only_a = [infos[0] for key, infos in ga.items() if key not in gb]
+    only_b = [infos[0] for key, infos in gb.items() if key not in ga]
+    for key, infos in gb.items():
+        before = ga.get(key)
+        if before is None:
+            continue
+        same = {i.digest for i in before} == {i.digest for i in infos}
+        out.append(KernelChange(SAME if same else CHANGED, before[0], infos[0]))
+    by_digest: dict[str, KernelInfo] = {}
+    for info in only_a:
+        if info.digest:
+            by_digest.setdefault(info.digest, info)
+    gone = list(only_a)
+    for info in only_b:
+        old = by_digest.pop(info.digest, None) if info.digest else None
+        if old is not None and old.kind == info.kind:
+            gone.remove(old)
+            out.append(KernelChange(RENAMED, old, info))
+        else:
+            out.append(KernelChange(NEW, None, info))
+    out.extend(KernelChange(GONE, info, None) for info in gone)
+    return out
+
+
+# ---------------------------------------------------------------------- compile diff
+
+
+GRAPH_RECORDS = (
+    ("dynamo_output_graph", "Dynamo graph"),
+    ("aot_joint_graph", "AOT joint graph"),
+    ("aot_forward_graph", "AOT forward graph"),
+    ("aot_backward_graph", "AOT backward graph"),
+    ("aot_inference_graph", "AOT inference graph"),
+)
+
+
+@dataclass
+class GraphDiff:
+    label: str
+    lines: list[DiffLine]
+    in_a: bool
+    in_b: bool
+
+
+@dataclass
+class CompileDiff:
+    a: Compile
+    b: Compile
+    guards: list[GuardChange] | None  # None: a compile logged no guards (`guards_logged`)
+    guards_logged: tuple[bool, bool]
+    graphs: list[GraphDiff]
+    kernels: list[KernelChange]
+    times: list[tuple[str, float | None, float | None]]  # (phase, A seconds, B seconds)
+    reasons: list[str]  # why B was compiled (its recompile reasons)
+
+    @property
+    def guard_counts(self) -> Counter[str]:
+        return Counter(c.status for c in self.guards or [])
+
+    @property
+    def kernel_counts(self) -> Counter[str]:
+        return Counter(c.status for c in self.kernels)
+
+
+def predecessor(comp: Compile) -> Compile | None:
+    """The compile a recompile replaced: the same frame's compile with the highest
+    frame_compile_id below its own, in the same episode (the frame is per episode)."""
+    frame = comp.frame
+    mine = comp.key.frame_compile_id
+    if frame is None or not isinstance(mine, int):
+        return None
+    earlier = [
+        c
+        for c in frame.compiles
+        if isinstance(c.key.frame_compile_id, int) and c.key.frame_compile_id < mine
+    ]
+    return max(earlier, key=lambda c: c.key.frame_compile_id or 0) if earlier else None
+
+
+def _payload_lines(comp: Compile, kind: str) -> list[str] | None:
+    records = comp.records_of(kind)
+    return records[-1].payload().split("\n") if records else None
+
+
+def compile_times(a: Compile, b: Compile) -> list[tuple[str, float | None, float | None]]:
+    pa = {label: v for label, v, _ in a.metric_phases()}
+    pb = {label: v for label, v, _ in b.metric_phases()}
+    labels = list(pa) + [k for k in pb if k not in pa]
+    return [(label, pa.get(label), pb.get(label)) for label in labels]
+
+
+def compile_diff(a: Compile, b: Compile) -> CompileDiff:
+    ga, gb = compile_guards(a), compile_guards(b)
+    guards = guard_diff(ga, gb) if ga is not None and gb is not None else None
+    graphs = []
+    for kind, label in GRAPH_RECORDS:
+        la, lb = _payload_lines(a, kind), _payload_lines(b, kind)
+        if la is None and lb is None:
+            continue
+        graphs.append(
+            GraphDiff(label, text_diff(la or [], lb or []), la is not None, lb is not None)
+        )
+    kernels = kernel_diff(compile_kernels(a), compile_kernels(b))
+    reasons = b.recompile.reasons if b.recompile is not None else []
+    logged = (ga is not None, gb is not None)
+    return CompileDiff(a, b, guards, logged, graphs, kernels, compile_times(a, b), reasons)
+
+
+def model_kernels(model: Model, cancelled: Callable[[], bool] | None = None) -> list[KernelInfo]:
+    """Every kernel of a model with its fingerprint (reads each output code once)."""
+    out: list[KernelInfo] = []
+    for comp in list(model.compiles):
+        if cancelled is not None and cancelled():
+            break
+        out.extend(compile_kernels(comp))
+    return out

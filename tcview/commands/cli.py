@@ -1,0 +1,312 @@
+"""Entry point: ``tcview open | run | summary | show | diff | grep | export | bench | doctor``."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+import time
+from typing import TYPE_CHECKING
+
+from tcview.commands.pager import emit
+from tcview.text.safe import safe_line, safe_text
+from tcview.text.term import COLOR_MODES, Painter, use_color
+
+if TYPE_CHECKING:
+    from tcview.ingest.load import Progress
+
+
+def _progress_printer(enabled: bool) -> Progress | None:
+    if not enabled:
+        return None
+    state = {"last": 0.0}
+
+    def progress(done: int, total: int) -> None:
+        now = time.monotonic()
+        if now - state["last"] < 0.2 and done < total:
+            return
+        state["last"] = now
+        pct = f"{100 * done / total:5.1f}%" if total else ""
+        sys.stderr.write(f"\rindexing {done / 1e6:8.1f} MB {pct}")
+        if total and done >= total:
+            sys.stderr.write("\n")
+        sys.stderr.flush()
+
+    return progress
+
+
+def cmd_summary(args: argparse.Namespace) -> int:
+    from tcview.commands.inputs import open_input
+    from tcview.report.summary import (
+        fail_on,
+        input_state,
+        parse_fail_on,
+        summary_json,
+        summary_text,
+    )
+
+    path = args.path
+    try:
+        kinds = parse_fail_on(args.fail_on)
+    except ValueError as exc:
+        print(f"tcview: {exc}", file=sys.stderr)
+        return 2
+    # `\r` progress only where a terminal shows it: never in CI logs or redirected stderr.
+    show = (args.progress or sys.stderr.isatty()) and not args.quiet
+    ts = open_input(path, _progress_printer(show), cache=not args.no_cache)
+    if ts is None:
+        return 2
+    data = summary_json(ts, verify=args.verify)
+    state = input_state(ts, path, live=False, finished=True)
+    if state is not None and not args.quiet:  # the counts below are all 0: say why
+        print(f"tcview: {safe_line(state.text)}. {state.help}".rstrip(), file=sys.stderr)
+    if args.json:
+        emit(json.dumps(data, indent=2, sort_keys=False))
+    else:
+        paint = Painter(use_color(args.color, sys.stdout))
+        emit(paint_summary(safe_text(summary_text(ts, verify=args.verify)), paint))
+    if kinds:
+        present = fail_on(data, kinds)
+        if present:
+            print(f"tcview: found {', '.join(present)}", file=sys.stderr)
+            return 1
+    return 0
+
+
+def paint_summary(text: str, paint: Painter) -> str:
+    """The summary report with its section headings (lines that start a section: not
+    indented, after a blank line) in bold, and "The run crashed" in red."""
+    lines = text.split("\n")
+    out = []
+    for i, line in enumerate(lines):
+        if line.startswith("The run crashed"):
+            line = paint(line, "bold red")
+        elif line and not line[0].isspace() and (i == 0 or not lines[i - 1]):
+            line = paint(line, "bold")
+        out.append(line)
+    return "\n".join(out)
+
+
+def cmd_show(args: argparse.Namespace) -> int:
+    """Print what the app shows for one item: a compile, frame or kernel (with its
+    provenance), the kernels of FILE:LINE, or the export report."""
+    from tcview.commands.inputs import open_input
+    from tcview.report.detail import render_json, render_text
+    from tcview.report.show import ShowError, show_detail
+
+    model = open_input(args.path)
+    if model is None:
+        return 2
+    try:
+        detail = show_detail(model, " ".join(args.item))
+    except ShowError as exc:
+        print(f"tcview: {safe_line(str(exc))}", file=sys.stderr)
+        return 2
+    finally:
+        model.close()
+    if args.json:
+        emit(render_json(detail))
+    else:
+        emit(safe_text(render_text(detail)))
+    return 0
+
+
+def cmd_diff(args: argparse.Namespace) -> int:
+    from tcview.commands.diff import diff_command
+
+    return diff_command(args)
+
+
+def cmd_open(args: argparse.Namespace) -> int:
+    from tcview.commands.open import open_app
+    from tcview.ingest.cache import NO_CACHE_ENV
+
+    if args.no_cache:  # the app loads in its own thread: tell it the way the user can
+        os.environ[NO_CACHE_ENV] = "1"
+    return open_app(args)
+
+
+def cmd_run(args: argparse.Namespace) -> int:
+    from tcview.commands.run import run_command
+
+    return run_command(args)
+
+
+def cmd_bench(args: argparse.Namespace) -> int:
+    from tcview.commands.bench import bench_command
+
+    return bench_command(args)
+
+
+def cmd_doctor(args: argparse.Namespace) -> int:
+    from tcview.commands.doctor import doctor
+
+    return doctor(args.python)
+
+
+NO_CACHE_HELP = "index every file again; keep nothing in the index cache (TCVIEW_NO_CACHE=1)"
+
+
+def build_parser() -> argparse.ArgumentParser:
+    from tcview.report.summary import FAIL_ON_KINDS
+
+    parser = argparse.ArgumentParser(
+        prog="tcview", description="A terminal UI for torch.compile traces and logs."
+    )
+    sub = parser.add_subparsers(dest="command", required=True)
+
+    p_open = sub.add_parser("open", help="browse a trace directory, trace file or TORCH_LOGS text")
+    p_open.add_argument("path", nargs="?", help="trace dir/file, log file, or - for stdin")
+    p_open.add_argument("--goto", metavar="TARGET", help="compile id (0/1, !0/1/0) or kernel name")
+    p_open.add_argument("--follow", action="store_true", help="keep reading as files grow")
+    p_open.add_argument("--poll", action="store_true", help="poll instead of inotify (NFS)")
+    p_open.add_argument("--no-cache", action="store_true", help=NO_CACHE_HELP)
+    p_open.add_argument("--python", help="Python the bench key (B) runs code with")
+    _no_exec(p_open)
+    p_open.add_argument(
+        "--map-path",
+        action="append",
+        default=[],
+        metavar="FROM=TO",
+        help="open trace paths under FROM from TO in $EDITOR (repeatable; longest wins)",
+    )
+    p_open.set_defaults(func=cmd_open)
+
+    p_sum = sub.add_parser("summary", help="print what the compiler did")
+    p_sum.add_argument("path", help="trace dir/file, log file, or - for stdin")
+    p_sum.add_argument("--json", action="store_true", help="machine-readable output")
+    p_sum.add_argument("--verify", action="store_true", help="hash every payload (md5)")
+    p_sum.add_argument(
+        "--fail-on",
+        metavar="KINDS",
+        help=f"exit 1 if any of these exist: {','.join(FAIL_ON_KINDS)}",
+    )
+    p_sum.add_argument("--no-cache", action="store_true", help=NO_CACHE_HELP)
+    p_sum.add_argument("-q", "--quiet", action="store_true", help="no progress on stderr")
+    p_sum.add_argument(
+        "--progress",
+        action="store_true",
+        help="progress on stderr even when it is not a terminal",
+    )
+    p_sum.add_argument(
+        "--color", choices=COLOR_MODES, default="auto", help="colour (default: auto)"
+    )
+    p_sum.set_defaults(func=cmd_summary)
+
+    p_show = sub.add_parser(
+        "show",
+        help="print what the app shows for a compile, frame, kernel, FILE:LINE or export",
+        description="Print, as plain text or JSON, the detail the app shows for one item: a"
+        " compile id (1/0, [1/0], 0/0 #2 for a later compile episode), 'frame N', a kernel"
+        " name (NAME@ID for the one in compile ID; its provenance included) or a provenance"
+        " mapping's key (extern_kernels.mm:4), FILE:LINE (the kernels of a user line), or"
+        " 'export' (the draft-export report). Start with 'rank N' or 'pid N' to pick a"
+        " process.",
+    )
+    p_show.add_argument("path", help="trace dir/file, log file, or - for stdin")
+    p_show.add_argument(
+        "item", nargs="+", help="compile id, 'frame N', kernel, FILE:LINE, or export"
+    )
+    p_show.add_argument("--json", action="store_true", help="the same as data")
+    p_show.set_defaults(func=cmd_show)
+
+    p_diff = sub.add_parser("diff", help="what changed between two runs")
+    p_diff.add_argument("a", help="the first run: trace dir/file or TORCH_LOGS capture")
+    p_diff.add_argument("b", help="the second run")
+    p_diff.add_argument("--json", action="store_true", help="machine-readable output")
+    p_diff.add_argument("--text", action="store_true", help="print the report (no viewer)")
+    p_diff.add_argument(
+        "--fail-on",
+        metavar="CHECKS",
+        help="exit 1 when any trips: new-breaks,new-recompiles,new-failures,new-errors,"
+        "new-frames,changed-kernels,new-kernels,slower:N%%",
+    )
+    p_diff.set_defaults(func=cmd_diff)
+
+    p_run = sub.add_parser("run", help="run a script under tracing and watch it live")
+    p_run.add_argument("--dir", help="run directory (default ./tcview_runs/<time>-<name>/)")
+    p_run.add_argument("--logs", default="graph_breaks,recompiles", help="TORCH_LOGS for the child")
+    p_run.add_argument("--env", action="append", default=[], metavar="K=V", help="extra env")
+    p_run.add_argument("--python", help="Python to run the script with")
+    p_run.add_argument("--no-tui", action="store_true", help="headless: stream output, summary")
+    p_run.add_argument("--fail-on", metavar="KINDS", help="with --no-tui: exit 1 on these")
+    _no_exec(p_run)
+    p_run.add_argument(
+        "--map-path",
+        action="append",
+        default=[],
+        metavar="FROM=TO",
+        help="open trace paths under FROM from TO in $EDITOR (repeatable; longest wins)",
+    )
+    p_run.add_argument(
+        "-m",
+        dest="module",
+        nargs=argparse.REMAINDER,
+        metavar="MODULE [ARGS]",
+        help="run a module, like python -m (the rest of the line is its arguments)",
+    )
+    p_run.add_argument("target", nargs=argparse.REMAINDER, help="script.py [args] or -- CMD...")
+    p_run.set_defaults(func=cmd_run)
+
+    from tcview.run.bench import DEFAULT_REPEAT, DEFAULT_TIMEOUT_S, DEFAULT_TIMES
+
+    p_bench = sub.add_parser(
+        "bench",
+        help="time a compiled graph on this machine, and each kernel's share (asks first)",
+        description="Run a compile's output code (or the one that defines --kernel) with its"
+        " own benchmark harness in your Python, in a private temporary directory and a process"
+        " group of its own, and print the graph's time and each kernel's time, share and GB/s."
+        " This runs code from the trace: it shows what will run and asks first (--yes to"
+        " confirm without a terminal). Refused when this machine lacks the code's device or"
+        " its torch differs from the trace's.",
+    )
+    p_bench.add_argument("path", help="trace dir/file, run directory or log file")
+    p_bench.add_argument("--compile", metavar="ID", help="compile id (1/0, 'rank 1 0/0')")
+    p_bench.add_argument("--kernel", metavar="NAME", help="the graph that defines this kernel")
+    p_bench.add_argument("--json", action="store_true", help="the result as data")
+    p_bench.add_argument("--python", help="Python to run it with (default: this one)")
+    p_bench.add_argument(
+        "--timeout", type=float, default=DEFAULT_TIMEOUT_S, metavar="S", help="seconds"
+    )
+    p_bench.add_argument("--times", type=int, default=DEFAULT_TIMES, help="calls per timing")
+    p_bench.add_argument("--repeat", type=int, default=DEFAULT_REPEAT, help="timings (median)")
+    p_bench.add_argument("--yes", action="store_true", help="run without asking")
+    _no_exec(p_bench)
+    p_bench.set_defaults(func=cmd_bench)
+    from tcview.commands import export as exports
+    from tcview.commands import grep
+
+    grep.add_parser(sub)
+    exports.add_parser(sub)
+
+    p_doc = sub.add_parser("doctor", help="show the Python, torch, triton, CUDA and GPU seen")
+    p_doc.add_argument("--python", help="Python to ask (default: this one)")
+    p_doc.set_defaults(func=cmd_doctor)
+    return parser
+
+
+def _no_exec(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "--no-exec",
+        action="store_true",
+        help="never run code from the trace (benchmarks); also TCVIEW_NO_EXEC=1",
+    )
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = build_parser()
+    if argv is None:
+        argv = sys.argv[1:]
+    # Bare `tcview` opens what `tcview open` would: $TORCH_TRACE or the newest trace under `.`.
+    args = parser.parse_args(argv or ["open"])
+    try:
+        return int(args.func(args) or 0)
+    except KeyboardInterrupt:
+        return 130
+    except BrokenPipeError:
+        return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,48 @@
+"""``tcview diff RUN_A RUN_B``: what changed between two runs (trace dirs or captures).
+
+Interactive on a terminal (a view of the report); ``--text`` (or a pipe) prints the report,
+``--json`` the same as data (both through `pager.emit`, as the other commands' text), and
+``--fail-on CHECKS`` makes it a CI gate (exit 1, naming what tripped).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+
+from tcview.commands.pager import emit
+from tcview.text.safe import safe_line, safe_text
+
+
+def diff_command(args: argparse.Namespace) -> int:
+    from tcview.analysis.rundiff import diff_fail_on, parse_diff_fail_on, run_diff
+    from tcview.commands.inputs import open_input
+    from tcview.report.diffreport import run_diff_lines
+
+    try:
+        checks = parse_diff_fail_on(args.fail_on)
+    except ValueError as exc:
+        print(f"tcview: {exc}", file=sys.stderr)
+        return 2
+    for path in (args.a, args.b):
+        if path == "-":
+            print("tcview: diff reads two files or directories, not stdin", file=sys.stderr)
+            return 2
+    a, b = open_input(args.a), None
+    b = open_input(args.b) if a is not None else None
+    if a is None or b is None:
+        return 2
+    diff = run_diff(a, b, args.a, args.b)
+    if args.json:
+        emit(json.dumps(diff.to_json(), indent=2))
+    elif args.text or checks or not (sys.stdout.isatty() and sys.stdin.isatty()):
+        emit(safe_text("\n".join(row[1] for row in run_diff_lines(diff))))
+    else:
+        from tcview.ui.diffview import DiffApp
+
+        DiffApp(diff).run()
+    tripped = diff_fail_on(diff, checks)
+    for message in tripped:
+        print(f"tcview: diff --fail-on {safe_line(message)}", file=sys.stderr)
+    return 1 if tripped else 0

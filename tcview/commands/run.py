@@ -1,0 +1,139 @@
+"""`tcview run`: the command line around `Launcher`, headless (--no-tui) or in the TUI."""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import sys
+from dataclasses import replace
+from pathlib import Path
+
+from tcview.analysis.paths import PathMap
+from tcview.report.summary import fail_on as found_kinds
+from tcview.report.summary import parse_fail_on
+from tcview.run.cleanup import install_cleanup
+from tcview.run.report import finish_report
+from tcview.run.session import Launcher, RunSession, RunStatus
+from tcview.run.spec import DEFAULT_LOGS, LaunchError, RunOptions, build_spec
+
+
+def run_command(args: argparse.Namespace) -> int:
+    try:
+        path_map = PathMap.parse(args.map_path)
+    except ValueError as exc:
+        print(f"tcview: {exc}", file=sys.stderr)
+        return 2
+    try:
+        launcher, fail_on = launcher_from_args(args)
+    except LaunchError as exc:
+        print(f"tcview: {exc}", file=sys.stderr)
+        return 2
+    if not args.no_tui:
+        if sys.stdin.isatty() and sys.stdout.isatty():
+            from tcview.ui.run_pane import run_live  # Textual loads only for the TUI
+
+            # The TUI owns the terminal: the job must not read from it.
+            launcher.options = replace(launcher.options, inherit_stdin=False)
+            install_cleanup()
+            try:
+                return run_live(launcher, fail_on, path_map, no_exec=bool(args.no_exec))
+            finally:
+                if launcher.sessions:
+                    _print_quietly(launcher.sessions[-1].reopen_hint)
+        print("tcview: running headless (no terminal); same as --no-tui", file=sys.stderr)
+    return run_headless(launcher, fail_on)
+
+
+def launcher_from_args(args: argparse.Namespace) -> tuple[Launcher, list[str]]:
+    """The Launcher for `tcview run` arguments, and the --fail-on kinds (LaunchError if bad)."""
+    env: dict[str, str] = {}
+    for item in args.env or []:
+        key, sep, value = item.partition("=")
+        if not sep or not key:
+            raise LaunchError(f"--env wants K=V, got {item!r}")
+        env[key] = value
+    try:
+        fail_on = parse_fail_on(args.fail_on)
+    except ValueError as exc:
+        raise LaunchError(str(exc)) from exc
+    spec = build_spec(args.target or [], args.module, args.python)
+    logs = args.logs if args.logs is not None else DEFAULT_LOGS
+    options = RunOptions(
+        run_dir=Path(args.dir) if args.dir else None,
+        logs=logs,
+        env=env,
+        inherit_stdin=True,
+    )
+    return Launcher(spec, options), fail_on
+
+
+def run_headless(launcher: Launcher, fail_on: list[str]) -> int:
+    """Stream the job's output to this terminal, then print the summary. The job's exit code."""
+    install_cleanup()
+    launcher.tee_stdout = sys.stdout.buffer
+    launcher.tee_stderr = sys.stderr.buffer
+    session: RunSession | None = None
+    try:
+        info = launcher.preflight()
+        if not info.torch:
+            print(
+                f"tcview: note: {info.executable} has no torch; running anyway "
+                "(the command is not python itself)",
+                file=sys.stderr,
+            )
+        session = launcher.start()
+        print(
+            f"tcview: running {launcher.spec.display} (pid {session.pid}) in {session.run_dir}",
+            file=sys.stderr,
+        )
+        status = _wait_headless(session)
+    except LaunchError as exc:
+        print(f"tcview: {exc}", file=sys.stderr)
+        return 2
+    except SystemExit:  # SIGTERM or SIGHUP: the cleanup handler has already taken the job down
+        if session is not None:
+            session.wait(5.0)
+            _print_quietly(session.reopen_hint)
+        raise
+    finally:
+        if session is not None and not session.done:
+            session.kill()
+            session.wait(5.0)
+    sys.stdout.flush()
+    code = status.exit_code if status.exit_code is not None else 1
+    report = finish_report(session, status)
+    print(f"\n{report.text}")
+    sys.stdout.flush()
+    if fail_on:
+        present = found_kinds(report.summary, fail_on)
+        if present:
+            print(f"tcview: found {', '.join(present)}", file=sys.stderr)
+            if code == 0:
+                code = 1
+    print(session.reopen_hint)
+    return code
+
+
+def _print_quietly(text: str) -> None:
+    with contextlib.suppress(OSError, ValueError):  # the terminal is gone (SIGHUP)
+        print(text, flush=True)
+
+
+def _wait_headless(session: RunSession) -> RunStatus:
+    """Wait for the job; Ctrl-C stops it (SIGINT, SIGTERM, SIGKILL), twice kills it now."""
+    interrupts = 0
+    while True:
+        try:
+            status = session.wait(0.5)
+            if status is not None:
+                return status
+        except KeyboardInterrupt:
+            interrupts += 1
+            if interrupts == 1:
+                print(
+                    "\ntcview: stopping the job (Ctrl-C again to kill it now)",
+                    file=sys.stderr,
+                )
+                session.stop()
+            else:
+                session.kill()

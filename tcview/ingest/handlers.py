@@ -1,0 +1,159 @@
+"""What each kind of trace record yields: one small handler per kind, in two tables.
+
+A trace file (tracefile.py) runs them; they need only what a `LogSource` declares.
+
+`HEADER_HANDLERS` (by record kind) run when a record's header is indexed; `CLOSE_HANDLERS` (by
+artifact name) run once its payload is complete, for the facts that live in the payload.
+Handlers make facts through the `Builder`; a handler that raises is recorded, not fatal.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from tcview.ingest.builder import Builder, Handler
+from tcview.model.facts import parse_graph_break, parse_recompile_reasons
+from tcview.model.objects import STACK_LIMIT, LogSource, Record, stack_frames
+
+KNOWN_KINDS = frozenset(
+    [
+        "str",
+        "dynamo_start",
+        "dynamo_output_graph",
+        "dynamo_guards",
+        "dynamo_cpp_guards_str",
+        "aot_forward_graph",
+        "aot_backward_graph",
+        "aot_joint_graph",
+        "aot_inference_graph",
+        "inductor_pre_grad_graph",
+        "inductor_post_grad_graph",
+        "inductor_output_code",
+        "graph_dump",
+        "compilation_metrics",
+        "bwd_compilation_metrics",
+        "compilation_metrics_runtime",
+        "bwd_compilation_metrics_runtime",
+        "chromium_event",
+        "artifact",
+        "describe_storage",
+        "describe_tensor",
+        "describe_source",
+        "create_symbol",
+        "create_unbacked_symbol",
+        "symbolic_shape_specialization",
+        "guard_added_fast",
+        "guard_added",
+        "propagate_real_tensors_provenance",
+        "expression_created",
+        "compiled_autograd_graph",
+        "optimize_ddp_split_graph",
+        "optimize_ddp_split_child",
+        "dump_file",
+        "link",
+        "exported_program",
+        "missing_fake_kernel",
+    ]
+)
+
+
+# ------------------------------------------------------------------ header handlers
+
+
+def h_str(b: Builder, tf: LogSource, rec: Record) -> None:
+    meta = rec.meta
+    if isinstance(meta, list) and len(meta) == 2:
+        try:
+            tf.define_string(meta[1], str(meta[0]))
+        except TypeError:
+            tf.problems.append(f"line {rec.lineno}: string table id is not hashable")
+
+
+def h_dynamo_start(b: Builder, tf: LogSource, rec: Record) -> None:
+    comp = rec.compile
+    if comp is None or comp.frame is None or comp.frame.stack:
+        return
+    stack = rec.meta.get("stack") if isinstance(rec.meta, dict) else None
+    if not isinstance(stack, list):
+        return
+    comp.frame.stack = stack_frames(tf, stack)
+    tf.missing_strings += sum(
+        1
+        for item in stack[:STACK_LIMIT]
+        if isinstance(item, dict)
+        and not isinstance(item.get("filename"), str)
+        and tf.file_name(item.get("filename")) is None
+    )
+
+
+def h_metrics(b: Builder, tf: LogSource, rec: Record) -> None:
+    meta = rec.meta if isinstance(rec.meta, dict) else None
+    if meta is None:
+        return
+    comp = rec.compile
+    if comp is not None:
+        comp.metric_records.append(rec)
+        if rec.kind == "compilation_metrics":
+            comp.metrics = meta
+            frame = comp.frame
+            if frame is not None and frame.co_name is None:
+                frame.co_name = _str_or_none(meta.get("co_name"))
+                frame.co_filename = _str_or_none(meta.get("co_filename"))
+                frame.co_firstlineno = meta.get("co_firstlineno")
+    if rec.kind == "compilation_metrics" and meta.get("fail_type"):
+        fn, ln = meta.get("fail_user_frame_filename"), meta.get("fail_user_frame_lineno")
+        where = f"{fn}:{ln}" if fn else ""
+        b.failure(tf, rec, str(meta["fail_type"]), str(meta.get("fail_reason") or ""), where)
+
+
+def h_runtime_metrics(b: Builder, tf: LogSource, rec: Record) -> None:
+    """compilation_metrics_runtime: what the compiled graph cost when it first ran."""
+    comp = rec.compile
+    if comp is not None and isinstance(rec.meta, dict):
+        comp.runtime_records.append(rec)
+
+
+CACHE_RESULTS = ("hit", "miss", "bypass")  # `*_cache_hash` artifacts are keys, not results
+
+
+def h_artifact(b: Builder, tf: LogSource, rec: Record) -> None:
+    name = rec.name or ""
+    for prefix in ("fx_graph_cache_", "aotautograd_cache_"):
+        if name.startswith(prefix):
+            result = name[len(prefix) :]
+            if result in CACHE_RESULTS:
+                b.cache_event(rec, prefix[:-7], result)
+            return
+
+
+def _str_or_none(value: Any) -> str | None:
+    return value if isinstance(value, str) else None
+
+
+HEADER_HANDLERS: dict[str, Handler[LogSource]] = {
+    "str": h_str,
+    "dynamo_start": h_dynamo_start,
+    "compilation_metrics": h_metrics,
+    "bwd_compilation_metrics": h_metrics,
+    "compilation_metrics_runtime": h_runtime_metrics,
+    "bwd_compilation_metrics_runtime": h_runtime_metrics,
+    "artifact": h_artifact,
+}
+
+
+# ------------------------------------------------------------------ close handlers
+
+
+def c_graph_break(b: Builder, tf: LogSource, rec: Record) -> None:
+    b.graph_break(rec, parse_graph_break(rec.payload()))
+
+
+def c_recompile(b: Builder, tf: LogSource, rec: Record) -> None:
+    b.recompile_reasons(rec, parse_recompile_reasons(rec.payload()))
+
+
+# By artifact name: the facts of these artifacts are in their payload.
+CLOSE_HANDLERS: dict[str, Handler[LogSource]] = {
+    "dynamo_graph_break_reason": c_graph_break,
+    "recompile_reasons": c_recompile,
+}

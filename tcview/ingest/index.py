@@ -1,0 +1,420 @@
+"""A set of trace files: discovery, grouping into runs and ranks, and aggregate facts."""
+
+from __future__ import annotations
+
+import contextlib
+import os
+from collections import Counter
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from tcview.ingest import signatures, snapshot
+from tcview.ingest.builder import Builder
+from tcview.ingest.cache import Entry, IndexCache, stamp
+from tcview.ingest.load import Hooks, Progress
+from tcview.ingest.parallel import PARALLEL_MIN_BYTES, Done, Job, Workers, job_count, own_share
+from tcview.ingest.snapshot import FACT_LISTS
+from tcview.ingest.textlog import TextLog
+from tcview.ingest.tracefile import HEADER, TraceFile
+from tcview.model.objects import Facts, JsonValue, Lock, LogSource, Model, Run
+
+TRACE_NAME_PREFIX = "dedicated_log_torch_trace"
+SNIFF_LIMIT = 4 << 20
+
+
+def sniff_trace(path: Path) -> str | None:
+    """None when `path` is a trace file, else the reason it is not one.
+
+    A trace file's first non-empty line is a record header: the log prefix, then a JSON object.
+    A damaged first header still counts when it starts like one (``{"``); TORCH_LOGS text has
+    the same prefix but a message after it, not JSON.
+    """
+    try:
+        with open(path, "rb") as fh:
+            data = fh.read(65536)
+            while data and not data.strip():
+                more = fh.read(65536)
+                if not more:
+                    break
+                data = data.lstrip() + more
+            data = data.lstrip(b"\r\n\t ")
+            if not data:
+                return "empty"
+            while b"\n" not in data and len(data) < SNIFF_LIMIT:
+                more = fh.read(65536)
+                if not more:
+                    break
+                data += more
+    except OSError as exc:
+        return f"unreadable: {exc.strerror or exc}"
+    line = data.split(b"\n", 1)[0]
+    m = HEADER.match(line)
+    if not m:
+        return "first line is not a trace record header"
+    if not line[m.end() :].lstrip().startswith(b"{"):
+        return "first line is a log line, not a trace record"
+    return None
+
+
+def discover(path: Path) -> tuple[list[Path], list[tuple[Path, str]]]:
+    """Trace files under `path` (a file or a directory, recursively) and the skipped ones."""
+    if path.is_file():
+        if path.name.startswith(TRACE_NAME_PREFIX):
+            return [path], []
+        why = sniff_trace(path)
+        return ([path], []) if why is None else ([], [(path, why)])
+    found: list[Path] = []
+    skipped: list[tuple[Path, str]] = []
+    for root, dirs, files in os.walk(
+        path,
+        onerror=lambda e: skipped.append((Path(e.filename or "?"), f"unreadable: {e.strerror}")),
+    ):
+        dirs.sort()
+        for name in sorted(files):
+            p = Path(root) / name
+            if not p.is_file():
+                skipped.append((p, "not a regular file"))
+                continue
+            if name.startswith(TRACE_NAME_PREFIX) and name.endswith(".log"):
+                if not os.access(p, os.R_OK):
+                    skipped.append((p, "unreadable: permission denied"))
+                else:
+                    found.append(p)
+                continue
+            why = sniff_trace(p)
+            if why is None:
+                found.append(p)
+            else:
+                skipped.append((p, why))
+    return found, skipped
+
+
+@dataclass
+class LoadStats:
+    """How the last load went (for tests and benchmarks): where each file's index came from."""
+
+    workers: int = 0  # worker processes started
+    start_method: str = ""  # how they were started (fork, forkserver, spawn)
+    from_workers: int = 0  # files restored from a worker's snapshot
+    from_cache: int = 0  # files restored from the cache as they were
+    indexed_here: int = 0  # files indexed in the loading thread (resumed ones included)
+    resumed: int = 0  # files fed on from a cache entry of their beginning
+    snapshot_errors: int = 0  # snapshots that did not restore (the file was indexed again)
+    worker_errors: list[str] = field(default_factory=list)  # jobs a worker could not do
+    cache_written: int = 0  # entries the loading thread wrote (workers write their own)
+
+
+def _takes(n: int, share: float) -> bool:
+    """Whether the loading thread indexes the n-th file to index itself: `share` of them,
+    spread evenly, the first one included (it starts while the workers do)."""
+    shift = 1 - share + 1e-9
+    return int((n + 1) * share + shift) > int(n * share + shift)
+
+
+class TraceSet(Model):
+    """All trace files of one input, with the facts derived from them."""
+
+    files: list[TraceFile]
+    text: TextLog | None = None  # a run directory's TORCH_LOGS capture
+
+    def __init__(
+        self,
+        root: str | os.PathLike[str] | None = None,
+        display: str | None = None,
+        lock: Lock | None = None,
+    ) -> None:
+        path = Path(root) if root is not None else None
+        Model.__init__(self, display or (str(root) if root is not None else ""), path, lock)
+        self.files = []
+        self.other = ()
+        self.builder = Builder(self)  # every file reports its facts to this model
+        self.load_stats = LoadStats()
+
+    # ------------------------------------------------------------ building
+
+    def new_file(self, path: Path) -> TraceFile:
+        """A trace file of this set (its facts go to this model), not yet in `files`."""
+        display = str(path)
+        if self.root is not None and self.root.is_dir():
+            with contextlib.suppress(ValueError):
+                display = str(path.relative_to(self.root))
+        return TraceFile(path, display, self.builder)
+
+    def add_file(self, path: Path) -> TraceFile:
+        tf = self.new_file(path)
+        self.files.append(tf)
+        return tf
+
+    def add_text(self, text: TextLog, skipped: list[tuple[Path, str]] | None = None) -> None:
+        """Attach a run directory's TORCH_LOGS capture (and, when given, the skipped files
+        without it and the files a run directory holds beside its trace)."""
+        self.text = text
+        if skipped is not None:
+            self.skipped = skipped
+        self.version += 1
+
+    def add_cached(self, path: Path, store: IndexCache, lock: Lock) -> TraceFile | None:
+        """Add a file from its cache entry as it was last indexed, not finished (follow mode
+        feeds it on from there); None when the cache has no entry for it."""
+        now = stamp(path)
+        entry = store.lookup(path, now) if now is not None else None
+        if entry is None or now is None:
+            return None
+        tf = self.new_file(path)
+        try:
+            facts = snapshot.restore(tf, entry.body, now.size)
+        except snapshot.Invalid:
+            return None
+        with lock:
+            self.files.append(tf)
+            self.builder.adopt(facts)
+            tf.settle()
+            self.version += 1
+        return tf
+
+    def file_for(self, path: Path) -> TraceFile | None:
+        return next((f for f in self.files if f.path == path), None)
+
+    @classmethod
+    def load(
+        cls,
+        path: str | os.PathLike[str],
+        progress: Progress | None = None,
+        hooks: Hooks | None = None,
+        display: str | None = None,
+        cache: bool = True,
+    ) -> TraceSet:
+        """Index every trace file under `path` (shown as `display`, by default the path).
+
+        `cache`: use the index cache (cache.py) unless $TCVIEW_NO_CACHE turns it off.
+        """
+        hooks = hooks or Hooks(progress)
+        root = Path(path)
+        ts = cls(root, display)
+        found, ts.skipped = discover(root)
+        hooks.publish(ts)
+        ts.load_files(found, hooks, IndexCache.default(root) if cache else None)
+        return ts
+
+    def load_files(self, found: list[Path], hooks: Hooks, store: IndexCache | None) -> None:
+        """Index `found` into this set, in order: from the cache where it has the file, in
+        worker processes when there is enough left to index (this thread indexes its share
+        meanwhile), else here."""
+        stamps = [stamp(p) for p in found]
+        total = sum(s.size for s in stamps if s is not None)
+        entries = [  # planned from the entries' headers; each read whole when it is used
+            store.peek(p, s) if store is not None and s is not None else None
+            for p, s in zip(found, stamps, strict=True)
+        ]
+        work = [i for i, e in enumerate(entries) if e is None or e.grown]
+        left = sum(
+            (s.size if s is not None else 0) - (e.pos if e is not None else 0)
+            for s, e in ((stamps[i], entries[i]) for i in work)
+        )
+        stats = self.load_stats = LoadStats()
+        workers = None
+        count = min(job_count(), len(work)) - 1  # this thread is one of the indexers
+        if count >= 1 and left >= PARALLEL_MIN_BYTES:
+            try:
+                workers = Workers(count)
+            except (OSError, ValueError, RuntimeError):
+                workers = None  # no processes to be had: index here
+        sent: set[int] = set()
+        results: Iterator[Done | None] | None = None
+        if workers is not None:
+            stats.workers, stats.start_method = workers.count, workers.method
+            share = own_share(workers.count)
+            sent = {i for n, i in enumerate(work) if not _takes(n, share)}
+            root, cap = (str(store.root), store.max_bytes) if store is not None else (None, 0)
+            results = workers.map([Job(str(found[i]), root, cap) for i in work if i in sent])
+        done = 0
+        shared = snapshot.Shared()
+        try:
+            for i, (p, st, entry) in enumerate(zip(found, stamps, entries, strict=True)):
+                if hooks.stop():
+                    break
+                size = st.size if st is not None else 0
+                body: bytes | None = None
+                sigs: dict[str, JsonValue] | None = None
+                to_worker = results is not None and i in sent
+                if entry is not None and not to_worker and store is not None and st is not None:
+                    entry = store.lookup(p, st)  # read and checked now; None: indexed here
+                    if entry is not None and not entry.grown:
+                        body, sigs = entry.body, entry.signatures
+                        entry = None  # not kept once restored
+                elif results is not None and i in sent:
+                    result = next(results)
+                    if result is not None and result.body is not None:
+                        body, sigs = result.body, result.signatures
+                        entry = None  # the worker resumed it
+                        stats.resumed += result.how == "resumed"
+                    else:
+                        stats.worker_errors.append(
+                            f"{p}: {result.error if result is not None else 'worker died'}"
+                        )
+                if body is not None and self._restore(p, body, sigs, size, hooks, shared):
+                    if i in sent and entry is None:
+                        stats.from_workers += 1
+                    else:
+                        stats.from_cache += 1
+                    done += size
+                    if hooks.progress is not None:
+                        hooks.progress(done, total)
+                    continue
+                resume = entry if entry is not None and entry.grown else None
+                stats.indexed_here += 1
+                tf = self.new_file(p)
+                done = self.read_file(tf, hooks, done, total, store, resume)
+                if len(found) > 1:
+                    # As the restored files do (many ranks, one program); in one process too:
+                    # less memory (128 ranks: 52 -> 40 MB), no slower.
+                    shared.share(tf)
+        finally:
+            if workers is not None:
+                workers.close()
+        if store is not None and store.written:
+            store.evict()
+
+    def _restore(
+        self,
+        path: Path,
+        body: bytes,
+        sigs: dict[str, JsonValue] | None,
+        size: int,
+        hooks: Hooks,
+        shared: snapshot.Shared,
+    ) -> bool:
+        """Add a file from its snapshot; False when the snapshot does not restore."""
+        tf = self.new_file(path)
+        try:
+            facts = snapshot.restore(tf, body, size, shared)
+        except snapshot.Invalid:
+            self.load_stats.snapshot_errors += 1
+            return False
+        with hooks.lock:
+            self.files.append(tf)
+            self.builder.adopt(facts)
+            tf.finish()
+            self.version += 1
+        tf.signatures = signatures.complete(tf, sigs)
+        return True
+
+    def read_file(
+        self,
+        tf: TraceFile,
+        hooks: Hooks,
+        done: int = 0,
+        total: int = 0,
+        store: IndexCache | None = None,
+        resume: Entry | None = None,
+    ) -> int:
+        """Index a file here (from a cache entry of its beginning when `resume`), add it, and
+        keep its snapshot in `store`."""
+        before = stamp(tf.path)
+        start = 0
+        resumed: Facts | None = None
+        if resume is not None and before is not None:
+            try:
+                resumed = snapshot.restore(tf, resume.body, before.size)
+                start = resume.pos
+                self.load_stats.resumed += 1
+            except snapshot.Invalid:
+                self.load_stats.snapshot_errors += 1
+                tf = self.new_file(tf.path)
+        marks = self._fact_marks()
+        with hooks.lock:
+            self.files.append(tf)
+            if resumed is not None:
+                self.builder.adopt(resumed)
+        done = tf.feed_from(hooks, start, done, total)
+        body = None
+        pos, pending = tf.pos, tf.pending_bytes
+        if store is not None and before is not None and pos == before.size:
+            try:
+                body = snapshot.encode(tf, self._facts_since(marks))
+            except snapshot.CodecError:
+                body = None
+        with hooks.lock:
+            tf.finish()
+            self.version += 1
+        tf.signatures = signatures.compute(tf)
+        if (
+            body is not None
+            and store is not None
+            and before is not None
+            and store.store(tf.path, before, pos, body, tf.signatures, pos - pending)
+        ):
+            self.load_stats.cache_written += 1
+        return done
+
+    def _fact_marks(self) -> list[int]:
+        return [len(getattr(self, name)) for name in FACT_LISTS]
+
+    def _facts_since(self, marks: list[int]) -> Facts:
+        """The facts added to this model since `marks` (a file's, when files are indexed one
+        after the other)."""
+        facts = Facts()
+        for name, mark in zip(FACT_LISTS, marks, strict=True):
+            setattr(facts, name, getattr(self, name)[mark:])
+        return facts
+
+    # ------------------------------------------------------------ views
+
+    @property
+    def runs(self) -> list[Run]:
+        """Files grouped by directory, then by overlapping time spans (one launch each)."""
+        by_dir: dict[str, list[TraceFile]] = {}
+        for tf in self.files:
+            by_dir.setdefault(str(tf.path.parent), []).append(tf)
+        runs: list[Run] = []
+        for directory, in_dir in by_dir.items():
+            group: list[LogSource] = []
+            group_end = ""
+            for tf in sorted(in_dir, key=lambda f: (f.first_ts or "~", f.display)):
+                start = tf.first_ts or ""
+                if group and (not start or start > group_end or not group_end):
+                    runs.append(Run(len(runs), directory, group))
+                    group, group_end = [], ""
+                group.append(tf)
+                group_end = max(group_end, tf.last_ts or "")
+            if group:
+                runs.append(Run(len(runs), directory, group))
+        return runs
+
+    def summary_counts(self, verify: bool = False) -> dict[str, Any]:
+        files = self.files
+        artifacts: Counter[str] = Counter()
+        kinds: Counter[str] = Counter()
+        ranks: set[int] = set()
+        for tf in files:
+            artifacts.update(tf.artifacts)
+            kinds.update(tf.kinds)
+            ranks.update(tf.ranks)
+        facts = self.compile_counts()
+        out: dict[str, Any] = {
+            "files": len(files),
+            "records": sum(kinds.values()),
+            "compiles": facts["compiles"],
+            "frames": facts["frames"],
+            "recompiles": facts["recompiles"],
+            "empty_graphs": facts["empty_graphs"],
+            "graph_breaks": artifacts["dynamo_graph_break_reason"],
+            "failures": sum(tf.failure_count for tf in files),
+            "errors": facts["errors"],
+            "output_codes": kinds["inductor_output_code"],
+            "kernels": facts["kernels"],
+            "unparsed_lines": sum(len(tf.unparsed) for tf in files),
+            "ranks": sorted(ranks),
+            "fx_graph_cache": {
+                r: artifacts[f"fx_graph_cache_{r}"] for r in ("hit", "miss", "bypass")
+            },
+        }
+        if verify:
+            out["md5_mismatches"] = self.verify()
+        return out
+
+    def verify(self) -> int:
+        """Hash every payload; returns the number of mismatches."""
+        return sum(tf.verify() for tf in self.files)

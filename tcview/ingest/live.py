@@ -1,0 +1,404 @@
+"""Follow mode: keep a model in step with growing trace files, logs, or a pipe.
+
+A `Follower` owns the model it grows. Watchdog (inotify, or polling with --poll or when inotify
+cannot be used) marks paths dirty; one reader thread reads each dirty file from its last offset
+and feeds the appended bytes to the index, under the model's lock. Readers of the model (the UI)
+take the same lock and look at `version` to know when to redraw.
+
+Files that shrink or are replaced (new inode) make the follower rebuild the whole model from
+disk, so the result stays identical to a one-shot read. Deleted files are marked, not dropped.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import select
+import threading
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from tcview.ingest.cache import IndexCache
+from tcview.ingest.index import TRACE_NAME_PREFIX, TraceSet, sniff_trace
+from tcview.ingest.load import CHUNK
+from tcview.ingest.source import detect, find_text_log
+from tcview.ingest.textlog import TextLog
+from tcview.ingest.tracefile import TraceFile
+
+if TYPE_CHECKING:
+    from watchdog.observers.api import BaseObserver
+
+RESCAN_S = 0.5  # safety rescan, also when events are working
+
+
+class Follower:
+    """Grows a TraceSet (or a TextLog) as its files grow."""
+
+    def __init__(
+        self,
+        path: str,
+        poll: bool = False,
+        interval: float = 0.25,
+        on_update: Callable[[], None] | None = None,
+    ) -> None:
+        self.path = path
+        self.poll = poll
+        self.interval = interval
+        self.on_update = on_update
+        self.lock = threading.RLock()
+        self.notices: list[str] = []
+        self.version = 0
+        self.rebuilds = 0
+        self._dirty: set[str] = set()
+        self._wake = threading.Event()
+        self._stop = threading.Event()
+        self._observer: BaseObserver | None = None
+        self._watching: str | None = None
+        self._thread: threading.Thread | None = None
+        self._stdin_fd: int | None = None
+        self._identity: dict[str, tuple[int, int]] = {}
+        self._not_traces: dict[str, tuple[int, int, int]] = {}
+        self.kind = detect(path) if path != "-" else "stdin"
+        self._stream_path: str | None = None
+        if self.kind == "stream":  # a FIFO or a <(...) pipe: read it like stdin
+            self._stream_path, self.kind = path, "stdin"
+        if self.kind == "missing":
+            self.kind = "text" if _looks_like_log_name(path) else "trace-dir"
+        self.model: TraceSet | TextLog = self._empty_model()
+        self.cache = IndexCache.default(Path(path)) if self.kind not in ("text", "stdin") else None
+
+    # ---------------------------------------------------------------- model
+
+    def _empty_model(self) -> TraceSet | TextLog:
+        if self.kind in ("text", "stdin"):
+            path = None if self.kind == "stdin" else self.path
+            return TextLog(path, display=self._display(), lock=self.lock)
+        return TraceSet(self.path, lock=self.lock)
+
+    def _display(self) -> str:
+        return "<stdin>" if self.kind == "stdin" else self.path
+
+    @property
+    def root(self) -> Path:
+        return Path(self.path)
+
+    # ---------------------------------------------------------------- lifecycle
+
+    def start(self, stdin_fd: int | None = None) -> None:
+        """Start watching and reading in background threads."""
+        self._stdin_fd = stdin_fd
+        if self.kind == "stdin":
+            self._thread = threading.Thread(
+                target=self._read_pipe, name="tcview-stdin", daemon=True
+            )
+        else:
+            self._thread = threading.Thread(target=self._run, name="tcview-follow", daemon=True)
+        self._thread.start()
+
+    def stop(self) -> None:
+        self._stop.set()
+        self._wake.set()
+        if self._observer is not None:
+            with contextlib.suppress(Exception):  # best effort on shutdown
+                self._observer.stop()
+        if self._thread is not None and self._thread is not threading.current_thread():
+            self._thread.join(timeout=2)
+
+    def step(self) -> bool:
+        """Read everything new once (used by the thread, and by tests). True if it changed."""
+        changed = False
+        for path in self._files_to_check():
+            changed |= self._read(path)
+        if changed:
+            self.version += 1
+        return changed
+
+    def _run(self) -> None:
+        self._try_start_observer()
+        last_scan = 0.0
+        while not self._stop.is_set():
+            self._wake.wait(timeout=self.interval if self.poll else RESCAN_S)
+            self._wake.clear()
+            if self._stop.is_set():
+                break
+            switched = self._watching != self._watch_target()
+            if switched:
+                self._try_start_observer()  # the root appeared (or vanished): watch it instead
+            now = time.monotonic()
+            full = switched or now - last_scan >= (self.interval if self.poll else RESCAN_S)
+            try:
+                if full:
+                    last_scan = now
+                    changed = self.step()
+                else:
+                    changed = self._step_dirty()
+            except Exception as exc:  # noqa: BLE001 - the follower must never die
+                self.note(f"follow error: {type(exc).__name__}: {exc}")
+                changed = True
+            if changed and self.on_update is not None:
+                self.on_update()
+
+    def _step_dirty(self) -> bool:
+        with self.lock:
+            dirty, self._dirty = self._dirty, set()
+        changed = False
+        known = {str(tf.path) for tf in self._trace_files()}
+        for path in dirty:
+            if path in known or self._is_candidate(Path(path)):
+                changed |= self._read(Path(path))
+        if any(not os.path.exists(p) for p in dirty):
+            changed |= self._mark_deleted()
+        if changed:
+            self.version += 1
+        return changed
+
+    # ---------------------------------------------------------------- watching
+
+    def _watch_target(self) -> str | None:
+        p = self.root
+        target = p if p.is_dir() else p.parent
+        while not target.exists():
+            if target.parent == target:
+                return None
+            target = target.parent
+        return str(target)
+
+    def _try_start_observer(self) -> None:
+        try:
+            self._start_observer()
+        except Exception as exc:  # noqa: BLE001 - e.g. the directory vanished meanwhile
+            self.note(f"cannot watch {self.path}: {exc}; polling")
+            self._watching = None
+
+    def note(self, text: str) -> None:
+        """Add a notice once (a repeating error must not grow the list)."""
+        if text not in self.notices[-20:]:
+            self.notices.append(text)
+            del self.notices[:-100]
+
+    def _start_observer(self) -> None:
+        target = self._watch_target()
+        if target is None or target == self._watching:
+            return
+        if self._observer is not None:
+            with contextlib.suppress(Exception):  # the old watch may be gone already
+                self._observer.stop()
+        from watchdog.events import FileSystemEvent, FileSystemEventHandler
+
+        follower = self
+
+        class Handler(FileSystemEventHandler):
+            def on_any_event(self, event: FileSystemEvent) -> None:
+                paths = [event.src_path, event.dest_path]
+                with follower.lock:
+                    follower._dirty.update(os.fsdecode(p) for p in paths if p)
+                follower._wake.set()
+
+        recursive = Path(target) == self.root and self.root.is_dir()
+        observer: BaseObserver | None = None
+        if not self.poll:
+            try:
+                from watchdog.observers.inotify import InotifyObserver
+
+                observer = InotifyObserver()
+                observer.schedule(Handler(), target, recursive=recursive)
+                observer.start()
+            except Exception as exc:  # noqa: BLE001 - no inotify: fall back to polling
+                self.notices.append(f"inotify unavailable ({exc}); polling every {self.interval}s")
+                self.poll = True
+                observer = None
+        if observer is None:
+            from watchdog.observers.polling import PollingObserver
+
+            observer = PollingObserver(timeout=self.interval)
+            observer.schedule(Handler(), target, recursive=recursive)
+            observer.start()
+        self._observer = observer
+        self._watching = target
+
+    # ---------------------------------------------------------------- reading
+
+    def _is_candidate(self, p: Path) -> bool:
+        if self.kind in ("text", "trace-file"):
+            return p == self.root
+        if not p.is_file():
+            return False
+        try:
+            p.relative_to(self.root)
+        except ValueError:
+            return False
+        if self.kind == "run-dir" and p == find_text_log(self.root):
+            return True
+        if p.name.startswith(TRACE_NAME_PREFIX):
+            return True
+        try:
+            st = p.stat()
+        except OSError:
+            return False
+        if st.st_size == 0:
+            return False
+        # A file that is not a trace is sniffed again only when it changes.
+        stamp = (st.st_ino, st.st_size, st.st_mtime_ns)
+        if self._not_traces.get(str(p)) == stamp:
+            return False
+        if sniff_trace(p) is None:
+            return True
+        self._not_traces[str(p)] = stamp
+        return False
+
+    def _files_to_check(self) -> list[Path]:
+        root = self.root
+        if self.kind in ("text", "trace-file"):
+            return [root] if root.is_file() else []
+        if not root.is_dir():
+            return []
+        if self.kind == "trace-dir" and find_text_log(root) is not None:
+            self.kind = "run-dir"
+        known = {tf.path for tf in self._trace_files()}
+        found = []
+        for dirpath, dirs, files in os.walk(root):
+            dirs.sort()
+            for name in sorted(files):
+                p = Path(dirpath) / name
+                if p in known or self._is_candidate(p):
+                    found.append(p)
+        self._mark_deleted()
+        return found
+
+    def _mark_deleted(self) -> bool:
+        changed = False
+        for tf in self._trace_files():
+            gone = not tf.path.exists()
+            if gone != tf.deleted:
+                tf.deleted = gone
+                changed = True
+        return changed
+
+    def _trace_files(self) -> list[TraceFile]:
+        return list(self.model.files) if isinstance(self.model, TraceSet) else []
+
+    def _read(self, path: Path) -> bool:
+        """Feed what was appended to `path`; rebuild on shrink or replacement."""
+        try:
+            st = path.stat()
+        except OSError:
+            return False
+        ident = (st.st_dev, st.st_ino)
+        key = str(path)
+        target = self._target_for(path)
+        if target is None:
+            return False
+        old = self._identity.get(key)
+        pos = target.pos
+        if (old is not None and old != ident) or st.st_size < pos:
+            self._identity[key] = ident
+            self.rebuild(f"{path.name} was {'replaced' if old != ident else 'truncated'}")
+            return True
+        self._identity[key] = ident
+        if st.st_size == pos:
+            return False
+        try:
+            with open(path, "rb") as fh:
+                fh.seek(pos)
+                changed = False
+                while not self._stop.is_set():
+                    data = fh.read(CHUNK)
+                    if not data:
+                        break
+                    with self.lock:
+                        target.feed(data)
+                    changed = True
+                    if self.on_update is not None:
+                        self.on_update()  # a big file shows as it is read, not at its end
+        except OSError as exc:
+            self.note(f"cannot read {path}: {exc.strerror or exc}")
+            return False
+        return changed
+
+    def _target_for(self, path: Path) -> TraceFile | TextLog:
+        """The object that indexes `path`: a TraceFile, the TextLog, or a run's TextLog."""
+        model = self.model
+        if isinstance(model, TextLog):
+            return model
+        if self.kind == "run-dir" and path == find_text_log(self.root):
+            if model.text is None:
+                with self.lock:
+                    model.add_text(TextLog(str(path), lock=self.lock))
+            assert model.text is not None
+            return model.text
+        tf = model.file_for(path)
+        if tf is None and self.cache is not None:
+            # Its first read from the index cache (which follow mode never writes to: its
+            # files are being written).
+            tf = model.add_cached(path, self.cache, self.lock)
+        if tf is None:
+            with self.lock:
+                tf = model.add_file(path)
+        return tf
+
+    def rebuild(self, why: str) -> None:
+        """Start over from disk: the way to stay exact after truncation or replacement."""
+        self.note(f"re-indexed: {why}")
+        fresh = self._empty_model()
+        with self.lock:  # readers hold the lock while they read from the old files
+            old, self.model = self.model, fresh
+            self.rebuilds += 1
+            if isinstance(old, TraceSet):
+                old.close()
+        for path in self._files_to_check():
+            self._read(path)
+
+    def finish(self) -> None:
+        """The inputs are complete: index trailing lines without a newline."""
+        with self.lock:
+            for tf in self._trace_files():
+                if not tf.finished:
+                    tf.finish()
+            model = self.model
+            text = model if isinstance(model, TextLog) else model.text
+            if text is not None and self.kind != "stdin":
+                text.finish()
+
+    # ---------------------------------------------------------------- pipes
+
+    def _read_pipe(self) -> None:
+        fd = self._stdin_fd if self._stdin_fd is not None else 0
+        if self._stream_path is not None:
+            try:
+                fd = os.open(self._stream_path, os.O_RDONLY)  # waits for a writer: not on the UI
+            except OSError as exc:
+                self.notices.append(f"cannot read {self._stream_path}: {exc.strerror or exc}")
+                return
+        model = self.model
+        assert isinstance(model, TextLog)  # a pipe is always read as TORCH_LOGS text
+        while not self._stop.is_set():
+            try:
+                ready, _, _ = select.select([fd], [], [], 0.25)
+            except (OSError, ValueError):
+                break
+            if not ready:
+                continue
+            try:
+                data = os.read(fd, CHUNK)
+            except OSError:
+                break
+            if not data:
+                break
+            with self.lock:
+                model.feed(data)
+            self.version += 1
+            if self.on_update is not None:
+                self.on_update()
+        with self.lock:
+            model.finish()
+        self.version += 1
+        self.notices.append("input ended")
+        if self.on_update is not None:
+            self.on_update()
+
+
+def _looks_like_log_name(path: str) -> bool:
+    name = Path(path).name
+    return "." in name and not name.startswith(TRACE_NAME_PREFIX) and not name.endswith("trace")

@@ -1,0 +1,273 @@
+"""Index trace files in worker processes, one file per job, every core busy.
+
+A worker indexes a whole file into a `TraceFile` of its own (with its own facts), and sends
+back the file's snapshot (snapshot.py) and signatures, never objects; with a cache, it looks
+the file up first (an unchanged file: the entry's snapshot is sent as it is; a grown one: the
+rest is fed to the restored index) and stores what it made. The parent restores the snapshots
+into its model, in the files' order, so the result is the serial index's.
+
+The workers are forked when the process has one thread (the CLI: cheap, nothing to import
+again, and no other thread can hold a lock that the child would inherit locked). Otherwise (the
+UI indexes in a thread while the app runs others) each is a new interpreter that imports this
+module and serves jobs on a pipe (see `_Worker`). Workers get no terminal: the app's screen
+stays the app's.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import multiprocessing
+import multiprocessing.connection
+import multiprocessing.process
+import os
+import signal
+import subprocess
+import sys
+import threading
+from collections import deque
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from multiprocessing.connection import Connection
+from multiprocessing.context import ForkContext
+from pathlib import Path
+from typing import Any
+
+from tcview.ingest import signatures, snapshot
+from tcview.ingest.cache import IndexCache, stamp
+from tcview.ingest.load import Hooks
+from tcview.ingest.tracefile import TraceFile
+from tcview.model.objects import JsonValue
+
+# Below this many bytes to index, one process is faster than starting workers (~0.1-0.2 s).
+PARALLEL_MIN_BYTES = 24 << 20
+JOBS_ENV = "TCVIEW_JOBS"  # worker processes; 1 indexes in the loading thread
+
+
+def job_count() -> int:
+    """Worker processes to use: $TCVIEW_JOBS, else the CPUs this process may run on."""
+    try:
+        wanted = int(os.environ.get(JOBS_ENV, "0"))
+    except ValueError:
+        wanted = 0
+    if wanted > 0:
+        return wanted
+    counter = getattr(os, "process_cpu_count", None)  # Python 3.13
+    if counter is not None:
+        return int(counter() or 1)
+    try:
+        return len(os.sched_getaffinity(0)) or 1
+    except (AttributeError, OSError):
+        return os.cpu_count() or 1
+
+
+# What a file costs, relative to indexing it: its snapshot written (in a worker) and read
+# back (in the loading thread). Measured on the shared rank traces (tests/benchmarks).
+ENCODE_COST = 0.15
+RESTORE_COST = 0.14
+
+
+def own_share(workers: int) -> float:
+    """The share of the files the loading thread indexes itself beside `workers` processes,
+    so that it is as busy as each of them: it restores their snapshots besides."""
+    per_worker = (1 + ENCODE_COST) / workers  # a worker's time for the file it is given
+    return max(0.0, (per_worker - RESTORE_COST) / (1 - RESTORE_COST + per_worker))
+
+
+@dataclass(frozen=True)
+class Job:
+    path: str
+    cache_root: str | None = None  # None: no cache
+    cache_max: int = 0
+
+
+@dataclass
+class Done:
+    """A job's result: the file's snapshot (None when the worker failed) and signatures."""
+
+    body: bytes | None
+    signatures: dict[str, JsonValue] = field(default_factory=dict)
+    how: str = "indexed"  # "hit", "resumed", "indexed" or "error"
+    error: str = ""
+
+
+def run_job(job: Job) -> Done:
+    """Index one file (in a worker; the tests call it in-process too)."""
+    path = Path(job.path)
+    cache = IndexCache(Path(job.cache_root), job.cache_max) if job.cache_root else None
+    before = stamp(path)
+    entry = cache.lookup(path, before) if cache is not None and before is not None else None
+    if entry is not None and not entry.grown:
+        return Done(entry.body, entry.signatures or {}, "hit")
+    tf = TraceFile(path)
+    try:
+        start = 0
+        if entry is not None and before is not None:
+            tf.builder.adopt(snapshot.restore(tf, entry.body, before.size))
+            start = entry.pos
+        tf.feed_from(Hooks(), start)
+        body = snapshot.encode(tf, tf.builder.facts)
+        pos, pending = tf.pos, tf.pending_bytes
+        tf.finish()
+        sigs = signatures.compute(tf)
+        if cache is not None and before is not None:
+            cache.store(path, before, pos, body, sigs, pos - pending)
+        return Done(body, sigs, "resumed" if entry is not None else "indexed")
+    except Exception as exc:  # noqa: BLE001 - reported; the parent indexes the file itself
+        return Done(None, {}, "error", f"{type(exc).__name__}: {exc}")
+    finally:
+        tf.close()
+
+
+def _serve(conn: Connection) -> None:
+    """A worker's loop: a job in, its result out, until told to stop."""
+    signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C is the parent's to handle
+    # The terminal may be the app's screen: a worker writes nothing there (errors are sent).
+    devnull = os.open(os.devnull, os.O_RDWR)
+    for fd in (0, 1, 2):
+        os.dup2(devnull, fd)
+    os.close(devnull)
+    while True:
+        try:
+            job = conn.recv()
+        except (EOFError, OSError):
+            return
+        if job is None:
+            return
+        conn.send(run_job(job))
+
+
+def start_method() -> str:
+    """fork when this process has one thread (see above), else spawn."""
+    if (
+        "fork" in multiprocessing.get_all_start_methods()
+        and sys.platform == "linux"
+        and threading.active_count() == 1
+    ):
+        return "fork"
+    return "spawn"
+
+
+def serve_fd(fd: int) -> None:
+    """A spawned worker's main: serve jobs on the connection at `fd`."""
+    _serve(Connection(fd))
+
+
+class _Worker:
+    """One worker process and the connection to it."""
+
+    def __init__(self, method: str) -> None:
+        parent, child = multiprocessing.Pipe()
+        self.conn = parent
+        self.proc: multiprocessing.process.BaseProcess | None = None
+        self.popen: subprocess.Popen[bytes] | None = None
+        if method == "fork":
+            self.proc = ForkContext().Process(
+                target=_serve, args=(child,), daemon=True, name="tcview-index"
+            )
+            self.proc.start()
+        else:
+            # A new interpreter that imports this module only: not multiprocessing's spawn,
+            # which imports the parent's __main__ again (a script without a main guard would
+            # run twice) and hands its helpers sys.stderr (an app's has no file descriptor).
+            fd = child.fileno()
+            code = f"from {__name__} import serve_fd; serve_fd({fd})"
+            root = str(Path(__file__).resolve().parents[2])  # where this tcview is imported from
+            env = dict(os.environ)
+            env["PYTHONPATH"] = os.pathsep.join(p for p in (root, env.get("PYTHONPATH")) if p)
+            self.popen = subprocess.Popen(
+                [sys.executable, "-c", code],
+                pass_fds=(fd,),
+                stdin=subprocess.DEVNULL,
+                stdout=subprocess.DEVNULL,
+                stderr=subprocess.DEVNULL,
+                env=env,
+                start_new_session=True,  # Ctrl-C in the terminal is the parent's
+            )
+        child.close()
+
+    @property
+    def waitable(self) -> list[Any]:
+        """What `wait` watches: the connection, and the process of a fork (whose siblings
+        hold its pipe too, so that its end may never read as closed)."""
+        return [self.conn] if self.proc is None else [self.conn, self.proc.sentinel]
+
+    def kill(self) -> None:
+        with contextlib.suppress(OSError):
+            self.conn.close()
+        if self.proc is not None:
+            if self.proc.is_alive():
+                self.proc.kill()
+            self.proc.join(timeout=5)
+        if self.popen is not None:
+            if self.popen.poll() is None:
+                self.popen.kill()
+            self.popen.wait(timeout=5)
+
+
+class Workers:
+    """Worker processes, each given one job at a time; `map` yields results in job order."""
+
+    def __init__(self, count: int, method: str | None = None) -> None:
+        self.method = method or start_method()
+        self.count = count
+        self._workers: list[_Worker] = []
+        try:
+            for _ in range(count):
+                self._workers.append(_Worker(self.method))
+        except BaseException:
+            self.close()
+            raise
+
+    def map(self, jobs: list[Job]) -> Iterator[Done | None]:
+        """Each job's result, in order; None for a job whose worker died."""
+        todo = deque(enumerate(jobs))
+        idle = list(range(len(self._workers)))
+        busy: dict[int, int] = {}  # worker -> job
+        results: dict[int, Done | None] = {}
+        nxt = 0
+        while nxt < len(jobs):
+            while idle and todo:
+                w = idle.pop()
+                i, job = todo.popleft()
+                try:
+                    self._workers[w].conn.send(job)
+                except OSError:
+                    results[i] = None  # the worker is gone: not idle again
+                    continue
+                busy[w] = i
+            if nxt in results:
+                yield results.pop(nxt)
+                nxt += 1
+                continue
+            if not busy:  # every worker is gone
+                results.update((i, None) for i, _job in todo)
+                todo.clear()
+                results.setdefault(nxt, None)
+                continue
+            owner = {id(obj): w for w in busy for obj in self._workers[w].waitable}
+            ready = multiprocessing.connection.wait(
+                [obj for w in busy for obj in self._workers[w].waitable]
+            )
+            for w in {owner[id(obj)] for obj in ready}:
+                conn = self._workers[w].conn
+                try:
+                    if conn.poll():
+                        done = conn.recv()
+                        results[busy.pop(w)] = done if isinstance(done, Done) else None
+                        idle.append(w)
+                        continue
+                except (EOFError, OSError):
+                    pass
+                results[busy.pop(w)] = None  # it died (or hung up): no more jobs for it
+
+    def close(self) -> None:
+        """Stop the workers at once (a job still running is killed)."""
+        for worker in self._workers:
+            worker.kill()
+        self._workers = []
+
+    def __enter__(self) -> Workers:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()

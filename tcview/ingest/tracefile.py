@@ -1,0 +1,762 @@
+"""Incremental indexer for one TORCH_TRACE file.
+
+The file is fed in chunks of bytes, in order. Complete lines are indexed at once; a trailing
+partial line stays pending until more bytes arrive (or `finish()` says the file is done).
+Feeding a file in any split gives the same index as one read of the whole file.
+
+Speed: one regex pass finds the start of every line that is not a payload line. The common
+``chromium_event`` headers (most records) are recognised by that same regex and counted without
+building a record; other headers are parsed as JSON, with a cache keyed by the header text
+minus its md5. Payload lines are never visited in Python, except in output code, where a
+regex over the payload finds the kernel definitions.
+"""
+
+from __future__ import annotations
+
+import bisect
+import contextlib
+import hashlib
+import json
+import os
+import re
+import sys
+from array import array
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any, Literal, NamedTuple, overload
+
+from tcview.ingest.builder import Builder
+from tcview.ingest.handlers import CLOSE_HANDLERS, HEADER_HANDLERS, KNOWN_KINDS
+from tcview.ingest.load import Hooks, read_chunks
+from tcview.model.compile_id import PLAIN_TYPES, CompileKey, IdPart, id_part, key_from_header
+from tcview.model.objects import (
+    AOT_ID_LINE,
+    KERNEL_DEF,
+    Compile,
+    JsonValue,
+    LogSource,
+    Record,
+    has_bare_lines,
+    payload_from_region,
+    restored_payloads,
+)
+
+CONTEXT_KEYS = frozenset(
+    {
+        "frame_id",
+        "frame_compile_id",
+        "attempt",
+        "compiled_autograd_id",
+        "rank",
+        "has_payload",
+        "stack",
+        "subgraph_name",
+    }
+)
+
+_PREFIX = rb"(?:\[rank(\d+)\]:)?[A-Z](\d{4} \d\d:\d\d:\d\d\.\d+) +(\d+) [^\]\n]*?:\d+\] "
+HEADER = re.compile(_PREFIX)
+_INT = rb"(?:0|[1-9]\d{0,17})"
+_ID_KEYS = rb'"(?:frame_id|frame_compile_id|attempt|compiled_autograd_id|rank)"'
+# A newline before a non-empty, non-payload line; then, when it has one, the record prefix
+# (groups 1-3), and when the whole line is a well-formed chromium_event header, its context
+# keys (group 4). Such lines are valid JSON by their shape alone.
+_CTX = rb"((?:, " + _ID_KEYS + rb": " + _INT + rb")*)"
+# A newline before a non-empty, non-payload line; then, when it has one, the record prefix
+# (groups 1-3); then, when the whole line is a well-formed chromium_event header (most records
+# are), its context keys (group 4). Such lines are valid JSON by their shape alone, so they are
+# counted without a JSON parser.
+LINE = re.compile(
+    rb"\n(?=[^\t\n])(?:"
+    + _PREFIX
+    + rb'(?:\{"chromium_event": \{\}'
+    + _CTX
+    + rb'(?:, "has_payload": "[0-9a-f]{32}")?\}(?=\n))?)?'
+)
+KERNEL_LINE = re.compile(rb"^\t" + KERNEL_DEF.encode(), re.M)  # in an output code's payload
+AOT_ID = re.compile(rb"\t" + AOT_ID_LINE.encode())  # an output code's first payload line
+RANK_IN_NAME = re.compile(r"rank_(\d+)")
+HAS_PAYLOAD = b'"has_payload": "'
+MD5_HEX = re.compile(rb"[0-9a-f]{32}")
+MAX_LINE = 64 << 20  # longer lines are counted (as unparsed lines) but not kept or parsed
+
+_INVALID = object()
+# A dynamo_start with these attempts starts a compile (restarts log attempt 1, 2, …).
+STARTING_ATTEMPTS = (0, None)
+
+
+def _loads_json(data: bytes) -> Any:
+    try:
+        try:
+            return json.loads(data)
+        except UnicodeDecodeError:
+            return json.loads(data.decode("utf-8", "replace"))
+    except (ValueError, RecursionError):
+        return _INVALID
+
+
+# What `fast_loads` returns when only the stdlib parser can read the bytes.
+SLOW = object()
+
+try:  # optional speed-up (tcview[fast]); the result is the same as json's
+    import orjson
+
+    def fast_loads(data: bytes) -> Any:
+        """orjson's value, or SLOW where json must read it (NaN, invalid UTF-8, lone
+        surrogates, numbers too big for a double, deep nesting that json refuses)."""
+        try:
+            value = orjson.loads(data)
+        except (orjson.JSONDecodeError, RecursionError):
+            return SLOW
+        if len(data) > 900 and data.count(b"[") + data.count(b"{") > 450:
+            return SLOW
+        return value
+
+except ImportError:  # pragma: no cover - depends on the environment
+
+    def fast_loads(data: bytes) -> Any:
+        return SLOW
+
+
+def loads(data: bytes) -> Any:
+    """A JSON value, or _INVALID."""
+    value = fast_loads(data)
+    return _loads_json(data) if value is SLOW else value
+
+
+# Inputs' fake-tensor metadata and shape-env chatter: many records, shown only on demand.
+LAZY_META_KINDS = frozenset(
+    {
+        "describe_tensor",
+        "describe_storage",
+        "describe_source",
+        "expression_created",
+        "guard_added_fast",
+        "create_symbol",
+        "propagate_real_tensors_provenance",
+    }
+)
+# Of those, the ones kept as offsets only (no Record object) when they carry no payload.
+MINOR_KINDS = frozenset({"describe_tensor", "describe_storage", "describe_source"})
+_CACHE_MAX_KEY = 600  # header JSON longer than this is not cached
+_CACHE_MAX = 4096
+_META_KEEP = 2048  # header JSON longer than this keeps only a slim value in memory
+_SLIM_STR = 400
+# compilation_metrics fields a slim value keeps whole, whatever their length: the facts
+# tcview shows (why a compile restarted or failed).
+KEEP_WHOLE = frozenset({"restart_reasons", "fail_reason", "fail_type", "cudagraph_skip_reason"})
+
+
+class TraceFile(LogSource):
+    """Index of one trace file; also the payload source of its records.
+
+    Facts go through `builder` (the TraceSet's, so that they reach its lists; a file indexed
+    on its own gets a builder of its own).
+    """
+
+    path: Path
+    _fd: int | None = None  # (a class default: __del__ may run on a half-made object)
+    logs_metrics = True
+
+    def __init__(
+        self,
+        path: str | os.PathLike[str],
+        display: str | None = None,
+        builder: Builder | None = None,
+    ) -> None:
+        LogSource.__init__(self, display or str(path), Path(path))
+        self.builder = builder if builder is not None else Builder()
+        self.pos = 0  # bytes consumed from the file
+        self._pending = b"\n"  # a virtual newline before the first line
+        self._more: list[bytes] = []  # further pieces of a partial line (no copying per feed)
+        self._more_len = 0
+        self._skipping = False  # inside a line longer than MAX_LINE
+        self._open: Record | None = None
+        self._open_scan = 0  # offset up to which the open record's payload was scanned
+        self._cache: dict[bytes, Derived] = {}
+        self._chromium = self.builder.memo()  # a chromium header's context keys -> compile
+        self._fd: int | None = None
+        self._marks: list[tuple[int, int]] = [(0, 1)]  # known (offset, line number)
+
+        # self.records holds every record except chromium events and payload-less MINOR_KINDS
+        self.chromium = array("q")  # header offsets of chromium events
+        self.minor = array("q")  # header offsets of MINOR_KINDS records
+        self.unparsed: LineRefs = LineRefs()
+        self.strings: dict[IdPart, str] = {}  # the string table: id -> file name
+        self._pid_b: set[bytes] = set()
+        self._last_ts_b: bytes | None = None
+        self.md5_mismatches = 0
+        self.bad_md5: set[int] = set()  # header offsets whose payload md5 failed (--verify)
+        self.slow_json = 0  # headers only the stdlib JSON parser could read
+        # Records whose payload matches its md5 only with its bare blank lines restored:
+        # header offsets (found when read), and how many `verify` found.
+        self.blank_restored: set[int] = set()
+        m = RANK_IN_NAME.search(self.path.name)
+        self.name_rank = int(m.group(1)) if m else None
+        if self.name_rank is not None:
+            self.ranks.add(self.name_rank)
+
+    # ---------------------------------------------------------------- feeding
+
+    def feed(self, data: bytes, settle: bool = True) -> None:
+        """Index appended bytes. `settle` closes a last record whose md5 already matches."""
+        if not data:
+            return
+        start = self.pos  # file offset of data[0]
+        self.pos += len(data)
+        first = data.find(b"\n")
+        if first < 0:
+            if not self._skipping:
+                self._more.append(data)
+                self._more_len += len(data)
+                if self._more_len + len(self._pending) > MAX_LINE:
+                    self._overlong()
+        else:
+            if self._skipping:  # the rest of an overlong line: not kept
+                self._skipping = False
+                self._open_scan = max(self._open_scan, start + first)
+            else:
+                # The line cut at the last feed, completed without copying all of `data`.
+                head = self._pending + b"".join(self._more) + data[:first]
+                if len(head) > 1:
+                    self._scan(head + b"\n", start - (len(head) - first), len(head))
+            self._more, self._more_len = [], 0
+            cut = data.rfind(b"\n")
+            if cut > first:
+                self._scan(data, start, cut, lo=first)
+            self._pending = data[cut:]
+            if len(self._pending) > MAX_LINE:
+                self._overlong()
+        if settle:
+            self._settle_open()
+        self.version += 1
+
+    def feed_from(self, hooks: Hooks, start: int = 0, done: int = 0, total: int = 0) -> int:
+        """Feed the file from `start` to its end, in chunks under the hooks' lock (not
+        finished); a read error is a problem of the file. Returns bytes done (progress)."""
+        try:
+            return read_chunks(
+                self.path, lambda c: self.feed(c, settle=False), hooks, done, total, start
+            )
+        except OSError as exc:
+            with hooks.lock:
+                self.problems.append(f"read error: {exc.strerror or exc}")
+            return done
+
+    def _overlong(self) -> None:
+        """A line past MAX_LINE: counted (as unparsed unless a payload line), not kept."""
+        first = (self._pending[1:2] or (self._more[0][:1] if self._more else b"")) or b"\t"
+        start = self.pos - self._more_len - (len(self._pending) - 1)
+        if first != b"\t":
+            if self._open is not None:
+                self._close_open()
+            self.unparsed.append((start, self.lineno_of(start)))
+        self._pending, self._more, self._more_len = b"\n", [], 0
+        self._skipping = True
+
+    def finish(self) -> None:
+        """The file is complete: index a trailing line that has no newline."""
+        tail = b"" if self._skipping else self._pending + b"".join(self._more)
+        if len(tail) > 1:
+            base = self.pos - len(tail)
+            self._scan(tail + b"\n", base, len(tail), eof_line=True)
+        self._pending, self._more, self._more_len, self._skipping = b"\n", [], 0, False
+        rec = self._open
+        if rec is not None and rec.md5 and not rec.closed and rec.md5_ok() is False:
+            self.truncated += 1
+        self._close_open()
+        self.finished = True
+        self.version += 1
+        # Caches of the indexing only: a finished file of a big directory need not keep them.
+        self._cache.clear()
+        self._chromium.clear()
+
+    @property
+    def pending_bytes(self) -> int:
+        return len(self._pending) - 1 + self._more_len
+
+    def _scan(self, buf: bytes, base: int, cut: int, eof_line: bool = False, lo: int = 0) -> None:
+        """Index the complete lines of buf[lo:cut + 1]; buf[lo] and buf[cut] are newlines."""
+        cache = self._chromium
+        offsets = self.chromium
+        pids = self._pid_b
+        n_chromium = 0
+        last = None
+        for m in LINE.finditer(buf, lo, cut + 1):
+            rank_b, ts_b, pid_b, seg = m.groups()
+            if self._open is not None:
+                self._extend_open(buf, base, m.start() + 1)
+                self._close_open()
+            if ts_b is not None:
+                last = ts_b
+                if self.first_ts is None:
+                    self.first_ts = ts_b.decode()
+                if pid_b not in pids:
+                    self._new_pid(pid_b)
+                if rank_b is not None:
+                    self.ranks.add(int(rank_b))
+            if seg is not None:
+                comp = cache.get(seg)
+                if comp is None:
+                    comp = self._chromium_info(seg)
+                n_chromium += 1
+                offsets.append(base + m.start() + 1)
+                if comp is not False:
+                    comp.chromium += 1
+                    comp.chromium_at.append(base + m.start() + 1)
+                continue
+            s = m.start() + 1
+            e = buf.index(b"\n", s)
+            if ts_b is None:
+                self._unparsed(buf, base, s, e)
+            else:
+                self._header(m, buf, base, s, e, eof_line and e == cut)
+        if n_chromium:
+            self.kinds["chromium_event"] += n_chromium
+        if last is not None:
+            self._last_ts_b = last
+        if self._open is not None:
+            self._extend_open(buf, base, cut + 1)
+
+    def _chromium_info(self, seg: bytes) -> Compile | Literal[False]:
+        """The compile of a chromium header's context keys (False: none), cached."""
+        header = json.loads(b"{" + seg[2:] + b"}") if seg else {}
+        key = key_from_header(header)
+        rank = header.get("rank")
+        if isinstance(rank, int):
+            self.ranks.add(rank)
+        comp: Compile | Literal[False] = False
+        if key is not None:
+            comp = self.builder.compile_for(self, key)
+        if len(self._chromium) < _CACHE_MAX:
+            self._chromium[seg] = comp
+        return comp
+
+    def _new_pid(self, pid_b: bytes) -> None:
+        self._pid_b.add(pid_b)
+        self.pids.add(int(pid_b))
+
+    def _extend_open(self, buf: bytes, base: int, upto: int) -> None:
+        """The open record's payload reaches file offset base + upto."""
+        rec = self._open
+        lo = self._open_scan - base
+        if rec is None or upto <= lo:
+            return
+        if rec.kind == "inductor_output_code":
+            if self._open_scan == rec.hdr_end:  # its first payload line is in this piece
+                aot = AOT_ID.match(buf, max(lo, 0), upto)
+                if aot is not None:
+                    rec.role = aot.group(1).decode("ascii")
+            for m in KERNEL_LINE.finditer(buf, max(lo, 0), upto):
+                name, method = (
+                    m.group(1).decode("utf-8", "replace"),
+                    m.group(2).decode("ascii", "replace"),
+                )
+                self.builder.kernel(self, rec, name, method)
+        end = min(base + upto, self.pos)
+        rec.end = end
+        self._open_scan = base + upto
+
+    def _unparsed(self, buf: bytes, base: int, s: int, e: int) -> None:
+        if not buf[s:e].strip():
+            return
+        offset = base + s
+        lineno = self.lineno_of(offset)
+        self.unparsed.append((offset, lineno))
+
+    def _header(
+        self, m: re.Match[bytes], buf: bytes, base: int, s: int, e: int, at_eof: bool
+    ) -> None:
+        js = buf[m.end() : e]
+        md5 = None
+        key = js
+        i = js.rfind(HAS_PAYLOAD)
+        if i >= 0:
+            j = i + len(HAS_PAYLOAD)
+            k = js.find(b'"', j)
+            # Blank only a real md5: cutting anything else could make broken JSON parse.
+            if k == j + 32 and MD5_HEX.fullmatch(js, j, k):
+                md5 = js[j:k].decode("ascii")
+                key = js[:j] + js[k:]
+        info = self._cache.get(key)
+        if info is None:
+            header = fast_loads(key)
+            if header is SLOW:
+                # json's values may hold what orjson cannot write back (NaN, big ints).
+                self.slow_json += 1
+                header = _loads_json(key)
+            if header is _INVALID:
+                self._unparsed(buf, base, s, e)
+                return
+            info = derive(header, len(js))
+            if len(key) <= _CACHE_MAX_KEY:
+                if len(self._cache) > _CACHE_MAX:
+                    self._cache.clear()
+                self._cache[key] = info
+        self._record(info, md5, base + s, base + e + (0 if at_eof else 1))
+
+    def _record(self, info: Derived, md5: str | None, offset: int, hdr_end: int) -> None:
+        kind, meta, key, attempt, name, rank, md5_field, typed = info
+        if not typed:
+            self.bad_headers += 1
+        if kind in MINOR_KINDS and md5 is None and md5_field is None:
+            # Many small metadata events: counted and located, not kept as objects.
+            self.kinds[kind] += 1
+            self.minor.append(offset)
+            if rank is not None:
+                self.ranks.add(rank)
+            if key is not None:
+                self.builder.compile_for(self, key).minor += 1
+            self._open = None
+            return
+        if md5 is None:
+            md5 = md5_field
+        if rank is not None:
+            self.ranks.add(rank)
+        comp = None
+        if key is not None:
+            starts = kind == "dynamo_start" and attempt in STARTING_ATTEMPTS
+            comp = self.builder.compile_for(self, key, starts)
+        rec = Record(self, offset, -1, hdr_end, kind, meta, comp, attempt, md5, name)
+        self.kinds[kind] += 1
+        if name is not None and kind == "artifact":
+            self.artifacts[name] += 1
+        self._open, self._open_scan = rec, hdr_end
+        if kind == "chromium_event":
+            # An oddly shaped chromium header: count it like the fast path does.
+            self.chromium.append(offset)
+            if comp is not None:
+                comp.chromium += 1
+                comp.chromium_at.append(offset)
+            return
+        self.records.append(rec)
+        if comp is not None:
+            comp.records.append(rec)
+            comp.attempts[attempt] += 1
+        handler = HEADER_HANDLERS.get(kind)
+        if handler is not None:
+            self.builder.run(handler, self, rec, "header")
+        elif kind not in KNOWN_KINDS:
+            self.unknown[kind] += 1
+        if md5 is None:
+            self._close(rec)
+
+    def _close_open(self) -> None:
+        rec = self._open
+        if rec is None:
+            return
+        self._open = None
+        if not rec.closed:
+            self._close(rec)
+
+    def _close(self, rec: Record) -> None:
+        """The record's payload is complete (or it has none)."""
+        rec.closed = True
+        if rec.kind == "inductor_output_code" and rec.role is None and rec.compile is not None:
+            rec.role = rec.compile.output_role()
+        if rec.kind == "artifact" and rec.name is not None:
+            handler = CLOSE_HANDLERS.get(rec.name)
+            if handler is not None:
+                self.builder.run(handler, self, rec, "close")
+
+    def settle(self) -> None:
+        """What a feed with `settle` does at its end (for an index restored from a snapshot,
+        which was fed without)."""
+        self._settle_open()
+
+    def _settle_open(self) -> None:
+        """Close the last record when its payload is complete (its md5 matches)."""
+        rec = self._open
+        if rec is None or rec.closed or not rec.md5 or self.pending_bytes:
+            return
+        if hashlib.md5(self.read_payload(rec)).hexdigest() == rec.md5:
+            self._close_open()
+
+    # ---------------------------------------------------------------- reading
+
+    def read(self, start: int, end: int) -> bytes:
+        if end <= start:
+            return b""
+        if self._fd is None:
+            self._fd = os.open(self.path, os.O_RDONLY)
+        return os.pread(self._fd, end - start, start)
+
+    def read_payload(self, record: Record) -> bytes:
+        raw = self.read(record.hdr_end, record.end)
+        body = payload_from_region(raw)
+        if record.md5 and has_bare_lines(raw) and hashlib.md5(body).hexdigest() != record.md5:
+            restored = self._restore(raw, record.md5)
+            if restored is not None:
+                self.blank_restored.add(record.offset)
+                return restored
+        return body
+
+    @staticmethod
+    def _restore(raw: bytes, md5: str) -> bytes | None:
+        """The payload with its stripped whitespace-only lines back, when one of
+        `restored_payloads` matches the md5 (None: a real mismatch)."""
+        return next((p for p in restored_payloads(raw) if hashlib.md5(p).hexdigest() == md5), None)
+
+    def blank_lines_restored(self, record: Record) -> bool:
+        return record.offset in self.blank_restored
+
+    def file_name(self, fid: object) -> str | None:
+        if fid is None or isinstance(fid, (int, float, str)):
+            return self.strings.get(fid)
+        return None  # an unhashable id (a list, say) names nothing
+
+    def file_names(self) -> list[str]:
+        return list(self.strings.values())
+
+    def define_string(self, fid: Any, name: str) -> None:
+        self.strings[fid] = name  # an unhashable id raises TypeError, which h_str reports
+
+    def header_line(self, record: Record) -> bytes:
+        return self.read(record.offset, record.hdr_end).rstrip(b"\n")
+
+    def full_meta(self, record: Record) -> Any:
+        line = self.header_line(record)
+        m = HEADER.match(line)
+        if m is None:
+            return record.meta
+        try:
+            header = json.loads(line[m.end() :].decode("utf-8", "replace"))
+        except (ValueError, RecursionError):
+            return record.meta
+        return header.get(record.kind, record.meta) if isinstance(header, dict) else header
+
+    def line_at(self, offset: int, limit: int = 1 << 20) -> bytes:
+        data = self.read(offset, offset + limit)
+        return data.split(b"\n", 1)[0]
+
+    def lineno_of(self, offset: int) -> int:
+        """1-based line number of the line starting at `offset` (counted once, remembered)."""
+        i = bisect.bisect_right(self._marks, (offset, sys.maxsize)) - 1
+        start, line = self._marks[i]
+        pos = start
+        while pos < offset:
+            block = self.read(pos, min(offset, pos + (8 << 20)))
+            if not block:
+                break
+            line += block.count(b"\n")
+            pos += len(block)
+        if i == len(self._marks) - 1:
+            self._marks.append((offset, line))
+        return line
+
+    def verify(self) -> int:
+        """Hash every payload in the file (chromium events included); returns mismatches.
+
+        A payload that matches once its stripped whitespace-only lines are restored (see
+        `restored_payloads`) is not a mismatch: it is counted in `blank_line_records`.
+        """
+        bad: list[int] = []
+        suspects: list[tuple[int, int, int, str]] = []  # (header, payload start, end, md5)
+        offset = 0
+        want: str | None = None
+        start = body_at = 0
+        digest = None
+        first = True
+        bare = False  # an empty line inside the payload region
+
+        def settle(end: int) -> None:
+            if digest is None or want is None or digest.hexdigest() == want:
+                return
+            if bare:
+                suspects.append((start, body_at, end, want))
+            else:
+                bad.append(start)
+
+        with open(self.path, "rb") as fh:
+            for line in fh:
+                here = offset
+                offset += len(line)
+                if line.startswith(b"\t"):
+                    if digest is not None:
+                        if not first:
+                            digest.update(b"\n")
+                        digest.update(line[1:-1] if line.endswith(b"\n") else line[1:])
+                        first = False
+                    continue
+                if not line.strip():
+                    bare = bare or line in (b"\n", b"\r\n")
+                    continue
+                settle(here)
+                digest = None
+                m = HEADER.match(line)
+                if m is None:
+                    continue
+                header = loads(line[m.end() :])
+                if isinstance(header, dict) and header.get("has_payload"):
+                    want, start, body_at = str(header["has_payload"]), here, offset
+                    digest, first, bare = hashlib.md5(), True, False
+        settle(offset)
+        blank = 0
+        for header_at, lo, hi, md5 in suspects:
+            if self._restore(self.read(lo, hi), md5) is not None:
+                blank += 1
+            else:
+                bad.append(header_at)
+        self.bad_md5 = set(bad)
+        self.md5_mismatches = len(bad)
+        self.blank_line_records = blank
+        return len(bad)
+
+    def chromium_payloads(self, offsets: Sequence[int]) -> list[dict[str, Any]]:
+        """The Chrome trace events (B/E/i) of the chromium_event records at `offsets`."""
+        events = []
+        for offset in offsets:
+            raw = self.read(offset, offset + (1 << 20))
+            first = raw.find(b"\n")
+            if first < 0:
+                continue
+            cut = re.search(rb"\n(?=[^\t])", raw[first:])
+            body = payload_from_region(
+                raw[first + 1 : first + cut.start() + 1] if cut else raw[first + 1 :]
+            )
+            value = loads(body)
+            if isinstance(value, dict):
+                events.append(value)
+        return events
+
+    def close(self) -> None:
+        if self._fd is not None:
+            os.close(self._fd)
+            self._fd = None
+
+    def __del__(self) -> None:
+        # A model dropped without close() (many loads in one process) must not keep its files.
+        with contextlib.suppress(OSError):
+            self.close()
+
+    @property
+    def last_ts(self) -> str | None:
+        return self._last_ts_b.decode() if self._last_ts_b is not None else None
+
+    @property
+    def rank(self) -> int | None:
+        if self.name_rank is not None:
+            return self.name_rank
+        return min(self.ranks) if self.ranks else None
+
+    @property
+    def pid(self) -> int | None:
+        return min(self.pids) if self.pids else None
+
+    def __repr__(self) -> str:
+        return f"<TraceFile {self.display}>"
+
+
+class LineRefs(Sequence[tuple[int, int]]):
+    """(offset, line number) pairs in two arrays: millions of junk lines stay small."""
+
+    def __init__(self) -> None:
+        self.offsets = array("q")
+        self.linenos = array("q")
+
+    def append(self, ref: tuple[int, int]) -> None:
+        self.offsets.append(ref[0])
+        self.linenos.append(ref[1])
+
+    def __len__(self) -> int:
+        return len(self.offsets)
+
+    @overload
+    def __getitem__(self, i: int) -> tuple[int, int]: ...
+
+    @overload
+    def __getitem__(self, i: slice) -> list[tuple[int, int]]: ...
+
+    def __getitem__(self, i: int | slice) -> tuple[int, int] | list[tuple[int, int]]:
+        if isinstance(i, slice):
+            return [(o, n) for o, n in zip(self.offsets[i], self.linenos[i], strict=True)]
+        return (self.offsets[i], self.linenos[i])
+
+    def __eq__(self, other: object) -> bool:
+        return list(self) == list(other) if isinstance(other, (list, LineRefs)) else NotImplemented
+
+
+class Derived(NamedTuple):
+    """What a record needs from its header JSON (cached for headers that repeat)."""
+
+    kind: str
+    meta: JsonValue
+    key: CompileKey | None
+    attempt: IdPart
+    name: str | None
+    rank: int | None
+    md5: str | None  # the has_payload field
+    typed: bool  # every context key has its documented type
+
+
+def derive(header: Any, size: int) -> Derived:
+    """What a record needs from its header JSON (cached for headers that repeat)."""
+    if type(header) is not dict:
+        return Derived("(not an object)", header, None, 0, None, None, None, False)
+    kind = ""
+    for k in header:
+        if k not in CONTEXT_KEYS:
+            kind = sys.intern(k)
+            break
+    get = header.get
+    fid, fcid, ca, attempt, rank = (
+        get("frame_id"),
+        get("frame_compile_id"),
+        get("compiled_autograd_id"),
+        get("attempt", 0),
+        get("rank"),
+    )
+    md5 = get("has_payload")
+    typed = (
+        kind != ""
+        and type(fid) in PLAIN_TYPES
+        and type(fcid) in PLAIN_TYPES
+        and type(ca) in PLAIN_TYPES
+        and type(attempt) in PLAIN_TYPES
+        and type(rank) in PLAIN_TYPES
+        and (md5 is None or type(md5) is str)
+    )
+    if not typed:
+        attempt = id_part(attempt)
+    if type(rank) is not int:
+        rank = None
+    md5 = str(md5) if md5 else None
+    meta = get(kind) if kind else None
+    name = None
+    if type(meta) is dict:
+        if kind in LAZY_META_KINDS:
+            meta = None  # read from disk by full_meta() when shown
+        else:
+            raw = meta.get("name")
+            if type(raw) is str and kind in ("artifact", "graph_dump"):
+                name = sys.intern(raw)
+            if size > _META_KEEP:
+                meta = slim(meta)
+    key = (
+        CompileKey(ca, fid, fcid)
+        if typed and (fid is not None or ca is not None or "frame_id" in header)
+        else key_from_header(header)
+    )
+    return Derived(kind, meta, key, attempt, name, rank, md5, typed)
+
+
+def slim(meta: dict[str, Any]) -> dict[str, Any]:
+    """Keep scalars and short strings of a big header; the full value stays on disk."""
+    out: dict[str, Any] = {}
+    for k, v in meta.items():
+        if k in KEEP_WHOLE:
+            out[k] = v
+        elif isinstance(v, str):
+            if len(v) <= _SLIM_STR:
+                out[k] = v
+        elif (
+            v is None
+            or isinstance(v, (int, float, bool))
+            or (
+                isinstance(v, list)
+                and len(v) <= 20
+                and all(isinstance(x, (str, int, float)) and len(str(x)) <= _SLIM_STR for x in v)
+            )
+        ):
+            out[k] = v
+    return out

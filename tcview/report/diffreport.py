@@ -1,0 +1,240 @@
+"""Diff reports: a compile diff and a run diff as tagged lines (what the panes show and
+``tcview diff`` prints). Each line is (style tag, text, marked character spans)."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from tcview.analysis.diff import (
+    ADDED,
+    CHANGED,
+    DIFF_LIMIT,
+    GONE,
+    NEW,
+    REMOVED,
+    RENAMED,
+    SAME,
+    CompileDiff,
+    DiffLine,
+    GuardChange,
+    char_marks,
+    diff_counts,
+)
+from tcview.analysis.rundiff import CountChange, RunDiff
+from tcview.model.facts import short_guard
+
+# A line of a diff report: (style tag, text, marked character spans). Tags: "title",
+# "heading", "field", "dim", "warn", "ok", "fold", and the statuses (SAME, ADDED, REMOVED,
+# CHANGED, NEW, GONE, RENAMED, MOVED) for lines that are one.
+Row = tuple[str, str, list[tuple[int, int]]]
+LIST_LIMIT = 500  # rows of one list in a report
+
+
+def _t(seconds: float | None) -> str:
+    if seconds is None:
+        return "-"
+    if seconds >= 1:
+        return f"{seconds:.2f}s"
+    return f"{seconds * 1000:.0f}ms" if seconds >= 0.001 else f"{seconds * 1e6:.0f}µs"
+
+
+def _pct(a: float, b: float) -> str:
+    if a <= 0:
+        return ""
+    return f"  ({(b - a) / a * 100:+.0f}%)"
+
+
+def _arrow(a: float, b: float) -> str:
+    return f"{a:g}" if a == b else f"{a:g} → {b:g}"
+
+
+def _diff_rows(lines: Sequence[DiffLine], limit: int = DIFF_LIMIT) -> list[Row]:
+    tags = {" ": SAME, "-": REMOVED, "+": ADDED, "…": "fold"}
+    out: list[Row] = []
+    for line in lines[:limit]:
+        if line.op == "…":
+            out.append(("fold", f"  ⋯ {line.text}", []))
+            continue
+        no = line.a_no if line.op == "-" else line.b_no
+        prefix = f"{line.op} {'' if no is None else no:>5} "
+        marks = [(s + len(prefix), e + len(prefix)) for s, e in line.marks]
+        out.append((tags[line.op], prefix + line.text, marks))
+    if len(lines) > limit:
+        out.append(("dim", f"  … {len(lines) - limit} more diff lines", []))
+    return out
+
+
+def guard_rows(changes: Sequence[GuardChange], all_guards: bool = False) -> list[Row]:
+    out: list[Row] = []
+    for c in changes:
+        if c.status == SAME and not all_guards:
+            continue
+        if c.status == CHANGED and c.a is not None and c.b is not None:
+            ma, mb = char_marks(c.a.text, c.b.text)
+            out.append((REMOVED, f"  - {c.a.text}", [(s + 4, e + 4) for s, e in ma]))
+            out.append((ADDED, f"  + {c.b.text}", [(s + 4, e + 4) for s, e in mb]))
+            continue
+        sign = {SAME: " ", ADDED: "+", REMOVED: "-"}[c.status]
+        out.append((c.status, f"  {sign} {c.guard.text}", []))
+    return out
+
+
+def compile_diff_lines(d: CompileDiff) -> list[Row]:
+    """The compile diff as report lines: what the pane shows."""
+    a, b = d.a, d.b
+    out: list[Row] = [("title", f"compile {a.id_label} → {b.id_label}", [])]
+    fa, fb = (c.frame.label if c.frame is not None else "" for c in (a, b))
+    if fa != fb:  # two compiles of different functions: name both
+        out.append(("field", f"frames    {fa or '?'} → {fb or '?'}", []))
+    elif fb:
+        out.append(("field", f"frame     {fb}", []))
+    out.append(("field", f"status    {a.status_text} → {b.status_text}", []))
+    ta, tb = a.compile_time_s, b.compile_time_s
+    if ta is not None or tb is not None:
+        out.append(("field", f"time      {_t(ta)} → {_t(tb)}{_pct(ta or 0, tb or 0)}", []))
+    if d.reasons:
+        out.append(("", "", []))
+        out.append(("heading", f"why {b.id_label} was compiled (the guard that failed)", []))
+        out.extend(("warn", f"  • {short_guard(r)}", []) for r in d.reasons)
+    out.append(("", "", []))
+    counts = d.guard_counts
+    if d.guards is None:
+        logged = [c.id_label for c, yes in zip((a, b), d.guards_logged, strict=True) if yes]
+        missing = [c for c, yes in zip((a, b), d.guards_logged, strict=True) if not yes]
+        why = " · ".join(f"{c.id_label}: {c.status}" for c in missing)
+        if logged:
+            out.append(("heading", f"guards: only {logged[0]} logged its guards ({why})", []))
+        else:
+            out.append(("heading", "guards: neither compile logged its guards", []))
+    else:
+        out.append(
+            (
+                "heading",
+                f"guards: {counts[CHANGED]} changed, {counts[ADDED]} added, "
+                f"{counts[REMOVED]} removed, {counts[SAME]} same",
+                [],
+            )
+        )
+        rows = guard_rows(d.guards)
+        out.extend(rows or [("dim", "  (the same guards)", [])])
+    kc = d.kernel_counts
+    out.append(("", "", []))
+    out.append(
+        (
+            "heading",
+            f"kernels: {kc[CHANGED]} changed, {kc[NEW]} new, {kc[GONE]} gone, "
+            f"{kc[RENAMED]} renamed, {kc[SAME]} same",
+            [],
+        )
+    )
+    for k in d.kernels:
+        if k.status == RENAMED and k.a is not None:
+            out.append((RENAMED, f"  renamed  {k.a.name} → {k.name}  {k.kind}", []))
+        else:
+            out.append((k.status, f"  {k.status:<8} {k.name}  {k.kind}", []))
+    if d.times:
+        out.append(("", "", []))
+        out.append(("heading", "compile time", []))
+        for label, ta, tb in d.times:
+            out.append(
+                ("field", f"  {label:<28}{_t(ta):>9} → {_t(tb):<9}{_pct(ta or 0, tb or 0)}", [])
+            )
+    for g in d.graphs:
+        removed, added = diff_counts(g.lines)
+        out.append(("", "", []))
+        if not g.in_a or not g.in_b:
+            where = b.id_label if g.in_b else a.id_label
+            out.append(("heading", f"{g.label}: only in {where}", []))
+        else:
+            out.append(("heading", f"{g.label}: {removed} line(s) removed, {added} added", []))
+        out.extend(_diff_rows(g.lines))
+    return out
+
+
+def run_diff_lines(d: RunDiff) -> list[Row]:
+    """The run diff as report lines: what ``tcview diff`` prints and its view shows."""
+    out: list[Row] = [("title", f"tcview diff  A: {d.a_label}  →  B: {d.b_label}", [])]
+    c = d.counts()
+    if not d.changed:
+        out.append(("ok", "no change (compile times aside)", []))
+    else:
+        parts = [f"{v} {k.replace('_', ' ')}" for k, v in c.items() if v]
+        out.append(("warn", "changed: " + ", ".join(parts), []))
+    out.append(("", "", []))
+    out.append(("heading", f"{'':<16}{'A':>10}{'B':>10}", []))
+    for key, (a, b) in d.totals.items():
+        if key == "compile_time_s":
+            row = f"{'compile time':<16}{_t(a):>10}{_t(b):>10}{_pct(a, b)}"
+        else:
+            row = f"{key.replace('_', ' '):<16}{a:>10g}{b:>10g}"
+        out.append(("field" if a == b else CHANGED, row, []))
+
+    def section(title: str, rows: list[Row]) -> None:
+        out.append(("", "", []))
+        out.append(("heading", title, []))
+        out.extend(rows[:LIST_LIMIT] or [("dim", "  (none)", [])])
+        if len(rows) > LIST_LIMIT:
+            out.append(("dim", f"  … {len(rows) - LIST_LIMIT} more", []))
+
+    frames: list[Row] = []
+    for f in d.frames:
+        sa, sb = f.a, f.b
+        text = (
+            f"  {f.status:<8} {f.sig.text}  compiles {_arrow(sa.compiles, sb.compiles)}"
+            f" · recompiles {_arrow(sa.recompiles, sb.recompiles)}"
+            f" · breaks {_arrow(sa.breaks, sb.breaks)}"
+        )
+        ta, tb = (side.time_s if side.compiles else None for side in (sa, sb))  # None: no frame
+        change = _pct(ta, tb) if ta is not None and tb is not None else ""
+        text += f" · time {_t(ta)} → {_t(tb)}{change}"
+        if sa.failures or sb.failures:
+            text += f" · failures {_arrow(sa.failures, sb.failures)}"
+        if sa.cache_hits or sb.cache_hits:
+            text += f" · cache hits {_arrow(sa.cache_hits, sb.cache_hits)}"
+        frames.append((f.status, text, []))
+    section("frames (matched by function, file and first line)", frames)
+
+    def counted(items: Sequence[CountChange]) -> list[Row]:
+        rows: list[Row] = []
+        for item in sorted(items, key=lambda i: i.status == SAME):
+            where = f"{item.where}" + (f" (was {item.a_where})" if item.a_where else "")
+            rows.append(
+                (
+                    item.status,
+                    f"  {item.status:<8} {_arrow(item.a, item.b)}×  {where}  {item.what}",
+                    [],
+                )
+            )
+        return rows
+
+    section("graph breaks (by cause and location)", counted(d.breaks))
+    section("recompile reasons (the guard that failed, per frame)", counted(d.recompile_reasons))
+    section("failures", counted(d.failures))
+    if d.errors:
+        section("errors", counted(d.errors))
+    kernels: list[Row] = []
+    for k in d.kernels:
+        if k.status == SAME:
+            continue
+        if k.status == RENAMED and k.a is not None:
+            kernels.append((RENAMED, f"  renamed  {k.a.name} → {k.name}  {k.kind}", []))
+        else:
+            kernels.append((k.status, f"  {k.status:<8} {k.name}  {k.kind}", []))
+    same = sum(1 for k in d.kernels if k.status == SAME)
+    kernels.append(("dim", f"  {same} kernel(s) the same", []))
+    section("kernels (by name and kind; changed: another source)", kernels)
+    section(
+        "compile time by phase (summed over compiles)",
+        [
+            ("field", f"  {label:<28}{_t(a):>9} → {_t(b):<9}{_pct(a, b)}", [])
+            for label, (a, b) in d.phases.items()
+        ],
+    )
+    section(
+        "cache",
+        [
+            (SAME if a == b else CHANGED, f"  {key:<24}{a:>6} → {b}", [])
+            for key, (a, b) in d.cache.items()
+        ],
+    )
+    return out

@@ -1,0 +1,333 @@
+"""`tcview summary`: the counts as JSON and a human-readable report."""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Mapping
+from typing import Any, NamedTuple
+
+from tcview.analysis.cudagraphs import cudagraph_counts, model_cudagraphs
+from tcview.analysis.divergence import CHECK_TITLES, CHECKS, Divergence, analyze, describe_groups
+from tcview.analysis.export import export_counts, is_export
+from tcview.ingest.textlog import TextLog
+from tcview.model.facts import short_guard
+from tcview.model.objects import KERNEL_KINDS, Model, short_location
+from tcview.model.ranks import rank_of, ranks_label, ranks_of
+
+# What --fail-on can name: a count of summary --json, or "divergence" (its ranks compiled
+# differently: a check of its `divergence` has more than one group).
+FAIL_ON_KINDS = ("graph_breaks", "recompiles", "failures", "errors", "divergence")
+
+
+def parse_fail_on(text: str | None) -> list[str]:
+    """The kinds of a ``--fail-on`` value (comma-separated); ValueError names unknown ones."""
+    kinds = [k.strip() for k in (text or "").split(",") if k.strip()]
+    unknown = [k for k in kinds if k not in FAIL_ON_KINDS]
+    if unknown:
+        raise ValueError(f"--fail-on: unknown {', '.join(unknown)} (use {','.join(FAIL_ON_KINDS)})")
+    return kinds
+
+
+def counts_line(counts: Mapping[str, int]) -> str:
+    """The four counts in one line, as the status bar and `tcview run` show them."""
+    return (
+        f"compiles {counts.get('compiles', 0)} · breaks {counts.get('graph_breaks', 0)}"
+        f" · recompiles {counts.get('recompiles', 0)} · kernels {counts.get('kernels', 0)}"
+    )
+
+
+def summary_json(
+    ts: Model, verify: bool = False, divergence: Divergence | None = None
+) -> dict[str, Any]:
+    """The counts, and how the ranks diverge (`divergence`: an `analyze` of `ts` already
+    made)."""
+    out = ts.summary_counts(verify=verify)
+    out["kernels_by_kind"] = kernels_by_kind(ts)
+    out["cudagraphs"] = cudagraph_counts(ts)
+    out["skipped"] = [{"path": str(p), "reason": why} for p, why in ts.skipped]
+    unknown = ts.unknown_kinds()
+    out["unknown_kinds"] = dict(sorted(unknown.items()))
+    out["damage"] = damage(ts, out)
+    out["export"] = export_counts(ts)
+    div = divergence if divergence is not None else analyze(ts)
+    out["divergence"] = div.json()
+    out["exec_order_groups"] = div.findings["exec_order"].groups
+    out["rank_groups"] = div.groups
+    out["first_divergence"] = div.first or None
+    return out
+
+
+def damage(ts: Model, counts: dict[str, Any]) -> dict[str, int]:
+    """What was wrong with the input; all zero for a healthy trace."""
+    files = ts.files
+    out = {
+        "unparsed_lines": counts.get("unparsed_lines", 0),
+        "bad_headers": sum(f.bad_headers for f in files),
+        "truncated_records": sum(f.truncated for f in files),
+        "missing_strings": sum(f.missing_strings for f in files),
+        "unreadable_files": sum(1 for _p, why in ts.skipped if why.startswith("unreadable")),
+        "handler_errors": len(ts.handler_errors()),
+    }
+    if "md5_mismatches" in counts:
+        out["md5_mismatches"] = counts["md5_mismatches"]
+        # Payloads whose whitespace-only lines were stripped (harmless: read restored).
+        out["whitespace_stripped_records"] = sum(f.blank_line_records for f in files)
+    return out
+
+
+def kernels_by_kind(ts: Model) -> dict[str, int]:
+    counts = Counter(k.kind for k in ts.kernels)
+    return {kind: counts[kind] for kind in KERNEL_KINDS if counts[kind]}
+
+
+def fail_on(summary: dict[str, Any], kinds: list[str]) -> list[str]:
+    """The named kinds that are present in the summary (non-zero; for "divergence", a check
+    with more than one group of ranks)."""
+    return [k for k in kinds if _present(summary, k)]
+
+
+def _present(summary: dict[str, Any], kind: str) -> bool:
+    if kind == "divergence":
+        checks = [*summary.get("divergence", {}).values(), summary.get("exec_order_groups", [])]
+        return any(len(groups) > 1 for groups in checks)
+    return bool(summary.get(kind))
+
+
+def crash_lines(ts: Model, limit: int = 20) -> list[str]:
+    """ "The run crashed" and its errors (rank, type, message, where), or nothing."""
+    errors = ts.run_errors()
+    if not errors:
+        return []
+    lines = [f"The run crashed: {len(errors)} error(s)"]
+    for error in errors[:limit]:
+        lines.append(f"  {error.headline}")
+        if error.stack:
+            lines.append(f"    at {error.stack[-1]}")
+    if len(errors) > limit:
+        lines.append(f"  … {len(errors) - limit} more")
+    return lines
+
+
+def _fmt_s(value: float | None) -> str:
+    if value is None:
+        return "   -  "
+    return f"{value:6.2f}s" if value >= 0.01 else f"{value * 1000:5.1f}ms"
+
+
+def _folded(lines: list[tuple[int | None, str]], multi: bool) -> list[str]:
+    """Report lines, each with the ranks that print it in front when there are several ranks
+    (ranks that print the same line share it: ``ranks 0–3: …``)."""
+    if not multi:
+        return [f"  {text}" for _rank, text in lines]
+    by: dict[str, list[int | None]] = {}
+    for rank, text in lines:
+        by.setdefault(text, []).append(rank)
+    out = []
+    for text, ranks in by.items():
+        known = [r for r in ranks if r is not None]
+        who = ranks_label(known) if known else "no rank"
+        if known and len(known) < len(ranks):
+            who += " and no rank"
+        out.append(f"  {who}: {text}")
+    return out
+
+
+def divergence_lines(div: Divergence) -> list[str]:
+    """The Ranks section: the groups of ranks that behave alike, the first divergence, and
+    each check's groups."""
+    ranks = len(div.ranks)
+    head = f"Ranks ({ranks})"
+    if div.diverges:
+        head += (
+            f": {len(div.groups)} groups that compiled differently: {describe_groups(div.groups)}"
+        )
+    else:
+        head += ": all compiled alike"
+    lines = [head]
+    if div.first:
+        lines.append(f"  first divergence: {div.first}")
+    width = max(len(t) for t in CHECK_TITLES.values())
+    for check in CHECKS:
+        finding = div.findings[check]
+        if not finding.recorded:
+            what = "not in this trace"
+        elif finding.diverges:
+            what = describe_groups(finding.groups)
+        else:
+            what = "same on every rank"
+        lines.append(f"  {finding.title:<{width}}  {what}")
+    if div.unranked:
+        lines.append(f"  ({div.unranked} file(s) without a rank not compared)")
+    return lines
+
+
+def summary_text(ts: Model, verify: bool = False, width: int = 100) -> str:
+    div = analyze(ts)
+    s = summary_json(ts, verify=verify, divergence=div)
+    multi = len(ranks_of(ts)) > 1
+    lines: list[str] = crash_lines(ts)
+    add = lines.append
+    if lines:
+        add("")
+    add(
+        f"files {s['files']} · records {s['records']} · compiles {s['compiles']} · "
+        f"frames {s['frames']} · breaks {s['graph_breaks']} · recompiles {s['recompiles']} · "
+        f"empty graphs {s['empty_graphs']} · failures {s['failures']} · errors {s['errors']} · "
+        f"kernels {s['kernels']}"
+    )
+    cache = s["fx_graph_cache"]
+    add(
+        f"output codes {s['output_codes']} · fx graph cache hit {cache['hit']} / "
+        f"miss {cache['miss']} / bypass {cache['bypass']} · unparsed lines {s['unparsed_lines']}"
+        + (f" · md5 mismatches {s['md5_mismatches']}" if "md5_mismatches" in s else "")
+    )
+    if is_export(ts):
+        e = s["export"]
+        add(
+            f"torch.export trace: guards {e['guards']} · data-dependent errors "
+            f"{e['data_dependent_errors']} · fake-kernel problems {e['fake_kernel_problems']}"
+            " (tcview show PATH export prints the report)"
+        )
+    add("")
+    add("Runs")
+    for run in ts.runs:
+        add(f"  {run.label}  ({run.directory})")
+        for rank in run.ranks:
+            for tf in rank.files:
+                add(
+                    f"    {rank.label:8} {tf.display}  compiles {len(tf.compiles)}"
+                    f" · records {sum(tf.kinds.values())}"
+                )
+    if multi:
+        add("")
+        lines.extend(divergence_lines(div))
+    frames = [f for tf in ts.files for f in tf.frames.values()]
+    if frames:
+        add("")
+        add("Frames")
+        frame_lines = []
+        for frame in frames[:200]:
+            ids = "; ".join(f"{c.id_label} {c.status_text}" for c in frame.compiles[:8])
+            more = f" +{len(frame.compiles) - 8}" if len(frame.compiles) > 8 else ""
+            text = (
+                f"[{frame.id_label}] {frame.label}: {len(frame.compiles)} compile(s): {ids}{more}"
+            )
+            frame_lines.append((rank_of(frame), text))
+        lines.extend(_folded(frame_lines, multi))
+        if len(frames) > 200:
+            add(f"  … {len(frames) - 200} more frames")
+    groups = ts.grouped_breaks()
+    if groups:
+        add("")
+        add(f"Graph breaks ({s['graph_breaks']}, {len(groups)} distinct)")
+        for g in groups:
+            who = ""
+            if multi:
+                known = {r for r in map(rank_of, g.breaks) if r is not None}
+                who = f"  ({ranks_label(known)})" if known else "  (no rank)"
+            add(f"  {g.count:4}×  {short_location(g.location) or '?'}  {g.reason}{who}")
+            if g.first.hints:
+                add(f"         hint: {g.first.hints[0]}")
+    recompiles = ts.recompiles
+    if recompiles:
+        add("")
+        add(f"Recompiles ({len(recompiles)})")
+        recompile_lines = []
+        for rc in recompiles[:200]:
+            where = rc.compile.frame.label if rc.compile.frame else "?"
+            why = "; ".join(short_guard(r) for r in rc.reasons[:3]) or "(reason not logged)"
+            recompile_lines.append((rank_of(rc.compile), f"[{rc.compile.id_label}] {where}: {why}"))
+        lines.extend(_folded(recompile_lines, multi))
+    if ts.failures:
+        add("")
+        add(f"Failures ({len(ts.failures)})")
+        failure_lines = []
+        for f in ts.failures[:100]:
+            cid = f.compile.id_label if f.compile else "-"
+            first = f.reason.strip().split("\n", 1)[0]
+            limit = "  [recompile limit: fell back to eager]" if f.is_recompile_limit else ""
+            failure_lines.append((rank_of(f), f"[{cid}] {f.fail_type}: {first}{limit}"))
+        lines.extend(_folded(failure_lines, multi))
+    if s["kernels"]:
+        add("")
+        kinds = " · ".join(f"{k} {n}" for k, n in s["kernels_by_kind"].items())
+        add(f"Kernels ({s['kernels']}): {kinds}")
+    graphs = s["cudagraphs"]
+    if graphs["used"] or graphs["skipped"]:
+        add("")
+        add(f"CUDA graphs: used by {graphs['used']} compile(s), skipped by {graphs['skipped']}")
+        for comp in ts.compiles:
+            found = model_cudagraphs(ts, comp)
+            if found is not None and found.state != "used":
+                add(f"  [{comp.id_label}] {found.text}")
+    timed = [c for c in ts.compiles if c.compile_time_s is not None]
+    if timed:
+        add("")
+        add("Slowest compiles")
+        for c in sorted(timed, key=lambda c: -(c.compile_time_s or 0))[:10]:
+            where = c.frame.label if c.frame else ""
+            who = ""
+            if multi:
+                who = "no rank  " if c.file.rank is None else f"rank {c.file.rank}  "
+            add(f"  {_fmt_s(c.compile_time_s)}  {who}[{c.id_label}] {where}  ({c.status_text})")
+    hurt = {k: v for k, v in s["damage"].items() if v}
+    if hurt:
+        add("")
+        add("Damage: " + ", ".join(f"{k.replace('_', ' ')} {v}" for k, v in hurt.items()))
+        for error in ts.handler_errors()[:20]:
+            add(f"  {error.text}")
+    if s["unknown_kinds"]:
+        add("")
+        add("Unknown event kinds: " + ", ".join(f"{k} ×{n}" for k, n in s["unknown_kinds"].items()))
+    if s["skipped"]:
+        add("")
+        add(f"Skipped files ({len(s['skipped'])})")
+        for item in s["skipped"][:50]:
+            add(f"  {item['path']}: {item['reason']}")
+        if len(s["skipped"]) > 50:
+            add(f"  … {len(s['skipped']) - 50} more")
+    return "\n".join(lines)
+
+
+class InputState(NamedTuple):
+    """An input that holds nothing yet: what to say in the overview, in the status bar (which
+    shows the path anyway), and why."""
+
+    text: str
+    brief: str
+    help: str = ""
+
+
+def input_state(model: Model | None, source: str, live: bool, finished: bool) -> InputState | None:
+    """What to say while the input holds nothing: waiting for it (live), or that there is
+    nothing; None once it holds something, or while a one-shot read is still going."""
+    if model is None or not (live or finished):
+        return None
+    if isinstance(model, TextLog):
+        if model.pos:
+            return None
+        if model.path is None:  # stdin, or a pipe read like it
+            if model.finished:
+                return InputState("stdin ended without input", "no input")
+            return InputState(
+                "waiting for input on stdin…",
+                "waiting for input…",
+                "TORCH_LOGS text is indexed as it comes through the pipe.",
+            )
+        if live:
+            return InputState(f"waiting for input in {source}…", "waiting for input…")
+        return InputState(f"{source} is empty", "empty")
+    if model.files:
+        return None
+    if live:
+        return InputState(
+            f"waiting for traces in {source}…",
+            "waiting for traces…",
+            "Trace files (dedicated_log_torch_trace_*.log) are shown as they appear.",
+        )
+    return InputState(
+        f"no trace found in {source}",
+        "no trace found",
+        "tcview reads the dedicated_log_torch_trace_*.log files that TORCH_TRACE=DIR writes,"
+        " and TORCH_LOGS captures (e.g. torch_logs.txt).",
+    )
