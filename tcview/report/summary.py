@@ -15,17 +15,9 @@ from tcview.model.objects import KERNEL_KINDS, Model, short_location
 from tcview.model.ranks import rank_of, ranks_label, ranks_of
 
 # What --fail-on can name: a count of summary --json, or "divergence" (its ranks compiled
-# differently: a check of its `divergence` has more than one group).
+# differently: a check of its `divergence` has more than one group). Parsed by
+# tcview.commands.failon, the one --fail-on policy.
 FAIL_ON_KINDS = ("graph_breaks", "recompiles", "failures", "errors", "divergence")
-
-
-def parse_fail_on(text: str | None) -> list[str]:
-    """The kinds of a ``--fail-on`` value (comma-separated); ValueError names unknown ones."""
-    kinds = [k.strip() for k in (text or "").split(",") if k.strip()]
-    unknown = [k for k in kinds if k not in FAIL_ON_KINDS]
-    if unknown:
-        raise ValueError(f"--fail-on: unknown {', '.join(unknown)} (use {','.join(FAIL_ON_KINDS)})")
-    return kinds
 
 
 def counts_line(counts: Mapping[str, int]) -> str:
