@@ -27,6 +27,7 @@ from typing import Any, Literal, NamedTuple, overload
 
 from tcview.ingest.builder import Builder
 from tcview.ingest.handlers import CLOSE_HANDLERS, HEADER_HANDLERS, KNOWN_KINDS
+from tcview.ingest.linebuffer import MAX_LINE
 from tcview.ingest.load import Hooks, read_chunks
 from tcview.model.compile_id import PLAIN_TYPES, CompileKey, IdPart, id_part, key_from_header
 from tcview.model.objects import (
@@ -78,7 +79,6 @@ AOT_ID = re.compile(rb"\t" + AOT_ID_LINE.encode())  # an output code's first pay
 RANK_IN_NAME = re.compile(r"rank_(\d+)")
 HAS_PAYLOAD = b'"has_payload": "'
 MD5_HEX = re.compile(rb"[0-9a-f]{32}")
-MAX_LINE = 64 << 20  # longer lines are counted (as unparsed lines) but not kept or parsed
 
 _INVALID = object()
 # A dynamo_start with these attempts starts a compile (restarts log attempt 1, 2, …).
