@@ -52,25 +52,20 @@ METRIC_KINDS = frozenset(
     ]
 )
 JSON_LIMIT = 32 << 20
-# A compile's status (model.STATUSES) and its marks (model.MARKS): a style and a symbol each.
-STATUS_STYLE = {
-    "ok": "green",
-    "no metrics": "dim",
-    "empty graph": "magenta",
-    "graph break": "yellow",
-    "failed": "bold red",
-    "recompile": "cyan",
-    "cache hit": "blue",
+# The marks a tree row draws for a compile's status (model.STATUSES, worst first) and beside it
+# (model.MARKS): a symbol and a style each. The one table: the tree, the views and the help's
+# legend read it.
+MARK_TABLE: dict[str, tuple[str, str]] = {
+    "failed": ("✗", "bold red"),
+    "no metrics": ("?", "dim"),
+    "empty graph": ("∅", "magenta"),
+    "graph break": ("✂", "yellow"),
+    "ok": ("✓", "green"),
+    "recompile": ("↻", "cyan"),
+    "cache hit": ("●", "blue"),
 }
-STATUS_MARK = {
-    "ok": "✓",
-    "no metrics": "?",
-    "empty graph": "∅",
-    "graph break": "✂",
-    "failed": "✗",
-    "recompile": "↻",
-    "cache hit": "●",
-}
+STATUS_MARK = {name: symbol for name, (symbol, _style) in MARK_TABLE.items()}
+STATUS_STYLE = {name: style for name, (_symbol, style) in MARK_TABLE.items()}
 # A compile's CUDA graphs (trace.cudagraphs.CudaGraphs.state): a style and a symbol each.
 CUDAGRAPH_STYLE = {"used": "green", "partly": "yellow", "skipped": "yellow"}
 CUDAGRAPH_SYMBOL = {"used": "◆", "partly": "◈", "skipped": "◇"}
@@ -453,14 +448,21 @@ def status_text(status: str) -> Text:
     return Text(status, style=STATUS_STYLE.get(status, ""))
 
 
+def mark_text(name: str) -> Text:
+    """``✓ ok``, ``? no metrics``, ``↻ recompile``: a status or mark with its word."""
+    return Text(f"{STATUS_MARK.get(name, '?')} {name}", style=STATUS_STYLE.get(name, ""))
+
+
 def marks_text(marks: Sequence[str], words: bool = True) -> Text:
     """A compile's or frame's marks: ``↻ recompile  ● cache hit`` (symbols only: ``↻●``)."""
     text = Text()
     for mark in marks:
         if words and text:
             text.append("  ")
-        shown = f"{STATUS_MARK.get(mark, '?')} {mark}" if words else STATUS_MARK.get(mark, "?")
-        text.append(shown, style=STATUS_STYLE.get(mark, ""))
+        if words:
+            text.append_text(mark_text(mark))
+        else:
+            text.append(STATUS_MARK.get(mark, "?"), style=STATUS_STYLE.get(mark, ""))
     return text
 
 

@@ -32,6 +32,7 @@ from tcview.ui.content import (
     cudagraphs_text,
     fmt_seconds,
     lit,
+    mark_text,
     marks_text,
     record_name,
 )
@@ -128,11 +129,7 @@ def frame_label(frame: Frame) -> Text:
 
 def compile_label(comp: Compile, cudagraphs: CudaGraphs | None = None) -> Text:
     status = comp.status
-    text = Text.assemble(
-        lit(comp.id_label, "bold"),
-        "  ",
-        (STATUS_MARK.get(status, "?") + " " + status, STATUS_STYLE.get(status, "")),
-    )
+    text = Text.assemble(lit(comp.id_label, "bold"), "  ", mark_text(status))
     if comp.marks:
         text.append("  ")
         text.append_text(marks_text(comp.marks))
