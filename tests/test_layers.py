@@ -24,8 +24,9 @@ def modules(root: Path = PACKAGE) -> dict[str, Path]:
     return out
 
 
-def imports(mods: dict[str, Path]) -> dict[str, set[str]]:
-    """The modules of the package each module imports (the edges of the import graph)."""
+def imports(mods: dict[str, Path], runtime_only: bool = False) -> dict[str, set[str]]:
+    """The modules of the package each module imports (the edges of the import graph);
+    `runtime_only` leaves out the imports under ``if TYPE_CHECKING:``."""
 
     def resolve(name: str) -> str | None:
         while name and name not in mods:
@@ -36,7 +37,19 @@ def imports(mods: dict[str, Path]) -> dict[str, set[str]]:
     for mod, path in mods.items():
         package = mod if path.name == "__init__.py" else mod.rpartition(".")[0]
         targets: set[str | None] = set()
-        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+        tree = ast.parse(path.read_text(encoding="utf-8"))
+        typing_only = {
+            id(n)
+            for node in ast.walk(tree)
+            if runtime_only
+            and isinstance(node, ast.If)
+            and "TYPE_CHECKING" in ast.unparse(node.test)
+            for part in node.body
+            for n in ast.walk(part)
+        }
+        for node in ast.walk(tree):
+            if id(node) in typing_only:
+                continue
             if isinstance(node, ast.Import):
                 targets.update(resolve(a.name) for a in node.names)
             elif isinstance(node, ast.ImportFrom):
