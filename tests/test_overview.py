@@ -1,5 +1,5 @@
 """One overview (tcview.report.overview), rendered three ways: the app's overview pane,
-`tcview summary` text and its --json. Each shows the same rows, cut at the same length."""
+`tcview summary` text and its --json (`summary_document`). Each shows the same rows, cut at the same length."""
 
 from __future__ import annotations
 
@@ -7,7 +7,7 @@ import re
 from pathlib import Path
 
 from tcview.ingest.source import load_source
-from tcview.report.summary import summary_json, summary_text
+from tcview.report.summary import summary_document, summary_text
 from tcview.ui.content import model_summary
 
 APP_ROW = re.compile(r"^  +\S+  (\S+) ")  # `  12.3ms  1/0      frame label`
@@ -32,7 +32,7 @@ def test_slowest_compiles_are_one_list_in_app_text_and_json(fixture_runs: Path) 
     app = _rows([t.plain for t in model_summary(model, "x")], "slowest compiles  (t for all)", APP_ROW)
     text = _rows(summary_text(model).split("\n"), "Slowest compiles", TEXT_ROW)
     assert app == text
-    data = summary_json(model)["overview"]
+    data = summary_document(model)["overview"]
     assert [row["compile"] for row in data["slowest_compiles"]] == app
     assert data["timed_compiles"] == len(timed)
     slowest = sorted(timed, key=lambda c: -(c.compile_time_s or 0))
@@ -45,7 +45,7 @@ def test_crash_is_one_list_in_app_text_and_json(fixture_runs: Path) -> None:
     assert errors
     app = [t.plain for t in model_summary(model, "x")]
     text = summary_text(model).split("\n")
-    data = summary_json(model)["overview"]
+    data = summary_document(model)["overview"]
     assert data["errors_total"] == len(errors)
     for row in data["errors"]:
         assert f"  {row['headline']}" in app and f"  {row['headline']}" in text

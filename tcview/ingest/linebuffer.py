@@ -19,29 +19,31 @@ class LineBuffer:
         self.skipping = False  # inside a line longer than MAX_LINE: its bytes are not kept
         self.start = 0  # input offset of the held (or skipped) line's first byte
 
-    def hold(self, piece: bytes, offset: int) -> bool:
-        """Keep `piece` (no newline in it, at input `offset`). True when the line has just
-        gone past MAX_LINE: it is dropped, and the rest of it is skipped."""
+    def hold(self, piece: bytes, offset: int) -> bytes | None:
+        """Keep `piece` (no newline in it, at input `offset`). When the line has just gone
+        past MAX_LINE, it is dropped (the rest of it is skipped) and this is its first byte;
+        else None."""
         if self.skipping or not piece:
-            return False
+            return None
         if not self.size:
             self.start = offset
         self.pieces.append(piece)
         self.size += len(piece)
         if self.size > MAX_LINE:
+            first = self.pieces[0][:1]
             self.pieces, self.size, self.skipping = [], 0, True
-            return True
-        return False
+            return first
+        return None
 
-    def complete(self, end: bytes) -> bytes | None:
-        """The held line finished by `end` (its bytes from this chunk, up to and with its
-        newline), and the buffer emptied; None when the line was too long (skipped)."""
+    def complete(self, end: bytes, lead: bytes = b"") -> bytes | None:
+        """`lead`, the held line and `end` (its bytes from this chunk, up to its newline), and
+        the buffer emptied; None when the line was too long (skipped)."""
         skipped = self.skipping
-        line = None if skipped else (b"".join(self.pieces) + end if self.pieces else end)
-        self.pieces, self.size, self.skipping = [], 0, False
+        line = None if skipped else b"".join([lead, *self.pieces, end])
+        self.pieces, self.size, self.skipping, self.start = [], 0, False, 0
         return line
 
-    def take(self) -> bytes | None:
-        """At the end of the input: the held bytes (a last line without a newline), and the
-        buffer emptied; None when that line was too long."""
-        return self.complete(b"")
+    def take(self, lead: bytes = b"") -> bytes | None:
+        """At the end of the input: `lead` and the held bytes (a last line without a newline),
+        and the buffer emptied; None when that line was too long."""
+        return self.complete(b"", lead)

@@ -30,13 +30,10 @@ def counts_line(counts: Mapping[str, int]) -> str:
 
 
 def summary_json(
-    ts: Model,
-    verify: bool = False,
-    divergence: Divergence | None = None,
-    overview: Overview | None = None,
+    ts: Model, verify: bool = False, divergence: Divergence | None = None
 ) -> dict[str, Any]:
-    """The counts, the overview, and how the ranks diverge (`divergence`, `overview`: of `ts`,
-    already made)."""
+    """The counts, and how the ranks diverge (`divergence`: an `analyze` of `ts` already
+    made)."""
     out = ts.summary_counts(verify=verify)
     out["kernels_by_kind"] = kernels_by_kind(ts)
     out["cudagraphs"] = cudagraph_counts(ts)
@@ -50,8 +47,12 @@ def summary_json(
     out["exec_order_groups"] = div.findings["exec_order"].groups
     out["rank_groups"] = div.groups
     out["first_divergence"] = div.first or None
-    out["overview"] = (overview if overview is not None else build_overview(ts)).json()
     return out
+
+
+def summary_document(ts: Model, verify: bool = False) -> dict[str, Any]:
+    """`tcview summary --json`: `summary_json` and the overview the text report prints."""
+    return {**summary_json(ts, verify=verify), "overview": build_overview(ts).json()}
 
 
 def damage(ts: Model, counts: dict[str, Any]) -> dict[str, int]:
@@ -161,7 +162,7 @@ def divergence_lines(div: Divergence) -> list[str]:
 def summary_text(ts: Model, verify: bool = False, width: int = 100) -> str:
     div = analyze(ts)
     overview = build_overview(ts)
-    s = summary_json(ts, verify=verify, divergence=div, overview=overview)
+    s = summary_json(ts, verify=verify, divergence=div)
     multi = overview.many_ranks
     lines: list[str] = crash_lines(ts, overview)
     add = lines.append
