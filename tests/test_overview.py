@@ -29,7 +29,9 @@ def test_slowest_compiles_are_one_list_in_app_text_and_json(fixture_runs: Path) 
     model = load_source(str(fixture_runs / "recompile_dim"))
     timed = [c for c in model.compiles if c.compile_time_s is not None]
     assert len(timed) > 10  # more than any cut-off: the lists are cut
-    app = _rows([t.plain for t in model_summary(model, "x")], "slowest compiles  (t for all)", APP_ROW)
+    app = _rows(
+        [t.plain for t in model_summary(model, "x")], "slowest compiles  (t for all)", APP_ROW
+    )
     text = _rows(summary_text(model).split("\n"), "Slowest compiles", TEXT_ROW)
     assert app == text
     data = summary_document(model)["overview"]

@@ -173,7 +173,9 @@ def names_by_id(text: str) -> bool:
     query = parse_query(text)
     picked = query.rank is not None or query.pid is not None
     item = query.text
-    return item.startswith("frame ") or parse_compile_id(item) is not None or (picked and bool(item))
+    return (
+        item.startswith("frame ") or parse_compile_id(item) is not None or (picked and bool(item))
+    )
 
 
 def locate(model: Model, text: str) -> Place:

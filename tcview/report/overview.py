@@ -87,7 +87,9 @@ def build_overview(model: Model, ranks: RankSet = None) -> Overview:
     timed.sort(key=lambda c: -(c.compile_time_s or 0))
     skipped = model.skipped
     return Overview(
-        errors=[ErrorRow(e.headline, e.stack[-1] if e.stack else "") for e in errors[:ERRORS_SHOWN]],
+        errors=[
+            ErrorRow(e.headline, e.stack[-1] if e.stack else "") for e in errors[:ERRORS_SHOWN]
+        ],
         errors_total=len(errors),
         breaks=[
             BreakRow(

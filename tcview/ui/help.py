@@ -25,6 +25,8 @@ from tcview.model.objects import MARKS, STATUSES
 from tcview.ui.content import cudagraphs_text, mark_text
 
 KEY_WIDTH = 14
+
+
 @dataclass(frozen=True)
 class HelpPlace:
     """One section of the help: the bindings of one place, and lines no binding gives."""
