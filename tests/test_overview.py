@@ -7,10 +7,12 @@ import re
 from pathlib import Path
 
 from tcview.ingest.source import load_source
+from tcview.report.markdown import markdown_report
 from tcview.report.summary import summary_document, summary_text
 from tcview.ui.content import model_summary
 
 APP_ROW = re.compile(r"^  +\S+  (\S+) ")  # `  12.3ms  1/0      frame label`
+MD_ROW = re.compile(r"^\| [^|]+ \| `([^`]+)` \|")  # | 12.3 ms | `1/0` | frame | ok |
 TEXT_ROW = re.compile(r"^  +\S+  (?:rank \d+  |no rank  )?\[([^\]]+)\] ")
 
 
@@ -37,6 +39,10 @@ def test_slowest_compiles_are_one_list_in_app_text_and_json(fixture_runs: Path) 
     data = summary_document(model)["overview"]
     assert [row["compile"] for row in data["slowest_compiles"]] == app
     assert data["timed_compiles"] == len(timed)
+    report = markdown_report(model).split("\n")
+    table = report[report.index("### Slowest compiles") + 4 :]
+    assert [MD_ROW.match(ln).group(1) for ln in table[: len(app)] if MD_ROW.match(ln)] == app
+    assert not MD_ROW.match(table[len(app)])
     slowest = sorted(timed, key=lambda c: -(c.compile_time_s or 0))
     assert app == [c.id_label for c in slowest[: len(app)]]
 
