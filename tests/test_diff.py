@@ -35,9 +35,9 @@ from tcview.analysis.rundiff import (
     Side,
     _match_frames,
     diff_fail_on,
-    parse_diff_fail_on,
     run_diff,
 )
+from tcview.commands.failon import DIFF_CHECKS, SUMMARY_CHECKS, parse_fail_on
 from tcview.ingest.index import TraceSet
 from tcview.ingest.source import load_source
 from tcview.report.diffreport import compile_diff_lines, run_diff_lines
@@ -107,7 +107,7 @@ def test_a_run_against_itself_is_no_change(fixture_runs: Path) -> None:
         assert not diff.changed, run
         assert not any(diff.counts().values()), run
         assert all(k.status == SAME for k in diff.kernels)
-        assert diff_fail_on(diff, parse_diff_fail_on("new-breaks,new-recompiles,slower:0%")) == []
+        assert diff_fail_on(diff, parse_fail_on("new-breaks,new-recompiles,slower:0%", DIFF_CHECKS)) == []
 
 
 def test_cli_json_and_gate(fixture_runs: Path) -> None:
@@ -417,3 +417,13 @@ def test_a_new_or_gone_frame_has_no_time_on_its_missing_side() -> None:
     gone = next(ln for ln in text.splitlines() if ln.lstrip().startswith("gone "))
     assert new.endswith("· time - → 1.80s"), new
     assert gone.endswith("· time 10.35s → -"), gone
+
+
+def test_one_fail_on_parser_for_every_command() -> None:
+    """summary, run and diff check --fail-on through one parser: unknown names are refused
+    with the names the command knows; a parametric check is a pattern, not a literal."""
+    assert parse_fail_on(" graph_breaks, divergence ", SUMMARY_CHECKS) == ["graph_breaks", "divergence"]
+    assert parse_fail_on("slower:5%,new-kernels", DIFF_CHECKS) == ["slower:5%", "new-kernels"]
+    for text, checks in (("new-breaks", SUMMARY_CHECKS), ("slower:N%", DIFF_CHECKS)):
+        with pytest.raises(ValueError, match="--fail-on: unknown .* \\(use "):
+            parse_fail_on(text, checks)

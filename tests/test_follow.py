@@ -214,3 +214,21 @@ def test_fifo_is_read_as_a_stream_not_sniffed(tmp_path: Path) -> None:
     assert _wait_until(lambda: "input ended" in follower.notices)
     follower.stop()
     assert _summary(follower.model) == _summary(load_source(str(src)))
+
+
+def test_follow_reads_the_files_a_one_shot_load_reads(tmp_path: Path) -> None:
+    """One rule decides which files of a directory are traces, for load and follow: a file
+    named like a trace but holding TORCH_LOGS text, and not a ``.log``, is skipped by both."""
+    src = SAMPLES / "cpu_breaks_recompiles"
+    dest = tmp_path / "t"
+    dest.mkdir()
+    shutil.copy(next((src / "trace").iterdir()), dest)
+    notes = dest / "dedicated_log_torch_trace_notes.txt"
+    notes.write_bytes((src / "torch_logs.txt").read_bytes()[:4000])
+    follower = Follower(str(dest))
+    follower.step()
+    follower.finish()
+    one_shot = load_source(str(dest))
+    assert [f.path for f in follower.model.files] == [f.path for f in one_shot.files]
+    assert notes in [p for p, _why in one_shot.skipped]
+    assert _summary(follower.model) == _summary(one_shot)

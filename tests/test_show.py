@@ -570,6 +570,70 @@ def test_show_asks_which_rank_when_an_id_is_in_several() -> None:
         show_detail(model, "triton_nothing")
 
 
+@sync
+async def test_goto_resolves_like_show(fixture_runs: Path) -> None:
+    """`--goto` reads an item as `tcview show` does (one grammar): the same item for
+    `rank 1 0/0` and `rank 1 frame 0`, and for an id that both ranks have, show's question
+    (which rank?) instead of a silent pick of rank 0."""
+    from tcview.ui.app import TcviewApp
+    from tcview.ui.tree import TraceTree
+
+    def ident(obj: object) -> tuple[str, str, int | None]:
+        assert isinstance(obj, (Compile, Frame)), obj
+        return type(obj).__name__, obj.id_label, obj.file.rank
+
+    ddp = fixture_runs / "ranks_ddp2"
+    model = load_source(str(ddp))
+    for item in ("rank 1 0/0", "rank 1 frame 0", "rank 0 0/0"):
+        app = TcviewApp(str(ddp), goto=item)
+        async with app.run_test(size=(140, 40)) as pilot:
+            await ready(app, pilot)
+            node = app.query_one(TraceTree).cursor_node
+            assert node is not None and node.data is not None, item
+            assert ident(node.data.obj) == ident(find(model, item)), item
+    for item in ("0/0", "frame 0"):
+        printed = show(str(ddp), *item.split())
+        assert printed.returncode == 2 and "say which" in printed.stderr
+        question = printed.stderr.strip().removeprefix("tcview: ")
+        app = TcviewApp(str(ddp), goto=item)
+        async with app.run_test(size=(140, 40)) as pilot:
+            await ready(app, pilot)
+            assert [str(n.message) for n in app._notifications] == [f"--goto {item}: {question}"]
+            node = app.query_one(TraceTree).cursor_node
+            assert node is None or node.data is None or node.data.kind not in ("compile", "frame")
+
+
+@sync
+async def test_palette_reads_an_item_like_show(fixture_runs: Path) -> None:
+    """ctrl+p, `rank 1 frame 0`: the first hit goes where `tcview show` and `--goto` go."""
+    from textual.command import CommandList
+
+    from tcview.ui.app import TcviewApp
+    from tcview.ui.tree import TraceTree
+
+    ddp = fixture_runs / "ranks_ddp2"
+    want = find(load_source(str(ddp)), "rank 1 frame 0")
+    app = TcviewApp(str(ddp))
+    async with app.run_test(size=(140, 40)) as pilot:
+        await ready(app, pilot)
+        await pilot.press("ctrl+p")
+        await pilot.press(*"rank 1 frame 0")
+        first = ""
+        for _ in range(100):  # the hits come from a worker: wait for the first one
+            hits = app.screen.query(CommandList)
+            if hits and hits.first().option_count:
+                first = str(hits.first().get_option_at_index(0).prompt)
+                if first.startswith("go to"):
+                    break
+            await pilot.pause(0.05)
+        assert first == "go to rank 1 frame 0"
+        await pilot.press("enter")
+        await settle(app, pilot)
+        node = app.query_one(TraceTree).cursor_node
+        assert node is not None and node.data is not None and node.data.kind == "frame"
+        assert isinstance(node.data.obj, Frame) and node.data.obj.file.rank == want.file.rank == 1
+
+
 def test_show_an_episode(fixture_runs: Path) -> None:
     out = show(str(fixture_runs / "resets"), "1/0 #3")
     assert out.returncode == 0, out.stderr

@@ -654,3 +654,32 @@ def test_a_trace_compile_offers_the_fusion_decisions_of_its_run_text_log() -> No
         assert d.compile.file.pid in comp.file.pids and d.compile is not comp
     assert plain(ts.text.fusion_decisions(decisions[0].compile)) == plain(decisions)
     assert TraceSet.load(run / "trace").fusion_decisions(comp) == []
+
+
+@pytest.mark.parametrize("newline", [True, False], ids=["ended", "last-line"])
+def test_text_buffer_caps_a_line_like_the_trace_buffer(
+    monkeypatch: pytest.MonkeyPatch, newline: bool
+) -> None:
+    """A line with no newline is held up to MAX_LINE (the one cap of trace and text input),
+    then dropped and counted as one unparsed line; the lines around it read as without it."""
+    from tcview.ingest import linebuffer
+
+    monkeypatch.setattr(linebuffer, "MAX_LINE", 10_000)
+    data = SMALL.read_bytes()
+    cut = data.index(b"\n", len(data) // 2) + 1
+    junk = b"x" * 25_000 + (b"\n" if newline else b"")
+    log = TextLog()
+    held = 0
+    whole = data[:cut] + junk + (data[cut:] if newline else b"")
+    for pos in range(0, len(whole), 3_000):
+        log.feed(whole[pos : pos + 3_000])
+        held = max(held, log.pending_bytes)
+    log.finish()
+    assert held <= 10_000
+    assert log.overlong_lines == 1
+    plain = feed_all(data[:cut] + (data[cut:] if newline else b""))
+    expected = plain.summary_counts()
+    got = log.summary_counts()
+    assert got["unparsed_lines"] == expected["unparsed_lines"] + 1
+    assert {k: got[k] for k in FOUR} == {k: expected[k] for k in FOUR}
+    assert got["lines"] == expected["lines"] + 1

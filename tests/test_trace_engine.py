@@ -342,9 +342,9 @@ def test_without_orjson_the_index_is_the_same(monkeypatch: pytest.MonkeyPatch) -
 def test_overlong_lines_are_counted_not_kept(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from tcview.ingest import tracefile
+    from tcview.ingest import linebuffer
 
-    monkeypatch.setattr(tracefile, "MAX_LINE", 100_000)  # real headers stay under it
+    monkeypatch.setattr(linebuffer, "MAX_LINE", 100_000)  # real headers stay under it
     cut = GOOD.index(b"\nV", 50000) + 1
     data = GOOD[:cut] + b"junk" * 75_000 + b"\n" + b"\t" + b"p" * 400_000 + b"\n" + GOOD[cut:]
     path = _write(tmp_path, data)

@@ -172,3 +172,18 @@ async def test_run_mode_help_lists_every_key_that_works(tmp_path: Path) -> None:
         missing.update(await _missing_everywhere(app, pilot, rows))  # r reruns now
         await pilot.press("q")
     assert not missing, sorted(missing)
+
+
+def test_every_mark_the_tree_draws_is_in_the_help() -> None:
+    """The help's legend comes from the table the tree draws with: every status, mark and
+    CUDA graphs symbol a tree row can show is there, with its word."""
+    from tcview.analysis.cudagraphs import CUDAGRAPH_STATES, CudaGraphs
+    from tcview.model.objects import MARKS, STATUSES
+    from tcview.ui.content import cudagraphs_text, mark_text
+    from tcview.ui.help import help_text
+
+    legend = help_text([], lambda binding: binding.key).plain
+    drawn = [mark_text(name) for name in (*STATUSES, *MARKS)]
+    drawn += [cudagraphs_text(CudaGraphs(state)) for state in CUDAGRAPH_STATES]
+    for text in drawn:
+        assert text.plain and text.plain in legend, text.plain

@@ -20,6 +20,7 @@ from tcview.model.objects import Compile, CudagraphNote, Model
 _GRAPHABLE = re.compile(r"(\d+) cudagraphable")
 _PREFIXES = re.compile(r"^(?:skipping cudagraphs due to\s*)+")
 CudagraphState = Literal["used", "partly", "skipped"]
+CUDAGRAPH_STATES: tuple[CudagraphState, ...] = ("used", "partly", "skipped")
 # What the tree shows after a compile's status for each state.
 CUDAGRAPH_MARKS: dict[str, str] = {"used": "cudagraphs", "partly": "cudagraphs (partly)"}
 CUDAGRAPH_SKIPPED_MARK = "no cudagraphs"

@@ -37,18 +37,13 @@ def _progress_printer(enabled: bool) -> Progress | None:
 
 
 def cmd_summary(args: argparse.Namespace) -> int:
+    from tcview.commands.failon import SUMMARY_CHECKS, fail_on_exit, found_message, parse_fail_on
     from tcview.commands.inputs import open_input
-    from tcview.report.summary import (
-        fail_on,
-        input_state,
-        parse_fail_on,
-        summary_json,
-        summary_text,
-    )
+    from tcview.report.summary import fail_on, input_state, summary_document, summary_text
 
     path = args.path
     try:
-        kinds = parse_fail_on(args.fail_on)
+        kinds = parse_fail_on(args.fail_on, SUMMARY_CHECKS)
     except ValueError as exc:
         print(f"tcview: {exc}", file=sys.stderr)
         return 2
@@ -57,7 +52,7 @@ def cmd_summary(args: argparse.Namespace) -> int:
     ts = open_input(path, _progress_printer(show), cache=not args.no_cache)
     if ts is None:
         return 2
-    data = summary_json(ts, verify=args.verify)
+    data = summary_document(ts, verify=args.verify)
     state = input_state(ts, path, live=False, finished=True)
     if state is not None and not args.quiet:  # the counts below are all 0: say why
         print(f"tcview: {safe_line(state.text)}. {state.help}".rstrip(), file=sys.stderr)
@@ -66,12 +61,7 @@ def cmd_summary(args: argparse.Namespace) -> int:
     else:
         paint = Painter(use_color(args.color, sys.stdout))
         emit(paint_summary(safe_text(summary_text(ts, verify=args.verify)), paint))
-    if kinds:
-        present = fail_on(data, kinds)
-        if present:
-            print(f"tcview: found {', '.join(present)}", file=sys.stderr)
-            return 1
-    return 0
+    return fail_on_exit(0, found_message(fail_on(data, kinds)))
 
 
 def paint_summary(text: str, paint: Painter) -> str:

@@ -9,10 +9,10 @@ from dataclasses import replace
 from pathlib import Path
 
 from tcview.analysis.paths import PathMap
+from tcview.commands.failon import SUMMARY_CHECKS, fail_on_exit, found_message, parse_fail_on
 from tcview.report.summary import fail_on as found_kinds
-from tcview.report.summary import parse_fail_on
 from tcview.run.cleanup import install_cleanup
-from tcview.run.report import finish_report
+from tcview.run.report import finish_report, load_counts
 from tcview.run.session import Launcher, RunSession, RunStatus
 from tcview.run.spec import DEFAULT_LOGS, LaunchError, RunOptions, build_spec
 
@@ -36,7 +36,8 @@ def run_command(args: argparse.Namespace) -> int:
             launcher.options = replace(launcher.options, inherit_stdin=False)
             install_cleanup()
             try:
-                return run_live(launcher, fail_on, path_map, no_exec=bool(args.no_exec))
+                code = run_live(launcher, path_map, no_exec=bool(args.no_exec))
+                return _fail_on_live(launcher, fail_on, code)
             finally:
                 if launcher.sessions:
                     _print_quietly(launcher.sessions[-1].reopen_hint)
@@ -53,7 +54,7 @@ def launcher_from_args(args: argparse.Namespace) -> tuple[Launcher, list[str]]:
             raise LaunchError(f"--env wants K=V, got {item!r}")
         env[key] = value
     try:
-        fail_on = parse_fail_on(args.fail_on)
+        fail_on = parse_fail_on(args.fail_on, SUMMARY_CHECKS)
     except ValueError as exc:
         raise LaunchError(str(exc)) from exc
     spec = build_spec(args.target or [], args.module, args.python)
@@ -104,14 +105,17 @@ def run_headless(launcher: Launcher, fail_on: list[str]) -> int:
     report = finish_report(session, status)
     print(f"\n{report.text}")
     sys.stdout.flush()
-    if fail_on:
-        present = found_kinds(report.summary, fail_on)
-        if present:
-            print(f"tcview: found {', '.join(present)}", file=sys.stderr)
-            if code == 0:
-                code = 1
+    code = fail_on_exit(code, found_message(found_kinds(report.summary, fail_on)))
     print(session.reopen_hint)
     return code
+
+
+def _fail_on_live(launcher: Launcher, fail_on: list[str], code: int) -> int:
+    """The TUI's exit code under --fail-on (its summary read from the run directory)."""
+    if not fail_on or not launcher.sessions:  # none: it could not start
+        return code
+    _, summary, _ = load_counts(launcher.sessions[-1].run_dir)
+    return fail_on_exit(code, found_message(found_kinds(summary, fail_on)))
 
 
 def _print_quietly(text: str) -> None:

@@ -58,12 +58,22 @@ def sniff_trace(path: Path) -> str | None:
     return None
 
 
+def is_trace_name(name: str) -> bool:
+    """Named as torch names its trace files: read as one unsniffed (while torch creates it, it
+    may be empty)."""
+    return name.startswith(TRACE_NAME_PREFIX) and name.endswith(".log")
+
+
+def trace_reason(path: Path) -> str | None:
+    """None when the file `path` is read as a trace, else why not: the one rule of a one-shot
+    load, of follow mode and of `tcview.ingest.source.detect`."""
+    return None if is_trace_name(path.name) else sniff_trace(path)
+
+
 def discover(path: Path) -> tuple[list[Path], list[tuple[Path, str]]]:
     """Trace files under `path` (a file or a directory, recursively) and the skipped ones."""
     if path.is_file():
-        if path.name.startswith(TRACE_NAME_PREFIX):
-            return [path], []
-        why = sniff_trace(path)
+        why = trace_reason(path)
         return ([path], []) if why is None else ([], [(path, why)])
     found: list[Path] = []
     skipped: list[tuple[Path, str]] = []
@@ -77,14 +87,10 @@ def discover(path: Path) -> tuple[list[Path], list[tuple[Path, str]]]:
             if not p.is_file():
                 skipped.append((p, "not a regular file"))
                 continue
-            if name.startswith(TRACE_NAME_PREFIX) and name.endswith(".log"):
-                if not os.access(p, os.R_OK):
-                    skipped.append((p, "unreadable: permission denied"))
-                else:
-                    found.append(p)
-                continue
-            why = sniff_trace(p)
-            if why is None:
+            why = trace_reason(p)
+            if why is None and not os.access(p, os.R_OK):
+                skipped.append((p, "unreadable: permission denied"))
+            elif why is None:
                 found.append(p)
             else:
                 skipped.append((p, why))

@@ -21,9 +21,9 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from tcview.ingest.cache import IndexCache
-from tcview.ingest.index import TRACE_NAME_PREFIX, TraceSet, sniff_trace
+from tcview.ingest.index import TraceSet, is_trace_name, trace_reason
 from tcview.ingest.load import CHUNK
-from tcview.ingest.source import detect, find_text_log
+from tcview.ingest.source import find_text_log, plan_input
 from tcview.ingest.textlog import TextLog
 from tcview.ingest.tracefile import TraceFile
 
@@ -60,12 +60,10 @@ class Follower:
         self._stdin_fd: int | None = None
         self._identity: dict[str, tuple[int, int]] = {}
         self._not_traces: dict[str, tuple[int, int, int]] = {}
-        self.kind = detect(path) if path != "-" else "stdin"
+        self.kind = plan_input(path, follow=True).kind
         self._stream_path: str | None = None
         if self.kind == "stream":  # a FIFO or a <(...) pipe: read it like stdin
             self._stream_path, self.kind = path, "stdin"
-        if self.kind == "missing":
-            self.kind = "text" if _looks_like_log_name(path) else "trace-dir"
         self.model: TraceSet | TextLog = self._empty_model()
         self.cache = IndexCache.default(Path(path)) if self.kind not in ("text", "stdin") else None
 
@@ -231,7 +229,7 @@ class Follower:
             return False
         if self.kind == "run-dir" and p == find_text_log(self.root):
             return True
-        if p.name.startswith(TRACE_NAME_PREFIX):
+        if is_trace_name(p.name):
             return True
         try:
             st = p.stat()
@@ -243,7 +241,7 @@ class Follower:
         stamp = (st.st_ino, st.st_size, st.st_mtime_ns)
         if self._not_traces.get(str(p)) == stamp:
             return False
-        if sniff_trace(p) is None:
+        if trace_reason(p) is None:
             return True
         self._not_traces[str(p)] = stamp
         return False
@@ -397,8 +395,3 @@ class Follower:
         self.notices.append("input ended")
         if self.on_update is not None:
             self.on_update()
-
-
-def _looks_like_log_name(path: str) -> bool:
-    name = Path(path).name
-    return "." in name and not name.startswith(TRACE_NAME_PREFIX) and not name.endswith("trace")

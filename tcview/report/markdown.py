@@ -15,13 +15,13 @@ from collections.abc import Callable
 
 from tcview.analysis.recompiles import diagnose
 from tcview.model.facts import short_guard
-from tcview.model.objects import Compile, Frame, Model, Recompile
+from tcview.model.objects import Frame, Model, Recompile
+from tcview.report.overview import build_overview
 from tcview.report.summary import summary_json
 from tcview.text.safe import safe_text
 
 TOP_BREAKS = 20
 ROWS = 50  # recompiles, failures, errors listed
-SLOWEST = 10
 STACK_LINES = 40
 
 # Punctuation that could start markup in running text (emphasis, links, HTML, code, tables,
@@ -209,17 +209,15 @@ def _errors(model: Model) -> list[str]:
 
 
 def _slowest(model: Model) -> list[str]:
-    timed: list[Compile] = [c for c in model.compiles if c.compile_time_s is not None]
-    if not timed:
+    """The overview's slowest compiles (`tcview.report.overview`), as a table."""
+    slowest = build_overview(model).slowest
+    if not slowest:
         return []
-    timed.sort(key=lambda c: -(c.compile_time_s or 0))
     out = ["", "### Slowest compiles", ""]
-    rows = []
-    for c in timed[:SLOWEST]:
-        frame = c.frame.label if c.frame is not None else ""
-        rows.append(
-            [_seconds(c.compile_time_s), md_code(c.id_label), md_text(frame), c.status_text]
-        )
+    rows = [
+        [_seconds(row.seconds), md_code(row.compile), md_text(row.frame), row.status]
+        for row in slowest
+    ]
     out += _table(["time", "compile", "frame", "status"], ["---:", "---", "---", "---"], rows)
     return out
 

@@ -12,20 +12,13 @@ from tcview.analysis.export import export_counts, is_export
 from tcview.ingest.textlog import TextLog
 from tcview.model.facts import short_guard
 from tcview.model.objects import KERNEL_KINDS, Model, short_location
-from tcview.model.ranks import rank_of, ranks_label, ranks_of
+from tcview.model.ranks import rank_of, ranks_label
+from tcview.report.overview import Overview, build_overview
 
 # What --fail-on can name: a count of summary --json, or "divergence" (its ranks compiled
-# differently: a check of its `divergence` has more than one group).
+# differently: a check of its `divergence` has more than one group). Parsed by
+# tcview.commands.failon, the one --fail-on policy.
 FAIL_ON_KINDS = ("graph_breaks", "recompiles", "failures", "errors", "divergence")
-
-
-def parse_fail_on(text: str | None) -> list[str]:
-    """The kinds of a ``--fail-on`` value (comma-separated); ValueError names unknown ones."""
-    kinds = [k.strip() for k in (text or "").split(",") if k.strip()]
-    unknown = [k for k in kinds if k not in FAIL_ON_KINDS]
-    if unknown:
-        raise ValueError(f"--fail-on: unknown {', '.join(unknown)} (use {','.join(FAIL_ON_KINDS)})")
-    return kinds
 
 
 def counts_line(counts: Mapping[str, int]) -> str:
@@ -55,6 +48,11 @@ def summary_json(
     out["rank_groups"] = div.groups
     out["first_divergence"] = div.first or None
     return out
+
+
+def summary_document(ts: Model, verify: bool = False) -> dict[str, Any]:
+    """`tcview summary --json`: `summary_json` and the overview the text report prints."""
+    return {**summary_json(ts, verify=verify), "overview": build_overview(ts).json()}
 
 
 def damage(ts: Model, counts: dict[str, Any]) -> dict[str, int]:
@@ -93,18 +91,18 @@ def _present(summary: dict[str, Any], kind: str) -> bool:
     return bool(summary.get(kind))
 
 
-def crash_lines(ts: Model, limit: int = 20) -> list[str]:
-    """ "The run crashed" and its errors (rank, type, message, where), or nothing."""
-    errors = ts.run_errors()
-    if not errors:
+def crash_lines(ts: Model, overview: Overview | None = None) -> list[str]:
+    """ "The run crashed" and its first errors (rank, type, message, where), or nothing."""
+    o = overview if overview is not None else build_overview(ts)
+    if not o.errors_total:
         return []
-    lines = [f"The run crashed: {len(errors)} error(s)"]
-    for error in errors[:limit]:
+    lines = [f"The run crashed: {o.errors_total} error(s)"]
+    for error in o.errors:
         lines.append(f"  {error.headline}")
-        if error.stack:
-            lines.append(f"    at {error.stack[-1]}")
-    if len(errors) > limit:
-        lines.append(f"  … {len(errors) - limit} more")
+        if error.at:
+            lines.append(f"    at {error.at}")
+    if o.errors_total > len(o.errors):
+        lines.append(f"  … {o.errors_total - len(o.errors)} more")
     return lines
 
 
@@ -163,9 +161,10 @@ def divergence_lines(div: Divergence) -> list[str]:
 
 def summary_text(ts: Model, verify: bool = False, width: int = 100) -> str:
     div = analyze(ts)
+    overview = build_overview(ts)
     s = summary_json(ts, verify=verify, divergence=div)
-    multi = len(ranks_of(ts)) > 1
-    lines: list[str] = crash_lines(ts)
+    multi = overview.many_ranks
+    lines: list[str] = crash_lines(ts, overview)
     add = lines.append
     if lines:
         add("")
@@ -260,16 +259,14 @@ def summary_text(ts: Model, verify: bool = False, width: int = 100) -> str:
             found = model_cudagraphs(ts, comp)
             if found is not None and found.state != "used":
                 add(f"  [{comp.id_label}] {found.text}")
-    timed = [c for c in ts.compiles if c.compile_time_s is not None]
-    if timed:
+    if overview.slowest:
         add("")
         add("Slowest compiles")
-        for c in sorted(timed, key=lambda c: -(c.compile_time_s or 0))[:10]:
-            where = c.frame.label if c.frame else ""
+        for row in overview.slowest:
             who = ""
             if multi:
-                who = "no rank  " if c.file.rank is None else f"rank {c.file.rank}  "
-            add(f"  {_fmt_s(c.compile_time_s)}  {who}[{c.id_label}] {where}  ({c.status_text})")
+                who = "no rank  " if row.rank is None else f"rank {row.rank}  "
+            add(f"  {_fmt_s(row.seconds)}  {who}[{row.compile}] {row.frame}  ({row.status})")
     hurt = {k: v for k, v in s["damage"].items() if v}
     if hurt:
         add("")
@@ -279,13 +276,13 @@ def summary_text(ts: Model, verify: bool = False, width: int = 100) -> str:
     if s["unknown_kinds"]:
         add("")
         add("Unknown event kinds: " + ", ".join(f"{k} ×{n}" for k, n in s["unknown_kinds"].items()))
-    if s["skipped"]:
+    if overview.skipped_total:
         add("")
-        add(f"Skipped files ({len(s['skipped'])})")
-        for item in s["skipped"][:50]:
-            add(f"  {item['path']}: {item['reason']}")
-        if len(s["skipped"]) > 50:
-            add(f"  … {len(s['skipped']) - 50} more")
+        add(f"Skipped files ({overview.skipped_total})")
+        for path, why in overview.skipped:
+            add(f"  {path}: {why}")
+        if overview.skipped_total > len(overview.skipped):
+            add(f"  … {overview.skipped_total - len(overview.skipped)} more (--json lists all)")
     return "\n".join(lines)
 
 

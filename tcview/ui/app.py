@@ -33,7 +33,6 @@ from tcview.analysis.provenance import (
     graph_lines_of,
     kernel_provenance,
 )
-from tcview.model.compile_id import parse_compile_id
 from tcview.model.objects import OUTPUT_CODE_KINDS, Compile, Frame, Kernel, LogSource, Model, Record
 from tcview.model.ranks import RankSet, counts_in, ranks_label, ranks_of
 from tcview.report.detail import (
@@ -43,6 +42,7 @@ from tcview.report.detail import (
     kernel_detail,
     provenance_detail,
 )
+from tcview.report.items import ShowError, goto_failure, locate
 from tcview.report.search import Hit
 from tcview.report.summary import InputState, counts_line, input_state
 from tcview.run.bench import BenchResult, KernelTime
@@ -89,28 +89,7 @@ REDRAW_SHARE = 0.1
 LIVE_GAP = 0.05  # follow mode: at most 20 redraws a second, however fast the data moves
 
 
-Target: TypeAlias = Compile | Kernel | Record  # what the tree can reveal
-
-
-def resolve_target(model: Model, target: str) -> tuple[str, Compile | Kernel] | None:
-    """A compile id (0/1, [0/1], !0/1/0) or a kernel name -> (kind, object)."""
-    target = target.strip()
-    parsed = parse_compile_id(target)
-    if parsed is not None:
-        key = parsed[0]
-        for tf in list(model.files):
-            comp = tf.compiles.get(key)
-            if comp is not None:
-                return "compile", comp
-    kernels = list(model.kernels)
-    for k in kernels:
-        if k.name == target:
-            return "kernel", k
-    low = target.lower()
-    for k in kernels:
-        if low in k.name.lower():
-            return "kernel", k
-    return None
+Target: TypeAlias = Compile | Frame | Kernel | Record  # what the tree can reveal
 
 
 def doc_for(
@@ -632,12 +611,9 @@ class TcviewApp(App[int]):
                 severity="error",
             )
         if self.goto_target:
-            if not self._goto(self.goto_target):
-                self.notify(
-                    markup=False,
-                    message=f"--goto {safe_line(self.goto_target)}: not found",
-                    severity="warning",
-                )
+            failure = self._goto(self.goto_target)
+            if failure is not None:
+                self.notify(markup=False, message=safe_line(failure), severity="warning")
             self.goto_target = None
         self._first_row()
 
@@ -679,7 +655,7 @@ class TcviewApp(App[int]):
             self._status_state = state
             self.refresh_counts()
             self._update_status()
-        if self.goto_target and self._goto(self.goto_target):
+        if self.goto_target and self._goto(self.goto_target) is None:
             self.goto_target = None
         self._first_row()
 
@@ -838,13 +814,17 @@ class TcviewApp(App[int]):
 
     # ------------------------------------------------------------ navigation
 
-    def _goto(self, target: str) -> bool:
-        with self.lock:
-            found = resolve_target(self.model, target) if self.model is not None else None
-        if found is None:
-            return False
-        self.reveal(*found)
-        return True
+    def _goto(self, target: str) -> str | None:
+        """Reveal the item `target` names (`tcview show`'s grammar); else why not."""
+        if self.model is None:
+            return f"--goto {target}: nothing loaded"
+        try:
+            with self.lock:
+                obj = locate(self.model, target)
+        except ShowError as exc:
+            return goto_failure(target, exc)
+        self.reveal(type(obj).__name__.lower(), obj)
+        return None
 
     def reveal(self, kind: str, obj: Target) -> bool:
         """Select a compile, kernel or record in the tree and show it."""
@@ -877,6 +857,8 @@ class TcviewApp(App[int]):
             rank = obj.file.rank
         elif isinstance(obj, Kernel):
             rank = obj.output.source.rank
+        elif isinstance(obj, Frame):
+            rank = obj.file.rank
         else:
             rank = obj.source.rank
         return rank if rank not in self.rank_filter else None

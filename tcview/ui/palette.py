@@ -12,7 +12,8 @@ from textual.command import DiscoveryHit, Hit, Hits, Provider
 from textual.content import Content
 from textual.markup import escape
 
-from tcview.model.objects import Compile, Kernel, LogSource
+from tcview.model.objects import Compile, Frame, Kernel, LogSource
+from tcview.report.items import Place, ShowError, locate, names_by_id
 from tcview.text.safe import safe_line
 
 if TYPE_CHECKING:
@@ -57,9 +58,20 @@ class TraceCommands(Provider):
                     (safe_line(f"kernel {k.name}"), "kernel", f"{k.kind} · compile {cid}", k)
                 )
 
-    def _open(self, kind: str, obj: Compile | Kernel | LogSource) -> None:
+    def _locate(self, query: str) -> Place | None:
+        """The item `query` names by id, as `--goto` and `tcview show` read it."""
         app = self.browser
-        if isinstance(obj, (Compile, Kernel)):
+        if app.model is None or not names_by_id(query):
+            return None
+        try:
+            with app.lock:
+                return locate(app.model, query)
+        except ShowError:
+            return None
+
+    def _open(self, kind: str, obj: Compile | Frame | Kernel | LogSource) -> None:
+        app = self.browser
+        if isinstance(obj, (Compile, Frame, Kernel)):
             app.reveal(kind, obj)
             return
         tree = app.main_tree
@@ -89,6 +101,11 @@ class TraceCommands(Provider):
         deadline = time.monotonic() + SEARCH_BUDGET_S
         low = query.lower()
         hits = 0
+        place = self._locate(query)
+        if place is not None:  # `rank 1 0/0`, `frame 3`: what --goto and show would pick
+            go = safe_line(f"go to {query.strip()}")
+            kind = type(place).__name__.lower()
+            yield Hit(1.0, Content(go), partial(self._open, kind, place), go, "")
         # Last in the list: search every payload for what was typed.
         search_all = f"Search everything for {safe_line(query)}"
         yield Hit(

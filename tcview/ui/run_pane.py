@@ -33,10 +33,9 @@ from textual.timer import Timer
 from textual.widgets import Footer, Static
 
 from tcview.analysis.paths import PathMap
-from tcview.report.summary import fail_on as found_kinds
 from tcview.run.cleanup import kill_all
 from tcview.run.gpu import GpuSample
-from tcview.run.report import load_counts, status_line
+from tcview.run.report import status_line
 from tcview.run.session import Launcher, OutputLine, RunSession
 from tcview.run.spec import LaunchError
 from tcview.text.safe import colours_only, safe_line
@@ -571,10 +570,10 @@ def _signals_end(app: RunApp) -> Iterator[None]:
 
 
 def run_live(
-    launcher: Launcher, fail_on: list[str], path_map: PathMap | None = None, no_exec: bool = False
+    launcher: Launcher, path_map: PathMap | None = None, no_exec: bool = False
 ) -> int:
-    """Run the job with the TUI; the job's exit code (1 with --fail-on problems, 2 if it
-    could not start, 128 + signal if tcview was signalled)."""
+    """Run the job with the TUI; the job's exit code (2 if it could not start, 128 + signal
+    if tcview was signalled; `tcview.commands.run` applies --fail-on)."""
     try:
         if launcher.python_info is None:
             launcher.preflight()
@@ -597,11 +596,4 @@ def run_live(
     status = session.wait(5.0) or session.status
     code = status.exit_code if status.exit_code is not None else 1
     print(status_line(status, app.final_counts))
-    if fail_on:
-        _, summary, _ = load_counts(session.run_dir)
-        present = found_kinds(summary, fail_on)
-        if present:
-            print(f"tcview: found {', '.join(present)}", file=sys.stderr)
-            if code == 0:
-                code = 1
     return code

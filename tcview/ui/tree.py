@@ -32,6 +32,7 @@ from tcview.ui.content import (
     cudagraphs_text,
     fmt_seconds,
     lit,
+    mark_text,
     marks_text,
     record_name,
 )
@@ -128,11 +129,7 @@ def frame_label(frame: Frame) -> Text:
 
 def compile_label(comp: Compile, cudagraphs: CudaGraphs | None = None) -> Text:
     status = comp.status
-    text = Text.assemble(
-        lit(comp.id_label, "bold"),
-        "  ",
-        (STATUS_MARK.get(status, "?") + " " + status, STATUS_STYLE.get(status, "")),
-    )
+    text = Text.assemble(lit(comp.id_label, "bold"), "  ", mark_text(status))
     if comp.marks:
         text.append("  ")
         text.append_text(marks_text(comp.marks))
@@ -607,19 +604,25 @@ class TraceTree(Tree[Item]):
         """A loaded node that stands for `obj` (a trace file, say), if there is one."""
         return next((n for n in self._by_key.values() if n.data and n.data.obj is obj), None)
 
-    def reveal(self, target: Compile | Kernel | Record, kind: str = "") -> TreeNode[Item] | None:
-        """Expand the path to a compile, kernel or record and return its node. (`kind`, the
-        caller's name for the target, is not needed: the target's type says it.)"""
+    def reveal(
+        self, target: Compile | Frame | Kernel | Record, kind: str = ""
+    ) -> TreeNode[Item] | None:
+        """Expand the path to a compile, frame, kernel or record and return its node. (`kind`,
+        the caller's name for the target, is not needed: the target's type says it.)"""
         comp: Compile | None
         tf: LogSource | None
         if isinstance(target, Compile):
             comp = target
         elif isinstance(target, Kernel):
             comp = target.compile
+        elif isinstance(target, Frame):
+            comp = None
         else:
             comp = _compile_of_record(target)
         if comp is not None:
             tf = comp.file
+        elif isinstance(target, Frame):
+            tf = target.file
         elif isinstance(target, Kernel):
             tf = target.output.source
         elif isinstance(target, Record):
@@ -631,6 +634,8 @@ class TraceTree(Tree[Item]):
             if comp.frame is not None:
                 chain.append(_is("frame", comp.frame))
             chain.append(_is("compile", comp))
+        if isinstance(target, Frame):
+            chain.append(_is("frame", target))
         if isinstance(target, Kernel):
             chain.append(_is("record", target.output))
             chain.append(_is("kernel", target))
