@@ -26,6 +26,7 @@ from tcview.ingest.load import CHUNK
 from tcview.ingest.source import detect, find_text_log
 from tcview.ingest.textlog import TextLog
 from tcview.ingest.tracefile import TraceFile
+from tcview.model.objects import Lock
 
 if TYPE_CHECKING:
     from watchdog.observers.api import BaseObserver
@@ -42,12 +43,14 @@ class Follower:
         poll: bool = False,
         interval: float = 0.25,
         on_update: Callable[[], None] | None = None,
+        lock: Lock | None = None,
     ) -> None:
         self.path = path
         self.poll = poll
         self.interval = interval
         self.on_update = on_update
-        self.lock = threading.RLock()
+        # The lock of the model it grows (a model session's, shared with the model's readers).
+        self.lock: Lock = lock if lock is not None else threading.RLock()
         self.notices: list[str] = []
         self.version = 0
         self.rebuilds = 0

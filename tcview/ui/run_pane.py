@@ -24,13 +24,13 @@ from rich.text import Text
 from textual import events, on, work
 from textual.app import ComposeResult
 from textual.binding import Binding
-from textual.containers import Horizontal, Vertical
+from textual.containers import Vertical
 from textual.geometry import Size
 from textual.screen import ModalScreen
 from textual.scroll_view import ScrollView
 from textual.strip import Strip
 from textual.timer import Timer
-from textual.widgets import Footer, Static
+from textual.widgets import Static
 
 from tcview.analysis.paths import PathMap
 from tcview.report.summary import fail_on as found_kinds
@@ -42,10 +42,7 @@ from tcview.run.spec import LaunchError
 from tcview.text.safe import colours_only, safe_line
 from tcview.ui.app import BROWSE_BINDINGS, QUIT, TEXTUAL_BINDINGS, TcviewApp
 from tcview.ui.help import HelpPlace, bindings_of
-from tcview.ui.messages import GpuSampled, JobEnded, OutputArrived
-from tcview.ui.reader import Reader
-from tcview.ui.status import StatusBar
-from tcview.ui.tree import TraceTree
+from tcview.ui.messages import GpuSampled, JobEnded, JobMoved, JobRestarted, OutputArrived
 from tcview.ui.viewer import SCROLL_BINDINGS, text_strip
 
 SignalHandler: TypeAlias = Callable[[int, FrameType | None], Any] | int | signal.Handlers | None
@@ -252,8 +249,236 @@ def run_mode(bindings: list[Binding]) -> list[Binding]:
     return out
 
 
+class JobPane(OutputView):
+    """The job beside the browser: its output, its status (which leads the status bar), its
+    end, stop, rerun, the pane's layout and quitting while it runs.
+
+    The launcher's threads only post messages to it; it tells the browser what changed with
+    messages up (`JobMoved`, `JobRestarted`).
+    """
+
+    def __init__(self, launcher: Launcher, session: RunSession) -> None:
+        super().__init__(id="run-output")
+        self.launcher = launcher
+        self.session = session
+        self.layout_mode = "split"
+        self.quitting = False
+        self._seq = 0
+        self._ended = False
+        self._run_text = ""
+        self._output_pending = False  # an OutputArrived is on its way: no need for another
+        self._clock: Timer | None = None
+        self.gpu_text = ""  # the job's GPU use (NVML), while it runs
+
+    # ------------------------------------------------------------ for the browser (Job)
+
+    def status_text(self) -> str:
+        """The status bar's first part: the job's status, and its GPU use while it runs."""
+        self._run_text = self.run_status_text()
+        return f"{self._run_text} · {self.gpu_text}" if self.gpu_text else self._run_text
+
+    def running(self) -> bool:
+        return not self.session.done
+
+    def run_status_text(self) -> str:
+        status = self.session.status
+        text = status.text
+        if status.stopping:
+            text = text.replace(" · stopping", " · stopping…")
+        return text
+
+    def _moved(self, ended: bool = False) -> None:
+        self.post_message(JobMoved(ended))
+
+    # ------------------------------------------------------------ told by the job's threads
+
+    def on_mount(self) -> None:
+        self._title()
+        self.launcher.on_line = self._line_written
+        self.launcher.on_exit = self._session_ended
+        self.launcher.on_gpu = self._gpu_sampled
+        self._start_clock()
+        # What the job wrote, or how it ended, before the callbacks were in place.
+        self._line_written(None)
+        if self.session.done:
+            self._session_ended(self.session)
+
+    def on_unmount(self) -> None:
+        self.launcher.on_line = None
+        self.launcher.on_exit = None
+        self.launcher.on_gpu = None
+
+    def _title(self) -> None:
+        self.border_title = Text(safe_line(f"output · {self.launcher.spec.display}"))
+
+    def _line_written(self, line: OutputLine | None) -> None:
+        """A launcher thread delivered a line: one message until the UI has read them."""
+        if self._output_pending:
+            return
+        self._output_pending = True
+        self.post_message(OutputArrived())
+
+    def _session_ended(self, session: RunSession) -> None:
+        self.post_message(JobEnded(session))
+
+    def _gpu_sampled(self, sample: GpuSample) -> None:
+        """NVML read the job's GPUs (a launcher thread): one message, merged while pending."""
+        self.post_message(GpuSampled(sample))
+
+    @on(GpuSampled)
+    def _show_gpu(self, message: GpuSampled) -> None:
+        message.stop()
+        if self.session.done:
+            return
+        text = message.sample.text
+        if text != self.gpu_text:
+            self.gpu_text = text
+            self._moved()
+
+    @on(OutputArrived)
+    def _read_output(self, message: OutputArrived | None = None) -> None:
+        if message is not None:
+            message.stop()
+        # Cleared before reading: a line delivered from now on posts again, or is read here.
+        self._output_pending = False
+        lines, self._seq = self.session.lines_since(self._seq)
+        if lines:
+            self.append(lines)
+
+    @on(JobEnded)
+    def _ended_message(self, message: JobEnded) -> None:
+        message.stop()
+        if message.session is not self.session or self._ended:
+            return  # a previous run's session, or already handled
+        self._read_output()
+        self._ended = True
+        self.gpu_text = ""
+        if self._clock is not None:
+            self._clock.stop()
+            self._clock = None
+        self._moved(ended=True)  # the counts too: no longer waiting for traces
+        if not self.quitting:
+            status = self.session.status
+            self.notify(
+                markup=False,
+                message=f"job {status.text}: r reruns it, q quits",
+                severity="information" if status.exit_code == 0 else "warning",
+            )
+
+    def _start_clock(self) -> None:
+        if self._clock is None:
+            self._clock = self.set_interval(CLOCK_S, self._tick_clock)
+
+    def _tick_clock(self) -> None:
+        if self.run_status_text() != self._run_text:
+            self._moved()
+
+    # ------------------------------------------------------------ keys (the app's, handed here)
+
+    def allows(self, action: str) -> bool | None:
+        """Whether a run key applies now (None: not a run key)."""
+        if action in ("stop", "rerun_busy"):
+            return not self.session.done
+        if action == "rerun":
+            return self.session.done
+        return None
+
+    def stop_job(self) -> None:
+        session = self.session
+        if session.done:
+            return
+        if session.status.stopping:
+            session.kill()
+            self.notify(markup=False, message="killing the job now (SIGKILL)", severity="warning")
+        else:
+            session.stop()
+            grace = self.launcher.options.grace_s
+            self.notify(
+                markup=False,
+                message=f"stopping the job: SIGINT, then SIGTERM and SIGKILL {grace:g}s apart",
+            )
+        self._moved()
+
+    def rerun_busy(self) -> None:
+        self.notify(markup=False, message="the job is still running: x stops it, then r reruns it")
+
+    def rerun(self) -> None:
+        if not self.session.done:
+            self.rerun_busy()
+            return
+        try:
+            fresh = self.session.rerun()
+        except LaunchError as exc:
+            self.notify(
+                markup=False, message=safe_line(str(exc)), title="cannot rerun", severity="error"
+            )
+            return
+        self.session = fresh
+        self._seq = 0
+        self._ended = False
+        self.clear()
+        self._title()
+        self.post_message(JobRestarted(str(fresh.run_dir)))  # the browser follows it
+        self._start_clock()
+        self._read_output()
+        self.notify(markup=False, message=safe_line(f"rerunning into {fresh.run_dir}"))
+
+    def cycle_layout(self) -> None:
+        """Cycle the Run pane: beside the browser, full screen, hidden."""
+        app = self.app
+        on_view = app.screen is not self.screen
+        while app.screen is not self.screen and len(app.screen_stack) > 1:
+            app.pop_screen()
+        mode = "full" if on_view else LAYOUTS[(LAYOUTS.index(self.layout_mode) + 1) % len(LAYOUTS)]
+        self.set_layout(mode)
+
+    def set_layout(self, mode: str) -> None:
+        screen = self.screen
+        for name in LAYOUTS:
+            screen.set_class(name == mode, f"-run-{name}")
+        self.layout_mode = mode
+        if mode == "full":
+            self.focus()
+        elif mode == "hidden" or self.app.focused is self:
+            screen.query_one("#tree").focus()
+
+    def quit(self) -> None:
+        """Quit; while the job runs, ask first, then stop it (q again: kill it now)."""
+        session = self.session
+        app = self.app
+        if session.done:
+            app.exit()
+            return
+        if self.quitting:  # q again while stopping: do not wait for the escalation
+            session.kill()
+            return
+        if isinstance(app.screen, ConfirmStop):
+            return
+        question = f"The job is still running (pid {session.pid}). Stop it and quit?"
+        app.push_screen(ConfirmStop(question), self._quit_answer)
+
+    def _quit_answer(self, yes: bool | None) -> None:
+        if not yes or self.session.done:
+            if yes:
+                self.app.exit()
+            return
+        self.quitting = True
+        self.session.stop()
+        self._moved()
+        self._stop_then_exit(self.session)
+
+    @work(thread=True, group="quit", exit_on_error=False, description="stop the job")
+    def _stop_then_exit(self, session: RunSession) -> None:
+        escalation = 2 * self.launcher.options.grace_s + 1.0
+        if session.wait(escalation) is None:
+            session.kill()
+            session.wait(QUIT_KILL_AFTER_S)
+        self.app.call_from_thread(self.app.exit)
+
+
 class RunApp(TcviewApp, inherit_bindings=False):
-    """The browser following a job's run directory, plus the job's output and controls."""
+    """The browser following a job's run directory, with the job's pane (`JobPane`) composed
+    in. This class only declares run mode's keys and hands them to the pane."""
 
     # Run keys first: the footer shows bindings in this order (it has 120 columns for them).
     # Textual's own keymap (App.set_keymap) would do the key change at run time, but it drops
@@ -269,6 +494,7 @@ class RunApp(TcviewApp, inherit_bindings=False):
         path_map: PathMap | None = None,
         no_exec: bool = False,
     ) -> None:
+        self.job = JobPane(launcher, session)
         super().__init__(
             str(session.run_dir),
             follow=True,
@@ -276,19 +502,10 @@ class RunApp(TcviewApp, inherit_bindings=False):
             path_map=path_map,
             no_exec=no_exec,
             python=launcher.spec.python,
+            panes=[self.job],
+            job=self.job,
         )
-        self.launcher = launcher
-        self.session = session
-        self.layout_mode = "split"
-        self.quitting = False
         self.signalled: int | None = None  # 128 + signal when SIGTERM/SIGHUP ended tcview
-        self.final_counts: dict[str, int] = {}
-        self._seq = 0
-        self._ended = False
-        self._run_text = ""
-        self._output_pending = False  # an OutputArrived is on its way: no need for another
-        self._clock: Timer | None = None
-        self.gpu_text = ""  # the job's GPU use (NVML), while it runs
 
     @classmethod
     def help_places(cls) -> list[HelpPlace]:
@@ -313,226 +530,33 @@ class RunApp(TcviewApp, inherit_bindings=False):
         )
         return [*places[:-2], run, *places[-2:]]  # before the status bar and the help
 
-    @property
-    def output(self) -> OutputView:
-        return self.screen_stack[0].query_one("#run-output", OutputView)
-
-    def compose(self) -> ComposeResult:
-        with Horizontal(id="main"):
-            yield TraceTree(id="tree")
-            yield Reader(id="reader")
-        yield OutputView(id="run-output")
-        yield StatusBar(id="status")
-        yield Footer()
-
-    # Textual calls on_mount / on_unmount of every class in the MRO, this one first: no super().
-    def on_mount(self) -> None:
-        self._title_output()
-        self.launcher.on_line = self._line_written
-        self.launcher.on_exit = self._session_ended
-        self.launcher.on_gpu = self._gpu_sampled
-        self._start_clock()
-        # What the job wrote, or how it ended, before the callbacks were in place.
-        self._line_written(None)
-        if self.session.done:
-            self._session_ended(self.session)
-
-    def _title_output(self) -> None:
-        self.output.border_title = Text(safe_line(f"output · {self.launcher.spec.display}"))
-
-    # ------------------------------------------------------------ told by the job's threads
-
-    def _line_written(self, line: OutputLine | None) -> None:
-        """A launcher thread delivered a line: one message until the UI has read them."""
-        if self._output_pending:
-            return
-        self._output_pending = True
-        self.post_message(OutputArrived())
-
-    def _session_ended(self, session: RunSession) -> None:
-        self.post_message(JobEnded(session))
-
-    def _gpu_sampled(self, sample: GpuSample) -> None:
-        """NVML read the job's GPUs (a launcher thread): one message, merged while pending."""
-        self.post_message(GpuSampled(sample))
-
-    @on(GpuSampled)
-    def _show_gpu(self, message: GpuSampled) -> None:
-        if self.session.done:
-            return
-        text = message.sample.text
-        if text != self.gpu_text:
-            self.gpu_text = text
-            self._update_status()
-
-    @on(OutputArrived)
-    def _read_output(self) -> None:
-        # Cleared before reading: a line delivered from now on posts again, or is read here.
-        self._output_pending = False
-        lines, self._seq = self.session.lines_since(self._seq)
-        if lines:
-            self.output.append(lines)
-
-    @on(JobEnded)
-    def _ended_message(self, message: JobEnded) -> None:
-        if message.session is not self.session or self._ended:
-            return  # a previous run's session, or already handled
-        self._read_output()
-        self._ended = True
-        self.gpu_text = ""
-        if self._clock is not None:
-            self._clock.stop()
-            self._clock = None
-        self.refresh_counts()  # no longer waiting for traces
-        self._job_ended()
-
-    def _start_clock(self) -> None:
-        if self._clock is None:
-            self._clock = self.set_interval(CLOCK_S, self._tick_clock)
-
-    def _tick_clock(self) -> None:
-        if self.run_status_text() != self._run_text:
-            self._update_status()
-
-    def awaits_input(self) -> bool:
-        return not self.session.done
-
-    def run_status_text(self) -> str:
-        status = self.session.status
-        text = status.text
-        if status.stopping:
-            text = text.replace(" · stopping", " · stopping…")
-        return text
-
-    def _update_status(self) -> None:
-        super()._update_status()
-        self._run_text = self.run_status_text()
-        gpu = f"{self.gpu_text} · " if self.gpu_text else ""
-        self.status_left = safe_line(f"{self._run_text} · {gpu}{self.status_left}")
-
-    def _job_ended(self) -> None:
-        status = self.session.status
-        self.refresh_bindings()
-        self._update_status()
-        if not self.quitting:
-            self.notify(
-                markup=False,
-                message=f"job {status.text}: r reruns it, q quits",
-                severity="information" if status.exit_code == 0 else "warning",
-            )
-
     def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
-        if action == "stop":
-            return not self.session.done
-        if action == "rerun":
-            return self.session.done
-        if action == "rerun_busy":
-            return not self.session.done
-        return super().check_action(action, parameters)
-
-    # ------------------------------------------------------------ keys
+        allowed = self.job.allows(action)
+        return allowed if allowed is not None else super().check_action(action, parameters)
 
     def action_stop(self) -> None:
-        session = self.session
-        if session.done:
-            return
-        if session.status.stopping:
-            session.kill()
-            self.notify(markup=False, message="killing the job now (SIGKILL)", severity="warning")
-        else:
-            session.stop()
-            grace = self.launcher.options.grace_s
-            self.notify(
-                markup=False,
-                message=f"stopping the job: SIGINT, then SIGTERM and SIGKILL {grace:g}s apart",
-            )
-        self._update_status()
+        self.job.stop_job()
 
     def action_rerun_busy(self) -> None:
-        self.notify(markup=False, message="the job is still running: x stops it, then r reruns it")
+        self.job.rerun_busy()
 
     def action_rerun(self) -> None:
-        if not self.session.done:
-            self.action_rerun_busy()
-            return
-        try:
-            fresh = self.session.rerun()
-        except LaunchError as exc:
-            self.notify(
-                markup=False, message=safe_line(str(exc)), title="cannot rerun", severity="error"
-            )
-            return
-        self._follow_session(fresh)
-        self.notify(markup=False, message=safe_line(f"rerunning into {fresh.run_dir}"))
-
-    def _follow_session(self, session: RunSession) -> None:
-        """Point the browser, the output and the status at a new session."""
-        self.session = session
-        self._seq = 0
-        self._ended = False
-        self.output.clear()
-        self._title_output()
-        self.switch_source(str(session.run_dir))
-        self._start_clock()
-        self._read_output()
+        self.job.rerun()
 
     def action_output(self) -> None:
-        """Cycle the Run pane: beside the browser, full screen, hidden."""
-        on_view = len(self.screen_stack) > 1
-        while len(self.screen_stack) > 1:
-            self.pop_screen()
-        mode = "full" if on_view else LAYOUTS[(LAYOUTS.index(self.layout_mode) + 1) % len(LAYOUTS)]
-        self.set_layout(mode)
-
-    def set_layout(self, mode: str) -> None:
-        screen = self.screen_stack[0]
-        for name in LAYOUTS:
-            screen.set_class(name == mode, f"-run-{name}")
-        self.layout_mode = mode
-        if mode == "full":
-            self.output.focus()
-        elif mode == "hidden" or self.focused is self.output:
-            self.main_tree.focus()
+        self.job.cycle_layout()
 
     async def action_quit(self) -> None:
-        session = self.session
-        if session.done:
-            self.exit()
-            return
-        if self.quitting:  # q again while stopping: do not wait for the escalation
-            session.kill()
-            return
-        if isinstance(self.screen, ConfirmStop):
-            return
-        question = f"The job is still running (pid {session.pid}). Stop it and quit?"
-        self.push_screen(ConfirmStop(question), self._quit_answer)
+        self.job.quit()
 
-    def _quit_answer(self, yes: bool | None) -> None:
-        if not yes or self.session.done:
-            if yes:
-                self.exit()
-            return
-        self.quitting = True
-        self.session.stop()
-        self._update_status()
-        self._stop_then_exit(self.session)
 
-    @work(thread=True, group="quit", exit_on_error=False, description="stop the job")
-    def _stop_then_exit(self, session: RunSession) -> None:
-        escalation = 2 * self.launcher.options.grace_s + 1.0
-        if session.wait(escalation) is None:
-            session.kill()
-            session.wait(QUIT_KILL_AFTER_S)
-        self.call_from_thread(self.exit)
-
-    def on_unmount(self) -> None:
-        self.launcher.on_line = None
-        self.launcher.on_exit = None
-        self.launcher.on_gpu = None
-        model = self.model
-        if model is not None:
-            with self.lock:
-                self.final_counts = dict(model.counts())
+def final_counts(app: TcviewApp) -> dict[str, int]:
+    """The status bar's four numbers as the app last had them (printed after it closed)."""
+    model = app.model
+    if model is None:
+        return {}
+    with app.model_session.lock:
+        return dict(model.counts())
 
 
 @contextmanager
@@ -596,7 +620,7 @@ def run_live(
     session = launcher.sessions[-1]
     status = session.wait(5.0) or session.status
     code = status.exit_code if status.exit_code is not None else 1
-    print(status_line(status, app.final_counts))
+    print(status_line(status, final_counts(app)))
     if fail_on:
         _, summary, _ = load_counts(session.run_dir)
         present = found_kinds(summary, fail_on)
