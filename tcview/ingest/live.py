@@ -2,8 +2,9 @@
 
 A `Follower` owns the model it grows. Watchdog (inotify, or polling with --poll or when inotify
 cannot be used) marks paths dirty; one reader thread reads each dirty file from its last offset
-and feeds the appended bytes to the index, under the model's lock. Readers of the model (the UI)
-take the same lock and look at `version` to know when to redraw.
+and feeds the appended bytes to the index, under the model's lock (a model session's, given as
+`lock`: session.py). Readers of the model (the UI) take the same lock and look at `version` to
+know when to redraw.
 
 Files that shrink or are replaced (new inode) make the follower rebuild the whole model from
 disk, so the result stays identical to a one-shot read. Deleted files are marked, not dropped.
