@@ -26,7 +26,7 @@ from tcview.ui.browser import BrowserScreen, Job
 from tcview.ui.diffview import CompileDiffView
 from tcview.ui.finder import ResultsTree, SearchScreen
 from tcview.ui.help import HelpPlace, HelpScreen, bindings_of
-from tcview.ui.messages import BenchFinished, OpenHit, RanksPicked, Reveal, SearchAll, ShowSource
+from tcview.ui.messages import OpenHit, RanksPicked, Reveal, SearchAll, ShowSource
 from tcview.ui.palette import TraceCommands
 from tcview.ui.ranks_view import RankDialog, RanksView
 from tcview.ui.reader import SearchBox
@@ -317,10 +317,6 @@ class TcviewApp(App[int]):
     @on(RanksPicked)
     def _ranks_picked(self, message: RanksPicked) -> None:
         self.browser.set_rank_filter(message.ranks)
-
-    @on(BenchFinished)
-    def _bench_finished(self, message: BenchFinished) -> None:
-        self.browser.bench_finished(message.doc)
 
     # ------------------------------------------------------------ the browser's keys, anywhere
 

@@ -64,7 +64,7 @@ from tcview.ui.content import (
 from tcview.ui.diffview import CompileDiffView
 from tcview.ui.editor import editor_call
 from tcview.ui.finder import SearchScreen
-from tcview.ui.messages import JobMoved, JobRestarted, ModelMoved
+from tcview.ui.messages import BenchFinished, JobMoved, JobRestarted, ModelMoved
 from tcview.ui.ranks_view import CompareView, Picked, RankDialog, RanksView, labels_of
 from tcview.ui.reader import Reader
 from tcview.ui.status import StatusBar
@@ -860,9 +860,12 @@ class BrowserScreen(Screen[None]):
             return obj
         return None
 
-    def bench_finished(self, doc: Document) -> None:
-        """A benchmark ended: show its result where the user is; the kernels view shows the
-        times in a column."""
+    @on(BenchFinished)
+    def _bench_finished(self, message: BenchFinished) -> None:
+        """A benchmark ended (the bencher posts here): show its result where the user is;
+        the kernels view shows the times in a column."""
+        message.stop()
+        doc = message.doc
         screen = self.app.screen
         if isinstance(screen, TableView):
             screen.reload()
