@@ -308,7 +308,7 @@ class BrowserScreen(Screen[None]):
             self.update_status()
             self._indexing = True
             self._index()
-        self.call_after_refresh(self._first_frame)
+        self.app.call_after_refresh(self._first_frame)
         self._warm_up()
 
     def on_unmount(self) -> None:
