@@ -266,7 +266,7 @@ async def test_declining_the_dialog_runs_nothing(
         await pilot.press("n")
         await settle(app, pilot)
         assert isinstance(app.screen, KernelsView)
-        assert app.bencher.job is None and not app.bencher.results
+        assert app.browser.bencher.job is None and not app.browser.bencher.results
     assert driver_calls(marker) == [] and marker.read_text().startswith("-c")  # probed only
     assert not list(private_tmp.iterdir())
     assert tree_digest(run) == before
@@ -322,14 +322,14 @@ async def test_the_key_again_cancels_a_running_benchmark(
         await press_and_wait("B", CancelBenchDialog)
         await press_and_wait("n", KernelsView)
         await pilot.pause(0.3)
-        assert app.bencher.job is not None and all(alive(p) for p in pids)
+        assert app.browser.bencher.job is not None and all(alive(p) for p in pids)
         await press_and_wait("B", CancelBenchDialog)
         await press_and_wait("y", KernelsView)
         deadline = time.monotonic() + 30
-        while not app.bencher.results and time.monotonic() < deadline:
+        while not app.browser.bencher.results and time.monotonic() < deadline:
             await pilot.pause(0.1)
-        assert app.bencher.results and app.bencher.results[-1].cancelled
-        assert app.bencher.job is None
+        assert app.browser.bencher.results and app.browser.bencher.results[-1].cancelled
+        assert app.browser.bencher.job is None
     assert wait_for(lambda: not any(alive(p) for p in pids)), "left a process behind"
     assert len(driver_calls(marker)) == 1
 
@@ -402,10 +402,10 @@ async def test_bench_key_fills_the_kernels_column(
             await pilot.pause(0.05)
         await pilot.press("y")
         deadline = time.monotonic() + 270
-        while not app.bencher.results and time.monotonic() < deadline:
+        while not app.browser.bencher.results and time.monotonic() < deadline:
             await pilot.pause(0.2)
         await settle(app, pilot)
-        result = app.bencher.results[-1]
+        result = app.browser.bencher.results[-1]
         assert result.ok, result.problem
         view = app.screen
         assert isinstance(view, KernelsView)

@@ -60,10 +60,10 @@ async def test_triton_graph_benchmarked_from_the_kernels_view(fixture_runs: Path
         assert isinstance(app.screen, BenchDialog)
         await pilot.press("y")
         deadline = time.monotonic() + 400
-        while not app.bencher.results and time.monotonic() < deadline:
+        while not app.browser.bencher.results and time.monotonic() < deadline:
             await pilot.pause(0.2)
         await settle(app, pilot)
-        result = app.bencher.results[-1]
+        result = app.browser.bencher.results[-1]
         keep("pilot_result.json", result.to_json())
         print("\n".join(result.lines()))
         assert result.ok, f"{result.problem}\n{result.output[-3000:]}"
@@ -90,7 +90,7 @@ async def test_triton_graph_benchmarked_from_the_kernels_view(fixture_runs: Path
 async def test_status_bar_shows_the_jobs_gpu_with_the_real_nvml(tmp_path: Path) -> None:
     from tcview.run.session import Launcher
     from tcview.run.spec import RunOptions, build_spec
-    from tcview.ui.run_pane import RunApp
+    from tcview.ui.run_app import RunApp
 
     nvml = load_nvml()
     if nvml is None:
@@ -105,8 +105,8 @@ async def test_status_bar_shows_the_jobs_gpu_with_the_real_nvml(tmp_path: Path) 
     async with app.run_test(size=(180, 30)) as pilot:
         start = time.monotonic()
         while not session.done and time.monotonic() - start < 240:
-            if app.gpu_text and (not seen or seen[-1][1] != app.gpu_text):
-                seen.append((round(time.monotonic() - start, 1), app.gpu_text))
+            if app.job.gpu_text and (not seen or seen[-1][1] != app.job.gpu_text):
+                seen.append((round(time.monotonic() - start, 1), app.job.gpu_text))
             await pilot.pause(0.1)
         await pilot.pause(0.5)
     keep("status_bar_gpu.json", seen)

@@ -339,7 +339,7 @@ async def test_d_diffs_a_recompile_with_what_it_replaced(shared_traces: Path) ->
         await settle(app, pilot)
         # m marks a compile, d on another diffs the two (marked first).
         await pilot.press("m")
-        app.reveal("compile", app.model.compiles[0])
+        app.browser.reveal("compile", app.model.compiles[0])
         await settle(app, pilot)
         await pilot.press("d")
         await settle(app, pilot)

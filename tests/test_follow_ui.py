@@ -55,7 +55,7 @@ async def test_tree_grows_in_place_and_counts_go_live(tmp_path: Path) -> None:
         assert tree.new_keys, "items that arrived are marked as new"
         await pilot.press("F")
         await pilot.pause(0.3)
-        assert app.follow_newest and "following newest" in app.status_left
+        assert app.browser.follow_newest and "following newest" in app.status_left
         newest = app.model.compiles[-1]
         assert tree.cursor_node is not None and tree.cursor_node.data.obj is newest
 

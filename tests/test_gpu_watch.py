@@ -168,7 +168,7 @@ def test_run_json_without_nvml_says_nothing_of_gpu_use(
 
 @sync
 async def test_status_bar_shows_the_jobs_gpu_use(tmp_path: Path, fake_nvml: Any) -> None:
-    from tcview.ui.run_pane import RunApp
+    from tcview.ui.run_app import RunApp
 
     flag = tmp_path / "flag"
     code = (
@@ -186,7 +186,7 @@ async def test_status_bar_shows_the_jobs_gpu_use(tmp_path: Path, fake_nvml: Any)
         assert "GPU×2 45% · 13.0/160 GiB" in app.status_left
         assert app.status_left.startswith("running pid")
         flag.write_text("go")
-        while not app._ended and time.monotonic() < deadline:
+        while not app.job._ended and time.monotonic() < deadline:
             await pilot.pause(0.05)
         await pilot.pause(0.2)
         assert "GPU" not in app.status_left  # the job ended: no GPU use to show

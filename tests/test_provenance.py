@@ -333,9 +333,9 @@ async def test_kernel_provenance_one_key_away(fixture_runs: Path) -> None:
         await settle(app, pilot)
         assert _pane(app)[0].title.startswith("kernel triton_poi_fused_gelu_mul_sigmoid_1")
         # The post-grad graph of the same compile marks the picked kernel's nodes.
-        kernel = app.picked_kernel
+        kernel = app.browser.picked_kernel
         graph = next(r for r in kernel.compile.records if r.label == "inductor_post_grad_graph")
-        app.reveal("record", graph)
+        app.browser.reveal("record", graph)
         await settle(app, pilot)
         doc, text = _pane(app)
         names = sorted(node_name(text[i]) for i in doc.marked)
@@ -366,8 +366,8 @@ async def test_provenance_view_enter_jumps_to_the_kernel(fixture_runs: Path) -> 
         await pilot.press("down", "enter")
         await settle(app, pilot)
         assert not isinstance(app.screen, ProvenanceView)
-        assert app.picked_kernel is not None
-        assert app.picked_kernel.name == "triton_per_fused_native_layer_norm_0"
+        assert app.browser.picked_kernel is not None
+        assert app.browser.picked_kernel.name == "triton_per_fused_native_layer_norm_0"
         # By FX node: headings name a graph's node, the rows under it its kernels.
         await pilot.press("P")
         await settle(app, pilot)
@@ -424,13 +424,13 @@ async def test_e_opens_the_user_lines_of_a_kernel(
         kernel = next(
             k for k in app.model.kernels if k.name == "triton_poi_fused_gelu_mul_sigmoid_1"
         )
-        assert app.reveal("kernel", kernel)
+        assert app.browser.reveal("kernel", kernel)
         app.main_tree.focus()
         await pilot.press("e")  # the tree's kernel: its first user line
         await settle(app, pilot)
         assert argv.read_text().split("\n")[:2] == ["+27", str(local)]
         argv.unlink()
-        app.show_item(app.main_tree.cursor_node.data)
+        app.browser.show_item(app.main_tree.cursor_node.data)
         await settle(app, pilot)
         await pilot.press("i")
         await settle(app, pilot)

@@ -30,7 +30,8 @@ from ui_helpers import REPO, counts_text, summary_json, sync
 from tcview.run._supervisor import group_members
 from tcview.run.session import Launcher, OutputLine
 from tcview.run.spec import PythonInfo, RunOptions, build_spec
-from tcview.ui.run_pane import ConfirmStop, OutputView, RunApp, output_text
+from tcview.ui.run_app import RunApp
+from tcview.ui.run_pane import ConfirmStop, OutputView, output_text
 
 JOBS = REPO / "tests" / "fixtures" / "jobs"
 LONG_JOB = JOBS / "long_job.py"
@@ -79,7 +80,7 @@ def status_history(app: RunApp) -> list[str]:
 
 
 def output_of(app: RunApp) -> list[str]:
-    return [text.plain for _, text in app.output.lines]
+    return [text.plain for _, text in app.job.lines]
 
 
 # -- the job's colours, and nothing else --------------------------------------------------
@@ -136,7 +137,7 @@ async def test_output_is_live_safe_and_follows_the_end(tmp_path: Path) -> None:
         assert not session.done, "the output is shown while the job still runs"
         assert app.status_left.startswith(f"running pid {session.pid} · 0:0")
         assert app.status_left.endswith(str(session.run_dir))
-        view = app.output
+        view = app.job
         lines = [(stream, text.plain) for stream, text in view.lines]
         assert ("stderr", "to stderr") in lines
         assert ("stdout", "hello from the job") in lines
@@ -237,7 +238,7 @@ async def test_r_reruns_into_a_new_directory(tmp_path: Path) -> None:
         assert len(launcher.sessions) == 2
         second = launcher.sessions[1]
         assert second.run_dir == tmp_path / "D-2" and second.run_dir != first.run_dir
-        assert app.session is second and app.source_path == str(second.run_dir)
+        assert app.job.session is second and app.browser.source_path == str(second.run_dir)
         assert len(app.screen_stack) == 1
         assert await until(pilot, lambda: second.done and "exited 0" in app.status_left)
         assert await until(pilot, lambda: bool(output_of(app)) and output_of(app) != shown)
@@ -261,14 +262,14 @@ async def test_r_while_running_says_why_not_and_R_cycles_the_pane(tmp_path: Path
         assert len(launcher.sessions) == 1
         assert any("still running" in str(n.message) for n in app._notifications)
         output = app.screen_stack[0].query_one(OutputView)
-        assert output.display and app.layout_mode == "split"
+        assert output.display and app.job.layout_mode == "split"
         await pilot.press("R")
-        assert app.layout_mode == "full" and app.focused is output
+        assert app.job.layout_mode == "full" and app.focused is output
         assert not app.screen_stack[0].query_one("#main").display
         await pilot.press("R")
-        assert app.layout_mode == "hidden" and not output.display
+        assert app.job.layout_mode == "hidden" and not output.display
         await pilot.press("R")
-        assert app.layout_mode == "split" and output.display
+        assert app.job.layout_mode == "split" and output.display
         session.kill()
         assert await until(pilot, lambda: session.done)
         await pilot.press("q")
@@ -300,7 +301,7 @@ async def test_real_job_live_tree_and_counts_match_the_trace(tmp_path: Path) -> 
         assert await until(pilot, lambda: app.status_left.startswith("exited 0 · live"))
         assert "done" in output_of(app)
         assert any(t.startswith("step 2 scale 3") for t in output_of(app))
-        with app.lock:
+        with app.model_session.lock:
             assert len(app.model.compiles) >= 3
         assert app.main_tree.root.children, "the live tree shows the run"
         await pilot.press("q")

@@ -29,7 +29,7 @@ RECORDED_AT = "/work/main/sample_traces"
 
 
 def _select(app: TcviewApp, kind: str, obj: Any) -> None:
-    assert app.reveal(kind, obj)
+    assert app.browser.reveal(kind, obj)
     app.main_tree.focus()
 
 
@@ -123,7 +123,7 @@ async def test_y_on_a_break_copies_reason_and_location() -> None:
         app.main_tree.focus()
         node = app.main_tree.root.children[-1]  # records without a compile id
         app.main_tree.move_cursor(node)
-        app.show_item(node.data)
+        app.browser.show_item(node.data)
         await settle(app, pilot)
         app.screen.query_one(Reader).viewer.focus()
         await pilot.press("y")
@@ -220,7 +220,7 @@ async def test_e_on_a_break_location_runs_the_editor(
         # In the viewer: every location of the item (its stack too), to pick from.
         comp = gb.compile
         _select(app, "compile", comp)
-        app.show_item(app.main_tree.cursor_node.data)
+        app.browser.show_item(app.main_tree.cursor_node.data)
         await settle(app, pilot)
         app.screen.query_one(Reader).viewer.focus()
         await pilot.press("e")

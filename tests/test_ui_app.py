@@ -200,7 +200,7 @@ async def test_viewer_scrolls_sideways_and_pages() -> None:
         rec = app.model.kernels[0].output
         node = tree.reveal(rec, "record")
         tree.reveal_node(node)
-        app.show_item(node.data)
+        app.browser.show_item(node.data)
         await settle(app, pilot)
         view = viewer(app)
         view.focus()
@@ -435,7 +435,7 @@ async def test_trace_text_is_literal_and_safe(tmp_path: Path) -> None:
         rec = next(r for r in app.model.files[0].records if r.kind == "dynamo_output_graph")
         node = tree.reveal(rec, "record")
         tree.reveal_node(node)
-        app.show_item(node.data)
+        app.browser.show_item(node.data)
         await settle(app, pilot)
         view = viewer(app)
         rendered = "".join(view.render_line(y).text for y in range(view.doc.count))

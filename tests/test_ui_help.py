@@ -20,7 +20,8 @@ from tcview.run.session import Launcher
 from tcview.run.spec import PythonInfo, RunOptions, build_spec
 from tcview.ui.app import BROWSE_BINDINGS, TcviewApp
 from tcview.ui.help import HelpRow, help_rows
-from tcview.ui.run_pane import RUN_KEYMAP, RunApp
+from tcview.ui.run_app import RunApp
+from tcview.ui.run_pane import RUN_KEYMAP
 
 SIZE = (120, 40)
 

@@ -18,13 +18,13 @@ from ui_helpers import CPU_SAMPLE, counts_text, ready, settle, summary_json, syn
 
 import tcview.ingest.load
 from tcview.ingest.replay import replay
+from tcview.ingest.session import ModelSession
 from tcview.model.objects import Model
 from tcview.run.session import Launcher
 from tcview.run.spec import PythonInfo, RunOptions, build_spec
 from tcview.ui.app import TcviewApp
-from tcview.ui.loader import Loader
 from tcview.ui.reader import Reader
-from tcview.ui.run_pane import RunApp
+from tcview.ui.run_app import RunApp
 from tcview.ui.tree import TraceTree
 from tcview.ui.views import KernelsView
 
@@ -137,18 +137,18 @@ async def test_overview_counts_move_with_the_status_bar_while_indexing(
 ) -> None:
     # Index in many small, slow steps, as a big trace would go.
     monkeypatch.setattr(tcview.ingest.load, "CHUNK", 16 << 10)
-    progress = Loader._progress
+    progress = ModelSession._progress
 
-    def slow(self: Loader, done: int, total: int) -> None:
+    def slow(self: ModelSession, done: int, total: int) -> None:
         time.sleep(0.004)
         progress(self, done, total)
 
-    monkeypatch.setattr(Loader, "_progress", slow)
+    monkeypatch.setattr(ModelSession, "_progress", slow)
     trace = shared_traces / "h200-torch2.11" / "gpt_train" / "trace"
     app = TcviewApp(str(trace))
     seen: set[str] = set()
     async with app.run_test(size=SIZE) as pilot:
-        while not app.loader.finished:
+        while not app.model_session.finished:
             await pilot.pause(0.01)
             assert overview_counts(app) == app.status_right
             seen.add(app.status_right)
@@ -203,7 +203,7 @@ async def test_first_row_is_highlighted_and_down_goes_to_the_second(
         await settle(app, pilot)
         assert tree.cursor_line == 1
         second = tree.get_node_at_line(1).data
-        assert second is not None and viewer(app).doc.title != app.source_path
+        assert second is not None and viewer(app).doc.title != app.browser.source_path
 
 
 @sync
@@ -241,7 +241,7 @@ async def test_detail_panes_wrap_long_lines_and_code_scrolls(shared_traces: Path
         # Code keeps one row per line and scrolls sideways.
         await pilot.press("escape")
         rec = next(r for r in app.model.files[0].records if r.kind == "inductor_output_code")
-        app.reveal("record", rec)
+        app.browser.reveal("record", rec)
         await settle(app, pilot)
         view = viewer(app)
         assert view.doc.styled is None and view.virtual_size.height == view.doc.count
@@ -279,13 +279,13 @@ async def test_overview_key_line_is_whole_at_120_columns() -> None:
 def count_redraws(app: TcviewApp) -> list[float]:
     """The times of the app's redraws from the model from now on."""
     calls: list[float] = []
-    original = app.refresh_model
+    original = app.browser.refresh_model
 
     def counting() -> None:
         calls.append(time.monotonic())
         original()
 
-    app.refresh_model = counting  # type: ignore[method-assign]
+    app.browser.refresh_model = counting  # type: ignore[method-assign]
     return calls
 
 
@@ -300,7 +300,7 @@ async def test_an_idle_followed_app_does_not_poll_the_model(tmp_path: Path) -> N
         await pilot.pause(1.0)
         assert calls == [], "nothing changed: nothing to redraw"
         # A burst of updates from another thread becomes one or two redraws.
-        burst = threading.Thread(target=lambda: [app.model_moved() for _ in range(200)])
+        burst = threading.Thread(target=lambda: [app.browser.model_moved() for _ in range(200)])
         burst.start()
         burst.join()
         await pilot.pause(0.3)
@@ -315,21 +315,21 @@ async def test_an_indexing_app_redraws_when_the_loader_says_so(
     chunk indexed is shown without waiting for the end."""
     monkeypatch.setattr(tcview.ingest.load, "CHUNK", 64 << 10)
     stalled, go_on = threading.Event(), threading.Event()
-    progress = Loader._progress
+    progress = ModelSession._progress
 
-    def stalling(self: Loader, done: int, total: int) -> None:
+    def stalling(self: ModelSession, done: int, total: int) -> None:
         progress(self, done, total)
         if done >= 3 * (64 << 10) and not go_on.is_set():
             stalled.set()
             go_on.wait(10)
 
-    monkeypatch.setattr(Loader, "_progress", stalling)
+    monkeypatch.setattr(ModelSession, "_progress", stalling)
     app = TcviewApp(str(CPU_SAMPLE))
     async with app.run_test(size=SIZE) as pilot:
         while not stalled.is_set():
             await pilot.pause(0.02)
         await pilot.pause(0.3)  # the last chunk's redraw (INDEX_GAP) is through
-        assert "indexing" in app.status_left and app.records_shown() > 0  # shown mid-way
+        assert "indexing" in app.status_left and app.browser.records_shown() > 0  # shown mid-way
         calls = count_redraws(app)
         await pilot.pause(0.8)
         assert calls == [], "the load stalled: nothing to redraw"
@@ -390,7 +390,7 @@ async def test_run_pane_is_told_about_output_and_the_end(tmp_path: Path) -> None
     session.lines_since = counting  # type: ignore[method-assign]
     app = RunApp(launcher, session)
     async with app.run_test(size=SIZE) as pilot:
-        shown = lambda: [text.plain for _, text in app.output.lines]  # noqa: E731
+        shown = lambda: [text.plain for _, text in app.job.lines]  # noqa: E731
         assert await until(pilot, lambda: "line 49" in shown())
         quiet_from = time.monotonic()
         await pilot.pause(1.0)  # the job waits for the flag: no output, nothing to read

@@ -20,7 +20,7 @@ CPU_SAMPLE = SAMPLES / "cpu_breaks_recompiles"
 async def ready(app: Any, pilot: Any, limit: float = 30.0) -> None:
     """Wait until indexing is done, the tree is built and shown content is on screen."""
     waited = 0.0
-    while not (app.loader.finished and app.loaded_at is not None) and waited < limit:
+    while not (app.model_session.finished and app.browser.loaded_at is not None) and waited < limit:
         await pilot.pause(0.05)
         waited += 0.05
     await settle(app, pilot)

@@ -30,7 +30,7 @@ def run_command(args: argparse.Namespace) -> int:
         return 2
     if not args.no_tui:
         if sys.stdin.isatty() and sys.stdout.isatty():
-            from tcview.ui.run_pane import run_live  # Textual loads only for the TUI
+            from tcview.ui.run_app import run_live  # Textual loads only for the TUI
 
             # The TUI owns the terminal: the job must not read from it.
             launcher.options = replace(launcher.options, inherit_stdin=False)

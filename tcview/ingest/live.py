@@ -2,8 +2,9 @@
 
 A `Follower` owns the model it grows. Watchdog (inotify, or polling with --poll or when inotify
 cannot be used) marks paths dirty; one reader thread reads each dirty file from its last offset
-and feeds the appended bytes to the index, under the model's lock. Readers of the model (the UI)
-take the same lock and look at `version` to know when to redraw.
+and feeds the appended bytes to the index, under the model's lock (a model session's, given as
+`lock`: session.py). Readers of the model (the UI) take the same lock and look at `version` to
+know when to redraw.
 
 Files that shrink or are replaced (new inode) make the follower rebuild the whole model from
 disk, so the result stays identical to a one-shot read. Deleted files are marked, not dropped.
@@ -26,6 +27,7 @@ from tcview.ingest.load import CHUNK
 from tcview.ingest.source import find_text_log, plan_input
 from tcview.ingest.textlog import TextLog
 from tcview.ingest.tracefile import TraceFile
+from tcview.model.objects import Lock
 
 if TYPE_CHECKING:
     from watchdog.observers.api import BaseObserver
@@ -42,12 +44,14 @@ class Follower:
         poll: bool = False,
         interval: float = 0.25,
         on_update: Callable[[], None] | None = None,
+        lock: Lock | None = None,
     ) -> None:
         self.path = path
         self.poll = poll
         self.interval = interval
         self.on_update = on_update
-        self.lock = threading.RLock()
+        # The lock of the model it grows (a model session's, shared with the model's readers).
+        self.lock: Lock = lock if lock is not None else threading.RLock()
         self.notices: list[str] = []
         self.version = 0
         self.rebuilds = 0

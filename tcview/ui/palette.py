@@ -6,7 +6,6 @@ import asyncio
 import time
 from collections.abc import Iterable, Sequence
 from functools import partial
-from typing import TYPE_CHECKING, cast
 
 from textual.command import DiscoveryHit, Hit, Hits, Provider
 from textual.content import Content
@@ -15,9 +14,7 @@ from textual.markup import escape
 from tcview.model.objects import Compile, Frame, Kernel, LogSource
 from tcview.report.items import Place, ShowError, locate, names_by_id
 from tcview.text.safe import safe_line
-
-if TYPE_CHECKING:
-    from tcview.ui.app import TcviewApp
+from tcview.ui.messages import Reveal, SearchAll, SessionHost, ShowSource
 
 SEARCH_BUDGET_S = 0.3
 MAX_HITS = 200
@@ -33,19 +30,19 @@ def _content(text: str, offsets: Iterable[int] = ()) -> Content:
 
 
 class TraceCommands(Provider):
-    """Compiles, kernels and files of the loaded model."""
-
-    @property
-    def browser(self) -> TcviewApp:
-        return cast("TcviewApp", self.app)
+    """Compiles, kernels and files of the loaded model (of the app's model session). A pick
+    posts a message up (`Reveal`, `ShowSource`, `SearchAll`) for the app to act on."""
 
     async def startup(self) -> None:
         self.candidates: list[tuple[str, str, str, Compile | Kernel | LogSource]] = []
-        app = self.browser
-        model = app.model
+        host = self.app
+        if not isinstance(host, SessionHost):
+            return
+        session = host.model_session
+        model = session.model
         if model is None:
             return
-        with app.lock:
+        with session.lock:
             for tf in list(model.files):
                 for comp in list(tf.compiles.values()):
                     frame = comp.frame.label if comp.frame is not None else ""
@@ -60,28 +57,26 @@ class TraceCommands(Provider):
 
     def _locate(self, query: str) -> Place | None:
         """The item `query` names by id, as `--goto` and `tcview show` read it."""
-        app = self.browser
-        if app.model is None or not names_by_id(query):
+        host = self.app
+        if not isinstance(host, SessionHost) or not names_by_id(query):
+            return None
+        session = host.model_session
+        if session.model is None:
             return None
         try:
-            with app.lock:
-                return locate(app.model, query)
+            with session.lock:
+                return locate(session.model, query)
         except ShowError:
             return None
 
     def _open(self, kind: str, obj: Compile | Frame | Kernel | LogSource) -> None:
-        app = self.browser
         if isinstance(obj, (Compile, Frame, Kernel)):
-            app.reveal(kind, obj)
-            return
-        tree = app.main_tree
-        node = tree.node_showing(obj)
-        if node is not None and node.data is not None:
-            tree.reveal_node(node)
-            app.show_item(node.data)
+            self.app.post_message(Reveal(kind, obj))
+        else:
+            self.app.post_message(ShowSource(obj))
 
     def _search_all(self, text: str = "") -> None:
-        self.browser.action_global_search(text)
+        self.app.post_message(SearchAll(text))
 
     async def discover(self) -> Hits:
         yield DiscoveryHit(

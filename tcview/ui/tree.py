@@ -7,6 +7,7 @@ expansion and cursor. A rank filter (`TraceTree.ranks`) keeps the nodes of the r
 
 from __future__ import annotations
 
+import threading
 from collections.abc import Callable, Hashable
 from dataclasses import dataclass, field
 from typing import Literal, TypeAlias
@@ -23,7 +24,17 @@ from tcview.ingest.index import TraceSet
 from tcview.ingest.textlog import TextLog
 from tcview.model.compile_id import FIRST_EPISODE, episode_suffix
 from tcview.model.facts import short_guard
-from tcview.model.objects import Compile, Frame, Kernel, LogSource, Model, Rank, Record, Run
+from tcview.model.objects import (
+    Compile,
+    Frame,
+    Kernel,
+    Lock,
+    LogSource,
+    Model,
+    Rank,
+    Record,
+    Run,
+)
 from tcview.model.ranks import RankSet
 from tcview.ui.content import (
     KIND_STYLE,
@@ -423,6 +434,8 @@ class TraceTree(Tree[Item]):
         self.stable = False  # follow mode: keep levels that a growing model could add
         self.new_keys: set[Hashable] = set()
         self.ranks: RankSet = None  # the app's rank filter: only these ranks are shown
+        # The model's lock (its session's, set by the browser): expanding a node reads it.
+        self.model_lock: Lock = threading.RLock()
 
     # ------------------------------------------------------------ building
 
@@ -449,11 +462,12 @@ class TraceTree(Tree[Item]):
         item = node.data
         if item is None or item.loaded:
             return
-        specs = children_of(item, self.stable, self.model, self.ranks)
-        if len(specs) > PAGE:
-            item.limit = PAGE
-        for spec in specs[: item.limit or None]:
-            self._add(node, spec)
+        with self.model_lock:
+            specs = children_of(item, self.stable, self.model, self.ranks)
+            if len(specs) > PAGE:
+                item.limit = PAGE
+            for spec in specs[: item.limit or None]:
+                self._add(node, spec)
         self._page_node(node, len(specs))
         item.loaded = True
 
@@ -545,7 +559,8 @@ class TraceTree(Tree[Item]):
         if item is None or not item.limit:
             return
         item.limit += PAGE
-        self._sync(node)
+        with self.model_lock:
+            self._sync(node)
 
     def on_tree_node_selected(self, event: Tree.NodeSelected[Item]) -> None:
         node = event.node

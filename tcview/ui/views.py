@@ -12,7 +12,7 @@ from __future__ import annotations
 import re
 from collections import Counter
 from collections.abc import Iterable
-from typing import TYPE_CHECKING, Generic, TypeAlias, TypeVar, cast
+from typing import Any, Generic, TypeAlias, TypeVar
 
 from rich.text import Text
 from textual import events, on, work
@@ -28,6 +28,7 @@ from tcview.analysis.export import ExportIssue, ExportReport, export_report
 from tcview.analysis.kernels import KernelGroup, group_kernels, needs_digests, source_digests
 from tcview.analysis.provenance import KernelProvenance, Provenance, ProvenanceRow, model_provenance
 from tcview.analysis.recompiles import diagnose
+from tcview.ingest.session import ModelSession
 from tcview.model.facts import short_guard
 from tcview.model.objects import (
     ROLE_SHORT,
@@ -38,6 +39,7 @@ from tcview.model.objects import (
     Frame,
     Kernel,
     Model,
+    Record,
     group_breaks,
 )
 from tcview.model.ranks import (
@@ -77,11 +79,9 @@ from tcview.ui.content import (
     tag_style,
     verdict_text,
 )
+from tcview.ui.messages import Reveal
 from tcview.ui.reader import Reader
 from tcview.ui.status import StatusBar
-
-if TYPE_CHECKING:
-    from tcview.ui.app import TcviewApp
 
 ROW_LIMIT = 5000
 T = TypeVar("T")
@@ -141,12 +141,21 @@ class TableView(Screen[None], Generic[T]):
         Binding("G", "edge(1)", "Last", show=False, id="view.last", tooltip="last row"),
     ]
 
-    def __init__(self) -> None:
+    def __init__(
+        self,
+        session: ModelSession,
+        ranks: RankSet = None,
+        times: dict[int, KernelTime] | None = None,
+    ) -> None:
+        """`session`: the model's; `ranks`: the rank filter (the browser sets it anew before
+        a reload); `times`: the benchmarked kernels' times (by id), which the browser keeps."""
         super().__init__()
+        self.session = session
+        self.times = times if times is not None else {}
         self.objects: list[T] = []
-        # Read on the UI thread before each reload: the app's rank filter; and, from the rows
-        # worker, whether the input has several ranks (the rows then carry a rank cell).
-        self.ranks: RankSet = None
+        # The rank filter; and, from the rows worker, whether the input has several ranks
+        # (the rows then carry a rank cell).
+        self.ranks = ranks
         self.ranked = False
         self.shown_columns: tuple[str, ...] = ()
 
@@ -207,12 +216,12 @@ class TableView(Screen[None], Generic[T]):
         return self.objects[row] if 0 <= row < len(self.objects) else None
 
     @property
-    def browser(self) -> TcviewApp:
-        return cast("TcviewApp", self.app)
-
-    @property
     def model(self) -> Model | None:
-        return self.browser.model
+        return self.session.model
+
+    def reveal(self, kind: str, obj: Compile | Kernel | Record) -> None:
+        """Go to `obj` in the browser's tree (the browser closes the view)."""
+        self.post_message(Reveal(kind, obj))
 
     def rows(self, model: Model) -> list[Row[T]]:
         return []
@@ -225,7 +234,6 @@ class TableView(Screen[None], Generic[T]):
 
     def reload(self) -> None:
         """Rebuild the rows off the UI thread; a newer reload replaces one still running."""
-        self.ranks = self.browser.rank_filter
         self._build_rows()
 
     @work(thread=True, group="rows", exclusive=True, exit_on_error=False, description="rows")
@@ -234,7 +242,7 @@ class TableView(Screen[None], Generic[T]):
         rows: list[Row[T]] = []
         if model is not None and not self.prepare(model):
             return  # replaced by a newer reload
-        with self.browser.lock:
+        with self.session.lock:
             if model is not None:
                 self.ranked = len(ranks_of(model)) > 1
                 rows = self.rows(model)
@@ -297,7 +305,7 @@ class TableView(Screen[None], Generic[T]):
     @work(thread=True, group="detail", exclusive=True, exit_on_error=False, description="detail")
     def _build_detail(self, obj: T) -> None:
         """Build the highlighted row's detail off the UI thread (it reads from disk)."""
-        with self.browser.lock:
+        with self.session.lock:
             try:
                 doc = self.detail(obj)
             except Exception as exc:  # noqa: BLE001 - never end the app on a bad record
@@ -378,7 +386,7 @@ class BreaksView(TableView[BreakGroup]):
     def activate(self, group: BreakGroup) -> None:
         comp = group.first.compile
         if comp is not None:
-            self.browser.reveal("compile", comp)
+            self.reveal("compile", comp)
 
     def detail(self, group: BreakGroup) -> Document:
         gb = group.first
@@ -478,7 +486,7 @@ class RecompilesView(TableView[Compile | Frame]):
     def activate(self, obj: Compile | Frame) -> None:
         comp = obj.compiles[0] if isinstance(obj, Frame) and obj.compiles else obj
         if isinstance(comp, Compile):
-            self.browser.reveal("compile", comp)
+            self.reveal("compile", comp)
 
 
 # ---------------------------------------------------------------- kernels
@@ -508,12 +516,12 @@ class KernelsView(TableView[KernelGroup]):
     by_bench = False
 
     def own_columns(self) -> tuple[str, ...]:
-        return (*self.COLUMNS, self.BENCH_COLUMN) if self.browser.bencher.times else self.COLUMNS
+        return (*self.COLUMNS, self.BENCH_COLUMN) if self.times else self.COLUMNS
 
     def bench_time(self, group: KernelGroup) -> KernelTime | None:
         """The benchmark of the group's kernels (the same source: any of them), if any."""
-        bench = self.browser.bencher
-        return next((t for k in group.kernels if (t := bench.time_of(k)) is not None), None)
+        times = self.times
+        return next((t for k in group.kernels if (t := times.get(id(k))) is not None), None)
 
     def bench_target(self) -> Compile | Kernel | None:
         group = self.highlighted()
@@ -545,7 +553,7 @@ class KernelsView(TableView[KernelGroup]):
     def prepare(self, model: Model) -> bool:
         """Identical sources are told apart by a digest of each kernel's text: the output codes
         not read yet are read once, without the model lock (the UI goes on meanwhile)."""
-        with self.browser.lock:
+        with self.session.lock:
             pending = needs_digests(model.kernels)
         if pending:
             self.say(f"reading {len(pending)} output code(s) to group identical kernels…")
@@ -558,7 +566,7 @@ class KernelsView(TableView[KernelGroup]):
     def rows(self, model: Model) -> list[Row[KernelGroup]]:
         groups = group_kernels([k for k in list(model.kernels) if self.wants(k)])
         self.distinct = len(groups)
-        timed = bool(self.browser.bencher.times)
+        timed = bool(self.times)
         if timed and self.by_bench:
             groups.sort(key=lambda g: -(t.ms if (t := self.bench_time(g)) is not None else -1.0))
         words = self.words
@@ -630,7 +638,7 @@ class KernelsView(TableView[KernelGroup]):
         )
 
     def activate(self, group: KernelGroup) -> None:
-        self.browser.reveal("kernel", group.first)
+        self.reveal("kernel", group.first)
 
 
 def bench_cell(time: KernelTime | None) -> Text:
@@ -671,7 +679,7 @@ class FailuresView(TableView[Failure]):
 
     def activate(self, f: Failure) -> None:
         if f.compile is not None:
-            self.browser.reveal("compile", f.compile)
+            self.reveal("compile", f.compile)
 
     def detail(self, f: Failure) -> Document:
         lines = [
@@ -797,7 +805,7 @@ class TimeView(TableView[Compile]):
         return detail_doc(compile_detail(comp, self.model))
 
     def activate(self, comp: Compile) -> None:
-        self.browser.reveal("compile", comp)
+        self.reveal("compile", comp)
 
     def bench_target(self) -> Compile | Kernel | None:
         return self.highlighted()
@@ -837,9 +845,17 @@ class OtherView(Screen[None]):
     BINDINGS = [Binding("escape", "close", "Back to tree", id="view.close")]
     AUTO_FOCUS = "Reader CodeView"
 
-    def __init__(self, target: tuple[str, re.Pattern[str], str] | None = None) -> None:
-        """`target`: go to the line that starts so, marking a global search's matches."""
+    def __init__(
+        self,
+        session: ModelSession,
+        ranks: RankSet = None,
+        times: dict[int, KernelTime] | None = None,
+        target: tuple[str, re.Pattern[str], str] | None = None,
+    ) -> None:
+        """`target`: go to the line that starts so, marking a global search's matches (the
+        other output is every rank's: `ranks` and `times` are for a view's common signature)."""
         super().__init__()
+        self.session = session
         self.target = target
 
     def compose(self) -> ComposeResult:
@@ -855,13 +871,12 @@ class OtherView(Screen[None]):
     @work(thread=True, group="other", exclusive=True, exit_on_error=False, description="other")
     def _load(self) -> None:
         """Read the lines off the UI thread (they come from disk, one read each)."""
-        app = cast("TcviewApp", self.app)
-        model = app.model
+        model = self.session.model
         lines: list[str] = []
         if model is not None:
-            with app.lock:
+            with self.session.lock:
                 lines = other_output(model)
-        app.call_from_thread(self._show, lines)
+        self.app.call_from_thread(self._show, lines)
 
     def _show(self, lines: list[str]) -> None:
         head = Text.assemble(
@@ -941,7 +956,7 @@ class ExportView(TableView[ExportIssue]):
         return detail_doc(issue_detail(number, issue, stacks=40))
 
     def activate(self, issue: ExportIssue) -> None:
-        self.browser.reveal("record", issue.record)
+        self.reveal("record", issue.record)
 
 
 # ---------------------------------------------------------------- provenance
@@ -1112,16 +1127,16 @@ class ProvenanceView(TableView[ProvenanceRow]):
         if kp is None:
             return
         if kp.kernel is not None:
-            self.browser.reveal("kernel", kp.kernel)
+            self.reveal("kernel", kp.kernel)
         elif kp.unit is not None and kp.unit.code is not None:
-            self.browser.reveal("record", kp.unit.code)
+            self.reveal("record", kp.unit.code)
 
     def action_toggle_nodes(self) -> None:
         self.by_node = not self.by_node
         self.reload()
 
 
-VIEWS: dict[str, type[Screen[None]]] = {
+VIEWS: dict[str, type[TableView[Any]] | type[OtherView]] = {
     "breaks": BreaksView,
     "recompiles": RecompilesView,
     "kernels": KernelsView,
