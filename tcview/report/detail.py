@@ -32,6 +32,7 @@ from dataclasses import asdict, dataclass, field
 from typing import Any
 
 from tcview.analysis.autotune import NO_TABLES, AutotunedOp, Choice, autotuned_ops
+from tcview.analysis.compiletime import BACKWARD_NOTE, CompileTime, compile_seconds, compile_time
 from tcview.analysis.cudagraphs import CudaGraphs, cudagraphs_of, model_cudagraphs
 from tcview.analysis.export import (
     FAKE_KERNEL_DOC,
@@ -321,6 +322,14 @@ def fmt_seconds(value: float | None) -> str:
     return f"{value * 1000:.0f}ms" if value >= 0.001 else f"{value * 1e6:.0f}µs"
 
 
+def fmt_compile_time(t: CompileTime) -> str:
+    """``8.82s incl. backward 3.41s``, or the forward's time alone."""
+    text = fmt_seconds(t.total_s)
+    if t.backward_s is not None:
+        text += f" {BACKWARD_NOTE} {fmt_seconds(t.backward_s)}"
+    return text
+
+
 def record_name(rec: Record) -> str:
     """What a record is, in words; AOT graphs and output code with their role."""
     name = RECORD_NAMES.get(rec.label, rec.label)
@@ -374,9 +383,9 @@ def compile_detail(comp: Compile, model: Model | None = None) -> Detail:
     head.row("status", comp.status, f"status:{comp.status}")
     if comp.marks:
         head.row("marks", ", ".join(comp.marks), "marks")
-    t = comp.compile_time_s
-    if t is not None:
-        head.row("time", fmt_seconds(t), "duration")
+    t = compile_time(comp)
+    if t.total_s is not None:
+        head.row("time", fmt_compile_time(t), "duration")
     where = where_of(comp.file)
     if where:
         head.row("rank", where.split(" ", 1)[1])
@@ -758,7 +767,7 @@ def frame_detail(frame: Frame) -> Detail:
         _diagnosis_section(detail, frame, config, "why it recompiled")
     section = detail.section("compiles")
     for comp in frame.compiles[:SUMMARY_ROWS]:
-        value = f"{comp.status:<12}{fmt_seconds(comp.compile_time_s):>8}"
+        value = f"{comp.status:<12}{fmt_seconds(compile_seconds(comp)):>8}"
         if comp.marks:
             value += "  " + ", ".join(comp.marks)
         section.row(comp.id_label, value, f"status:{comp.status}")

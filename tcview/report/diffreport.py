@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
+from tcview.analysis.compiletime import compile_seconds, time_note
 from tcview.analysis.diff import (
     ADDED,
     CHANGED,
@@ -89,9 +90,11 @@ def compile_diff_lines(d: CompileDiff) -> list[Row]:
     elif fb:
         out.append(("field", f"frame     {fb}", []))
     out.append(("field", f"status    {a.status_text} → {b.status_text}", []))
-    ta, tb = a.compile_time_s, b.compile_time_s
+    ta, tb = compile_seconds(a), compile_seconds(b)
     if ta is not None or tb is not None:
-        out.append(("field", f"time      {_t(ta)} → {_t(tb)}{_pct(ta or 0, tb or 0)}", []))
+        note = time_note([a, b])
+        note = f"  ({note})" if note else ""
+        out.append(("field", f"time      {_t(ta)} → {_t(tb)}{_pct(ta or 0, tb or 0)}{note}", []))
     if d.reasons:
         out.append(("", "", []))
         out.append(("heading", f"why {b.id_label} was compiled (the guard that failed)", []))
@@ -165,6 +168,8 @@ def run_diff_lines(d: RunDiff) -> list[Row]:
     for key, (a, b) in d.totals.items():
         if key == "compile_time_s":
             row = f"{'compile time':<16}{_t(a):>10}{_t(b):>10}{_pct(a, b)}"
+            if d.time_note:
+                row += f"  ({d.time_note})"
         else:
             row = f"{key.replace('_', ' '):<16}{a:>10g}{b:>10g}"
         out.append(("field" if a == b else CHANGED, row, []))

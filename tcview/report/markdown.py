@@ -13,6 +13,7 @@ import html
 import re
 from collections.abc import Callable
 
+from tcview.analysis.compiletime import compile_seconds
 from tcview.analysis.recompiles import diagnose
 from tcview.model.facts import short_guard
 from tcview.model.objects import Compile, Frame, Model, Recompile
@@ -209,16 +210,16 @@ def _errors(model: Model) -> list[str]:
 
 
 def _slowest(model: Model) -> list[str]:
-    timed: list[Compile] = [c for c in model.compiles if c.compile_time_s is not None]
+    timed: list[Compile] = [c for c in model.compiles if compile_seconds(c) is not None]
     if not timed:
         return []
-    timed.sort(key=lambda c: -(c.compile_time_s or 0))
+    timed.sort(key=lambda c: -(compile_seconds(c) or 0))
     out = ["", "### Slowest compiles", ""]
     rows = []
     for c in timed[:SLOWEST]:
         frame = c.frame.label if c.frame is not None else ""
         rows.append(
-            [_seconds(c.compile_time_s), md_code(c.id_label), md_text(frame), c.status_text]
+            [_seconds(compile_seconds(c)), md_code(c.id_label), md_text(frame), c.status_text]
         )
     out += _table(["time", "compile", "frame", "status"], ["---:", "---", "---", "---"], rows)
     return out

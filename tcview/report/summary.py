@@ -6,6 +6,7 @@ from collections import Counter
 from collections.abc import Mapping
 from typing import Any, NamedTuple
 
+from tcview.analysis.compiletime import compile_seconds, time_note
 from tcview.analysis.cudagraphs import cudagraph_counts, model_cudagraphs
 from tcview.analysis.divergence import CHECK_TITLES, CHECKS, Divergence, analyze, describe_groups
 from tcview.analysis.export import export_counts, is_export
@@ -260,16 +261,17 @@ def summary_text(ts: Model, verify: bool = False, width: int = 100) -> str:
             found = model_cudagraphs(ts, comp)
             if found is not None and found.state != "used":
                 add(f"  [{comp.id_label}] {found.text}")
-    timed = [c for c in ts.compiles if c.compile_time_s is not None]
+    timed = [c for c in ts.compiles if compile_seconds(c) is not None]
     if timed:
         add("")
-        add("Slowest compiles")
-        for c in sorted(timed, key=lambda c: -(c.compile_time_s or 0))[:10]:
+        note = time_note(timed)
+        add("Slowest compiles" + (f" ({note})" if note else ""))
+        for c in sorted(timed, key=lambda c: -(compile_seconds(c) or 0))[:10]:
             where = c.frame.label if c.frame else ""
             who = ""
             if multi:
                 who = "no rank  " if c.file.rank is None else f"rank {c.file.rank}  "
-            add(f"  {_fmt_s(c.compile_time_s)}  {who}[{c.id_label}] {where}  ({c.status_text})")
+            add(f"  {_fmt_s(compile_seconds(c))}  {who}[{c.id_label}] {where}  ({c.status_text})")
     hurt = {k: v for k, v in s["damage"].items() if v}
     if hurt:
         add("")

@@ -13,6 +13,7 @@ from typing import Any
 
 from rich.text import Text
 
+from tcview.analysis.compiletime import compile_seconds
 from tcview.analysis.cudagraphs import CudaGraphs
 from tcview.analysis.export import export_counts, is_export
 from tcview.analysis.kernels import OUTPUT_CODES, KernelSpan
@@ -592,18 +593,18 @@ def model_summary(
             out.append(Text.assemble(f"  {g.count:>4}× ", lit(g.reason, "bold")))
             if g.location:
                 out.append(Text.assemble("        at ", lit(g.first.short_location, "yellow")))
-    timed = [c for c in model.compiles if c.compile_time_s and wanted(ranks, c)]
+    timed = [c for c in model.compiles if compile_seconds(c) and wanted(ranks, c)]
     many_ranks = len(ranks_of(model)) > 1
     if timed:
         out.append(Text(""))
         out.append(Text("slowest compiles  (t for all)", style="bold underline"))
-        for comp in sorted(timed, key=lambda c: -(c.compile_time_s or 0))[:5]:
+        for comp in sorted(timed, key=lambda c: -(compile_seconds(c) or 0))[:5]:
             label = comp.frame.label if comp.frame is not None else ""
             if many_ranks:
                 label = f"rank {comp.file.rank}  {label}"
             out.append(
                 Text.assemble(
-                    f"  {fmt_seconds(comp.compile_time_s):>8}  ",
+                    f"  {fmt_seconds(compile_seconds(comp)):>8}  ",
                     lit(comp.id_label.ljust(8), "bold"),
                     " ",
                     lit(label),
