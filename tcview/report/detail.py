@@ -31,7 +31,13 @@ from collections.abc import Sequence
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
-from tcview.analysis.autotune import NO_TABLES, AutotunedOp, Choice, autotuned_ops
+from tcview.analysis.autotune import (
+    NO_TABLES,
+    AutotunedOp,
+    Choice,
+    autotune_time,
+    autotuned_ops,
+)
 from tcview.analysis.compiletime import BACKWARD_NOTE, CompileTime, compile_seconds, compile_time
 from tcview.analysis.cudagraphs import CudaGraphs, cudagraphs_of, model_cudagraphs
 from tcview.analysis.export import (
@@ -93,6 +99,8 @@ GROUP_ROWS = 50  # compiles listed for a kernel defined in several
 NODES_SHOWN = 40  # FX nodes listed in a row (the rest are counted)
 STACK_SHOWN = 12  # frames of an export issue's stacks shown (the Export view: more)
 GUARD_ROWS = 8  # guard failures listed for a recompile (one per older compile of its frame)
+# autotuning time the events do not account for, below which it is not worth a word
+OTHER_AUTOTUNE_S = 0.05
 CHOICE_ROWS = 20  # choices listed per autotuned op (torch prints its 10 fastest)
 TEXT_ROWS = 40  # lines of a long value (a failure's reason) shown under its row
 SHAPE_KINDS = (
@@ -427,7 +435,7 @@ def compile_detail(comp: Compile, model: Model | None = None) -> Detail:
         else cudagraphs_of(comp, comp.cudagraph_notes)
     )
     _cudagraphs_section(detail, cudagraphs, model)
-    _autotune_section(detail, *autotuned_ops(comp, model))
+    _autotune_section(detail, comp, *autotuned_ops(comp, model))
     _kernels_section(detail, comp)
     _graphs_section(detail, comp)
     _config_section(detail, config)
@@ -615,11 +623,24 @@ def _cudagraphs_section(detail: Detail, found: CudaGraphs | None, model: Model |
         )
 
 
-def _autotune_section(detail: Detail, ops: list[AutotunedOp], tables: bool) -> None:
+def _autotune_section(
+    detail: Detail, comp: Compile, ops: list[AutotunedOp], tables: bool
+) -> None:
     if not ops:
         return
-    spent = sum(op.autotune_s or 0.0 for op in ops) + sum(op.precompile_s or 0.0 for op in ops)
-    section = detail.section(f"autotuning ({len(ops)} op(s), {fmt_seconds(spent)})", "autotune")
+    spent = autotune_time(comp, ops)
+    section = detail.section(f"autotuning {fmt_seconds(spent.total_s)}", "autotune")
+    parts = [f"{len(ops)} op(s) {fmt_seconds(spent.ops_s)}"]
+    if spent.fusions_s is not None:
+        parts.append(f"benchmarking fused kernels {fmt_seconds(spent.fusions_s)}")
+    if spent.from_metrics and spent.other_s >= OTHER_AUTOTUNE_S:
+        parts.append(f"{fmt_seconds(spent.other_s)} the trace's events do not show")
+    section.row("time", " + ".join(parts), "autotune")
+    if spent.backward_s is not None:
+        forward = spent.total_s - spent.backward_s
+        section.row(
+            "", f"forward {fmt_seconds(forward)} · backward {fmt_seconds(spent.backward_s)}", "dim"
+        )
     for op in ops:
         section.row("", op.label, "autotune", bullet=True)
         if op.winner is not None:
