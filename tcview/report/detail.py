@@ -545,7 +545,15 @@ def _config_section(detail: Detail, config: CompileConfig) -> None:
     section = detail.section("config", "config")
     section.label_width = max(len(k) for k, _ in rows) + 2
     for key, value in rows:
-        section.row(key, value, "config")
+        changed = key.removeprefix("inductor.") in config.changed
+        section.row(key, value, "config:changed" if changed else "config")
+    if config.inductor and not config.effective:
+        section.row(
+            "",
+            "Inductor's global config: the trace records no FX graph cache details for this"
+            " compile, so what mode= or options= set for it is not shown",
+            "dim",
+        )
 
 
 def _metrics_section(detail: Detail, comp: Compile) -> None:
