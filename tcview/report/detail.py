@@ -598,7 +598,7 @@ def _phases_section(detail: Detail, comp: Compile) -> None:
 
 CUDAGRAPH_STATES = {
     "used": "used",
-    "partly": "used for part of the graph (some ops cannot be in a CUDA graph)",
+    "partly": "used for part of the compile",
     "skipped": "skipped",
 }
 
@@ -609,6 +609,10 @@ def _cudagraphs_section(detail: Detail, found: CudaGraphs | None, model: Model |
     section = detail.section("CUDA graphs", "cudagraphs")
     section.label_width = 14
     section.row("state", CUDAGRAPH_STATES[found.state], f"cudagraphs:{found.state}")
+    for skip in found.skips:
+        section.text_row("skipped", f"a graph of this compile was not recorded: {skip}", "failure")
+    if found.skips:
+        section.row("recorded", "another graph of it ran as a CUDA graph (the log records it)")
     why = "why" if found.state == "skipped" else "left out"
     for reason in found.reasons:
         section.text_row(why, reason, "failure" if found.state == "skipped" else "")
