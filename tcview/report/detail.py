@@ -261,9 +261,15 @@ def row_parts(row: Row, width: int = 0) -> tuple[str, str, str]:
     if not row.label:
         return (f"{indent}  ", "", row.value)
     if row.depth == 0 and not width:
-        return ("", row.label.ljust(LABEL_WIDTH - 1) + " ", row.value)
-    label = row.label.ljust(width) if width else row.label + " "
+        return ("", _pad(row.label, LABEL_WIDTH), row.value)
+    label = _pad(row.label, width) if width else row.label + " "
     return (f"{indent}  ", label, row.value)
+
+
+def _pad(label: str, width: int) -> str:
+    """A label padded to `width`; one as long or longer (a kernel's name past the section's
+    cap) is kept apart from its value by two spaces, so the two never run together."""
+    return label.ljust(width) if len(label) < width else label + "  "
 
 
 def row_text(row: Row, width: int = 0) -> str:
