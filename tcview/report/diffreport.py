@@ -110,16 +110,25 @@ def compile_diff_lines(d: CompileDiff) -> list[Row]:
         else:
             out.append(("heading", "guards: neither compile logged its guards", []))
     else:
+        renumbered = sum(1 for c in d.guards if c.renumbered)
         out.append(
             (
                 "heading",
                 f"guards: {counts[CHANGED]} changed, {counts[ADDED]} added, "
-                f"{counts[REMOVED]} removed, {counts[SAME]} same",
+                f"{counts[REMOVED]} removed, {counts[SAME]} same"
+                + (f" ({renumbered} on renumbered globals)" if renumbered else ""),
                 [],
             )
         )
-        rows = guard_rows(d.guards)
-        out.extend(rows or [("dim", "  (the same guards)", [])])
+        deciding = [c for c in d.guards if c.decides]
+        rest = [c for c in d.guards if not c.decides]
+        if deciding:
+            out.append(("dim", "  on the input whose guard failed:", []))
+            out.extend(guard_rows(deciding))
+            if any(c.status != SAME for c in rest):
+                out.append(("dim", "  the others:", []))
+        rows = guard_rows(rest)
+        out.extend(rows if rows or deciding else [("dim", "  (the same guards)", [])])
     kc = d.kernel_counts
     out.append(("", "", []))
     out.append(
