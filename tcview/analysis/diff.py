@@ -193,8 +193,11 @@ class GuardChange:
     @property
     def renumbered(self) -> bool:
         """The same guard on a global Dynamo numbered anew (`stable`)."""
-        return self.status == SAME and self.a is not None and self.b is not None and (
-            self.a.text != self.b.text
+        return (
+            self.status == SAME
+            and self.a is not None
+            and self.b is not None
+            and (self.a.text != self.b.text)
         )
 
     @property

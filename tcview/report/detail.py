@@ -641,9 +641,7 @@ def _cudagraphs_section(detail: Detail, found: CudaGraphs | None, model: Model |
         )
 
 
-def _autotune_section(
-    detail: Detail, comp: Compile, ops: list[AutotunedOp], tables: bool
-) -> None:
+def _autotune_section(detail: Detail, comp: Compile, ops: list[AutotunedOp], tables: bool) -> None:
     if not ops:
         return
     spent = autotune_time(comp, ops)

@@ -776,7 +776,10 @@ class TimeView(TableView[Compile]):
         comps = [c for c in list(model.compiles) if self.wants(c)]
         total = sum(compile_seconds(c) or 0 for c in comps)
         head.append("\n")
-        head.append(f"total {fmt_seconds(total)} in {len(comps)} compiles {time_note(comps)}", style="bold")
+        head.append(
+            f"total {fmt_seconds(total)} in {len(comps)} compiles {time_note(comps)}".rstrip(),
+            style="bold",
+        )
         sums: dict[str, float] = {}
         order: list[str] = []
         for c in comps:
