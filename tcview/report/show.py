@@ -9,7 +9,8 @@ ITEM is one of (any may start with ``rank N`` or ``pid N`` to pick a process):
   mapping (``triton_poi_fused_mul_1:2``, ``extern_kernels.mm:4``: extern kernels have no
   other detail);
 - ``FILE:LINE`` (``model.py:28`` or a full path): the kernels that implement a user line;
-- ``export``: the draft-export report of a torch.export trace.
+- ``export``: the draft-export report of a torch.export trace;
+- ``stacks``: the tree of user stacks that led to every compile (`stacks`).
 """
 
 from __future__ import annotations
@@ -37,6 +38,7 @@ from tcview.report.detail import (
     line_detail,
     where_of,
 )
+from tcview.report.stacks import STACKS_ITEM, stacks_detail
 
 _PICK = re.compile(r"^(rank|pid)\s+(\d+)\s+(.*)$", re.S)
 _FILE_LINE = re.compile(r"^(.+):(\d+)$", re.S)
@@ -176,6 +178,8 @@ def show_detail(model: Model, text: str) -> Detail:
     """What the detail pane (or the Export view) shows for the item `text` names."""
     if text.strip() == EXPORT_ITEM:
         return export_detail(model)
+    if text.strip() == STACKS_ITEM:
+        return stacks_detail(model)
     item = find(model, text)
     if isinstance(item, Compile):
         return compile_detail(item, model)

@@ -14,6 +14,7 @@ from tcview.ingest.textlog import TextLog
 from tcview.model.facts import short_guard
 from tcview.model.objects import KERNEL_KINDS, Model, short_location
 from tcview.model.ranks import rank_of, ranks_label, ranks_of
+from tcview.report.stacks import model_stacks_json
 
 # What --fail-on can name: a count of summary --json, or "divergence" (its ranks compiled
 # differently: a check of its `divergence` has more than one group).
@@ -55,6 +56,7 @@ def summary_json(
     out["exec_order_groups"] = div.findings["exec_order"].groups
     out["rank_groups"] = div.groups
     out["first_divergence"] = div.first or None
+    out["stacks"] = model_stacks_json(ts)
     return out
 
 
