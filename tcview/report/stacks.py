@@ -63,7 +63,10 @@ def user_frames(stack: list[StackFrame]) -> list[StackFrame]:
 def compile_stack(comp: Compile) -> list[StackFrame]:
     """The stack this compile was entered from: its own ``dynamo_start`` record's (read from
     disk; a recompile's call site may differ from its frame's first compile), else its
-    frame's."""
+    frame's, which is its first compile's (no read)."""
+    frame = comp.frame
+    if frame is not None and frame.compiles and frame.compiles[0] is comp:
+        return frame.stack
     for rec in comp.records_of("dynamo_start"):
         try:
             meta = rec.full_meta()
