@@ -95,3 +95,11 @@ async def test_time_view_total_counts_the_backward(run: Path) -> None:
         assert "total 10.78s in 2 compiles incl. backward" in head
         rows = app.screen.rows(app.model)  # type: ignore[arg-type]
         assert [c.id_label for _, c in rows] == ["0/0", "1/0"]
+
+
+def test_markdown_slowest_counts_the_backward(model: Model) -> None:
+    from tcview.report.markdown import markdown_report
+
+    text = markdown_report(model)
+    assert "### Slowest compiles (incl. backward)" in text
+    assert "| 8.82 s | `0/0` |" in text

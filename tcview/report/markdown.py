@@ -13,7 +13,7 @@ import html
 import re
 from collections.abc import Callable
 
-from tcview.analysis.compiletime import compile_seconds
+from tcview.analysis.compiletime import compile_seconds, time_note
 from tcview.analysis.recompiles import diagnose
 from tcview.model.facts import short_guard
 from tcview.model.objects import Compile, Frame, Model, Recompile
@@ -214,7 +214,8 @@ def _slowest(model: Model) -> list[str]:
     if not timed:
         return []
     timed.sort(key=lambda c: -(compile_seconds(c) or 0))
-    out = ["", "### Slowest compiles", ""]
+    note = time_note(timed)
+    out = ["", "### Slowest compiles" + (f" ({note})" if note else ""), ""]
     rows = []
     for c in timed[:SLOWEST]:
         frame = c.frame.label if c.frame is not None else ""
