@@ -78,6 +78,7 @@ def test_diff_counts_the_backward_compile(model: Model) -> None:
 
     rows = [line for _, line, _ in compile_diff_lines(compile_diff(first, first))]
     assert any(r.startswith("time      8.82s → 8.82s") and "incl. backward" in r for r in rows)
+    assert any(r.startswith("  backward compile") and "3.41s → 3.41s" in r for r in rows)
 
 
 @sync

@@ -16,6 +16,7 @@ from typing import Any, TypeGuard
 from tcview.model.objects import Compile
 
 BACKWARD_NOTE = "incl. backward"  # said wherever a time counts a backward compile
+BACKWARD_PHASE = "backward compile"  # its row among a compile's phases
 
 
 @dataclass(frozen=True)

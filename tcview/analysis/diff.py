@@ -19,6 +19,7 @@ from collections import Counter
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 
+from tcview.analysis.compiletime import BACKWARD_PHASE, backward_seconds
 from tcview.analysis.kernels import split_output_code
 from tcview.analysis.recompiles import input_name, parse_guard_failure
 from tcview.model.objects import Compile, Kernel, Model, Record
@@ -458,7 +459,11 @@ def compile_times(a: Compile, b: Compile) -> list[tuple[str, float | None, float
     pa = {label: v for label, v, _ in a.metric_phases()}
     pb = {label: v for label, v, _ in b.metric_phases()}
     labels = list(pa) + [k for k in pb if k not in pa]
-    return [(label, pa.get(label), pb.get(label)) for label in labels]
+    out = [(label, pa.get(label), pb.get(label)) for label in labels]
+    ba, bb = backward_seconds(a), backward_seconds(b)
+    if ba is not None or bb is not None:
+        out.append((BACKWARD_PHASE, ba, bb))
+    return out
 
 
 def compile_diff(a: Compile, b: Compile) -> CompileDiff:
