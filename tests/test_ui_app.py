@@ -307,7 +307,9 @@ async def test_time_view_sorts() -> None:
         await pilot.press("t")
         await settle(app, pilot)
         view = app.screen
-        times = [c.compile_time_s or 0 for c in view.objects]
+        from tcview.analysis.compiletime import compile_seconds
+
+        times = [compile_seconds(c) or 0 for c in view.objects]
         assert times == sorted(times, reverse=True)
         await pilot.press("s")
         assert [c.order for c in view.objects] != [] and not view.by_time

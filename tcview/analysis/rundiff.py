@@ -14,6 +14,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from tcview.analysis.compiletime import compile_seconds, time_note
 from tcview.analysis.diff import (
     CHANGED,
     GONE,
@@ -81,7 +82,7 @@ class Side:
             self.breaks += len(comp.breaks)
             self.failures += len(comp.failures)
             self.cache_hits += comp.cache_hit
-            self.time_s += comp.compile_time_s or 0.0
+            self.time_s += compile_seconds(comp) or 0.0
             self.statuses[comp.status] += 1
             for label, value, depth in comp.metric_phases():
                 if depth <= 2:
@@ -195,6 +196,7 @@ class RunDiff:
     kernels: list[KernelChange]
     cache: dict[str, tuple[int, int]]  # "fx_graph hit" -> (A, B)
     phases: dict[str, tuple[float, float]]
+    time_note: str = ""  # "incl. backward" when compile_time_s counts backward compiles
 
     @property
     def changed(self) -> bool:
@@ -335,8 +337,8 @@ def run_diff(
     cancelled: Callable[[], bool] | None = None,
 ) -> RunDiff:
     ca, cb = a.compile_counts(), b.compile_counts()
-    time_a = sum(c.compile_time_s or 0.0 for c in a.compiles)
-    time_b = sum(c.compile_time_s or 0.0 for c in b.compiles)
+    time_a = sum(compile_seconds(c) or 0.0 for c in a.compiles)
+    time_b = sum(compile_seconds(c) or 0.0 for c in b.compiles)
     totals: dict[str, tuple[float, float]] = {
         "compiles": (ca["compiles"], cb["compiles"]),
         "frames": (ca["frames"], cb["frames"]),
@@ -371,6 +373,7 @@ def run_diff(
         kernels,
         cache,
         phases,
+        time_note([*a.compiles, *b.compiles]),
     )
 
 

@@ -186,17 +186,17 @@ def build_parser() -> argparse.ArgumentParser:
 
     p_show = sub.add_parser(
         "show",
-        help="print what the app shows for a compile, frame, kernel, FILE:LINE or export",
+        help="print what the app shows for a compile, frame, kernel, FILE:LINE, export or stacks",
         description="Print, as plain text or JSON, the detail the app shows for one item: a"
         " compile id (1/0, [1/0], 0/0 #2 for a later compile episode), 'frame N', a kernel"
         " name (NAME@ID for the one in compile ID; its provenance included) or a provenance"
         " mapping's key (extern_kernels.mm:4), FILE:LINE (the kernels of a user line), or"
-        " 'export' (the draft-export report). Start with 'rank N' or 'pid N' to pick a"
-        " process.",
+        " 'export' (the draft-export report), or 'stacks' (the tree of user stacks that led"
+        " to every compile). Start with 'rank N' or 'pid N' to pick a process.",
     )
     p_show.add_argument("path", help="trace dir/file, log file, or - for stdin")
     p_show.add_argument(
-        "item", nargs="+", help="compile id, 'frame N', kernel, FILE:LINE, or export"
+        "item", nargs="+", help="compile id, 'frame N', kernel, FILE:LINE, export or stacks"
     )
     p_show.add_argument("--json", action="store_true", help="the same as data")
     p_show.set_defaults(func=cmd_show)

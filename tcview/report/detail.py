@@ -31,7 +31,14 @@ from collections.abc import Sequence
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
-from tcview.analysis.autotune import NO_TABLES, AutotunedOp, Choice, autotuned_ops
+from tcview.analysis.autotune import (
+    NO_TABLES,
+    AutotunedOp,
+    Choice,
+    autotune_time,
+    autotuned_ops,
+)
+from tcview.analysis.compiletime import BACKWARD_NOTE, CompileTime, compile_seconds, compile_time
 from tcview.analysis.cudagraphs import CudaGraphs, cudagraphs_of, model_cudagraphs
 from tcview.analysis.export import (
     FAKE_KERNEL_DOC,
@@ -92,6 +99,8 @@ GROUP_ROWS = 50  # compiles listed for a kernel defined in several
 NODES_SHOWN = 40  # FX nodes listed in a row (the rest are counted)
 STACK_SHOWN = 12  # frames of an export issue's stacks shown (the Export view: more)
 GUARD_ROWS = 8  # guard failures listed for a recompile (one per older compile of its frame)
+# autotuning time the events do not account for, below which it is not worth a word
+OTHER_AUTOTUNE_S = 0.05
 CHOICE_ROWS = 20  # choices listed per autotuned op (torch prints its 10 fastest)
 TEXT_ROWS = 40  # lines of a long value (a failure's reason) shown under its row
 SHAPE_KINDS = (
@@ -252,9 +261,15 @@ def row_parts(row: Row, width: int = 0) -> tuple[str, str, str]:
     if not row.label:
         return (f"{indent}  ", "", row.value)
     if row.depth == 0 and not width:
-        return ("", row.label.ljust(LABEL_WIDTH - 1) + " ", row.value)
-    label = row.label.ljust(width) if width else row.label + " "
+        return ("", _pad(row.label, LABEL_WIDTH), row.value)
+    label = _pad(row.label, width) if width else row.label + " "
     return (f"{indent}  ", label, row.value)
+
+
+def _pad(label: str, width: int) -> str:
+    """A label padded to `width`; one as long or longer (a kernel's name past the section's
+    cap) is kept apart from its value by two spaces, so the two never run together."""
+    return label.ljust(width) if len(label) < width else label + "  "
 
 
 def row_text(row: Row, width: int = 0) -> str:
@@ -321,6 +336,14 @@ def fmt_seconds(value: float | None) -> str:
     return f"{value * 1000:.0f}ms" if value >= 0.001 else f"{value * 1e6:.0f}µs"
 
 
+def fmt_compile_time(t: CompileTime) -> str:
+    """``8.82s incl. backward 3.41s``, or the forward's time alone."""
+    text = fmt_seconds(t.total_s)
+    if t.backward_s is not None:
+        text += f" {BACKWARD_NOTE} {fmt_seconds(t.backward_s)}"
+    return text
+
+
 def record_name(rec: Record) -> str:
     """What a record is, in words; AOT graphs and output code with their role."""
     name = RECORD_NAMES.get(rec.label, rec.label)
@@ -374,9 +397,9 @@ def compile_detail(comp: Compile, model: Model | None = None) -> Detail:
     head.row("status", comp.status, f"status:{comp.status}")
     if comp.marks:
         head.row("marks", ", ".join(comp.marks), "marks")
-    t = comp.compile_time_s
-    if t is not None:
-        head.row("time", fmt_seconds(t), "duration")
+    t = compile_time(comp)
+    if t.total_s is not None:
+        head.row("time", fmt_compile_time(t), "duration")
     where = where_of(comp.file)
     if where:
         head.row("rank", where.split(" ", 1)[1])
@@ -418,7 +441,7 @@ def compile_detail(comp: Compile, model: Model | None = None) -> Detail:
         else cudagraphs_of(comp, comp.cudagraph_notes)
     )
     _cudagraphs_section(detail, cudagraphs, model)
-    _autotune_section(detail, *autotuned_ops(comp, model))
+    _autotune_section(detail, comp, *autotuned_ops(comp, model))
     _kernels_section(detail, comp)
     _graphs_section(detail, comp)
     _config_section(detail, config)
@@ -528,7 +551,15 @@ def _config_section(detail: Detail, config: CompileConfig) -> None:
     section = detail.section("config", "config")
     section.label_width = max(len(k) for k, _ in rows) + 2
     for key, value in rows:
-        section.row(key, value, "config")
+        changed = key.removeprefix("inductor.") in config.changed
+        section.row(key, value, "config:changed" if changed else "config")
+    if config.inductor and not config.effective:
+        section.row(
+            "",
+            "Inductor's global config: the trace records no FX graph cache details for this"
+            " compile, so what mode= or options= set for it is not shown",
+            "dim",
+        )
 
 
 def _metrics_section(detail: Detail, comp: Compile) -> None:
@@ -573,7 +604,7 @@ def _phases_section(detail: Detail, comp: Compile) -> None:
 
 CUDAGRAPH_STATES = {
     "used": "used",
-    "partly": "used for part of the graph (some ops cannot be in a CUDA graph)",
+    "partly": "used for part of the compile",
     "skipped": "skipped",
 }
 
@@ -584,6 +615,10 @@ def _cudagraphs_section(detail: Detail, found: CudaGraphs | None, model: Model |
     section = detail.section("CUDA graphs", "cudagraphs")
     section.label_width = 14
     section.row("state", CUDAGRAPH_STATES[found.state], f"cudagraphs:{found.state}")
+    for skip in found.skips:
+        section.text_row("skipped", f"a graph of this compile was not recorded: {skip}", "failure")
+    if found.skips:
+        section.row("recorded", "another graph of it ran as a CUDA graph (the log records it)")
     why = "why" if found.state == "skipped" else "left out"
     for reason in found.reasons:
         section.text_row(why, reason, "failure" if found.state == "skipped" else "")
@@ -606,11 +641,22 @@ def _cudagraphs_section(detail: Detail, found: CudaGraphs | None, model: Model |
         )
 
 
-def _autotune_section(detail: Detail, ops: list[AutotunedOp], tables: bool) -> None:
+def _autotune_section(detail: Detail, comp: Compile, ops: list[AutotunedOp], tables: bool) -> None:
     if not ops:
         return
-    spent = sum(op.autotune_s or 0.0 for op in ops) + sum(op.precompile_s or 0.0 for op in ops)
-    section = detail.section(f"autotuning ({len(ops)} op(s), {fmt_seconds(spent)})", "autotune")
+    spent = autotune_time(comp, ops)
+    section = detail.section(f"autotuning {fmt_seconds(spent.total_s)}", "autotune")
+    parts = [f"{len(ops)} op(s) {fmt_seconds(spent.ops_s)}"]
+    if spent.fusions_s is not None:
+        parts.append(f"benchmarking fused kernels {fmt_seconds(spent.fusions_s)}")
+    if spent.from_metrics and spent.other_s >= OTHER_AUTOTUNE_S:
+        parts.append(f"{fmt_seconds(spent.other_s)} the trace's events do not show")
+    section.row("time", " + ".join(parts), "autotune")
+    if spent.backward_s is not None:
+        forward = spent.total_s - spent.backward_s
+        section.row(
+            "", f"forward {fmt_seconds(forward)} · backward {fmt_seconds(spent.backward_s)}", "dim"
+        )
     for op in ops:
         section.row("", op.label, "autotune", bullet=True)
         if op.winner is not None:
@@ -758,7 +804,7 @@ def frame_detail(frame: Frame) -> Detail:
         _diagnosis_section(detail, frame, config, "why it recompiled")
     section = detail.section("compiles")
     for comp in frame.compiles[:SUMMARY_ROWS]:
-        value = f"{comp.status:<12}{fmt_seconds(comp.compile_time_s):>8}"
+        value = f"{comp.status:<12}{fmt_seconds(compile_seconds(comp)):>8}"
         if comp.marks:
             value += "  " + ", ".join(comp.marks)
         section.row(comp.id_label, value, f"status:{comp.status}")

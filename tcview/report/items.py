@@ -10,7 +10,8 @@ ITEM is one of (any may start with ``rank N`` or ``pid N`` to pick a process):
   mapping (``triton_poi_fused_mul_1:2``, ``extern_kernels.mm:4``: extern kernels have no
   other detail);
 - ``FILE:LINE`` (``model.py:28`` or a full path): the kernels that implement a user line;
-- ``export`` (`tcview show` only): the draft-export report of a torch.export trace.
+- ``export`` (`tcview show` only): the draft-export report of a torch.export trace;
+- ``stacks`` (`tcview show` only): the tree of user stacks that led to every compile.
 
 An id that several processes have is not guessed: the error names the choices.
 """

@@ -213,7 +213,8 @@ def _slowest(model: Model) -> list[str]:
     slowest = build_overview(model).slowest
     if not slowest:
         return []
-    out = ["", "### Slowest compiles", ""]
+    note = build_overview(model).time_note
+    out = ["", "### Slowest compiles" + (f" ({note})" if note else ""), ""]
     rows = [
         [_seconds(row.seconds), md_code(row.compile), md_text(row.frame), row.status]
         for row in slowest

@@ -8,6 +8,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
+from tcview.analysis.compiletime import compile_seconds, time_note
 from tcview.model.objects import Model, group_breaks
 from tcview.model.ranks import RankSet, rank_of, ranks_of, wanted
 
@@ -48,6 +49,7 @@ class Overview:
     breaks_total: int  # distinct graph breaks
     slowest: list[SlowRow]  # the first SLOWEST_SHOWN
     timed: int  # compiles with a compile time
+    time_note: str  # "incl. backward" when the times count a backward compile, else ""
     skipped: list[tuple[str, str]]  # (path, why), the first SKIPPED_SHOWN
     skipped_total: int
     many_ranks: bool  # rows then say their rank
@@ -72,6 +74,7 @@ class Overview:
                 for s in self.slowest
             ],
             "timed_compiles": self.timed,
+            "times_include_backward": bool(self.time_note),
         }
 
 
@@ -83,8 +86,8 @@ def build_overview(model: Model, ranks: RankSet = None) -> Overview:
         if ranks is None
         else group_breaks([b for b in model.breaks if wanted(ranks, b)])
     )
-    timed = [c for c in model.compiles if c.compile_time_s is not None and wanted(ranks, c)]
-    timed.sort(key=lambda c: -(c.compile_time_s or 0))
+    timed = [c for c in model.compiles if compile_seconds(c) is not None and wanted(ranks, c)]
+    timed.sort(key=lambda c: -(compile_seconds(c) or 0))
     skipped = model.skipped
     return Overview(
         errors=[
@@ -103,7 +106,7 @@ def build_overview(model: Model, ranks: RankSet = None) -> Overview:
         breaks_total=len(groups),
         slowest=[
             SlowRow(
-                c.compile_time_s or 0.0,
+                compile_seconds(c) or 0.0,
                 c.id_label,
                 c.frame.label if c.frame is not None else "",
                 c.file.rank,
@@ -112,6 +115,7 @@ def build_overview(model: Model, ranks: RankSet = None) -> Overview:
             for c in timed[:SLOWEST_SHOWN]
         ],
         timed=len(timed),
+        time_note=time_note(timed[:SLOWEST_SHOWN]),
         skipped=[(str(p), why) for p, why in skipped[:SKIPPED_SHOWN]],
         skipped_total=len(skipped),
         many_ranks=len(ranks_of(model)) > 1,

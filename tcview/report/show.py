@@ -1,5 +1,6 @@
 """``tcview show PATH ITEM``: the detail the pane shows for the item a user names (the grammar
-of an item is `tcview.report.items`'s, shared with ``--goto`` and the palette)."""
+of an item is `tcview.report.items`'s, shared with ``--goto`` and the palette; ``stacks`` is
+the tree of user stacks that led to every compile)."""
 
 from __future__ import annotations
 
@@ -15,6 +16,7 @@ from tcview.report.detail import (
     line_detail,
 )
 from tcview.report.items import EXPORT_ITEM, ShowError, UserLine, find
+from tcview.report.stacks import STACKS_ITEM, stacks_detail
 
 __all__ = ["EXPORT_ITEM", "ShowError", "find", "show_detail"]
 
@@ -23,6 +25,8 @@ def show_detail(model: Model, text: str) -> Detail:
     """What the detail pane (or the Export view) shows for the item `text` names."""
     if text.strip() == EXPORT_ITEM:
         return export_detail(model)
+    if text.strip() == STACKS_ITEM:
+        return stacks_detail(model)
     item = find(model, text)
     if isinstance(item, Compile):
         return compile_detail(item, model)

@@ -14,6 +14,7 @@ from tcview.model.facts import short_guard
 from tcview.model.objects import KERNEL_KINDS, Model, short_location
 from tcview.model.ranks import rank_of, ranks_label
 from tcview.report.overview import Overview, build_overview
+from tcview.report.stacks import model_stacks_json
 
 # What --fail-on can name: a count of summary --json, or "divergence" (its ranks compiled
 # differently: a check of its `divergence` has more than one group). Parsed by
@@ -47,6 +48,7 @@ def summary_json(
     out["exec_order_groups"] = div.findings["exec_order"].groups
     out["rank_groups"] = div.groups
     out["first_divergence"] = div.first or None
+    out["stacks"] = model_stacks_json(ts)
     return out
 
 
@@ -261,7 +263,7 @@ def summary_text(ts: Model, verify: bool = False, width: int = 100) -> str:
                 add(f"  [{comp.id_label}] {found.text}")
     if overview.slowest:
         add("")
-        add("Slowest compiles")
+        add("Slowest compiles" + (f" ({overview.time_note})" if overview.time_note else ""))
         for row in overview.slowest:
             who = ""
             if multi:

@@ -589,7 +589,8 @@ def model_summary(
                 out.append(Text.assemble("        at ", lit(g.location, "yellow")))
     if overview.slowest:
         out.append(Text(""))
-        out.append(Text("slowest compiles  (t for all)", style="bold underline"))
+        note = f" ({overview.time_note})" if overview.time_note else ""
+        out.append(Text(f"slowest compiles{note}  (t for all)", style="bold underline"))
         for row in overview.slowest:
             label = f"rank {row.rank}  {row.frame}" if overview.many_ranks else row.frame
             out.append(

@@ -18,6 +18,7 @@ from textual.binding import Binding
 from textual.widgets import Tree
 from textual.widgets.tree import TreeNode
 
+from tcview.analysis.compiletime import compile_seconds
 from tcview.analysis.cudagraphs import CudaGraphs, model_cudagraphs
 from tcview.ingest.handlers import KNOWN_KINDS
 from tcview.ingest.index import TraceSet
@@ -149,7 +150,7 @@ def compile_label(comp: Compile, cudagraphs: CudaGraphs | None = None) -> Text:
     if cudagraphs is not None:
         text.append("  ")
         text.append_text(cudagraphs_text(cudagraphs))
-    t = comp.compile_time_s
+    t = compile_seconds(comp)
     if t is not None:
         text.append(f"  {fmt_seconds(t)}", style="dim")
     if comp.frame is None and comp.metrics:

@@ -24,6 +24,7 @@ from textual.widgets import DataTable, Footer, Input, Static
 from textual.worker import get_current_worker
 
 from tcview.analysis.autotune import autotune_seconds
+from tcview.analysis.compiletime import compile_seconds, time_note
 from tcview.analysis.export import ExportIssue, ExportReport, export_report
 from tcview.analysis.kernels import KernelGroup, group_kernels, needs_digests, source_digests
 from tcview.analysis.provenance import KernelProvenance, Provenance, ProvenanceRow, model_provenance
@@ -467,7 +468,7 @@ class RecompilesView(TableView[Compile | Frame]):
                         lit(comp.id_label, "bold"),
                     ),
                     verdict_text(comp),
-                    Text(fmt_seconds(comp.compile_time_s), style="dim"),
+                    Text(fmt_seconds(compile_seconds(comp)), style="dim"),
                     lit(_cut(why, 110), "cyan" if reasons else "dim"),
                 ]
                 if self.ranked:
@@ -754,11 +755,11 @@ class TimeView(TableView[Compile]):
     def rows(self, model: Model) -> list[Row[Compile]]:
         comps = [c for c in list(model.compiles) if self.wants(c)]
         if self.by_time:
-            comps.sort(key=lambda c: -(c.compile_time_s or 0))
-        top = max((c.compile_time_s or 0.0 for c in comps), default=0.0)
+            comps.sort(key=lambda c: -(compile_seconds(c) or 0))
+        top = max((compile_seconds(c) or 0.0 for c in comps), default=0.0)
         out: list[Row[Compile]] = []
         for c in comps:
-            t = c.compile_time_s
+            t = compile_seconds(c)
             cells = [
                 Text.assemble(
                     lit(c.id_label, "bold"),
@@ -781,9 +782,12 @@ class TimeView(TableView[Compile]):
         if model is None:
             return head
         comps = [c for c in list(model.compiles) if self.wants(c)]
-        total = sum(c.compile_time_s or 0 for c in comps)
+        total = sum(compile_seconds(c) or 0 for c in comps)
         head.append("\n")
-        head.append(f"total {fmt_seconds(total)} in {len(comps)} compiles", style="bold")
+        head.append(
+            f"total {fmt_seconds(total)} in {len(comps)} compiles {time_note(comps)}".rstrip(),
+            style="bold",
+        )
         sums: dict[str, float] = {}
         order: list[str] = []
         for c in comps:

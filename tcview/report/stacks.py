@@ -1,0 +1,197 @@
+"""The user stacks that led to every compile, as a tree (tlparse's stack trie).
+
+Each compile's frame logs the stack Dynamo was entered from (``dynamo_start``'s ``stack``,
+outermost first, ending in the compiled function). Stacks that share their first frames share
+those nodes; a node lists the compiles whose stack ends there, with their status and marks.
+Dynamo's own frames (``torch/_dynamo/``: the eval_frame wrappers) and ``nn.Module``'s call
+machinery are left out: they are on every stack and say nothing about the user's program.
+
+Plain data (`StackNode`, `stack_json`); `stack_lines` renders it as text (a frame a line,
+indented under its caller), ``show PATH stacks`` wraps those lines in a `Detail`.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+from typing import Any
+
+from tcview.model.objects import Compile, Model, StackFrame, stack_frames
+from tcview.model.ranks import ranks_of
+from tcview.report.detail import Detail
+from tcview.text.safe import safe_text
+
+STACKS_ITEM = "stacks"  # `tcview show PATH stacks`
+NO_STACK = "(no stack logged)"
+# Frames on every stack: Dynamo's entry wrappers and nn.Module.__call__'s dispatch.
+_MACHINERY = re.compile(
+    r"(?:^|/)torch/_dynamo/|(?:^|/)torch/nn/modules/module\.py$|(?:^|/)torch/_compile\.py$"
+)
+LINES_LIMIT = 2000  # lines of the text rendering (a huge trie is cut, with a note)
+
+
+@dataclass
+class StackNode:
+    """One frame of some stacks; `compiles`: those whose stack ends at it."""
+
+    where: str  # ``/path/train.py:40 in step`` (the root of an unlogged stack: `NO_STACK`)
+    file: str = ""
+    line: Any = None
+    name: str = ""
+    children: list[StackNode] = field(default_factory=list)
+    compiles: list[Compile] = field(default_factory=list)
+
+    def child(self, frame: StackFrame) -> StackNode:
+        where = f"{frame.filename}:{frame.line} in {frame.name}"
+        for c in self.children:
+            if c.where == where:
+                return c
+        node = StackNode(where, frame.filename, frame.line, frame.name)
+        self.children.append(node)
+        return node
+
+    @property
+    def count(self) -> int:
+        """Compiles at this node and under it."""
+        return len(self.compiles) + sum(c.count for c in self.children)
+
+
+def user_frames(stack: list[StackFrame]) -> list[StackFrame]:
+    return [f for f in stack if not _MACHINERY.search(f.filename)]
+
+
+def compile_stack(comp: Compile) -> list[StackFrame]:
+    """The stack this compile was entered from: its own ``dynamo_start`` record's (read from
+    disk; a recompile's call site may differ from its frame's first compile), else its
+    frame's, which is its first compile's (no read)."""
+    frame = comp.frame
+    if frame is not None and frame.compiles and frame.compiles[0] is comp:
+        return frame.stack
+    for rec in comp.records_of("dynamo_start"):
+        try:
+            meta = rec.full_meta()
+        except (OSError, ValueError):
+            break
+        if isinstance(meta, dict) and isinstance(meta.get("stack"), list):
+            return stack_frames(comp.file, meta["stack"])
+        break
+    return comp.frame.stack if comp.frame is not None else []
+
+
+def stack_trie(model: Model) -> list[StackNode]:
+    """The roots: one per distinct outermost frame (in the order compiles reached them), and
+    `NO_STACK` for compiles whose frame logged no stack (TORCH_LOGS text, older torch)."""
+    root = StackNode("")
+    unlogged = StackNode(NO_STACK)
+    for comp in list(model.compiles):
+        frames = user_frames(compile_stack(comp))
+        if not frames:
+            unlogged.compiles.append(comp)
+            continue
+        node = root
+        for frame in frames:
+            node = node.child(frame)
+        node.compiles.append(comp)
+    return root.children + ([unlogged] if unlogged.compiles else [])
+
+
+def compile_label(comp: Compile, ranks: bool) -> str:
+    """``0/1 ok, recompile``; with ``rank 1`` first where the model has several ranks."""
+    who = f"rank {comp.file.rank} " if ranks and comp.file.rank is not None else ""
+    return f"{who}{comp.id_label} {comp.status_text}"
+
+
+def compiles_text(comps: list[Compile], ranks: bool) -> str:
+    """The compiles of a node in a line: runs of one frame's compiles with the same status
+    and marks folded (``6/0–6/7 ok``)."""
+    runs: list[list[Compile]] = []
+    for comp in comps:
+        last = runs[-1][-1] if runs else None
+        if (
+            last is not None
+            and last.frame is comp.frame
+            and last.status == comp.status
+            and last.cache_hit == comp.cache_hit
+            and isinstance(last.key.frame_compile_id, int)
+            and comp.key.frame_compile_id == last.key.frame_compile_id + 1
+            and last.episode == comp.episode
+        ):
+            runs[-1].append(comp)
+        else:
+            runs.append([comp])
+    parts = []
+    for run in runs:
+        first, end = run[0], run[-1]
+        if len(run) == 1:
+            parts.append(compile_label(first, ranks))
+            continue
+        who = f"rank {first.file.rank} " if ranks and first.file.rank is not None else ""
+        status = ", ".join([first.status, *(["cache hit"] if first.cache_hit else [])])
+        parts.append(f"{who}{first.id_label}–{end.id_label} {status}")
+    return " · ".join(parts)
+
+
+def stack_lines(roots: list[StackNode], ranks: bool = False) -> list[str]:
+    """The trie as text, a frame a line, each two columns right of its caller; a node's
+    compiles after an arrow under it."""
+    out: list[str] = []
+
+    def walk(node: StackNode, depth: int) -> None:
+        if len(out) >= LINES_LIMIT:
+            return
+        pad = "  " * depth
+        out.append(f"{pad}{safe_text(node.where)}")
+        if node.compiles:
+            out.append(f"{pad}  → {compiles_text(node.compiles, ranks)}")
+        for child in node.children:
+            walk(child, depth + 1)
+
+    for root in roots:
+        walk(root, 0)
+    if len(out) >= LINES_LIMIT:
+        out = out[:LINES_LIMIT] + [f"… cut at {LINES_LIMIT} lines"]
+    return out
+
+
+def stack_json(roots: list[StackNode]) -> list[dict[str, Any]]:
+    """The trie as data (`summary --json`'s ``stacks``)."""
+
+    def node_json(node: StackNode) -> dict[str, Any]:
+        return {
+            "frame": node.where,
+            "file": node.file,
+            "line": node.line,
+            "name": node.name,
+            "compiles": [
+                {
+                    "id": c.id_label,
+                    "rank": c.file.rank,
+                    "status": c.status,
+                    "marks": c.marks,
+                }
+                for c in node.compiles
+            ],
+            "children": [node_json(c) for c in node.children],
+        }
+
+    return [node_json(r) for r in roots]
+
+
+def model_stacks_json(model: Model) -> list[dict[str, Any]]:
+    return stack_json(stack_trie(model))
+
+
+def stacks_detail(model: Model) -> Detail:
+    """``tcview show PATH stacks``: the trie's text lines as a detail."""
+    roots = stack_trie(model)
+    total = sum(r.count for r in roots)
+    detail = Detail(STACKS_ITEM, f"stacks that led to {total} compile(s)", id=STACKS_ITEM)
+    section = detail.section()
+    ranks = len(ranks_of(model)) > 1
+    for line in stack_lines(roots, ranks):
+        depth = (len(line) - len(line.lstrip(" "))) // 2
+        text = line.strip()
+        section.row("", text, "compiles" if text.startswith("→") else "stack", depth=depth)
+    if not roots:
+        section.row("", "no compiles", "dim")
+    return detail
