@@ -698,6 +698,13 @@ def explain_frame(frame: Frame, config: CompileConfig | None = None) -> list[Exp
     return out
 
 
+def explain_compile(comp: Compile, config: CompileConfig | None = None) -> Explanation | None:
+    """The explanation of one recompile (None when `comp` is not one)."""
+    if not comp.key.is_recompile or comp.frame is None:
+        return None
+    return next((e for e in explain_frame(comp.frame, config) if e.compile is comp), None)
+
+
 def explain(model_compiles: list[Compile]) -> list[Explanation]:
     """Explanations of every recompile among `model_compiles` (a model's compiles), each once."""
     frames: list[Frame] = []
@@ -726,11 +733,11 @@ def _old_new(comp: Compile, failure: GuardFailure, family: str) -> tuple[str, st
         formats = _formats(comp, failure)
         return formats if formats is not None else ("", "")
     if failure.change == "dispatch keys":
-        old, new = dispatch_keys(failure.expected), dispatch_keys(failure.actual)
+        keys_a, keys_b = dispatch_keys(failure.expected), dispatch_keys(failure.actual)
         if family == "device":
-            return _backend(old), _backend(new)
+            return _backend(keys_a), _backend(keys_b)
         if family == "layout":
-            return _layout(old) or "strided", _layout(new) or "strided"
+            return _layout(keys_a) or "strided", _layout(keys_b) or "strided"
         return failure.expected, failure.actual
     if family in ("size", "stride", "dtype", "rank", "device"):
         return failure.expected, failure.actual
@@ -896,9 +903,9 @@ def _words(e: Explanation, frame: Frame, config: CompileConfig, n: int) -> tuple
             "",
         )
     if family == "dispatch_keys":
-        a, b = dispatch_keys(f.expected), dispatch_keys(f.actual)
-        lost = [k for k in a if k not in b]
-        gained = [k for k in b if k not in a]
+        keys_a, keys_b = dispatch_keys(f.expected), dispatch_keys(f.actual)
+        lost = [k for k in keys_a if k not in keys_b]
+        gained = [k for k in keys_b if k not in keys_a]
         parts = ([f"without {', '.join(lost)}"] if lost else []) + (
             [f"with {', '.join(gained)}"] if gained else []
         )
@@ -1215,6 +1222,7 @@ class Diagnosis:
     causes: list[Cause]
     unexplained: int  # recompiles with no guard failure logged
     sentences: list[str]
+    explanations: list[Explanation] = field(default_factory=list)  # one a recompile, in order
 
 
 def primary_failure(comp: Compile) -> GuardFailure | None:
@@ -1260,6 +1268,7 @@ def diagnose(frame: Frame, config: CompileConfig | None = None) -> Diagnosis:
         unexplained,
         [],
     )
+    diagnosis.explanations = explain_frame(frame, config)
     diagnosis.sentences = _sentences(frame, diagnosis, config)
     return diagnosis
 
@@ -1279,7 +1288,7 @@ def _cause_text(cause: Cause) -> str:
 
 
 def _few(values: list[str]) -> str:
-    return ", ".join(values[:6]) + (", …" if len(values) > 6 else "")
+    return ", ".join(_short(v) for v in values[:6]) + (", …" if len(values) > 6 else "")
 
 
 def _sentences(frame: Frame, d: Diagnosis, config: CompileConfig) -> list[str]:
@@ -1306,18 +1315,31 @@ def _sentences(frame: Frame, d: Diagnosis, config: CompileConfig) -> list[str]:
     if d.limit is not None and d.limit_hit is None:
         head += f"; limit {d.limit} not hit"
     out.append(head + ".")
-    out.extend(_advice(d, config))
+    out.extend(_advice(d, config, d.explanations))
     return out
 
 
-def _advice(d: Diagnosis, config: CompileConfig) -> list[str]:
+def _advice(d: Diagnosis, config: CompileConfig, explanations: list[Explanation]) -> list[str]:
     """What would avoid the recompiles, per cause (the most frequent first)."""
     out: list[str] = []
     auto = config.dynamo.get("automatic_dynamic_shapes")
     for cause in d.causes:
         who = f"`{cause.input}`" if cause.input else "the input"
         target = cause.input or "x"
-        if cause.change == "size":
+        # The newest explanation of this cause: its words and fix.
+        e = next(
+            (
+                e
+                for e in reversed(explanations)
+                if e.failure is not None
+                and e.failure.key3 == (cause.input, cause.change, cause.index)
+            ),
+            None,
+        )
+        plain = e is None or (e.family == cause.change and "0/1 specialization" not in e.words)
+        if not plain and e is not None:
+            out.append(f"{e.words} Fix: {e.fix}" if e.fix else e.words)
+        elif cause.change == "size":
             dim = cause.index if cause.index is not None else 0
             fix = (
                 f"`dynamic=True` or `torch._dynamo.mark_dynamic({target}, {dim})` would avoid them"
@@ -1342,29 +1364,6 @@ def _advice(d: Diagnosis, config: CompileConfig) -> list[str]:
             out.append(
                 f"each dtype of {who} needs its own graph: cast to one dtype before the call."
             )
-        elif cause.change == "value":
-            if auto is False:
-                out.append(
-                    f"{who} is a Python value baked into the graph as a constant, and "
-                    "automatic_dynamic_shapes is off: each new value recompiles; pass it as a "
-                    "tensor, or turn automatic dynamic shapes on (an int then becomes a symbol)."
-                )
-            elif config.dynamo.get("specialize_int") is True:
-                out.append(
-                    f"{who} is a Python value baked into the graph, and specialize_int is on: "
-                    "pass it as a tensor, or turn specialize_int off."
-                )
-            else:
-                out.append(
-                    f"{who} is a Python value baked into the graph as a constant: pass it as a "
-                    "tensor (automatic dynamic shapes makes an int a symbol once it changes)."
-                )
-        elif cause.change == "identity":
-            out.append(f"{who} is a different object on each call: reuse one object.")
-        elif cause.change == "type":
-            out.append(f"{who} changed type between calls.")
-        elif cause.change == "global state":
-            out.append(f"global state changed between calls ({cause.input}): e.g. torch.no_grad().")
-        elif cause.change == "requires_grad":
-            out.append(f"{who} changed requires_grad between calls.")
+        elif e is not None:
+            out.append(f"{e.words} Fix: {e.fix}" if e.fix else e.words)
     return out

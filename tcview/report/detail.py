@@ -63,7 +63,7 @@ from tcview.analysis.provenance import (
     tracking_hint,
     unit_origin,
 )
-from tcview.analysis.recompiles import CompileConfig, compile_config, diagnose, parse_guard_failure
+from tcview.analysis.recompiles import CompileConfig, compile_config, diagnose, explain_compile
 from tcview.model.compile_id import FIRST_EPISODE
 from tcview.model.facts import short_guard
 from tcview.model.objects import (
@@ -439,15 +439,22 @@ def _recompile_section(detail: Detail, comp: Compile, config: CompileConfig) -> 
     if comp.frame is not None:
         _diagnosis_section(detail, comp.frame, config, "why its frame recompiles")
     section = detail.section("recompiled because", "recompile")
+    explanation = explain_compile(comp, config)
+    if explanation is not None and explanation.failure is not None:
+        section.row("family", explanation.family, "strong")
+        section.row("changed", explanation.words, "diagnosis")
+        if len(explanation.values) > 1:
+            section.row("values", ", ".join(explanation.values), "dim")
+        if explanation.fix:
+            section.row("fix", explanation.fix, "advice")
+        if explanation.doc:
+            section.row("doc", explanation.doc, "dim")
     reasons = rc.reasons or ["(no reason recorded)"]
     for i, reason in enumerate(reasons[:GUARD_ROWS]):
-        section.row("", short_guard(reason) or reason, "guard", bullet=True)
-        failure = parse_guard_failure(reason) if rc.reasons and i == 0 else None
-        if failure is not None and failure.input:
-            what = f"{failure.input} {failure.what}"
-            if failure.expected or failure.actual:
-                what += f": expected {failure.expected or '?'}, got {failure.actual or '?'}"
-            section.row("", what, "dim", depth=1)
+        label = "failed" if i == 0 and rc.reasons else ""
+        section.row(label, short_guard(reason) or reason, "guard", bullet=not label)
+        if i == 0 and rc.reasons and len(reasons) > 1:
+            section.row("", "against the newest earlier compile; below, against older ones", "dim")
     if len(reasons) > GUARD_ROWS:
         section.row("", f"… {len(reasons) - GUARD_ROWS} more (against older compiles)", "dim")
 

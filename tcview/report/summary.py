@@ -9,6 +9,7 @@ from typing import Any, NamedTuple
 from tcview.analysis.cudagraphs import cudagraph_counts, model_cudagraphs
 from tcview.analysis.divergence import CHECK_TITLES, CHECKS, Divergence, analyze, describe_groups
 from tcview.analysis.export import export_counts, is_export
+from tcview.analysis.recompiles import guard_families
 from tcview.ingest.textlog import TextLog
 from tcview.model.facts import short_guard
 from tcview.model.objects import KERNEL_KINDS, Model, short_location
@@ -44,6 +45,8 @@ def summary_json(
     out = ts.summary_counts(verify=verify)
     out["kernels_by_kind"] = kernels_by_kind(ts)
     out["cudagraphs"] = cudagraph_counts(ts)
+    # Each recompile once, by the guard that failed against its frame's newest earlier compile.
+    out["guard_families"] = guard_families(ts.compiles)
     out["skipped"] = [{"path": str(p), "reason": why} for p, why in ts.skipped]
     unknown = ts.unknown_kinds()
     out["unknown_kinds"] = dict(sorted(unknown.items()))
