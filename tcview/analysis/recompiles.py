@@ -64,12 +64,13 @@ FAMILIES: dict[str, str] = {
     "global_state": "global state (grad mode, autocast, torch function modes, ...)",
     "symbolic_shape": "a guard on dynamic (symbolic) sizes",
     "dynamic_marking": "the dimensions mark_dynamic marked",
+    "not_logged": "no guard failure was logged for the recompile",
     "other": "a guard tcview does not know",
 }
 
 _ID = r"(?:(!?\d+(?:/\d+)*(?:_\d+)?): )?"
 _TENSOR = r"tensor '(?P<input>.+?)' "
-_NAME = r"[A-Za-z_][\w.]*(?:\[[^\]]+\])*"  # x, L['x'], self.cfg.flag, opts['act'], xs[0]
+_NAME = r"[A-Za-z_]\w*(?:\.\w+|\[[^\]]+\])*"  # x, L['x'], self.cfg.flag, opts['act'], xs[0]
 _LITERAL = r"-?[\w.+-]+|'[^']*'|\"[^\"]*\""
 _FORMS: tuple[tuple[str, re.Pattern[str]], ...] = (
     (
@@ -539,12 +540,12 @@ def guard_text(comp: Compile) -> str:
 
 def family_of(comp: Compile, failure: GuardFailure | None = None) -> str:
     """The family of a recompile: of the guard that failed against the newest earlier compile
-    ("other" when none was logged). Refines what the guard alone tells with its frame: an
+    ("not_logged" when none was). Refines what the guard alone tells with its frame: an
     attribute of `self` in a module's forward is a module flag; strides that are another
     memory format are a layout."""
     failure = failure or primary_failure(comp)
     if failure is None:
-        return "other"
+        return "not_logged"
     if failure.family == "value" and _module_attr(comp, failure.input):
         return "module_flag"
     if failure.family == "stride" and _formats(comp, failure) is not None:
@@ -676,7 +677,9 @@ def explain_frame(frame: Frame, config: CompileConfig | None = None) -> list[Exp
     for comp in recompiles:
         failure = primary_failure(comp)
         if failure is None:
-            out.append(Explanation(comp, "other", None, words="no guard failure was logged for it"))
+            out.append(
+                Explanation(comp, "not_logged", None, words="no guard failure was logged for it")
+            )
             continue
         family = family_of(comp, failure)
         key = (family, failure.input, failure.index)
@@ -1081,21 +1084,34 @@ def _identity_words(
     what = "function" if f.input.endswith(".__code__") else "object"
     old, new = _object_names(e.compile, f)
     named = f": {old} → {new}" if old and new else (f" (it was {old})" if old else "")
-    ids = len(set(e.values)) or n + 1
+    recompiles = [c for c in frame.compiles if c.key.is_recompile]
+    mine = [x for x in recompiles if (g := primary_failure(x)) is not None and g.key3 == f.key3]
+    objects = mine.index(e.compile) + 2 if e.compile in mine else n + 1
     limit = config.limit or 8
-    if n + 1 >= limit and n == len([c for c in frame.compiles if c.key.is_recompile]):
+    limit_hit = any(fl.is_recompile_limit for c in frame.compiles for fl in c.failures)
+    if n == len(recompiles) and (limit_hit or n + 1 >= limit):
         words = (
-            f"`{name}` is a new {what} at nearly every call{named}: {ids} different objects so "
-            f"far, each guarded by identity, up to recompile_limit ({limit})."
+            f"`{name}` is a new {what} at nearly every call{named}: {n + 1} different objects, "
+            f"each guarded by identity, up to recompile_limit ({limit})."
         )
         fix = (
             f"create the {what} once, outside the loop, and pass the same one on every call "
             f"(a lambda or functools.partial made per call is a new object each time)."
         )
         return words, fix, RECOMPILES_DOC
+    if n == len(recompiles) and n >= 3:
+        words = (
+            f"`{name}` was another {what} at each of the {n} recompiles{named} ({objects} "
+            "objects so far, each with its own graph)."
+        )
+        fix = (
+            f"if the {what} is made per call (a lambda or functools.partial inside the loop), "
+            "create it once and reuse it; otherwise expect one graph per object."
+        )
+        return words, fix, RECOMPILES_DOC
     words = (
         f"`{name}` is another {what} than the one compiled{named}: each distinct {what} gets its "
-        f"own graph ({ids} so far); a call with one already compiled reuses its graph."
+        f"own graph ({objects} so far); a call with one already compiled reuses its graph."
     )
     return words, f"none needed for a few; keep their number below recompile_limit ({limit}).", ""
 
