@@ -56,7 +56,9 @@ def test_size(source: str) -> None:
     assert "it changes on every call" in out[1].words
     assert "`torch._dynamo.mark_dynamic(x, 0)`" in out[1].fix
     if source == "trace":  # the config says dynamic=False; the capture does not
-        assert out[1].fix.startswith("it was compiled with dynamic=False")
+        assert out[1].fix.startswith(
+            "automatic_dynamic_shapes is off (`torch.compile(dynamic=False)`"
+        )
 
 
 @pytest.mark.parametrize("source", SOURCES)
@@ -348,7 +350,13 @@ def _sources(root: Path) -> list[Path]:
     """Every trace directory and TORCH_LOGS capture under `root`."""
     out: list[Path] = []
     for p in sorted(root.rglob("*")):
-        if p.is_dir() and any(q.name.endswith(".log") for q in p.iterdir() if q.is_file()) or p.is_file() and p.suffix in (".txt", ".log") and p.parent.name != "trace":
+        if (
+            p.is_dir()
+            and any(q.name.endswith(".log") for q in p.iterdir() if q.is_file())
+            or p.is_file()
+            and p.suffix in (".txt", ".log")
+            and p.parent.name != "trace"
+        ):
             out.append(p)
     return out
 

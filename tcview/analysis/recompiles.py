@@ -466,6 +466,10 @@ def marked_dynamic(guards: Record) -> list[tuple[str, str]]:
 
 # ---------------------------------------------------------------------- explanations
 
+AUTO_OFF = (
+    "automatic_dynamic_shapes is off (`torch.compile(dynamic=False)` or "
+    "`torch._dynamo.config.automatic_dynamic_shapes = False`)"
+)
 OPTIMIZER_LR_DOC = (
     "https://docs.pytorch.org/tutorials/recipes/compiling_optimizer_lr_scheduler.html"
 )
@@ -836,10 +840,7 @@ def _words(e: Explanation, frame: Frame, config: CompileConfig, n: int) -> tuple
         target = f.input or "x"
         mark = f"`torch._dynamo.mark_dynamic({target}, {dim})`"
         if auto is False:
-            fix = (
-                f"it was compiled with dynamic=False (automatic_dynamic_shapes off): drop "
-                f"`dynamic=False`, or call {mark} before the call"
-            )
+            fix = f"{AUTO_OFF}: turn it on (drop `dynamic=False`), or call {mark} before the call"
         elif auto is True and n == 1:
             fix = (
                 "none needed: automatic dynamic shapes made this dimension dynamic at this "
@@ -1048,16 +1049,16 @@ def _value_words(
             fix += "; specialize_float is on: set `torch._dynamo.config.specialize_float = False`"
         elif config.dynamo.get("automatic_dynamic_shapes") is False:
             fix += (
-                "; it was compiled with dynamic=False (automatic_dynamic_shapes off), which "
-                "keeps floats constant: without it, a float becomes a graph input once it changes"
+                f"; {AUTO_OFF}, which keeps floats constant: with it on, a float becomes a graph "
+                "input once it changes"
             )
         return words, fix + ".", doc
     if kind == "int":
         if config.dynamo.get("automatic_dynamic_shapes") is False:
             fix = (
-                "it was compiled with dynamic=False (automatic_dynamic_shapes off), so each int "
-                "is a constant: drop `dynamic=False` (an int then becomes a symbol once it "
-                "changes), pass it as a tensor, or move it out of the compiled function"
+                f"{AUTO_OFF}, so each int is a constant: turn it on (an int then becomes a "
+                "symbol once it changes), pass it as a tensor, or move it out of the compiled "
+                "function"
             )
         elif config.dynamo.get("specialize_int") is True:
             fix = "specialize_int is on: turn it off, or pass the int as a tensor"
