@@ -13,6 +13,20 @@ Guard failures come in the forms torch logs them (``recompile_reasons`` artifact
 
 The config is read from each compile's ``compilation_metrics`` (``dynamo_config`` and
 ``inductor_config`` hold the whole config as JSON text), from disk, when asked.
+
+Every recompile explained (the API the findings build on):
+
+- ``FAMILIES``: each family a failed guard falls in, with what it is about in words;
+- ``parse_guard_failure(text)`` -> ``GuardFailure``: the failed guard's parts (``family``,
+  ``input``, ``index``, ``expected``, ``actual``, ``against``, ``key``, ``where``);
+- ``family_of(compile)``: the family of a recompile, by the guard that failed against the
+  newest earlier compile of its frame (a recompile lists one failed guard per earlier compile;
+  the first is that one). ``guard_families(compiles)`` counts them, each recompile once;
+- ``explain_frame(frame, config)`` / ``explain_compile(compile, config)`` / ``explain(compiles)``
+  -> ``Explanation``: per recompile the family, the failed guard, the values that input took
+  over the frame's compiles in order, whether it changed on every call, what changed in words,
+  the fix ("" where the trace does not show what would help) and a doc link; ``json()`` is
+  the same as plain data.
 """
 
 from __future__ import annotations
