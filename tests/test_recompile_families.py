@@ -15,6 +15,7 @@ from tcview.analysis.recompiles import (
     FAMILIES,
     Explanation,
     compile_config,
+    explain,
     explain_frame,
     guard_families,
     parse_guard_failure,
@@ -202,6 +203,20 @@ def test_identity_from_the_capture() -> None:
     assert "`mask_fn` is another function than the one compiled: each distinct" in e.words
 
 
+def test_int_made_dynamic_at_its_recompile() -> None:
+    """The GPU run's `n` (automatic dynamic shapes on): one recompile, after which the new
+    compile guards no value of `n` — it became a graph input; nothing to fix."""
+    shared = unpack_shared()
+    if shared is None:
+        pytest.skip("../shared/traces.tar.xz is absent")
+    model = load_source(str(shared / "h200-torch2.11" / "recompiles" / "trace"))
+    e = next(e for e in explain(model.compiles) if e.compile.id_label == "0/1")
+    assert e.family == "value"
+    assert e.words.startswith("`n` was a Python int baked into the graph as 0")
+    assert "Dynamo made it dynamic (a graph input)" in e.words
+    assert e.fix.startswith("none needed")
+
+
 def test_identity_each_recompile_a_new_object() -> None:
     """`fn` another object at each of 3 recompiles (tlparse's corpus): said as such, with the
     advice for objects made per call; no limit was hit, so no "every call" claim."""
@@ -362,6 +377,11 @@ def _sources(root: Path) -> list[Path]:
 
 
 def _other(models: list[tuple[Path, Model]]) -> list[str]:
+    """The inputs with a recompile of family "other"; on the way, every recompile is
+    explained in words (explaining none raises)."""
+    for path, model in models:
+        for e in explain(model.compiles):
+            assert e.words and (e.failure is None or e.family != "other" or e.fix == ""), path
     return [
         f"{path}: {json.dumps(summary_json(model)['guard_families'])}"
         for path, model in models

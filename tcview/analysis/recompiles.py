@@ -835,7 +835,9 @@ def _words(e: Explanation, frame: Frame, config: CompileConfig, n: int) -> tuple
     if own[0] or own[1]:
         old, new = own
     change = (
-        f"{_short(old)} → {_short(new)}" if old and new else (_short(old) and f"was {_short(old)}")
+        f"{_short(old)} → {_short(new)}"
+        if old and new
+        else (_short(old) and f"{_short(old)} → another value")
     )
     auto = config.dynamo.get("automatic_dynamic_shapes")
     family = e.family
@@ -1033,6 +1035,15 @@ def _value_words(
         return words, fix + ".", RECOMPILES_DOC
     values = f" ({seen})" if len(e.values) > 2 or e.every_call else ""
     words = f"{who} is {noun} baked into the graph as a constant: {change}{values}{where}."
+    if kind in ("int", "float") and len(e.values) == 1 and guard_text(e.compile):
+        # This compile guards no value of it: Dynamo made it a graph input (automatic dynamic).
+        return (
+            f"{who} was {noun} baked into the graph as {_short(f.expected)}{where}; it changed, "
+            "and at this recompile Dynamo made it dynamic (a graph input), so other values "
+            "reuse the new graph.",
+            "none needed for this one recompile (pass it as a tensor to avoid even this one).",
+            "",
+        )
     if kind == "bool":
         return (
             words[:-1] + "; each value gets its own graph (two at most).",
