@@ -72,24 +72,18 @@ def test_stride(source: str) -> None:
 
 
 @pytest.mark.parametrize("source", SOURCES)
-def test_layout_channels_last(source: str) -> None:
-    """A stride change that is another memory format (read from both compiles' guards)."""
-    e = only("layout", source)
-    assert e.family == "layout"
-    assert e.values == ["contiguous", "channels_last"]
-    assert "`x` changed memory format: contiguous → channels_last" in e.words
-    assert "memory_format=torch.channels_last" in e.fix
-
-
-def test_layout_sparse_from_dispatch_keys() -> None:
-    """A sparse tensor after a strided one shows as a dispatch key set change (torch 2.13's
-    form; Dynamo on CPU makes no recompile of it here, so the guard text alone)."""
-    f = parse_guard_failure(
-        "0/0: tensor 'x' dispatch key set mismatch. expected DispatchKeySet(CPU, BackendSelect,"
-        " ADInplaceOrView, AutogradCPU), actual DispatchKeySet(SparseCPU, BackendSelect,"
-        " ADInplaceOrView, AutogradCPU)"
-    )
-    assert (f.family, f.input) == ("layout", "x")
+def test_layout(source: str) -> None:
+    """channels_last after contiguous: a stride change that is another memory format (read
+    from both compiles' guards); a sparse COO matrix after a dense one: its dispatch keys."""
+    fmt, sparse = explained("layout", source)
+    assert fmt.family == "layout"
+    assert fmt.values == ["contiguous", "channels_last"]
+    assert "`x` changed memory format: contiguous → channels_last" in fmt.words
+    assert "memory_format=torch.channels_last" in fmt.fix
+    assert sparse.family == "layout"
+    assert sparse.values == ["strided", "sparse (COO)"]
+    assert "`m` changed layout: strided → sparse (COO)" in sparse.words
+    assert "torch.compile does not support sparse tensors" in sparse.fix
 
 
 @pytest.mark.parametrize("source", SOURCES)

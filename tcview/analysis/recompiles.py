@@ -226,7 +226,13 @@ _WHERE = re.compile(r"#\s*(?P<code>.*?)\s+#\s*(?P<where>\S+:\d+ in \S+)")
 _KEYS = re.compile(r"DispatchKeySet\((?P<keys>[^)]*)\)")
 # Backend dispatch keys that name a device; the layout keys that name a layout.
 _DEVICE_KEYS = ("CPU", "CUDA", "Meta", "XPU", "MPS", "HIP", "XLA", "Lazy", "PrivateUse1", "MTIA")
-_LAYOUT_KEYS = ("Sparse", "SparseCsr", "Mkldnn", "Nested", "Quantized")
+_LAYOUT_KEYS = {
+    "SparseCsr": "sparse compressed (CSR, CSC, BSR or BSC)",
+    "Sparse": "sparse (COO)",
+    "Mkldnn": "mkldnn",
+    "Nested": "nested",
+    "Quantized": "quantized",
+}
 
 
 @dataclass(frozen=True)
@@ -346,9 +352,10 @@ def _backend(keys: list[str]) -> str:
 
 
 def _layout(keys: list[str]) -> str:
+    """The layout a dispatch key set names (``sparse (COO)``), "" for strided."""
     for k in keys:
-        for layout in _LAYOUT_KEYS:
-            if k.startswith(layout) and k[len(layout) :] in ("", *_DEVICE_KEYS):
+        for key, layout in _LAYOUT_KEYS.items():
+            if k.startswith(key) and k[len(key) :] in ("", *_DEVICE_KEYS):
                 return layout
     return ""
 
@@ -876,15 +883,14 @@ def _words(e: Explanation, frame: Frame, config: CompileConfig, n: int) -> tuple
         )
     if family == "layout":
         if f.change == "dispatch keys":
-            a, b = (
-                _layout(dispatch_keys(f.expected)) or "strided",
-                _layout(dispatch_keys(f.actual)) or "strided",
-            )
-            return (
-                f"{who} changed layout: {a} → {b}; each layout gets its own graph.",
-                "pass one layout on every call (e.g. `.to_dense()` or `.to_sparse()` before the call).",
-                "",
-            )
+            fix = "pass one layout on every call (e.g. `.to_dense()` before the call)"
+            if "sparse" in change:
+                # torch's own graph-break message: "torch.compile does not support sparse Tensors"
+                fix += (
+                    "; torch.compile does not support sparse tensors, so keep sparse work "
+                    "outside the compiled function"
+                )
+            return f"{who} changed layout: {change}; each layout gets its own graph.", fix + ".", ""
         return (
             f"{who} changed memory format: {change}; each format gets its own graph.",
             f"convert it to one format before the call (`{f.input or 'x'}.contiguous()` or "
