@@ -1328,7 +1328,9 @@ def _plural(n: int, word: str) -> str:
 def _cause_text(cause: Cause) -> str:
     who = f"`{cause.input}`" if cause.input else "a guard"
     values = ""
-    if cause.values:
+    if cause.change == "identity":
+        pass  # object ids say nothing to a reader
+    elif cause.values:
         values = f" (new values {_few(cause.values)})"
     elif cause.guarded:
         values = f" (it was {_few(cause.guarded)})"

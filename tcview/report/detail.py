@@ -63,7 +63,14 @@ from tcview.analysis.provenance import (
     tracking_hint,
     unit_origin,
 )
-from tcview.analysis.recompiles import CompileConfig, compile_config, diagnose, explain_compile
+from tcview.analysis.recompiles import (
+    CompileConfig,
+    Diagnosis,
+    Explanation,
+    compile_config,
+    diagnose,
+    explain_compile,
+)
 from tcview.model.compile_id import FIRST_EPISODE
 from tcview.model.facts import short_guard
 from tcview.model.objects import (
@@ -459,7 +466,9 @@ def _recompile_section(detail: Detail, comp: Compile, config: CompileConfig) -> 
         section.row("", f"… {len(reasons) - GUARD_ROWS} more (against older compiles)", "dim")
 
 
-def _diagnosis_section(detail: Detail, frame: Frame, config: CompileConfig, heading: str) -> None:
+def _diagnosis_section(
+    detail: Detail, frame: Frame, config: CompileConfig, heading: str
+) -> Diagnosis:
     diagnosis = diagnose(frame, config)
     section = detail.section(heading, "recompile")
     for sentence in diagnosis.sentences:
@@ -473,6 +482,7 @@ def _diagnosis_section(detail: Detail, frame: Frame, config: CompileConfig, head
             f"{cause.count}×", f"{cause.input or '?'} {cause.what}: {ids}{more}", "guard", depth=1
         )
     section.fit_labels()
+    return diagnosis
 
 
 def _breaks_section(detail: Detail, comp: Compile) -> None:
@@ -760,16 +770,21 @@ def frame_detail(frame: Frame) -> Detail:
     where = where_of(frame.file)
     if where:
         head.row("rank", where.split(" ", 1)[1])
+    explained: dict[int, Explanation] = {}
     if any(c.key.is_recompile for c in frame.compiles):
         config = compile_config(frame.compiles[0]) if frame.compiles else CompileConfig()
-        _diagnosis_section(detail, frame, config, "why it recompiled")
+        diagnosis = _diagnosis_section(detail, frame, config, "why it recompiled")
+        explained = {id(e.compile): e for e in diagnosis.explanations}
     section = detail.section("compiles")
     for comp in frame.compiles[:SUMMARY_ROWS]:
         value = f"{comp.status:<12}{fmt_seconds(comp.compile_time_s):>8}"
         if comp.marks:
             value += "  " + ", ".join(comp.marks)
         section.row(comp.id_label, value, f"status:{comp.status}")
-        if comp.recompile is not None:
+        e = explained.get(id(comp))
+        if e is not None and e.failure is not None:
+            section.row(f"{e.family}:", e.words, "guard", depth=2)
+        elif comp.recompile is not None:
             for reason in comp.recompile.reasons[:3]:
                 section.row("guard failed:", short_guard(reason), "guard", depth=2)
         for gb in comp.breaks[:3]:
