@@ -247,7 +247,15 @@ def test_length(source: str) -> None:
 
 @pytest.mark.parametrize("source", SOURCES)
 def test_keyword_arguments(source: str) -> None:
-    e = only("kwargs", source)
+    """`shift=` passed too; **parts iterated with other keys (a, b; a, c; a, b, c): the keys
+    by name, from both compiles' guards."""
+    e, parts, more = explained("kwargs", source)
+    assert (parts.family, more.family) == ("keys", "keys")
+    assert parts.words.startswith(
+        "`parts` holds other keys than when compiled: ['a', 'b'] → ['a', 'c'] (added 'c';"
+        " without 'b')"
+    )
+    assert "['a', 'c'] → ['a', 'b', 'c'] (added 'b')" in more.words
     assert e.family == "keys"
     assert e.words.startswith("the call passed `shift` in `kwargs` (absent when compiled)")
     assert "?" not in e.words

@@ -189,7 +189,14 @@ _FORMS: tuple[tuple[str, re.Pattern[str]], ...] = (
             _ID + r"len\((?P<input>(?:L\[')?\w*kwargs\w*(?:'\])?)\) == (?P<expected>\d+)\s*$"
         ),
     ),
-    ("length", re.compile(_ID + r"len\((?P<input>.+)\) == (?P<expected>\d+)\s*$")),
+    (
+        "keys",  # the key at a position of a dict the code iterated: list(dict.keys(d))[1] == 'b'
+        re.compile(
+            _ID + r"list\(dict\.keys\((?P<input>" + _NAME + r")\)\)\[(?P<position>\d+)\] == "
+            r"(?P<expected>" + _LITERAL + r")\s*$"
+        ),
+    ),
+    ("length", re.compile(_ID + r"len\((?P<input>.+)\) [!=]= (?P<expected>\d+)\s*$")),
     (
         "size",  # a symbolic shape guard on one dimension: 2 <= x.size()[0] <= 4, Ne(..., 1)
         re.compile(_ID + r".*?(?P<input>" + _NAME + r")\.(?:size|stride)\(\)\[(?P<index>\d+)\]"),
@@ -575,6 +582,8 @@ def family_of(comp: Compile, failure: GuardFailure | None = None) -> str:
         return "module_flag"
     if failure.family == "stride" and _formats(comp, failure) is not None:
         return "layout"
+    if failure.family == "length" and _is_dict(comp, failure.input):
+        return "keys"
     return failure.family
 
 
@@ -590,6 +599,32 @@ def _module_class(frame: Frame) -> str:
         if m is not None:
             return f"`{m.group('cls')}`"
     return "the module"
+
+
+def _is_dict(comp: Compile, name: str) -> bool:
+    """Whether a compile's guards hold `name` to be a dict (``source=L['parts'], … type=<class
+    'dict'>``)."""
+    pattern = (
+        r"source=(?:L\['"
+        + re.escape(name)
+        + r"'\]|"
+        + re.escape(name)
+        + r"),[^\n]*type=<class 'dict'>"
+    )
+    return re.search(pattern, guard_text(comp)) is not None
+
+
+def _dict_keys_at(comp: Compile | None, name: str) -> list[str]:
+    """The keys, in order, a compile's guards hold a dict it iterated to
+    (``list(dict.keys(L['parts']))[1] == 'b'``)."""
+    if comp is None:
+        return []
+    source = r"(?:L\['" + re.escape(name) + r"'\]|" + re.escape(name) + r")"
+    found: dict[int, str] = {}
+    pattern = r"list\(dict\.keys\(" + source + r"\)\)\[(\d+)\] == (" + _LITERAL + r")(?=\s|$)"
+    for m in re.finditer(pattern, guard_text(comp), re.M):
+        found.setdefault(int(m.group(1)), m.group(2))
+    return [found[i] for i in sorted(found)]
 
 
 def _module_attr(comp: Compile, name: str) -> bool:
@@ -787,7 +822,33 @@ def _old_new(comp: Compile, failure: GuardFailure, family: str) -> tuple[str, st
         return failure.expected, m.group(1) if m else ""
     if family == "identity":
         return failure.expected, _id_at(comp, failure.input)
+    if family == "keys" and not failure.key:
+        old_keys = _dict_keys_at(_against(comp, failure), failure.input)
+        new_keys = _dict_keys_at(comp, failure.input)
+        if old_keys and new_keys:
+            return f"[{', '.join(old_keys)}]", f"[{', '.join(new_keys)}]"
+        if failure.expected:
+            return failure.expected, _keys_at(comp, failure)
     return "", ""
+
+
+def _keys_at(comp: Compile, failure: GuardFailure) -> str:
+    """The keys (``['a', 'b']``) or their count a compile guards a dict or kwargs on."""
+    name = re.escape(failure.input)
+    source = r"(?:L\['" + name + r"'\]|" + name + r")"
+    if failure.expected.startswith("["):
+        form = r"(?:list\(" + source + r"\.keys\(\)\)|___key_to_id\(" + source + r"\)) == (\[.*?\])"
+    else:
+        form = r"len\(" + source + r"\) == (\d+)"
+    m = re.search(form + r"(?=\s|$)", guard_text(comp), re.M)
+    return m.group(1) if m else ""
+
+
+def _key_list(values: list[str]) -> list[str]:
+    """``["['a', 'b']"]`` -> ``["'a'", "'b'"]``."""
+    if not values:
+        return []
+    return [k.strip() for k in values[0].strip("[]").split(",") if k.strip()]
 
 
 def _type_at(comp: Compile, name: str) -> str:
@@ -970,8 +1031,33 @@ def _words(e: Explanation, frame: Frame, config: CompileConfig, n: int) -> tuple
                 f"the call {passed} `{f.key.strip(chr(39) + chr(34))}` in {who} ({was} when "
                 "compiled): each set of keys gets its own graph."
             )
+        elif old.startswith("["):
+            words = f"{who} holds other keys than when compiled: {change}"
+            old_keys, new_keys = _key_list([old] if old else []), _key_list([new] if new else [])
+            added = [k for k in new_keys if k not in old_keys]
+            gone = [k for k in old_keys if k not in new_keys]
+            if new_keys and (added or gone):
+                words += (
+                    " ("
+                    + "; ".join(
+                        ([f"added {', '.join(added)}"] if added else [])
+                        + ([f"without {', '.join(gone)}"] if gone else [])
+                    )
+                    + ")"
+                )
+            words += ": each set of keys gets its own graph."
+        elif "dict.keys(" in f.text:
+            position = re.search(r"\)\)\[(\d+)\]", f.text)
+            at = f" at position {position.group(1)}" if position else ""
+            words = (
+                f"{who} holds other keys than when compiled: its key{at} was {f.expected}; each "
+                "set of keys gets its own graph."
+            )
         else:
-            words = f"{who} holds other keys than when compiled ({change or f.text})."
+            words = (
+                f"{who} holds another number of keys than when compiled: {change}; each set of "
+                "keys gets its own graph."
+            )
         return words, "pass the same keyword arguments (or dict keys) on every call.", ""
     if family == "global_state":
         return (
