@@ -34,6 +34,7 @@ from __future__ import annotations
 import json
 import re
 from dataclasses import dataclass, field, replace
+from functools import lru_cache
 from typing import Any
 
 from tcview.model.facts import short_guard
@@ -515,6 +516,7 @@ _GLOBAL_WORDS = (
     ("torch_function", "torch function handling (torch._C.DisableTorchFunction)"),
 )
 _GUARD_RECORDS = ("dynamo_cpp_guards_str", "guards")
+GUARD_TEXTS_CACHED = 512  # compiles whose guards text is kept (a frame's explanations reread it)
 _TENSOR_MATCH = re.compile(
     r"check_tensor\((?P<input>[^,]+),.*?size=\[(?P<size>[^\]]*)\], stride=\[(?P<stride>[^\]]*)\]"
 )
@@ -535,6 +537,7 @@ class Explanation:
     failure: GuardFailure | None
     values: list[str] = field(default_factory=list)
     every_call: bool = False  # each recompile of the frame came from a new value of this input
+    nth: int = 1  # this is the nth recompile of its frame on this input and family
     words: str = ""
     fix: str = ""
     doc: str = ""
@@ -565,9 +568,14 @@ class Explanation:
 
 
 def guard_text(comp: Compile) -> str:
-    """The guards a compile installed, as logged (trace or TORCH_LOGS=guards; "" when neither)."""
-    parts = [r.payload() for r in comp.records if r.kind in _GUARD_RECORDS]
-    return "\n".join(parts)
+    """The guards a compile installed, as logged (trace or TORCH_LOGS=guards; "" when neither).
+    Read from disk once per compile and record count (a live compile gains its guards late)."""
+    return _guard_text(comp, len(comp.records))
+
+
+@lru_cache(maxsize=GUARD_TEXTS_CACHED)
+def _guard_text(comp: Compile, _records: int) -> str:
+    return "\n".join(r.payload() for r in comp.records if r.kind in _GUARD_RECORDS)
 
 
 def family_of(comp: Compile, failure: GuardFailure | None = None) -> str:
@@ -745,12 +753,13 @@ def explain_frame(frame: Frame, config: CompileConfig | None = None) -> list[Exp
         key = (family, failure.input, failure.index)
         values = series.setdefault(key, [])
         counts[key] = counts.get(key, 0) + 1
+        nth = counts[key]
         old, new = _old_new(comp, failure, family)
         if not values and old:
             values.append(old)
         if new:
             values.append(new)
-        out.append(Explanation(comp, family, failure, values))
+        out.append(Explanation(comp, family, failure, values, nth=nth))
     for e in out:
         if e.failure is None:
             continue
@@ -769,12 +778,13 @@ def explain_compile(comp: Compile, config: CompileConfig | None = None) -> Expla
 
 
 def explain(model_compiles: list[Compile]) -> list[Explanation]:
-    """Explanations of every recompile among `model_compiles` (a model's compiles), each once."""
+    """Explanations of every recompile among `model_compiles` (a model's compiles), each once,
+    each frame with the config its first compile ran with (read from disk)."""
     frames: list[Frame] = []
     for c in model_compiles:
         if c.key.is_recompile and c.frame is not None and c.frame not in frames:
             frames.append(c.frame)
-    return [e for f in frames for e in explain_frame(f)]
+    return [e for f in frames for e in explain_frame(f, compile_config(f.compiles[0]))]
 
 
 def guard_families(model_compiles: list[Compile]) -> dict[str, int]:
@@ -1203,8 +1213,7 @@ def _identity_words(
     old, new = _object_names(e.compile, f)
     named = f": {old} → {new}" if old and new else (f" (it was {old})" if old else "")
     recompiles = [c for c in frame.compiles if c.key.is_recompile]
-    mine = [x for x in recompiles if (g := primary_failure(x)) is not None and g.key3 == f.key3]
-    objects = mine.index(e.compile) + 2 if e.compile in mine else n + 1
+    objects = e.nth + 1
     limit = config.limit or 8
     limit_hit = any(fl.is_recompile_limit for c in frame.compiles for fl in c.failures)
     if n == len(recompiles) and (limit_hit or n + 1 >= limit):
