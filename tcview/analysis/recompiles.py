@@ -1165,8 +1165,10 @@ def _value_words(
             words = f"the optimizer's learning rate {words}"
             fix = (
                 "make the learning rate a tensor when creating the optimizer, e.g. "
-                f"`torch.optim.AdamW(params, lr=torch.tensor({first}))`: the scheduler then "
-                "updates it in place and the compiled step does not recompile"
+                f"`torch.optim.AdamW(params, lr=torch.tensor({first}))`, as PyTorch's recipe for "
+                "a compiled optimizer with an LR scheduler does: the scheduler then updates it "
+                "in place and the compiled step does not recompile (run eagerly, Adam and AdamW "
+                "take a tensor lr only with `fused=True` or `capturable=True`)"
             )
             doc = OPTIMIZER_LR_DOC
         else:
