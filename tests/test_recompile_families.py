@@ -264,19 +264,27 @@ def test_keyword_arguments(source: str) -> None:
 
 @pytest.mark.parametrize("source", SOURCES)
 def test_module_flag_to_the_recompile_limit(source: str) -> None:
-    """Ten `Block`s compiled each on its own, `self.layer_idx` 0..9: the ninth hits the limit."""
+    """Ten `Block`s compiled each on its own, `self.layer_idx` 0..9: the ninth hits the limit;
+    a `Head` in train mode, then eval mode."""
     out = explained("module_flag", source)
     assert {e.family for e in out} == {"module_flag"}
-    e = out[0]
+    e, training = out[0], out[-1]
     assert e.values == [str(i) for i in range(8)]
     assert "`self.layer_idx` is a Python int attribute of" in e.words
-    assert "at least 9 instances" in e.words
-    assert "each takes a slot of recompile_limit (8)" in e.words
+    assert "that took 9 values (0, 1, 2, 3, 4, 5, …): 9 instances of" in e.words
+    assert "each value takes a slot of recompile_limit (8)" in e.words
     assert "the limit was hit" in e.words
     assert "allow_unspec_int_on_nn_module = True" in e.fix
     assert "recompile_limit" in e.fix
     if source == "trace":  # the class is named by the guards on `self`
         assert "attribute of `Block`" in e.words
+    # One `Head` switched from train() to eval(): two graphs, nothing to fix.
+    assert training.words.startswith("`self.training` of")
+    assert "changed (guarded at script.py:" in training.words
+    assert "True → False; `model.train()` and `model.eval()` each get their own graph" in (
+        training.words
+    )
+    assert training.fix == "none needed for two graphs."
 
 
 @pytest.mark.parametrize("source", SOURCES)
@@ -355,7 +363,7 @@ def test_run_diff_counts_recompiles_not_guard_lines() -> None:
     a = load_source(str(RECOMPILES / "size" / "trace"))
     b = load_source(str(RECOMPILES / "module_flag" / "trace"))
     diff = run_diff(a, b)
-    assert sum(c.b for c in diff.recompile_reasons) == len(b.recompiles) == 8
+    assert sum(c.b for c in diff.recompile_reasons) == len(b.recompiles) == 9
     assert sum(c.a for c in diff.recompile_reasons) == len(a.recompiles) == 2
     assert any(c.what == "module_flag: `self.layer_idx` value" for c in diff.recompile_reasons)
 

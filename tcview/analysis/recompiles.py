@@ -586,7 +586,7 @@ def family_of(comp: Compile, failure: GuardFailure | None = None) -> str:
     failure = failure or primary_failure(comp)
     if failure is None:
         return "not_logged"
-    if failure.family == "value" and _module_attr(comp, failure.input):
+    if failure.family in ("value", "identity") and _module_attr(comp, failure.input):
         return "module_flag"
     if failure.family == "stride" and _formats(comp, failure) is not None:
         return "layout"
@@ -638,7 +638,9 @@ def _dict_keys_at(comp: Compile | None, name: str) -> list[str]:
 def _module_attr(comp: Compile, name: str) -> bool:
     frame = comp.frame
     return (
-        bool(re.fullmatch(r"self\.\w+", name)) and frame is not None and frame.co_name == "forward"
+        bool(re.fullmatch(r"self(?:\.\w+)?", name))
+        and frame is not None
+        and frame.co_name == "forward"
     )
 
 
@@ -800,6 +802,8 @@ def guard_families(model_compiles: list[Compile]) -> dict[str, int]:
 
 def _old_new(comp: Compile, failure: GuardFailure, family: str) -> tuple[str, str]:
     """The input's value at the compile whose guard failed, and at this one ("" unknown)."""
+    if family == "identity" or failure.change == "identity":
+        return failure.expected, _id_at(comp, failure.input)
     if family in ("value", "module_flag"):
         return failure.expected, _guarded_value(comp, failure.input)
     if family == "layout" and failure.change == "stride":
@@ -1090,6 +1094,61 @@ def _words(e: Explanation, frame: Frame, config: CompileConfig, n: int) -> tuple
     return f"a guard failed: {f.text}", "", ""
 
 
+def _module_words(
+    e: Explanation,
+    frame: Frame,
+    config: CompileConfig,
+    noun: str,
+    kind: str,
+    where: str,
+    change: str,
+) -> tuple[str, str, str]:
+    """A guard on `self` or one of its attributes in a module's forward."""
+    f = e.failure
+    assert f is not None
+    cls = _module_class(frame)
+    limit = config.limit or 8
+    limit_hit = any(fl.is_recompile_limit for c in frame.compiles for fl in c.failures)
+    hit = "; the limit was hit: instances past it run eagerly" if limit_hit else ""
+    parent = (
+        "compile the parent module once (the loop over its instances is then one graph, each "
+        "instance's value a constant in it), or raise `torch._dynamo.config.recompile_limit` "
+        "to at least the number of instances"
+    )
+    if f.input == "self.training":
+        return (
+            f"`self.training` of {cls} changed{where}: {change}; `model.train()` and "
+            "`model.eval()` each get their own graph (two at most).",
+            "none needed for two graphs.",
+            "",
+        )
+    if f.change == "identity":
+        graphs = e.nth + 1
+        return (
+            f"`self` is guarded by identity in {cls}.forward{where}: each instance of {cls} that "
+            f"calls this code gets its own graph ({graphs} so far), and each takes a slot of "
+            f"recompile_limit ({limit}){hit}.",
+            parent + ".",
+            RECOMPILES_DOC,
+        )
+    count = len(set(e.values)) + (1 if limit_hit else 0)
+    shown = _seen(e.values, False)
+    words = (
+        f"`{f.input}` is {noun} attribute of {cls}{where} that took {count} values ({shown}): "
+        f"{count} instances of {cls} with different values share this code (or one instance "
+        f"changed it), and each value takes a slot of recompile_limit ({limit}){hit}."
+    )
+    fix = parent
+    if kind == "int":
+        fix += (
+            ", or set `torch._dynamo.config.allow_unspec_int_on_nn_module = True` (torch's own "
+            "hint) so the int is not specialized"
+        )
+    elif kind in ("float", "value"):
+        fix += f", or make it a tensor (`{f.input} = torch.tensor(...)`)"
+    return words, fix + ".", RECOMPILES_DOC
+
+
 def _value_words(
     e: Explanation, frame: Frame, config: CompileConfig, n: int, who: str, change: str, seen: str
 ) -> tuple[str, str, str]:
@@ -1110,31 +1169,7 @@ def _value_words(
             "",
         )
     if e.family == "module_flag":
-        attr = f.input
-        cls = _module_class(frame)
-        limit_hit = any(fl.is_recompile_limit for c in frame.compiles for fl in c.failures)
-        instances = len(set(e.values)) + (1 if limit_hit else 0)
-        limit = config.limit or 8
-        shown = _seen(e.values, False)
-        words = (
-            f"`{attr}` is {noun} attribute of {cls}{where}: at least "
-            f"{instances} instances of {cls} share this code with different values ({shown}), "
-            f"and each takes a slot of recompile_limit ({limit})"
-        )
-        words += "; the limit was hit: instances past it run eagerly." if limit_hit else "."
-        fix = (
-            "compile the parent module once (each instance's value then is a constant of one "
-            "graph), or raise `torch._dynamo.config.recompile_limit` to at least the number "
-            "of instances"
-        )
-        if kind == "int":
-            fix += (
-                ", or set `torch._dynamo.config.allow_unspec_int_on_nn_module = True` so the "
-                "int is not specialized"
-            )
-        elif kind in ("float", "value"):
-            fix += f", or make it a tensor (`self.{attr.split('.', 1)[1]} = torch.tensor(...)`)"
-        return words, fix + ".", RECOMPILES_DOC
+        return _module_words(e, frame, config, noun, kind, where, change)
     values = f" ({seen})" if len(e.values) > 2 or e.every_call else ""
     words = f"{who} is {noun} baked into the graph as a constant: {change}{values}{where}."
     if kind in ("int", "float") and len(e.values) == 1 and guard_text(e.compile):
