@@ -211,6 +211,18 @@ def test_int_made_dynamic_at_its_recompile() -> None:
     assert e.fix.startswith("none needed")
 
 
+def test_size_made_dynamic_at_its_recompile() -> None:
+    """The CPU run's `x` 4 → 8 (automatic dynamic shapes): the new graph's guards hold the
+    dimension dynamic (size=[None]), so nothing needs fixing."""
+    shared = unpack_shared()
+    if shared is None:
+        pytest.skip("../shared/traces.tar.xz is absent")
+    model = load_source(str(shared / "cpu-torch2.13" / "c_recompiles" / "trace"))
+    e = next(e for e in explain(model.compiles) if e.compile.id_label == "0/2")
+    assert (e.family, e.values) == ("size", ["4", "8"])
+    assert e.fix.startswith("none needed: this recompile's graph has the dimension dynamic")
+
+
 def test_identity_each_recompile_a_new_object() -> None:
     """`fn` another object at each of 3 recompiles (tlparse's corpus): said as such, with the
     advice for objects made per call; no limit was hit, so no "every call" claim."""

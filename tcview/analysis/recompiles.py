@@ -659,6 +659,16 @@ def _tensor_shape(comp: Compile | None, name: str) -> tuple[list[int], list[int]
     return None
 
 
+def _dim_dynamic(comp: Compile, name: str, dim: int) -> bool | None:
+    """Whether a compile's guards leave a dimension of an input dynamic (``size=[2, None]``);
+    None when its guards do not say."""
+    for m in _TENSOR_MATCH.finditer(guard_text(comp)):
+        if input_name(m.group("input")) == name:
+            sizes = [v.strip() for v in m.group("size").split(",")]
+            return sizes[dim] == "None" if dim < len(sizes) else None
+    return None
+
+
 def memory_format(size: list[int], stride: list[int]) -> str:
     """``contiguous``, ``channels_last`` (4-d), ``channels_last_3d`` (5-d) or "" (another)."""
     if len(size) != len(stride):
@@ -937,9 +947,16 @@ def _words(e: Explanation, frame: Frame, config: CompileConfig, n: int) -> tuple
             words += f" (sizes seen: {seen})"
         target = f.input or "x"
         mark = f"`torch._dynamo.mark_dynamic({target}, {dim})`"
-        if auto is False:
+        dynamic = _dim_dynamic(e.compile, f.input, dim)
+        if dynamic:
+            fix = (
+                "none needed: this recompile's graph has the dimension dynamic (size=None in "
+                f"its guards), so other sizes reuse it; {mark} before the first call avoids "
+                "even this one"
+            )
+        elif auto is False:
             fix = f"{AUTO_OFF}: turn it on (drop `dynamic=False`), or call {mark} before the call"
-        elif auto is True and n == 1:
+        elif auto is True and n == 1 and dynamic is None:
             fix = (
                 "none needed: automatic dynamic shapes made this dimension dynamic at this "
                 f"recompile; {mark} before the first call avoids even this one"
