@@ -85,7 +85,8 @@ FAMILIES: dict[str, str] = {
 
 _ID = r"(?:(!?\d+(?:/\d+)*(?:_\d+)?): )?"
 _TENSOR = r"tensor '(?P<input>.+?)' "
-_NAME = r"[A-Za-z_]\w*(?:\.\w+|\[[^\]]+\])*"  # x, L['x'], self.cfg.flag, opts['act'], xs[0]
+# x, L['x'], self.cfg.flag, opts['act'], xs[0]; bounded, so a scan of a hostile line is linear
+_NAME = r"[A-Za-z_]\w{0,99}(?:\.\w{1,100}|\[[^\]]{1,100}\]){0,12}"
 _LITERAL = r"-?[\w.+-]+|'[^']*'|\"[^\"]*\""
 _FORMS: tuple[tuple[str, re.Pattern[str]], ...] = (
     (
@@ -229,6 +230,18 @@ _FORMS: tuple[tuple[str, re.Pattern[str]], ...] = (
         re.compile(_ID + r"(?P<input>" + _NAME + r") == (?P<expected>" + _LITERAL + r")\s*$"),
     ),
 )
+# The forms that scan a line for a name (``.*?NAME``) are tried only on lines with their mark:
+# on a long line of identifiers they backtrack quadratically.
+_NEEDLES = {
+    pattern: re.compile(mark)
+    for _change, pattern in _FORMS
+    for key, mark in (
+        ("_dynamo_dynamic_indices", r"_dynamo_dynamic_indices"),
+        ("(?:size|stride)", r"\.(?:size|stride)\(\)\["),
+    )
+    if pattern.pattern.startswith(_ID + ".*?") and key in pattern.pattern
+}
+GUARD_CHARS = 1000  # of a guard's first line parsed (Dynamo's are a few hundred at most)
 _LOCAL = re.compile(r"^L\[(['\"])(.+?)\1\]")
 _WHERE = re.compile(r"#\s*(?P<code>.*?)\s+#\s*(?P<where>\S+:\d+ in \S+)")
 _KEYS = re.compile(r"DispatchKeySet\((?P<keys>[^)]*)\)")
@@ -282,11 +295,14 @@ def input_name(source: str) -> str:
 
 def parse_guard_failure(reason: str) -> GuardFailure:
     """One guard failure (``0/0: tensor 'x' size mismatch at index 0. expected 8, …``)."""
-    text = short_guard(reason)
+    text = short_guard(reason)[:GUARD_CHARS]
     first = reason.split("\n", 1)[0].strip()
     where_m = _WHERE.search(first)
     where = where_m.group("where") if where_m else ""
     for change, pattern in _FORMS:
+        needle = _NEEDLES.get(pattern)
+        if needle is not None and needle.search(text) is None:
+            continue  # a form that scans the line: only where its mark is (linear otherwise)
         m = pattern.match(text)
         if m is None:
             continue
