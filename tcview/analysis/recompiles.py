@@ -783,8 +783,8 @@ def explain_frame(frame: Frame, config: CompileConfig | None = None) -> list[Exp
         counts[key] = counts.get(key, 0) + 1
         nth = counts[key]
         old, new = _old_new(comp, failure, family)
-        if not values and old:
-            values.append(old)
+        if old and (not values or values[-1] != old):
+            values.append(old)  # without guards logged, each failed guard names the last value
         if new:
             values.append(new)
         out.append(Explanation(comp, family, failure, values, nth=nth))
