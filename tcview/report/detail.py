@@ -450,7 +450,7 @@ def _recompile_section(detail: Detail, comp: Compile, config: CompileConfig) -> 
     if explanation is not None and explanation.failure is not None:
         section.row("family", explanation.family, "strong")
         section.row("changed", explanation.words, "diagnosis")
-        if len(explanation.values) > 1:
+        if len(explanation.values) > 1 and explanation.family != "identity":  # ids say nothing
             section.row("values", ", ".join(explanation.values), "dim")
         if explanation.fix:
             section.row("fix", explanation.fix, "advice")
