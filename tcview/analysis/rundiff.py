@@ -26,8 +26,8 @@ from tcview.analysis.diff import (
     kernel_diff,
     model_kernels,
 )
-from tcview.model.facts import short_guard
-from tcview.model.objects import Frame, Model, short_location
+from tcview.analysis.recompiles import family_of, primary_failure
+from tcview.model.objects import Compile, Frame, Model, short_location
 
 
 @dataclass(frozen=True)
@@ -275,13 +275,25 @@ def _break_counts(model: Model) -> Counter[tuple[str, str]]:
 
 
 def _reason_counts(model: Model) -> Counter[tuple[str, str]]:
+    """Recompiles per (cause, frame), each counted once: by the guard that failed against the
+    newest earlier compile (a recompile lists one failed guard per earlier compile)."""
     out: Counter[tuple[str, str]] = Counter()
     for rc in model.recompiles:
         frame = rc.compile.frame
         where = frame_sig(frame).text if frame is not None else ""
-        for reason in rc.reasons:
-            out[(_normal_guard(short_guard(reason)), where)] += 1
+        out[(_cause(rc.compile), where)] += 1
     return out
+
+
+def _cause(comp: Compile) -> str:
+    """``value: `n``` or the guard's text without its compile id, for a recompile."""
+    failure = primary_failure(comp)
+    if failure is None:
+        return "(no guard failure logged)"
+    family = family_of(comp, failure)
+    if family == "other" or not failure.input:
+        return _normal_guard(failure.text)
+    return f"{family}: `{failure.input}` {failure.what}"
 
 
 def _normal_guard(text: str) -> str:

@@ -70,7 +70,14 @@ from tcview.analysis.provenance import (
     tracking_hint,
     unit_origin,
 )
-from tcview.analysis.recompiles import CompileConfig, compile_config, diagnose, parse_guard_failure
+from tcview.analysis.recompiles import (
+    CompileConfig,
+    Diagnosis,
+    Explanation,
+    compile_config,
+    diagnose,
+    explain_compile,
+)
 from tcview.model.compile_id import FIRST_EPISODE
 from tcview.model.facts import short_guard
 from tcview.model.objects import (
@@ -462,20 +469,29 @@ def _recompile_section(detail: Detail, comp: Compile, config: CompileConfig) -> 
     if comp.frame is not None:
         _diagnosis_section(detail, comp.frame, config, "why its frame recompiles")
     section = detail.section("recompiled because", "recompile")
+    explanation = explain_compile(comp, config)
+    if explanation is not None and explanation.failure is not None:
+        section.row("family", explanation.family, "strong")
+        section.row("changed", explanation.words, "diagnosis")
+        if len(explanation.values) > 1 and explanation.family != "identity":  # ids say nothing
+            section.row("values", ", ".join(explanation.values), "dim")
+        if explanation.fix:
+            section.row("fix", explanation.fix, "advice")
+        if explanation.doc:
+            section.row("doc", explanation.doc, "dim")
     reasons = rc.reasons or ["(no reason recorded)"]
     for i, reason in enumerate(reasons[:GUARD_ROWS]):
-        section.row("", short_guard(reason) or reason, "guard", bullet=True)
-        failure = parse_guard_failure(reason) if rc.reasons and i == 0 else None
-        if failure is not None and failure.input:
-            what = f"{failure.input} {failure.what}"
-            if failure.expected or failure.actual:
-                what += f": expected {failure.expected or '?'}, got {failure.actual or '?'}"
-            section.row("", what, "dim", depth=1)
+        label = "failed" if i == 0 and rc.reasons else ""
+        section.row(label, short_guard(reason) or reason, "guard", bullet=not label)
+        if i == 0 and rc.reasons and len(reasons) > 1:
+            section.row("", "against the newest earlier compile; below, against older ones", "dim")
     if len(reasons) > GUARD_ROWS:
         section.row("", f"… {len(reasons) - GUARD_ROWS} more (against older compiles)", "dim")
 
 
-def _diagnosis_section(detail: Detail, frame: Frame, config: CompileConfig, heading: str) -> None:
+def _diagnosis_section(
+    detail: Detail, frame: Frame, config: CompileConfig, heading: str
+) -> Diagnosis:
     diagnosis = diagnose(frame, config)
     section = detail.section(heading, "recompile")
     for sentence in diagnosis.sentences:
@@ -489,6 +505,7 @@ def _diagnosis_section(detail: Detail, frame: Frame, config: CompileConfig, head
             f"{cause.count}×", f"{cause.input or '?'} {cause.what}: {ids}{more}", "guard", depth=1
         )
     section.fit_labels()
+    return diagnosis
 
 
 def _breaks_section(detail: Detail, comp: Compile) -> None:
@@ -799,16 +816,21 @@ def frame_detail(frame: Frame) -> Detail:
     where = where_of(frame.file)
     if where:
         head.row("rank", where.split(" ", 1)[1])
+    explained: dict[int, Explanation] = {}
     if any(c.key.is_recompile for c in frame.compiles):
         config = compile_config(frame.compiles[0]) if frame.compiles else CompileConfig()
-        _diagnosis_section(detail, frame, config, "why it recompiled")
+        diagnosis = _diagnosis_section(detail, frame, config, "why it recompiled")
+        explained = {id(e.compile): e for e in diagnosis.explanations}
     section = detail.section("compiles")
     for comp in frame.compiles[:SUMMARY_ROWS]:
         value = f"{comp.status:<12}{fmt_seconds(compile_seconds(comp)):>8}"
         if comp.marks:
             value += "  " + ", ".join(comp.marks)
         section.row(comp.id_label, value, f"status:{comp.status}")
-        if comp.recompile is not None:
+        e = explained.get(id(comp))
+        if e is not None and e.failure is not None:
+            section.row(f"{e.family}:", e.words, "guard", depth=2)
+        elif comp.recompile is not None:
             for reason in comp.recompile.reasons[:3]:
                 section.row("guard failed:", short_guard(reason), "guard", depth=2)
         for gb in comp.breaks[:3]:

@@ -13,7 +13,7 @@ import html
 import re
 from collections.abc import Callable
 
-from tcview.analysis.recompiles import diagnose
+from tcview.analysis.recompiles import diagnose, family_of
 from tcview.model.facts import short_guard
 from tcview.model.objects import Frame, Model, Recompile
 from tcview.report.overview import build_overview
@@ -72,13 +72,14 @@ def _seconds(value: float | None) -> str:
 
 
 def recompile_diagnosis(rc: Recompile) -> str:
-    """Why one compile was recompiled, in the recompiles table: the guard that failed (each
-    frame's diagnosis, from tcview.analysis.recompiles, follows the table)."""
+    """Why one compile was recompiled, in the recompiles table: its family and the guard that
+    failed against the newest earlier compile (each frame's diagnosis, from
+    tcview.analysis.recompiles, follows the table)."""
     if not rc.reasons:
         return "the trace does not say which guard failed"
     first = short_guard(rc.reasons[0]) or rc.reasons[0]
-    more = f" (and {len(rc.reasons) - 1} more)" if len(rc.reasons) > 1 else ""
-    return f"guard failed: {first}{more}"
+    more = f" (and {len(rc.reasons) - 1} against older compiles)" if len(rc.reasons) > 1 else ""
+    return f"{family_of(rc.compile)} · guard failed: {first}{more}"
 
 
 Diagnose = Callable[[Recompile], str]

@@ -9,6 +9,7 @@ from typing import Any, NamedTuple
 from tcview.analysis.cudagraphs import cudagraph_counts, model_cudagraphs
 from tcview.analysis.divergence import CHECK_TITLES, CHECKS, Divergence, analyze, describe_groups
 from tcview.analysis.export import export_counts, is_export
+from tcview.analysis.recompiles import explain, guard_families
 from tcview.ingest.textlog import TextLog
 from tcview.model.facts import short_guard
 from tcview.model.objects import KERNEL_KINDS, Model, short_location
@@ -38,6 +39,8 @@ def summary_json(
     out = ts.summary_counts(verify=verify)
     out["kernels_by_kind"] = kernels_by_kind(ts)
     out["cudagraphs"] = cudagraph_counts(ts)
+    # Each recompile once, by the guard that failed against its frame's newest earlier compile.
+    out["guard_families"] = guard_families(ts.compiles)
     out["skipped"] = [{"path": str(p), "reason": why} for p, why in ts.skipped]
     unknown = ts.unknown_kinds()
     out["unknown_kinds"] = dict(sorted(unknown.items()))
@@ -234,9 +237,15 @@ def summary_text(ts: Model, verify: bool = False, width: int = 100) -> str:
         add("")
         add(f"Recompiles ({len(recompiles)})")
         recompile_lines = []
-        for rc in recompiles[:200]:
+        shown = recompiles[:200]
+        explained = {id(e.compile): e for e in explain([rc.compile for rc in shown])}
+        for rc in shown:
             where = rc.compile.frame.label if rc.compile.frame else "?"
-            why = "; ".join(short_guard(r) for r in rc.reasons[:3]) or "(reason not logged)"
+            e = explained.get(id(rc.compile))
+            if e is not None and e.failure is not None and e.family != "other":
+                why = f"{e.family}: {e.words}"
+            else:
+                why = "; ".join(short_guard(r) for r in rc.reasons[:3]) or "(reason not logged)"
             recompile_lines.append((rank_of(rc.compile), f"[{rc.compile.id_label}] {where}: {why}"))
         lines.extend(_folded(recompile_lines, multi))
     if ts.failures:

@@ -454,9 +454,13 @@ class RecompilesView(TableView[Compile | Frame]):
                 lit(_cut(why, 110), "bold"),
             ]
             out.append((self.ranked_cells(cells, [frame]), frame))
+            explained = {id(e.compile): e for e in diagnosis.explanations}
             for i, comp in enumerate(frame.compiles):
                 reasons = comp.recompile.reasons if comp.recompile is not None else []
-                if reasons:
+                e = explained.get(id(comp))
+                if e is not None and e.failure is not None:
+                    why = f"{e.family}: {e.words}"
+                elif reasons:
                     why = short_guard(reasons[0])
                     if len(reasons) > 1:
                         why += f"  (+{len(reasons) - 1} more)"
