@@ -1,0 +1,944 @@
+"""Findings: one list of what went wrong in a run, most important first, each in words a user
+understands, with its evidence, the user's line, what it cost and what to do.
+
+`findings(model)` builds the list once as plain data; ``tcview summary`` (text and JSON),
+``tcview show PATH findings``, ``--fail-on errors,warnings`` and ``tcview diff`` print it.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from tcview.analysis.autotune import autotune_seconds
+from tcview.analysis.cudagraphs import model_cudagraphs, short_reason
+from tcview.analysis.divergence import Divergence, analyze, describe_groups
+from tcview.analysis.recompiles import compile_config, diagnose
+from tcview.model.objects import Compile, Error, Frame, Model, Record, stack_frames
+from tcview.model.ranks import ranks_label
+
+SEVERITIES = ("error", "warning", "info")
+
+# Kinds, in the order they rank within one severity when their cost is equal.
+CRASH = "crash"
+COMPILE_FAILED = "compile_failed"
+RECOMPILE_LIMIT = "recompile_limit"
+RECOMPILE_STORM = "recompile_storm"
+RECOMPILES = "recompiles"
+GRAPH_BREAK = "graph_break"
+CUDAGRAPHS = "cudagraphs"
+CACHE_MISS = "cache_miss"
+SAME_GRAPHS = "same_graphs"
+SPECIALIZATION = "specialization"
+UNBACKED = "unbacked"
+COMPILE_TIME = "compile_time"
+DIVERGENCE = "divergence"
+KINDS = (
+    CRASH,
+    COMPILE_FAILED,
+    RECOMPILE_LIMIT,
+    RECOMPILE_STORM,
+    DIVERGENCE,
+    GRAPH_BREAK,
+    CUDAGRAPHS,
+    CACHE_MISS,
+    SAME_GRAPHS,
+    RECOMPILES,
+    COMPILE_TIME,
+    SPECIALIZATION,
+    UNBACKED,
+)
+
+# A frame that recompiled this many times (without hitting the limit) is a storm.
+STORM_RECOMPILES = 3
+# One frame, phase or autotuning taking this share of all compile time "dominates" it, when
+# the run spent at least DOMINANT_MIN_S compiling.
+DOMINANT_SHARE = 0.5
+DOMINANT_MIN_S = 5.0
+# Crash stacks: this many frames are listed, innermost first; the rest are counted.
+STACK_SHOWN = 8
+
+DOCS = {
+    "recompiles": "https://docs.pytorch.org/docs/stable/compile/programming_model.recompilation.html",
+    "graph_breaks": "https://docs.pytorch.org/docs/stable/compile/programming_model.fullgraph_true.html",
+    "cudagraphs": "https://docs.pytorch.org/docs/stable/torch.compiler_cudagraph_trees.html",
+    "mark_step": "https://docs.pytorch.org/docs/stable/generated/torch.compiler.cudagraph_mark_step_begin.html",
+    "cache": "https://docs.pytorch.org/tutorials/recipes/torch_compile_caching_configuration_tutorial.html",
+    "dynamic": "https://docs.pytorch.org/docs/stable/torch.compiler_dynamic_shapes.html",
+    "set_stance": "https://docs.pytorch.org/docs/stable/generated/torch.compiler.set_stance.html",
+}
+
+
+@dataclass
+class Finding:
+    """One problem: what (`kind`, `severity`, `title`, `detail`), the `evidence`, the user's
+    line (`where`: ``{"file", "line"}``), the compile seconds it cost (`cost_s`, backward
+    compiles included), what to do (`fix`) and a docs page (`doc`)."""
+
+    kind: str
+    severity: str
+    title: str
+    detail: str
+    evidence: dict[str, Any] = field(default_factory=dict)
+    where: dict[str, Any] | None = None
+    cost_s: float | None = None
+    fix: str = ""
+    doc: str = ""
+    compiles: list[Compile] = field(default_factory=list, repr=False, compare=False)
+
+    @property
+    def key(self) -> tuple[str, str]:
+        """What identifies the finding across runs (`tcview diff`): its kind and title."""
+        return (self.kind, self.title)
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "kind": self.kind,
+            "severity": self.severity,
+            "title": self.title,
+            "detail": self.detail,
+            "evidence": self.evidence,
+            "where": self.where,
+            "cost_s": None if self.cost_s is None else round(self.cost_s, 6),
+            "fix": self.fix,
+            "doc": self.doc,
+        }
+
+
+# ---------------------------------------------------------------------- the user's line
+
+_LIBRARY = re.compile(
+    r"(?:^|[/\\])(?:site|dist)-packages[/\\]"  # installed packages
+    r"|(?:^|[/\\])lib[/\\](?:pypy|python)\d+(?:\.\d+)?[/\\]"  # the standard library
+    r"|(?:^|[/\\])torch[/\\]"  # torch, also from a source checkout
+    r"|^<frozen "
+)
+_FRAME_TEXT = re.compile(r"^(?P<file>.+?):(?P<line>\d+)(?: in (?P<name>.*))?$")
+_TRACEBACK_LINE = re.compile(r'File "(?P<file>[^"]+)", line (?P<line>\d+)(?:, in (?P<name>\S+))?')
+
+
+def is_user_file(filename: str) -> bool:
+    """A file of the user's program: not in site-packages, the standard library or torch."""
+    return bool(filename) and not _LIBRARY.search(filename)
+
+
+def user_line(frames: Sequence[tuple[str, Any]]) -> dict[str, Any] | None:
+    """The innermost frame of `frames` ((file, line), outermost first) outside site-packages,
+    the standard library and torch, as ``{"file", "line"}``; None when every frame is a
+    library's."""
+    for filename, line in reversed(frames):
+        if is_user_file(filename):
+            return {"file": filename, "line": line if isinstance(line, int) else None}
+    return None
+
+
+def text_frames(lines: Iterable[str]) -> list[tuple[str, int]]:
+    """(file, line) of ``file:line in name`` texts (an `Error`'s stack)."""
+    out = []
+    for text in lines:
+        m = _FRAME_TEXT.match(text.strip())
+        if m is not None:
+            out.append((m.group("file"), int(m.group("line"))))
+    return out
+
+
+def traceback_frames(text: str) -> list[tuple[str, int]]:
+    """(file, line) of each ``File "x.py", line 3, in f`` line of a traceback or message."""
+    return [(m.group("file"), int(m.group("line"))) for m in _TRACEBACK_LINE.finditer(text)]
+
+
+def _frame_where(frame: Frame | None) -> dict[str, Any] | None:
+    if frame is None:
+        return None
+    found = user_line([(f.filename, f.line) for f in frame.stack])
+    if found is None and frame.co_filename and is_user_file(frame.co_filename):
+        line = frame.co_firstlineno
+        found = {"file": frame.co_filename, "line": line if isinstance(line, int) else None}
+    return found
+
+
+def where_text(where: dict[str, Any] | None) -> str:
+    if not where:
+        return ""
+    line = where.get("line")
+    return f"{where.get('file')}:{'?' if line is None else line}"
+
+
+# ---------------------------------------------------------------------- cost
+
+
+def compile_cost_s(comp: Compile) -> float | None:
+    """The compile's seconds: its frame compile and its backward compile (compiled lazily on
+    the first backward, logged as ``bwd_compilation_metrics``); None when neither is timed."""
+    total = comp.compile_time_s
+    for rec in comp.metric_records:
+        if rec.kind != "bwd_compilation_metrics" or not isinstance(rec.meta, dict):
+            continue
+        bwd = rec.meta.get("inductor_compile_time_s")
+        if isinstance(bwd, (int, float)) and not isinstance(bwd, bool):
+            total = (total or 0.0) + float(bwd)
+    return total
+
+
+def _cost(compiles: Iterable[Compile]) -> float | None:
+    times = [t for t in map(compile_cost_s, compiles) if t is not None]
+    return sum(times) if times else None
+
+
+def _ids(compiles: Iterable[Compile]) -> list[str]:
+    return [c.id_label for c in compiles]
+
+
+def _who(compiles: Sequence[Compile]) -> list[int]:
+    return sorted({c.file.rank for c in compiles if c.file.rank is not None})
+
+
+def _plural(n: int, word: str) -> str:
+    return f"{n} {word}{'' if n == 1 else 's'}"
+
+
+def _frame_name(frame: Frame | None) -> str:
+    if frame is None:
+        return "?"
+    if frame.co_name:
+        return frame.co_name
+    code = frame.code_frame
+    return code.name if code is not None else f"frame {frame.id_text}"
+
+
+# ---------------------------------------------------------------------- crashes
+
+# Torch's own advice inside an error message: a "Hint:" line, or the sentence that says what
+# to do or names a torch call.
+_ADVICE = re.compile(r"^(?:To prevent|To avoid|Consider|Try|You can|Use |Call |Please)")
+_TORCH_CALL = re.compile(r"\btorch\.[\w.]+\(")
+_EXPLANATION = re.compile(r"^\s*Explanation:(.*)$", re.M)
+_URL = re.compile(r"https://\S+")
+_SENTENCE_END = re.compile(r"(?<=\.)\s+")
+
+
+def torch_hint(message: str) -> str:
+    """The advice torch put in an exception's message (``To prevent overwriting, … call
+    torch.compiler.cudagraph_mark_step_begin() before each model invocation.``), or ""."""
+    lines = [ln.strip() for ln in message.split("\n")]
+    for line in lines:
+        if line.startswith("Hint:") and "TORCH_LOGS" not in line:
+            return line.removeprefix("Hint:").strip()
+    for line in lines:
+        for sentence in _SENTENCE_END.split(line):
+            if "TORCH_LOGS" in sentence or "TORCHDYNAMO_VERBOSE" in sentence:
+                continue
+            if _ADVICE.match(sentence) or _TORCH_CALL.search(sentence):
+                return sentence
+    return ""
+
+
+def _crash_stack(error: Error) -> tuple[list[tuple[str, int]], list[str], int, int]:
+    """All frames (outermost first, the compiled code's "from user code:" frames innermost);
+    the lines to show, from the user's line outward, with each run of torch and library frames
+    between user frames counted in one line; the frames left out beyond `STACK_SHOWN` lines;
+    and the frames inside torch and libraries below the user's line."""
+    frames = text_frames(error.stack)
+    texts = list(error.stack)
+    block = error.message.partition("from user code:")[2]
+    for m in _TRACEBACK_LINE.finditer(block):
+        frames.append((m.group("file"), int(m.group("line"))))
+        texts.append(f"{m.group('file')}:{m.group('line')} in {m.group('name') or '?'}")
+    user = next((i for i in range(len(frames) - 1, -1, -1) if is_user_file(frames[i][0])), None)
+    if user is None:
+        return frames, texts[::-1][:STACK_SHOWN], max(0, len(texts) - STACK_SHOWN), 0
+    below = len(texts) - 1 - user
+    lines: list[str] = []
+    library = 0
+    i = user
+    while i >= 0 and len(lines) < STACK_SHOWN:
+        if is_user_file(frames[i][0]):
+            if library:
+                lines.append(f"… {library} frames in torch and libraries")
+                library = 0
+            lines.append(texts[i])
+        else:
+            library += 1
+        i -= 1
+    outer = i + 1 + library
+    return frames, lines, outer, below
+
+
+def _crashes(model: Model, failures: list[Finding]) -> list[Finding]:
+    """The run's uncaught errors, alike ones (several ranks) as one; a compile failure that
+    is the crash (same exception and message) is folded into it."""
+    groups: dict[tuple[str, str], list[Error]] = {}
+    for error in model.run_errors():
+        groups.setdefault((error.error_type, error.first_line), []).append(error)
+    out = []
+    for (etype, first), errors in groups.items():
+        error = errors[0]
+        frames, shown, outer, below = _crash_stack(error)
+        where = user_line(frames)
+        hint = torch_hint(error.message)
+        ranks = sorted({e.rank for e in errors if e.rank is not None})
+        who = f" on {ranks_label(ranks)}" if ranks else ""
+        at = f" at {where_text(where)}" if where else ""
+        lines = [f"{etype}: {first}" if first else etype]
+        explanation = _EXPLANATION.search(error.message)
+        if explanation is not None:
+            lines.append(explanation.group(1).strip())
+        url = _URL.search(error.message)
+        if shown:
+            lines.append("Stack, from the user's line outward:")
+            lines += [f"  {t}" for t in shown]
+            if outer:
+                lines.append(f"  … {outer} outer frames")
+            if below:
+                lines.append(f"  ({below} frames inside torch and libraries below the first line)")
+        created = traceback_frames(error.message.partition("Stack trace:")[2].split(". To ")[0])
+        evidence: dict[str, Any] = {
+            "exception": etype,
+            "message": first,
+            "ranks": ranks,
+            "errors": len(errors),
+            "stack": shown,
+            "outer_frames": outer,
+            "frames_below": below,
+        }
+        if created:
+            evidence["tensor_created_at"] = user_line(created)
+        compiles: list[Compile] = []
+        for failure in list(failures):
+            ftype = failure.evidence.get("fail_type", "")
+            if (
+                ftype
+                and etype.rsplit(".", 1)[-1] == ftype
+                and failure.evidence.get("reason") == first
+            ):
+                failures.remove(failure)
+                compiles += failure.compiles
+                where = where or failure.where
+        if compiles:
+            evidence["compiles"] = _ids(compiles)
+        out.append(
+            Finding(
+                CRASH,
+                "error",
+                f"The run crashed{who}{at}: {etype}",
+                "\n".join(lines),
+                evidence,
+                where,
+                None,
+                hint or "Fix the error at the user's line (the first line of the stack).",
+                DOCS["mark_step"]
+                if "cudagraph_mark_step_begin" in hint
+                else (url.group(0).rstrip(".") if url is not None else ""),
+                compiles,
+            )
+        )
+    return out
+
+
+def _compile_failures(model: Model) -> list[Finding]:
+    out = []
+    by: dict[tuple[str, str], list[Compile]] = {}
+    reasons: dict[tuple[str, str], str] = {}
+    for failure in model.failures:
+        if failure.is_recompile_limit or failure.compile is None:
+            continue
+        first = next((ln.strip() for ln in failure.reason.split("\n") if ln.strip()), "")
+        key = (failure.fail_type, first)
+        by.setdefault(key, [])
+        if failure.compile not in by[key]:
+            by[key].append(failure.compile)
+        reasons.setdefault(key, failure.reason)
+    for (ftype, first), compiles in by.items():
+        frame = compiles[0].frame
+        where = user_line(traceback_frames(reasons[(ftype, first)])) or _frame_where(frame)
+        hint = torch_hint(reasons[(ftype, first)])
+        out.append(
+            Finding(
+                COMPILE_FAILED,
+                "error",
+                f"Compiling `{_frame_name(frame)}` failed: {ftype}",
+                f"{ftype}: {first} ({_plural(len(compiles), 'compile')}: "
+                f"{', '.join(_ids(compiles))}).",
+                {"compiles": _ids(compiles), "fail_type": ftype, "reason": first},
+                where,
+                _cost(compiles),
+                hint or "Read the reason at the user's line; the frame did not compile.",
+                DOCS["graph_breaks"],
+                compiles,
+            )
+        )
+    return out
+
+
+# ---------------------------------------------------------------------- recompiles
+
+
+def recompile_explanation(frame: Frame) -> tuple[list[str], list[str], list[dict[str, Any]]]:
+    """Why a frame recompiled, as recompiles.py says it today: (sentences, fixes, causes).
+
+    The one place findings read recompiles.py, so that its guard families drop in here."""
+    d = diagnose(frame, compile_config(frame.compiles[-1]))
+    facts = [s for s in d.sentences if not _is_advice(s)]
+    advice = [s for s in d.sentences if _is_advice(s)]
+    causes = [
+        {
+            "input": c.input,
+            "what": c.what,
+            "count": c.count,
+            "values": c.values or c.guarded,
+            "compiles": _ids(c.compiles),
+        }
+        for c in d.causes
+    ]
+    return facts, advice, causes
+
+
+def _is_advice(sentence: str) -> bool:
+    return not (
+        sentence.startswith("The recompile limit")
+        or re.match(r"^\d+ recompiles?\b", sentence) is not None
+        or sentence.startswith("No recompiles")
+    )
+
+
+def _recompiles(model: Model) -> list[Finding]:
+    out = []
+    for source in model.files:
+        for frame in source.frames.values():
+            recompiled = [c for c in frame.compiles if c.key.is_recompile]
+            limit = next(
+                (c for c in frame.compiles if any(f.is_recompile_limit for f in c.failures)), None
+            )
+            if not recompiled and limit is None:
+                continue
+            facts, advice, causes = recompile_explanation(frame)
+            name = _frame_name(frame)
+            n = len(recompiled)
+            evidence: dict[str, Any] = {
+                "frame": frame.id_label,
+                "recompiles": n,
+                "compiles": _ids(recompiled),
+                "causes": causes,
+            }
+            if source.rank is not None:
+                evidence["rank"] = source.rank
+            what = causes[0] if causes else None
+            because = ""
+            if what is not None and what["input"]:
+                because = f" on `{what['input']}` {what['what']}"
+            if limit is not None:
+                kind, severity = RECOMPILE_LIMIT, "error"
+                title = f"`{name}` hit the recompile limit{because}: it runs eagerly from then on"
+                evidence["limit_compile"] = limit.id_label
+            elif n >= STORM_RECOMPILES:
+                kind, severity = RECOMPILE_STORM, "warning"
+                title = f"`{name}` recompiled {n} times{because}"
+            else:
+                kind, severity = RECOMPILES, "info"
+                title = f"`{name}` recompiled {'once' if n == 1 else f'{n} times'}{because}"
+            fix = " ".join(advice) or (
+                "Find the input that changes between calls (the guards of the recompile) and "
+                "keep it the same, or make it dynamic."
+            )
+            if limit is not None and not advice:
+                fix += " Raising torch._dynamo.config.recompile_limit only hides the cause."
+            out.append(
+                Finding(
+                    kind,
+                    severity,
+                    title,
+                    " ".join(facts),
+                    evidence,
+                    _frame_where(frame),
+                    _cost(recompiled),
+                    fix,
+                    DOCS["recompiles"],
+                    recompiled or ([limit] if limit is not None else []),
+                )
+            )
+    return out
+
+
+# ---------------------------------------------------------------------- graph breaks
+
+
+def _break_where(location: str, user_stack: Sequence[str]) -> dict[str, Any] | None:
+    found = user_line(text_frames(user_stack)) if user_stack else None
+    if found is None and location:
+        found = user_line(text_frames([location]))
+    return found
+
+
+def _graph_breaks(model: Model) -> list[Finding]:
+    out = []
+    for group in model.grouped_breaks():
+        first = group.first
+        compiles: list[Compile] = []
+        for b in group.breaks:
+            if b.compile is not None and b.compile not in compiles:
+                compiles.append(b.compile)
+        cost = _cost(compiles)
+        where = _break_where(group.location, first.user_stack)
+        at = f" at {where_text(where)}" if where else ""
+        spent = f"; the compiles that broke here took {cost:.2f}s" if cost else ""
+        fix = (
+            first.hints[0]
+            if first.hints
+            else (
+                "Rewrite the line so Dynamo can trace it, or move it out of the compiled region "
+                "(torch.compiler.disable on a helper): each break splits the graph in two."
+            )
+        )
+        out.append(
+            Finding(
+                GRAPH_BREAK,
+                "warning",
+                f"Graph break{at}: {group.reason} ({group.count}×)",
+                (first.explanation or group.reason)
+                + f" — {_plural(group.count, 'break')} in {_plural(len(compiles), 'compile')}"
+                + spent
+                + ".",
+                {
+                    "count": group.count,
+                    "reason": group.reason,
+                    "location": group.location,
+                    "compiles": _ids(compiles),
+                    "ranks": _who(compiles),
+                },
+                where,
+                cost,
+                fix,
+                first.url or DOCS["graph_breaks"],
+                compiles,
+            )
+        )
+    return out
+
+
+# ---------------------------------------------------------------------- CUDA graphs
+
+
+def _cudagraphs(model: Model) -> list[Finding]:
+    used: list[Compile] = []
+    by: dict[tuple[str, str], list[Compile]] = {}
+    raw: dict[tuple[str, str], str] = {}
+    for comp in model.compiles:
+        found = model_cudagraphs(model, comp)
+        if found is None:
+            continue
+        if found.state != "skipped":
+            used.append(comp)
+        if found.state != "used" and found.reasons:
+            key = (found.state, short_reason(found.reasons[0]))
+            by.setdefault(key, []).append(comp)
+            raw.setdefault(key, found.reasons[0])
+    total = len(used) + sum(len(v) for (state, _), v in by.items() if state == "skipped")
+    out = []
+    for (state, reason), compiles in by.items():
+        where = user_line(traceback_frames(raw[(state, reason)])) or _frame_where(compiles[0].frame)
+        share = f"{len(used)} of {total} CUDA-graph compiles ran as CUDA graphs"
+        if state == "skipped":
+            title = f"CUDA graphs skipped: {reason}"
+            detail = (
+                f"{_plural(len(compiles), 'compile')} ({', '.join(_ids(compiles))}) ran without "
+                f"CUDA graphs because of {reason}: each call pays the kernel launches again. "
+                f"{share}."
+            )
+            fix = _cudagraph_fix(reason)
+        else:
+            title = f"CUDA graphs partial: {reason} left out"
+            detail = (
+                f"{_plural(len(compiles), 'compile')} ({', '.join(_ids(compiles))}) ran as CUDA "
+                f"graphs except for {reason}, which run outside them. {share}."
+            )
+            fix = _cudagraph_fix(reason)
+        out.append(
+            Finding(
+                CUDAGRAPHS,
+                "warning" if state == "skipped" else "info",
+                title,
+                detail,
+                {
+                    "state": state,
+                    "reason": reason,
+                    "compiles": _ids(compiles),
+                    "used": len(used),
+                    "total": total,
+                },
+                where,
+                None,
+                fix,
+                DOCS["cudagraphs"],
+                compiles,
+            )
+        )
+    return out
+
+
+def _cudagraph_fix(reason: str) -> str:
+    low = reason.lower()
+    if "mutated inputs" in low or "mutation" in low:
+        return (
+            "The graph mutates an input in place: return the new value instead of writing into "
+            "the input, or keep the buffer a module buffer/parameter (static inputs may mutate)."
+        )
+    if "cpu" in low:
+        return "Keep the tensors on the GPU inside the compiled region (no .cpu() / CPU tensors)."
+    if "dynamic shape" in low:
+        return "Make the shapes static (pad to a few sizes) so each size gets its own graph."
+    return "Remove what the reason names from the compiled region."
+
+
+# ---------------------------------------------------------------------- cache misses
+
+_COMPONENT = re.compile(r"^\[(?P<hash>[^\]]*)\] (?P<name>[^:]+):")
+
+
+def cache_components(rec: Record) -> dict[str, str]:
+    """{component: hash} of a ``fx_graph_cache_*`` / ``aotautograd_cache_*`` artifact's cache
+    key (its ``components`` list: ``[hash] name: value``)."""
+    try:
+        value = json.loads(rec.payload())
+    except ValueError:
+        return {}
+    if not isinstance(value, dict):
+        return {}
+    comps = value.get("components")
+    out: dict[str, str] = {}
+    if isinstance(comps, list):
+        for item in comps:
+            m = _COMPONENT.match(str(item))
+            if m is not None:
+                out[m.group("name").strip()] = m.group("hash")
+    return out
+
+
+def changed_components(a: dict[str, str], b: dict[str, str]) -> list[str]:
+    """The cache key components whose value differs between two keys (or that only one has)."""
+    return sorted(k for k in set(a) | set(b) if a.get(k) != b.get(k))
+
+
+def _nearest(miss: dict[str, str], others: list[dict[str, str]]) -> dict[str, str] | None:
+    best, best_n = None, -1
+    for other in others:
+        same = sum(1 for k, v in miss.items() if other.get(k) == v)
+        if same > best_n:
+            best, best_n = other, same
+    return best
+
+
+def _cache_misses(model: Model) -> list[Finding]:
+    out = []
+    for cache in ("fx_graph", "aotautograd"):
+        events = [e for e in model.cache_events if e.cache == cache]
+        hits = [e for e in events if e.result == "hit"]
+        misses = [e for e in events if e.result == "miss" and e.compile is not None]
+        if not hits or not misses:
+            continue  # a cold cache misses by design
+        hit_keys = [cache_components(e.record) for e in hits]
+        for miss in misses:
+            key = cache_components(miss.record)
+            near = _nearest(key, [k for k in hit_keys if k])
+            changed = changed_components(key, near) if near is not None and key else []
+            comp = miss.compile
+            assert comp is not None
+            what = ", ".join(changed[:6]) + (" …" if len(changed) > 6 else "")
+            out.append(
+                Finding(
+                    CACHE_MISS,
+                    "warning",
+                    f"{cache} cache miss on a warm cache at {comp.id_label}"
+                    + (f": {what} changed" if changed else ""),
+                    f"The {cache} cache had {_plural(len(hits), 'hit')} in this run, yet "
+                    f"{comp.id_label} missed and compiled from scratch"
+                    + (
+                        f"; its cache key differs from the nearest hit in {what}."
+                        if changed
+                        else "; the trace does not carry the key components to say why."
+                    ),
+                    {"cache": cache, "compile": comp.id_label, "changed_components": changed},
+                    _frame_where(comp.frame),
+                    compile_cost_s(comp),
+                    "Keep what changed the same between runs (a config set differently, a "
+                    "different torch or input shape) so the cached entry is reused.",
+                    DOCS["cache"],
+                    [comp],
+                )
+            )
+    return out
+
+
+# ---------------------------------------------------------------------- same graphs
+
+_NUMBER = re.compile(r"(?<![\w.])-?\d+(?:\.\d+)?(?:e-?\d+)?")
+
+
+def graph_shape(payload: str) -> str:
+    """A graph's code with its numbers (sizes, constants) blanked out."""
+    return _NUMBER.sub("#", payload)
+
+
+def _same_graphs(model: Model) -> list[Finding]:
+    out = []
+    for source in model.files:
+        for frame in source.frames.values():
+            if len(frame.compiles) < 2:
+                continue
+            groups: dict[str, list[Compile]] = {}
+            texts: dict[str, set[str]] = {}
+            for comp in frame.compiles:
+                rec = next((r for r in comp.records if r.kind == "dynamo_output_graph"), None)
+                if rec is None:
+                    continue
+                payload = rec.payload()
+                shape = graph_shape(payload)
+                groups.setdefault(shape, []).append(comp)
+                texts.setdefault(shape, set()).add(payload)
+            for shape, compiles in groups.items():
+                if len(compiles) < 2 or len(texts[shape]) < 2:
+                    continue
+                n = len(compiles)
+                out.append(
+                    Finding(
+                        SAME_GRAPHS,
+                        "warning" if n >= STORM_RECOMPILES else "info",
+                        f"These {n} graphs of `{_frame_name(frame)}` would be one dynamic graph",
+                        f"{', '.join(_ids(compiles))} captured the same graph except for sizes or "
+                        "constants: each value got its own compile.",
+                        {"frame": frame.id_label, "compiles": _ids(compiles)},
+                        _frame_where(frame),
+                        _cost(compiles),
+                        "Mark the changing size dynamic (torch._dynamo.mark_dynamic(x, dim), or "
+                        "torch.compile(dynamic=True)), or pass a changing number as a tensor.",
+                        DOCS["dynamic"],
+                        compiles,
+                    )
+                )
+    return out
+
+
+# ---------------------------------------------------------------------- dynamic shapes
+
+
+def _stack_where(source: Any, value: Any) -> dict[str, Any] | None:
+    return user_line([(f.filename, f.line) for f in stack_frames(source, value)])
+
+
+def _symbols(model: Model) -> list[Finding]:
+    out = []
+    for comp in model.compiles:
+        specs = []
+        unbacked = []
+        for rec in comp.records:
+            if rec.kind not in ("symbolic_shape_specialization", "create_unbacked_symbol"):
+                continue
+            meta = rec.full_meta()
+            body = meta.get(rec.kind) if isinstance(meta, dict) else None
+            if not isinstance(body, dict):
+                continue
+            if rec.kind == "symbolic_shape_specialization":
+                sources = body.get("sources")
+                specs.append(
+                    {
+                        "symbol": str(body.get("symbol", "?")),
+                        "sources": [str(s) for s in sources] if isinstance(sources, list) else [],
+                        "value": str(body.get("value", "?")),
+                        "reason": str(body.get("reason", "")),
+                        "where": _stack_where(rec.source, body.get("user_stack"))
+                        or _stack_where(rec.source, body.get("stack")),
+                    }
+                )
+            else:
+                unbacked.append(
+                    {
+                        "symbol": str(body.get("symbol", "?")),
+                        "range": str(body.get("vr", "")),
+                        "where": _stack_where(rec.source, body.get("user_stack"))
+                        or _stack_where(rec.source, body.get("stack")),
+                    }
+                )
+        if specs:
+            names = ", ".join(
+                f"{(s['sources'] or [s['symbol']])[0]} = {s['value']}" for s in specs[:4]
+            )
+            out.append(
+                Finding(
+                    SPECIALIZATION,
+                    "info",
+                    f"{comp.id_label}: a dynamic size was specialised to a constant ({names})",
+                    "A guard or branch on the size made Dynamo fix it to one value: other values "
+                    "will recompile. "
+                    + "; ".join(
+                        f"{s['symbol']} ({', '.join(s['sources'])}) = {s['value']}: {s['reason']}"
+                        for s in specs
+                    ),
+                    {"compile": comp.id_label, "specializations": specs},
+                    specs[0]["where"] or _frame_where(comp.frame),
+                    None,
+                    "Avoid branching on the size in the compiled code (torch._check can state a "
+                    "range instead of a value).",
+                    DOCS["dynamic"],
+                    [comp],
+                )
+            )
+        if unbacked:
+            lines = [
+                f"{u['symbol']} from {where_text(u['where']) or '?'} (range {u['range']})"
+                for u in unbacked
+            ]
+            out.append(
+                Finding(
+                    UNBACKED,
+                    "info",
+                    f"{comp.id_label}: {_plural(len(unbacked), 'data-dependent symbol')}",
+                    "Sizes or values that depend on tensor data (.item(), nonzero()): "
+                    + "; ".join(lines[:8])
+                    + (f"; … {len(lines) - 8} more" if len(lines) > 8 else "")
+                    + ".",
+                    {"compile": comp.id_label, "symbols": unbacked},
+                    unbacked[0]["where"] or _frame_where(comp.frame),
+                    None,
+                    "Where a branch or size needs them, state what holds with torch._check(...) "
+                    "(e.g. torch._check(n >= 0)) so no guard fails on them.",
+                    DOCS["dynamic"],
+                    [comp],
+                )
+            )
+    return out
+
+
+# ---------------------------------------------------------------------- compile time
+
+
+def _compile_time(model: Model) -> list[Finding]:
+    timed = [(c, compile_cost_s(c)) for c in model.compiles]
+    total = sum(t for _c, t in timed if t is not None)
+    if total < DOMINANT_MIN_S:
+        return []
+    out = []
+    by_frame: dict[int, tuple[Frame, float, list[Compile]]] = {}
+    for comp, t in timed:
+        if comp.frame is None or t is None:
+            continue
+        frame, seconds, compiles = by_frame.get(id(comp.frame), (comp.frame, 0.0, []))
+        by_frame[id(comp.frame)] = (frame, seconds + t, [*compiles, comp])
+    if len(by_frame) > 1:
+        frame, seconds, compiles = max(by_frame.values(), key=lambda v: v[1])
+        if seconds >= DOMINANT_SHARE * total:
+            out.append(
+                Finding(
+                    COMPILE_TIME,
+                    "info",
+                    f"`{_frame_name(frame)}` took {seconds / total:.0%} of the compile time",
+                    f"{seconds:.1f}s of {total:.1f}s compiling went to `{_frame_name(frame)}` "
+                    f"({_plural(len(compiles), 'compile')}).",
+                    {
+                        "frame": frame.id_label,
+                        "seconds": round(seconds, 3),
+                        "total_s": round(total, 3),
+                    },
+                    _frame_where(frame),
+                    seconds,
+                    "Look at this frame first: its recompiles, graph breaks and autotuning.",
+                    DOCS["cache"],
+                    compiles,
+                )
+            )
+    tuned = [(c, autotune_seconds(c)) for c in model.compiles]
+    tuning = sum(t for _c, t in tuned if t)
+    if tuning >= DOMINANT_SHARE * total:
+        compiles = [c for c, t in tuned if t]
+        out.append(
+            Finding(
+                COMPILE_TIME,
+                "info",
+                f"Autotuning took {tuning / total:.0%} of the compile time",
+                f"{tuning:.1f}s of {total:.1f}s compiling went to autotuning (max-autotune) in "
+                f"{_plural(len(compiles), 'compile')}.",
+                {"autotune_s": round(tuning, 3), "total_s": round(total, 3)},
+                _frame_where(compiles[0].frame) if compiles else None,
+                tuning,
+                "Keep the FX graph and autotune caches warm between runs, or autotune fewer ops "
+                "(mode='max-autotune-no-cudagraphs', max_autotune_gemm only).",
+                DOCS["cache"],
+                compiles,
+            )
+        )
+    return out
+
+
+# ---------------------------------------------------------------------- ranks
+
+
+def _divergence(div: Divergence) -> list[Finding]:
+    if not div.diverges:
+        return []
+    return [
+        Finding(
+            DIVERGENCE,
+            "warning",
+            f"Ranks compiled differently: {describe_groups(div.groups)}",
+            div.first or "The ranks' compiles differ (tcview summary lists each check).",
+            {"groups": div.groups, "first": div.first},
+            None,
+            None,
+            "Make every rank see the same inputs, shapes and control flow; a rank that compiles "
+            "differently can hang the collectives.",
+            "",
+        )
+    ]
+
+
+# ---------------------------------------------------------------------- all
+
+
+def rank_key(f: Finding) -> tuple[int, float, int]:
+    """Most important first: severity, then compile seconds, then kind."""
+    return (SEVERITIES.index(f.severity), -(f.cost_s or 0.0), KINDS.index(f.kind))
+
+
+def findings(model: Model, divergence: Divergence | None = None) -> list[Finding]:
+    """Every finding of the model, most important first (`divergence`: an `analyze` of the
+    model already made)."""
+    found: list[Finding] = []
+    failures = _compile_failures(model)
+    found += _crashes(model, failures)
+    found += failures
+    found += _recompiles(model)
+    found += _graph_breaks(model)
+    found += _cudagraphs(model)
+    found += _cache_misses(model)
+    found += _same_graphs(model)
+    found += _symbols(model)
+    found += _compile_time(model)
+    found += _divergence(divergence if divergence is not None else analyze(model))
+    return sorted(found, key=rank_key)
+
+
+def findings_json(found: Sequence[Finding]) -> list[dict[str, Any]]:
+    return [f.to_json() for f in found]
+
+
+def finding_lines(found: Sequence[Finding], limit: int = 30) -> list[str]:
+    """The findings as text: a head line each, then what, where, cost and fix, indented."""
+    if not found:
+        return ["Findings: none"]
+    lines = [f"Findings ({len(found)})"]
+    for f in found[:limit]:
+        lines.append(f"  {f.severity.upper():7} {f.title}")
+        for text in f.detail.split("\n"):
+            lines.append(f"          {text}")
+        if f.where:
+            lines.append(f"          where: {where_text(f.where)}")
+        if f.cost_s:
+            lines.append(f"          cost: {f.cost_s:.2f}s of compile time")
+        if f.fix:
+            lines.append(f"          fix: {f.fix}")
+        if f.doc:
+            lines.append(f"          doc: {f.doc}")
+    if len(found) > limit:
+        lines.append(f"  … {len(found) - limit} more findings")
+    return lines
