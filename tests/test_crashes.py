@@ -138,8 +138,10 @@ def test_a_crashed_torchrun_job_has_an_error_per_rank(fixture_runs: Path) -> Non
     s = summary_json(model)
     assert (s["errors"], s["failures"], s["compiles"]) == (3, 0, 4)
     first = summary_text(model).split("\n")
-    assert first[0] == "The run crashed: 3 error(s)"
-    assert first[1] == "  rank 0: AssertionError: rank 0: expected 2 gradient buckets, found 3"
+    assert first[0].startswith("Findings (")  # the summary starts with them, the crash first
+    assert first[1].startswith("  ERROR   The run crashed on rank 0 at ")
+    assert first[1].endswith("/crash_ranks/script.py:20: AssertionError")
+    assert first[2] == "          AssertionError: rank 0: expected 2 gradient buckets, found 3"
 
 
 def _summary(path: Path, *args: str) -> subprocess.CompletedProcess[str]:

@@ -710,7 +710,7 @@ def _same_graphs(model: Model) -> list[Finding]:
                         "constants: each value got its own compile.",
                         {"frame": frame.id_label, "compiles": _ids(compiles)},
                         _frame_where(frame),
-                        _cost(compiles),
+                        _cost(compiles[1:]),  # the first compile was needed anyway
                         "Mark the changing size dynamic (torch._dynamo.mark_dynamic(x, dim), or "
                         "torch.compile(dynamic=True)), or pass a changing number as a tensor.",
                         DOCS["dynamic"],
@@ -730,8 +730,8 @@ def _stack_where(source: Any, value: Any) -> dict[str, Any] | None:
 def _symbols(model: Model) -> list[Finding]:
     out = []
     for comp in model.compiles:
-        specs = []
-        unbacked = []
+        specs: list[dict[str, Any]] = []
+        unbacked: list[dict[str, Any]] = []
         for rec in comp.records:
             if rec.kind not in ("symbolic_shape_specialization", "create_unbacked_symbol"):
                 continue

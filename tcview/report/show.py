@@ -9,7 +9,8 @@ ITEM is one of (any may start with ``rank N`` or ``pid N`` to pick a process):
   mapping (``triton_poi_fused_mul_1:2``, ``extern_kernels.mm:4``: extern kernels have no
   other detail);
 - ``FILE:LINE`` (``model.py:28`` or a full path): the kernels that implement a user line;
-- ``export``: the draft-export report of a torch.export trace.
+- ``export``: the draft-export report of a torch.export trace;
+- ``findings``: what went wrong, most important first (`analysis.findings`).
 """
 
 from __future__ import annotations
@@ -18,6 +19,7 @@ import re
 from dataclasses import dataclass
 from typing import NoReturn
 
+from tcview.analysis.findings import findings
 from tcview.analysis.provenance import (
     KernelProvenance,
     Provenance,
@@ -31,6 +33,7 @@ from tcview.report.detail import (
     Detail,
     compile_detail,
     export_detail,
+    findings_detail,
     frame_detail,
     kernel_detail,
     kernel_provenance_detail,
@@ -41,6 +44,7 @@ from tcview.report.detail import (
 _PICK = re.compile(r"^(rank|pid)\s+(\d+)\s+(.*)$", re.S)
 _FILE_LINE = re.compile(r"^(.+):(\d+)$", re.S)
 EXPORT_ITEM = "export"
+FINDINGS_ITEM = "findings"
 SUGGESTIONS = 10
 
 
@@ -168,7 +172,8 @@ def _no_kernel(model: Model, item: str) -> NoReturn:
             + (f" … ({len(near)})" if len(near) > SUGGESTIONS else "")
         )
     raise ShowError(
-        f"{item!r} is neither a compile id, a frame, a kernel, FILE:LINE nor 'export' of this input"
+        f"{item!r} is neither a compile id, a frame, a kernel, FILE:LINE, 'export' nor "
+        "'findings' of this input"
     )
 
 
@@ -176,6 +181,8 @@ def show_detail(model: Model, text: str) -> Detail:
     """What the detail pane (or the Export view) shows for the item `text` names."""
     if text.strip() == EXPORT_ITEM:
         return export_detail(model)
+    if text.strip() == FINDINGS_ITEM:
+        return findings_detail(findings(model))
     item = find(model, text)
     if isinstance(item, Compile):
         return compile_detail(item, model)

@@ -9,14 +9,18 @@ from typing import Any, NamedTuple
 from tcview.analysis.cudagraphs import cudagraph_counts, model_cudagraphs
 from tcview.analysis.divergence import CHECK_TITLES, CHECKS, Divergence, analyze, describe_groups
 from tcview.analysis.export import export_counts, is_export
+from tcview.analysis.findings import SEVERITIES, Finding, finding_lines, findings, findings_json
 from tcview.ingest.textlog import TextLog
 from tcview.model.facts import short_guard
 from tcview.model.objects import KERNEL_KINDS, Model, short_location
 from tcview.model.ranks import rank_of, ranks_label, ranks_of
 
-# What --fail-on can name: a count of summary --json, or "divergence" (its ranks compiled
-# differently: a check of its `divergence` has more than one group).
-FAIL_ON_KINDS = ("graph_breaks", "recompiles", "failures", "errors", "divergence")
+# What --fail-on can name: a count of summary --json, "divergence" (its ranks compiled
+# differently: a check of its `divergence` has more than one group), or a severity of its
+# `findings`: "errors" (a finding of severity error: a crash, a recompile limit hit, a compile
+# that failed), "warnings" (one of severity warning or error).
+FAIL_ON_KINDS = ("graph_breaks", "recompiles", "failures", "errors", "warnings", "divergence")
+FINDING_KINDS = {"errors": "error", "warnings": "warning"}
 
 
 def parse_fail_on(text: str | None) -> list[str]:
@@ -37,11 +41,16 @@ def counts_line(counts: Mapping[str, int]) -> str:
 
 
 def summary_json(
-    ts: Model, verify: bool = False, divergence: Divergence | None = None
+    ts: Model,
+    verify: bool = False,
+    divergence: Divergence | None = None,
+    found: list[Finding] | None = None,
 ) -> dict[str, Any]:
-    """The counts, and how the ranks diverge (`divergence`: an `analyze` of `ts` already
-    made)."""
+    """The findings, the counts, and how the ranks diverge (`divergence`: an `analyze` of `ts`
+    already made; `found`: its `findings`, already made)."""
+    div = divergence if divergence is not None else analyze(ts)
     out = ts.summary_counts(verify=verify)
+    out["findings"] = findings_json(found if found is not None else findings(ts, div))
     out["kernels_by_kind"] = kernels_by_kind(ts)
     out["cudagraphs"] = cudagraph_counts(ts)
     out["skipped"] = [{"path": str(p), "reason": why} for p, why in ts.skipped]
@@ -49,7 +58,6 @@ def summary_json(
     out["unknown_kinds"] = dict(sorted(unknown.items()))
     out["damage"] = damage(ts, out)
     out["export"] = export_counts(ts)
-    div = divergence if divergence is not None else analyze(ts)
     out["divergence"] = div.json()
     out["exec_order_groups"] = div.findings["exec_order"].groups
     out["rank_groups"] = div.groups
@@ -87,6 +95,9 @@ def fail_on(summary: dict[str, Any], kinds: list[str]) -> list[str]:
 
 
 def _present(summary: dict[str, Any], kind: str) -> bool:
+    if kind in FINDING_KINDS:
+        worst = SEVERITIES.index(FINDING_KINDS[kind])
+        return any(SEVERITIES.index(f["severity"]) <= worst for f in summary.get("findings", []))
     if kind == "divergence":
         checks = [*summary.get("divergence", {}).values(), summary.get("exec_order_groups", [])]
         return any(len(groups) > 1 for groups in checks)
@@ -163,12 +174,12 @@ def divergence_lines(div: Divergence) -> list[str]:
 
 def summary_text(ts: Model, verify: bool = False, width: int = 100) -> str:
     div = analyze(ts)
-    s = summary_json(ts, verify=verify, divergence=div)
+    ranked = findings(ts, div)
+    s = summary_json(ts, verify=verify, divergence=div, found=ranked)
     multi = len(ranks_of(ts)) > 1
-    lines: list[str] = crash_lines(ts)
+    lines: list[str] = finding_lines(ranked)
     add = lines.append
-    if lines:
-        add("")
+    add("")
     add(
         f"files {s['files']} · records {s['records']} · compiles {s['compiles']} · "
         f"frames {s['frames']} · breaks {s['graph_breaks']} · recompiles {s['recompiles']} · "
