@@ -21,6 +21,8 @@ from tcview.model.objects import Compile, Error, Frame, Model, Record, stack_fra
 from tcview.model.ranks import ranks_label
 
 SEVERITIES = ("error", "warning", "info")
+_PATH = re.compile(r"(?:[\w.~-]*[/\\])+([\w.-]+)")
+_DIGITS = re.compile(r"\d+")
 
 # Kinds, in the order they rank within one severity when their cost is equal.
 CRASH = "crash"
@@ -91,8 +93,10 @@ class Finding:
 
     @property
     def key(self) -> tuple[str, str]:
-        """What identifies the finding across runs (`tcview diff`): its kind and title."""
-        return (self.kind, self.title)
+        """What identifies the finding across runs (`tcview diff`): its kind and its title
+        without directories and numbers (counts, compile ids and line numbers change)."""
+        title = _PATH.sub(lambda m: m.group(1), self.title)
+        return (self.kind, _DIGITS.sub("#", title))
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -631,43 +635,136 @@ def _nearest(miss: dict[str, str], others: list[dict[str, str]]) -> dict[str, st
 
 
 def _cache_misses(model: Model) -> list[Finding]:
-    out = []
+    """Compiles that missed a cache that hit in the same run (a warm cache), one finding each,
+    with the key components that differ from the nearest hit's key."""
+    missed: dict[int, tuple[Compile, list[str], list[str]]] = {}
     for cache in ("fx_graph", "aotautograd"):
         events = [e for e in model.cache_events if e.cache == cache]
-        hits = [e for e in events if e.result == "hit"]
-        misses = [e for e in events if e.result == "miss" and e.compile is not None]
-        if not hits or not misses:
+        hit_keys = [
+            k for k in (cache_components(e.record) for e in events if e.result == "hit") if k
+        ]
+        if not any(e.result == "hit" for e in events):
             continue  # a cold cache misses by design
-        hit_keys = [cache_components(e.record) for e in hits]
-        for miss in misses:
+        for miss in events:
+            if miss.result != "miss" or miss.compile is None:
+                continue
             key = cache_components(miss.record)
-            near = _nearest(key, [k for k in hit_keys if k])
-            changed = changed_components(key, near) if near is not None and key else []
-            comp = miss.compile
-            assert comp is not None
-            what = ", ".join(changed[:6]) + (" …" if len(changed) > 6 else "")
-            out.append(
-                Finding(
-                    CACHE_MISS,
-                    "warning",
-                    f"{cache} cache miss on a warm cache at {comp.id_label}"
-                    + (f": {what} changed" if changed else ""),
-                    f"The {cache} cache had {_plural(len(hits), 'hit')} in this run, yet "
-                    f"{comp.id_label} missed and compiled from scratch"
-                    + (
-                        f"; its cache key differs from the nearest hit in {what}."
-                        if changed
-                        else "; the trace does not carry the key components to say why."
-                    ),
-                    {"cache": cache, "compile": comp.id_label, "changed_components": changed},
-                    _frame_where(comp.frame),
-                    compile_cost_s(comp),
-                    "Keep what changed the same between runs (a config set differently, a "
-                    "different torch or input shape) so the cached entry is reused.",
-                    DOCS["cache"],
-                    [comp],
-                )
+            near = _nearest(key, hit_keys)
+            comp, caches, changed = missed.setdefault(id(miss.compile), (miss.compile, [], []))
+            caches.append(cache)
+            if near is not None and key:
+                changed += [c for c in changed_components(key, near) if c not in changed]
+    out = []
+    for comp, caches, changed in missed.values():
+        what = ", ".join(changed[:6]) + (" …" if len(changed) > 6 else "")
+        out.append(
+            Finding(
+                CACHE_MISS,
+                "warning",
+                f"Cache miss on a warm cache at {comp.id_label} ({', '.join(caches)})"
+                + (f": {what} changed" if changed else ""),
+                f"The {' and '.join(caches)} cache hit for other graphs of this run, yet "
+                f"{comp.id_label} missed and compiled from scratch"
+                + (
+                    f"; its key differs from the nearest hit's in {what}."
+                    if changed
+                    else "; the trace does not carry its key components to say why."
+                ),
+                {"caches": caches, "compile": comp.id_label, "changed_components": changed},
+                _frame_where(comp.frame),
+                compile_cost_s(comp),
+                cache_fix(changed),
+                DOCS["cache"],
+                [comp],
             )
+        )
+    return out
+
+
+def cache_fix(changed: Sequence[str]) -> str:
+    """What to do about a cache key whose `changed` components differ."""
+    configs = [c for c in changed if c.startswith(("inductor_config[", "fx_kwargs["))]
+    if configs:
+        return (
+            f"Set {', '.join(configs[:3])} the same way wherever this graph compiles (a config "
+            "patched for one call gets its own cache entry)."
+        )
+    if any(c.startswith("example_inputs") for c in changed):
+        return (
+            "The inputs' shapes, strides or dtypes differ: feed the same ones to share the entry."
+        )
+    if any(
+        c in ("torch_version", "system_info[hash]") or c.startswith("system_info") for c in changed
+    ):
+        return "Entries from another torch version or machine are not reused: warm the cache again."
+    if GRAPH_COMPONENT in changed:
+        return "The graph itself differs (other code or constants): it needs its own entry."
+    return (
+        "Keep what changed the same between compiles (config, inputs, torch version) so the "
+        "cached entry is reused."
+    )
+
+
+GRAPH_COMPONENT = "gm"  # the component that holds the graph's code
+
+
+@dataclass
+class CacheKeyChange:
+    """A graph that run A had a cache entry for and run B missed: the key components that
+    differ (`tcview diff`)."""
+
+    cache: str
+    a_compile: str
+    b_compile: str
+    frame: str
+    changed: list[str]
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "cache": self.cache,
+            "a_compile": self.a_compile,
+            "b_compile": self.b_compile,
+            "frame": self.frame,
+            "changed_components": self.changed,
+        }
+
+
+def cache_key_changes(a: Model, b: Model) -> list[CacheKeyChange]:
+    """Each miss of run B whose graph (the ``gm`` component) run A also cached under another
+    key, with the key components that differ: against A's compile of the same id when it has
+    one, else against A's nearest key. A miss whose key A had as it is says nothing here (B's
+    cache was cold)."""
+    seen: dict[tuple[str, str], list[tuple[str, dict[str, str]]]] = {}
+    for event in a.cache_events:
+        key = cache_components(event.record)
+        if GRAPH_COMPONENT in key and event.compile is not None:
+            seen.setdefault((event.cache, key[GRAPH_COMPONENT]), []).append(
+                (event.compile.id_label, key)
+            )
+    out = []
+    for event in b.cache_events:
+        comp = event.compile
+        if event.result != "miss" or comp is None:
+            continue
+        key = cache_components(event.record)
+        entries = seen.get((event.cache, key.get(GRAPH_COMPONENT, "")), [])
+        if not entries or any(k == key for _id, k in entries):
+            continue
+        same_id = [e for e in entries if e[0] == comp.id_label]
+        if same_id:
+            a_id, a_key = same_id[0]
+        else:
+            a_key = _nearest(key, [k for _id, k in entries]) or entries[0][1]
+            a_id = next(i for i, k in entries if k is a_key)
+        out.append(
+            CacheKeyChange(
+                event.cache,
+                a_id,
+                comp.id_label,
+                _frame_name(comp.frame),
+                changed_components(a_key, key),
+            )
+        )
     return out
 
 
@@ -916,6 +1013,14 @@ def findings(model: Model, divergence: Divergence | None = None) -> list[Finding
     found += _compile_time(model)
     found += _divergence(divergence if divergence is not None else analyze(model))
     return sorted(found, key=rank_key)
+
+
+def new_and_gone(a: Sequence[Finding], b: Sequence[Finding]) -> tuple[list[Finding], list[Finding]]:
+    """The findings of run B that run A does not have, and those of A that B no longer has
+    (matched by `Finding.key`)."""
+    keys_a = {f.key for f in a}
+    keys_b = {f.key for f in b}
+    return [f for f in b if f.key not in keys_a], [f for f in a if f.key not in keys_b]
 
 
 def findings_json(found: Sequence[Finding]) -> list[dict[str, Any]]:
