@@ -17,7 +17,15 @@ from tcview.analysis.autotune import autotune_seconds
 from tcview.analysis.cudagraphs import model_cudagraphs, short_reason
 from tcview.analysis.divergence import Divergence, analyze, describe_groups
 from tcview.analysis.recompiles import compile_config, diagnose
-from tcview.model.objects import Compile, Error, Frame, Model, Record, stack_frames
+from tcview.model.objects import (
+    Compile,
+    Error,
+    Frame,
+    Model,
+    Record,
+    is_torch_internal,
+    stack_frames,
+)
 from tcview.model.ranks import ranks_label
 
 SEVERITIES = ("error", "warning", "info")
@@ -205,8 +213,13 @@ def _plural(n: int, word: str) -> str:
 
 
 def _frame_name(frame: Frame | None) -> str:
+    """The function a user knows the frame by: a compiled module's ``forward`` rather than
+    torch's ``inner`` wrapper."""
     if frame is None:
         return "?"
+    code = frame.code_frame
+    if code is not None and is_torch_internal(code.filename):
+        return frame.label  # ``<module> (train.py:14) → inner``: the call site and the wrapper
     if frame.co_name:
         return frame.co_name
     code = frame.code_frame
@@ -824,16 +837,21 @@ def _stack_where(source: Any, value: Any) -> dict[str, Any] | None:
     return user_line([(f.filename, f.line) for f in stack_frames(source, value)])
 
 
+SYMBOL_KINDS = ("symbolic_shape_specialization", "create_unbacked_symbol")
+
+
 def _symbols(model: Model) -> list[Finding]:
+    by: dict[int, tuple[Compile, list[Record]]] = {}
+    for source in model.files:
+        for rec in source.records:
+            if rec.kind in SYMBOL_KINDS and rec.compile is not None:
+                by.setdefault(id(rec.compile), (rec.compile, []))[1].append(rec)
     out = []
-    for comp in model.compiles:
+    for comp, records in by.values():
         specs: list[dict[str, Any]] = []
         unbacked: list[dict[str, Any]] = []
-        for rec in comp.records:
-            if rec.kind not in ("symbolic_shape_specialization", "create_unbacked_symbol"):
-                continue
-            meta = rec.full_meta()
-            body = meta.get(rec.kind) if isinstance(meta, dict) else None
+        for rec in records:
+            body = rec.full_meta()  # the event's value
             if not isinstance(body, dict):
                 continue
             if rec.kind == "symbolic_shape_specialization":
@@ -865,9 +883,10 @@ def _symbols(model: Model) -> list[Finding]:
                 Finding(
                     SPECIALIZATION,
                     "info",
-                    f"{comp.id_label}: a dynamic size was specialised to a constant ({names})",
-                    "A guard or branch on the size made Dynamo fix it to one value: other values "
-                    "will recompile. "
+                    f"`{_frame_name(comp.frame)}` ({comp.id_label}): a dynamic size was "
+                    f"specialised to a constant ({names})",
+                    "A comparison of the size with a constant made Dynamo fix it to that value: "
+                    "other values will recompile. "
                     + "; ".join(
                         f"{s['symbol']} ({', '.join(s['sources'])}) = {s['value']}: {s['reason']}"
                         for s in specs
@@ -875,22 +894,25 @@ def _symbols(model: Model) -> list[Finding]:
                     {"compile": comp.id_label, "specializations": specs},
                     specs[0]["where"] or _frame_where(comp.frame),
                     None,
-                    "Avoid branching on the size in the compiled code (torch._check can state a "
-                    "range instead of a value).",
+                    "Avoid comparing the size with a constant inside the compiled code (at the "
+                    "line named); if the size never changes, this costs nothing.",
                     DOCS["dynamic"],
                     [comp],
                 )
             )
         if unbacked:
             lines = [
-                f"{u['symbol']} from {where_text(u['where']) or '?'} (range {u['range']})"
+                f"{u['symbol']}"
+                + (f" from {where_text(u['where'])}" if u["where"] else "")
+                + f" (range {u['range']})"
                 for u in unbacked
             ]
             out.append(
                 Finding(
                     UNBACKED,
                     "info",
-                    f"{comp.id_label}: {_plural(len(unbacked), 'data-dependent symbol')}",
+                    f"`{_frame_name(comp.frame)}` ({comp.id_label}): "
+                    f"{_plural(len(unbacked), 'data-dependent symbol')}",
                     "Sizes or values that depend on tensor data (.item(), nonzero()): "
                     + "; ".join(lines[:8])
                     + (f"; … {len(lines) - 8} more" if len(lines) > 8 else "")
@@ -898,8 +920,9 @@ def _symbols(model: Model) -> list[Finding]:
                     {"compile": comp.id_label, "symbols": unbacked},
                     unbacked[0]["where"] or _frame_where(comp.frame),
                     None,
-                    "Where a branch or size needs them, state what holds with torch._check(...) "
-                    "(e.g. torch._check(n >= 0)) so no guard fails on them.",
+                    "Where code branches on them or uses them as sizes, tell the compiler what "
+                    "holds with torch._check(...) (e.g. torch._check(n >= 0)); otherwise it "
+                    "raises a data-dependent error there.",
                     DOCS["dynamic"],
                     [comp],
                 )
@@ -916,12 +939,15 @@ def _compile_time(model: Model) -> list[Finding]:
     if total < DOMINANT_MIN_S:
         return []
     out = []
-    by_frame: dict[int, tuple[Frame, float, list[Compile]]] = {}
+    # a frame of several ranks or episodes is one: its function, file and first line
+    by_frame: dict[tuple[str, str, object], tuple[Frame, float, list[Compile]]] = {}
     for comp, t in timed:
         if comp.frame is None or t is None:
             continue
-        frame, seconds, compiles = by_frame.get(id(comp.frame), (comp.frame, 0.0, []))
-        by_frame[id(comp.frame)] = (frame, seconds + t, [*compiles, comp])
+        code = comp.frame.code_frame
+        key = (_frame_name(comp.frame), code.filename if code else "", comp.frame.co_firstlineno)
+        frame, seconds, compiles = by_frame.get(key, (comp.frame, 0.0, []))
+        by_frame[key] = (frame, seconds + t, [*compiles, comp])
     if len(by_frame) > 1:
         frame, seconds, compiles = max(by_frame.values(), key=lambda v: v[1])
         if seconds >= DOMINANT_SHARE * total:
@@ -931,7 +957,7 @@ def _compile_time(model: Model) -> list[Finding]:
                     "info",
                     f"`{_frame_name(frame)}` took {seconds / total:.0%} of the compile time",
                     f"{seconds:.1f}s of {total:.1f}s compiling went to `{_frame_name(frame)}` "
-                    f"({_plural(len(compiles), 'compile')}).",
+                    f"({_plural(len(compiles), 'compile')}){_top_phase(compiles)}.",
                     {
                         "frame": frame.id_label,
                         "seconds": round(seconds, 3),
@@ -939,7 +965,9 @@ def _compile_time(model: Model) -> list[Finding]:
                     },
                     _frame_where(frame),
                     seconds,
-                    "Look at this frame first: its recompiles, graph breaks and autotuning.",
+                    "Start with this frame: its recompiles and graph breaks (above) add compiles; "
+                    "a FX graph cache kept warm between runs (the same TORCHINDUCTOR_CACHE_DIR) "
+                    "saves most of the Inductor time of the next run.",
                     DOCS["cache"],
                     compiles,
                 )
@@ -965,6 +993,19 @@ def _compile_time(model: Model) -> list[Finding]:
             )
         )
     return out
+
+
+def _top_phase(compiles: Sequence[Compile]) -> str:
+    """``; most of it in inductor (6.1s)``: the phase (below Dynamo's own) that took most."""
+    phases: dict[str, float] = {}
+    for comp in compiles:
+        for label, seconds, depth in comp.metric_phases():
+            if depth >= 2 and "cumulative" not in label:
+                phases[label] = phases.get(label, 0.0) + seconds
+    if not phases:
+        return ""
+    label, seconds = max(phases.items(), key=lambda kv: kv[1])
+    return f"; most of it in {label} ({seconds:.1f}s)"
 
 
 # ---------------------------------------------------------------------- ranks
