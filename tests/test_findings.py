@@ -202,7 +202,8 @@ def test_a_warm_cache_miss_names_the_key_component_that_changed() -> None:
     miss = _of(found, CACHE_MISS)
     assert len(miss) == 1
     assert miss[0].evidence["changed_components"] == ["inductor_config[max_fusion_size]"]
-    assert miss[0].evidence["caches"] == ["fx_graph", "aotautograd"]
+    assert miss[0].evidence["caches"] == ["aotautograd", "fx_graph"]
+    assert miss[0].evidence["hit"] == "0/0"  # the same graph, compiled before the config patch
     assert "max_fusion_size" in miss[0].fix
     assert _line(miss[0]) == ("script.py", 20)
     assert not _of(findings(_load(CASES / "warm_cache" / "cold")), CACHE_MISS)  # cold: by design

@@ -648,42 +648,56 @@ def _nearest(miss: dict[str, str], others: list[dict[str, str]]) -> dict[str, st
 
 
 def _cache_misses(model: Model) -> list[Finding]:
-    """Compiles that missed a cache that hit in the same run (a warm cache), one finding each,
-    with the key components that differ from the nearest hit's key."""
+    """Compiles whose graph missed a cache that held the same graph (its ``gm`` component)
+    from another compile of the same process, one finding each, with the key components that
+    differ from that entry's key. A miss that differs only in its inputs (a new shape) needs
+    an entry of its own and is none; so is a graph the cache never saw (a cold cache)."""
+    hits: dict[tuple[int, str, str], list[dict[str, str]]] = {}
+    hit_ids: dict[int, str] = {}  # id of a hit's key -> its compile
+    for event in model.cache_events:
+        if event.result == "hit" and event.compile is not None:
+            key = cache_components(event.record)
+            if GRAPH_COMPONENT in key:
+                where = (id(event.compile.file), event.cache, key[GRAPH_COMPONENT])
+                hits.setdefault(where, []).append(key)
+                hit_ids[id(key)] = event.compile.id_label
     missed: dict[int, tuple[Compile, list[str], list[str]]] = {}
-    for cache in ("fx_graph", "aotautograd"):
-        events = [e for e in model.cache_events if e.cache == cache]
-        hit_keys = [
-            k for k in (cache_components(e.record) for e in events if e.result == "hit") if k
-        ]
-        if not any(e.result == "hit" for e in events):
-            continue  # a cold cache misses by design
-        for miss in events:
-            if miss.result != "miss" or miss.compile is None:
-                continue
-            key = cache_components(miss.record)
-            near = _nearest(key, hit_keys)
-            comp, caches, changed = missed.setdefault(id(miss.compile), (miss.compile, [], []))
-            caches.append(cache)
-            if near is not None and key:
-                changed += [c for c in changed_components(key, near) if c not in changed]
+    against: dict[int, str] = {}  # a missed compile -> the compile whose entry it missed
+    for event in model.cache_events:
+        comp = event.compile
+        if event.result != "miss" or comp is None:
+            continue
+        entry = missed.setdefault(id(comp), (comp, [], []))
+        if event.cache not in entry[1]:
+            entry[1].append(event.cache)
+        key = cache_components(event.record)
+        same = hits.get((id(comp.file), event.cache, key.get(GRAPH_COMPONENT, "")), [])
+        near = _nearest(key, same)
+        if near is not None:
+            entry[2].extend(c for c in changed_components(near, key) if c not in entry[2])
+            against.setdefault(id(comp), hit_ids[id(near)])
     out = []
     for comp, caches, changed in missed.values():
+        if not any(_avoidable(c) for c in changed):
+            continue  # another graph or other inputs: an entry of its own, by design
         what = ", ".join(changed[:6]) + (" …" if len(changed) > 6 else "")
+        caches = sorted(caches)
+        hit = against[id(comp)]
         out.append(
             Finding(
                 CACHE_MISS,
                 "warning",
-                f"Cache miss on a warm cache at {comp.id_label} ({', '.join(caches)})"
-                + (f": {what} changed" if changed else ""),
-                f"The {' and '.join(caches)} cache hit for other graphs of this run, yet "
-                f"{comp.id_label} missed and compiled from scratch"
-                + (
-                    f"; its key differs from the nearest hit's in {what}."
-                    if changed
-                    else "; the trace does not carry its key components to say why."
-                ),
-                {"caches": caches, "compile": comp.id_label, "changed_components": changed},
+                f"Cache miss on a warm cache at {comp.id_label} ({', '.join(caches)}): "
+                f"{what} changed",
+                f"The cache held this graph: {hit} hit it, yet {comp.id_label} missed "
+                f"({' and '.join(caches)}) and compiled from scratch; its cache key differs "
+                f"from {hit}'s in {what}.",
+                {
+                    "caches": caches,
+                    "compile": comp.id_label,
+                    "hit": hit,
+                    "changed_components": changed,
+                },
                 _frame_where(comp.frame),
                 compile_cost_s(comp),
                 cache_fix(changed),
@@ -692,6 +706,12 @@ def _cache_misses(model: Model) -> list[Finding]:
             )
         )
     return out
+
+
+def _avoidable(component: str) -> bool:
+    """A key component that differs by a choice (config, versions), not by what is compiled
+    (the graph, its inputs' shapes and dtypes)."""
+    return component != GRAPH_COMPONENT and not component.startswith("example_inputs")
 
 
 def cache_fix(changed: Sequence[str]) -> str:
@@ -710,8 +730,6 @@ def cache_fix(changed: Sequence[str]) -> str:
         c in ("torch_version", "system_info[hash]") or c.startswith("system_info") for c in changed
     ):
         return "Entries from another torch version or machine are not reused: warm the cache again."
-    if GRAPH_COMPONENT in changed:
-        return "The graph itself differs (other code or constants): it needs its own entry."
     return (
         "Keep what changed the same between compiles (config, inputs, torch version) so the "
         "cached entry is reused."
