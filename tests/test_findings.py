@@ -112,6 +112,21 @@ def test_a_crash_in_compiled_code_names_the_users_line_first() -> None:
     assert not _of(found, COMPILE_FAILED) and crash.evidence["compiles"] == ["0/1"]
 
 
+def test_a_crash_in_cuda_graph_replay_says_what_torch_advises() -> None:
+    # a real H100 run (torch 2.11): an output read after the next call overwrote it
+    (crash,) = findings(_load(CASES / "cudagraph_overwrite"))
+    assert (crash.kind, crash.severity) == (CRASH, "error")
+    assert _line(crash) == ("script.py", 24)  # print(first): where the overwritten tensor is read
+    assert crash.evidence["tensor_created_at"]["line"] == 17  # return torch.matmul(x, x)
+    assert crash.fix == (
+        "To prevent overwriting, clone the tensor outside of torch.compile() or call "
+        "torch.compiler.cudagraph_mark_step_begin() before each model invocation."
+    )
+    assert crash.doc.endswith("torch.compiler.cudagraph_mark_step_begin.html")
+    assert crash.evidence["stack"][0].endswith("script.py:24 in main")
+    assert crash.evidence["frames_below"] == 5
+
+
 def test_torch_hint_of_a_cuda_graph_overwrite() -> None:
     # the message torch/_inductor/cudagraph_trees.py raises (one line, with the stack inside)
     message = (

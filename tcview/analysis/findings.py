@@ -244,12 +244,18 @@ def torch_hint(message: str) -> str:
     for line in lines:
         if line.startswith("Hint:") and "TORCH_LOGS" not in line:
             return line.removeprefix("Hint:").strip()
-    for line in lines:
-        for sentence in _SENTENCE_END.split(line):
-            if "TORCH_LOGS" in sentence or "TORCHDYNAMO_VERBOSE" in sentence:
-                continue
-            if _ADVICE.match(sentence) or _TORCH_CALL.search(sentence):
-                return sentence
+    sentences = [
+        sentence
+        for line in lines
+        for sentence in _SENTENCE_END.split(line)
+        if "TORCH_LOGS" not in sentence and "TORCHDYNAMO_VERBOSE" not in sentence
+    ]
+    for sentence in sentences:  # advice first: a torch call may also be quoted user code
+        if _ADVICE.match(sentence):
+            return sentence
+    for sentence in sentences:
+        if _TORCH_CALL.search(sentence) and not sentence.startswith("return "):
+            return sentence
     return ""
 
 
@@ -311,6 +317,7 @@ def _crashes(model: Model, failures: list[Finding]) -> list[Finding]:
                 lines.append(f"  … {outer} outer frames")
             if below:
                 lines.append(f"  ({below} frames inside torch and libraries below the first line)")
+        # a CUDA graph's overwritten output: torch names where the tensor was made
         created = traceback_frames(error.message.partition("Stack trace:")[2].split(". To ")[0])
         evidence: dict[str, Any] = {
             "exception": etype,
@@ -321,8 +328,10 @@ def _crashes(model: Model, failures: list[Finding]) -> list[Finding]:
             "outer_frames": outer,
             "frames_below": below,
         }
-        if created:
-            evidence["tensor_created_at"] = user_line(created)
+        made = user_line(created)
+        if made is not None:
+            evidence["tensor_created_at"] = made
+            lines.insert(1, f"The tensor read was made at {where_text(made)}.")
         compiles: list[Compile] = []
         for failure in list(failures):
             ftype = failure.evidence.get("fail_type", "")
