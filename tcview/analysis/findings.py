@@ -661,9 +661,19 @@ def _cache_misses(model: Model) -> list[Finding]:
     from another compile of the same process, one finding each, with the key components that
     differ from that entry's key. A miss that differs only in its inputs (a new shape) needs
     an entry of its own and is none; so is a graph the cache never saw (a cold cache)."""
+    results: dict[tuple[int, str], set[str]] = {}
+    for event in model.cache_events:
+        if event.compile is not None:
+            results.setdefault((id(event.compile.file), event.cache), set()).add(event.result)
+    warm = {k for k, seen in results.items() if {"hit", "miss"} <= seen}
+    events = [  # only caches that both hit and missed in one process: their keys are read
+        e
+        for e in model.cache_events
+        if e.compile is not None and (id(e.compile.file), e.cache) in warm
+    ]
     hits: dict[tuple[int, str, str], list[dict[str, str]]] = {}
     hit_ids: dict[int, str] = {}  # id of a hit's key -> its compile
-    for event in model.cache_events:
+    for event in events:
         if event.result == "hit" and event.compile is not None:
             key = cache_components(event.record)
             if GRAPH_COMPONENT in key:
@@ -672,7 +682,7 @@ def _cache_misses(model: Model) -> list[Finding]:
                 hit_ids[id(key)] = event.compile.id_label
     missed: dict[int, tuple[Compile, list[str], list[str]]] = {}
     against: dict[int, str] = {}  # a missed compile -> the compile whose entry it missed
-    for event in model.cache_events:
+    for event in events:
         comp = event.compile
         if event.result != "miss" or comp is None:
             continue
