@@ -608,8 +608,9 @@ def _cudagraph_fix(reason: str) -> str:
     low = reason.lower()
     if "mutated inputs" in low or "mutation" in low:
         return (
-            "The graph mutates an input in place: return the new value instead of writing into "
-            "the input, or keep the buffer a module buffer/parameter (static inputs may mutate)."
+            "The compiled code writes into an input in place (at the line named): return the "
+            "new value instead, or make that tensor a module buffer or parameter (CUDA graphs "
+            "allow mutating those)."
         )
     if "cpu" in low:
         return "Keep the tensors on the GPU inside the compiled region (no .cpu() / CPU tensors)."
