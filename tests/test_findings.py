@@ -71,6 +71,8 @@ def test_user_files_are_outside_site_packages_the_standard_library_and_torch() -
     assert not is_user_file("/root/.pyenv/versions/3.11.7/lib/python3.11/runpy.py")
     assert not is_user_file("/usr/local/lib/python3.12/dist-packages/transformers/x.py")
     assert not is_user_file("<frozen runpy>")
+    assert not is_user_file("/root/.pyenv/versions/3.11.7/bin/torchrun")  # a launcher
+    assert is_user_file("/home/me/bin/train.py")
     assert not is_user_file("/src/pytorch/torch/_dynamo/eval_frame.py")  # a source checkout
     assert not is_user_file("torch/_inductor/compile_fx.py")  # as a trace prefix names it
 

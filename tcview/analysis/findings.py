@@ -126,6 +126,7 @@ _LIBRARY = re.compile(
     r"(?:^|[/\\])(?:site|dist)-packages[/\\]"  # installed packages
     r"|(?:^|[/\\])lib[/\\](?:pypy|python)\d+(?:\.\d+)?[/\\]"  # the standard library
     r"|(?:^|[/\\])torch[/\\]"  # torch, also from a source checkout
+    r"|(?:^|[/\\])bin[/\\][^/\\.]+$"  # a launcher's console script (torchrun)
     r"|^<frozen "
 )
 _FRAME_TEXT = re.compile(r"^(?P<file>.+?):(?P<line>\d+)(?: in (?P<name>.*))?$")

@@ -26,6 +26,7 @@ from textual.worker import get_current_worker
 
 from tcview.analysis.diff import predecessor
 from tcview.analysis.export import is_export
+from tcview.analysis.findings import Finding, findings
 from tcview.analysis.paths import Location, PathMap, locations_of
 from tcview.analysis.provenance import (
     POST_GRAD_GRAPHS,
@@ -119,9 +120,10 @@ def doc_for(
     source: str,
     picked: Kernel | None = None,
     bench: Callable[[Kernel], KernelTime | None] = lambda kernel: None,
+    found: list[Finding] | None = None,
 ) -> Document:
     """What the pane shows for a tree item; `picked`: the kernel whose nodes a graph marks;
-    `bench` gives a kernel's benchmark, if any."""
+    `bench` gives a kernel's benchmark, if any; `found`: the findings, for the overview."""
     obj = item.obj
     if isinstance(obj, Compile):
         return detail_doc(compile_detail(obj, model))
@@ -140,7 +142,7 @@ def doc_for(
     if isinstance(obj, LogSource):
         return styled_doc(obj.display, file_summary(obj))
     summary = model.summary_counts() if model is not None else {}
-    return overview_doc(model, source, summary)
+    return overview_doc(model, source, summary, found=found)
 
 
 def marked_nodes(rec: Record, kernel: Kernel | None) -> Marked | None:
@@ -173,6 +175,7 @@ def overview_doc(
     state: InputState | None = None,
     error: str = "",
     ranks: RankSet = None,
+    found: list[Finding] | None = None,
 ) -> Document:
     """The right-hand pane when no item is picked: the counts of `summary` (the snapshot the
     status bar shows), and what the input holds (waiting, nothing found, could not read)."""
@@ -183,7 +186,7 @@ def overview_doc(
     if model is None:
         lines = [lit(source, "bold"), Text("indexing…"), Text(counts_line(summary), style="bold")]
         return styled_doc(source, lines)
-    return styled_doc(source, model_summary(model, source, summary, state, ranks))
+    return styled_doc(source, model_summary(model, source, summary, state, ranks, found))
 
 
 def file_summary(tf: LogSource) -> list[Text]:
@@ -439,6 +442,7 @@ class TcviewApp(App[int]):
         self._ranks_shown = 0  # ranks in the last counts snapshot
         self.rank_filter: RankSet = None  # the ranks picked with `#` (None: all)
         self._export = False  # the input is a torch.export trace (the Export key shows)
+        self._findings: list[Finding] | None = None  # made once the model is read
         # The kernel picked last (a graph marks its nodes), the compile marked for a diff,
         # and the object whose provenance the pane shows (`i` again goes back).
         self.picked_kernel: Kernel | None = None
@@ -506,6 +510,25 @@ class TcviewApp(App[int]):
     def _first_frame(self) -> None:
         self.first_frame_at = time.monotonic()
 
+    @work(thread=True, group="findings", exclusive=True, exit_on_error=False, description="find")
+    def _find(self) -> None:
+        """The findings, made once the model is read (they read payloads: off the UI thread);
+        the overview then leads with them."""
+        model = self.model
+        if model is None:
+            return
+        if self.follow:
+            with self.lock:  # the model grows under the loader
+                found = findings(model)
+        else:
+            found = findings(model)
+        if not get_current_worker().is_cancelled:
+            self.call_from_thread(self._findings_ready, found)
+
+    def _findings_ready(self, found: list[Finding]) -> None:
+        self._findings = found
+        self.refresh_counts()
+
     @work(thread=True, group="index", exit_on_error=False, description="index")
     def _index(self) -> None:
         self.loader.run()
@@ -552,6 +575,7 @@ class TcviewApp(App[int]):
         with self.lock:
             tree.set_model(self.model)
         self._versions = ()
+        self._findings = None
         self._last_item = None
         self._newest = None
         self.loaded_at = None
@@ -613,6 +637,7 @@ class TcviewApp(App[int]):
 
     def _model_ready(self) -> None:
         self.loaded_at = time.monotonic()
+        self._find()
         self.main_tree.mark_new = self.follow  # from now on, what arrives is marked as new
         tree = self.main_tree
         with self.lock:
@@ -708,7 +733,9 @@ class TcviewApp(App[int]):
             doc = None
             if overview:
                 error = loader.error if done and loader.error else ""
-                doc = overview_doc(model, self.source_path, summary, state, error, picked)
+                doc = overview_doc(
+                    model, self.source_path, summary, state, error, picked, self._findings
+                )
         self._records_shown = summary.get("records", 0)
         self._input_state = state
         self.status_right = counts_line(counts if counts is not None else summary)
@@ -812,7 +839,12 @@ class TcviewApp(App[int]):
                 digest_namesakes(self.model, item.obj, self.lock)
             with self.lock:
                 doc = doc_for(
-                    item, self.model, self.source_path, self.picked_kernel, self.bencher.time_of
+                    item,
+                    self.model,
+                    self.source_path,
+                    self.picked_kernel,
+                    self.bencher.time_of,
+                    self._findings,
                 )
         except Exception as exc:  # noqa: BLE001 - a broken record must not end the app
             doc = styled_doc("error", [lit(f"could not show this item: {exc!r}", "red")])
