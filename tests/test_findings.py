@@ -174,6 +174,7 @@ def test_recompile_limit_and_storm(shared_traces: Path) -> None:
     storm = _of(found, RECOMPILE_STORM)
     assert [f.title for f in storm] == ["`f` recompiled 3 times on `x` dtype"]
     assert storm[0].severity == "warning"
+    assert _line(storm[0]) == ("recompiles.py", 6)  # the guard's user stack: `+ n`
 
 
 def test_graphs_that_differ_only_by_sizes(fixture_runs: Path) -> None:

@@ -431,6 +431,16 @@ def _is_advice(sentence: str) -> bool:
     )
 
 
+def _guard_where(recompiled: Sequence[Compile]) -> dict[str, Any] | None:
+    """The user's line a failed guard came from (its ``User stack trace:``), when logged."""
+    for comp in recompiled:
+        if comp.recompile is not None and comp.recompile.reasons:
+            found = user_line(traceback_frames(comp.recompile.reasons[0]))
+            if found is not None:
+                return found
+    return None
+
+
 def _recompiles(model: Model) -> list[Finding]:
     out = []
     for source in model.files:
@@ -479,7 +489,7 @@ def _recompiles(model: Model) -> list[Finding]:
                     title,
                     " ".join(facts),
                     evidence,
-                    _frame_where(frame),
+                    _guard_where(recompiled) or _frame_where(frame),
                     _cost(recompiled),
                     fix,
                     DOCS["recompiles"],
