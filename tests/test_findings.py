@@ -41,6 +41,7 @@ from tcview.ingest.source import load_source
 from tcview.model.objects import Model
 from tcview.report.detail import render_text
 from tcview.report.diffreport import run_diff_lines
+from tcview.report.markdown import markdown_report
 from tcview.report.show import show_detail
 from tcview.report.summary import fail_on, summary_json, summary_text
 
@@ -316,6 +317,13 @@ def test_fail_on_errors_and_warnings(shared_traces: Path) -> None:
     assert fail_on(breaks, ["errors", "warnings"]) == ["warnings"]
     clean = summary_json(_load(shared_traces / "cpu-torch2.13" / "a_pointwise"))
     assert fail_on(clean, ["errors", "warnings"]) == []
+
+
+def test_markdown_report_lists_the_findings(fixture_runs: Path) -> None:
+    text = markdown_report(_load(fixture_runs / "recompile_limit"))
+    assert "### Findings (2)" in text
+    assert "- **error**: \\`score\\` hit the recompile limit" in text
+    assert "at `/tmp/show/runs/recompile_limit/script.py:15`" in text
 
 
 def test_show_findings(fixture_runs: Path) -> None:
