@@ -365,6 +365,23 @@ def _crashes(model: Model, failures: list[Finding]) -> list[Finding]:
     return out
 
 
+def _first_line(text: str) -> str:
+    """A message's first line that says something, with the next one when it ends in a colon
+    (``backend='x' raised:`` and then the exception)."""
+    lines = [ln.strip() for ln in text.split("\n") if ln.strip()]
+    if not lines:
+        return ""
+    if lines[0].endswith(":") and len(lines) > 1:
+        return f"{lines[0]} {lines[1]}"
+    return lines[0]
+
+
+def _doc_in(message: str) -> str:
+    """The docs page a torch message links to (a graph break's gbNNNN page), or ""."""
+    url = _URL.search(message)
+    return url.group(0).rstrip(".") if url is not None else ""
+
+
 def _compile_failures(model: Model) -> list[Finding]:
     out = []
     by: dict[tuple[str, str], list[Compile]] = {}
@@ -372,7 +389,7 @@ def _compile_failures(model: Model) -> list[Finding]:
     for failure in model.failures:
         if failure.is_recompile_limit or failure.compile is None:
             continue
-        first = next((ln.strip() for ln in failure.reason.split("\n") if ln.strip()), "")
+        first = _first_line(failure.reason)
         key = (failure.fail_type, first)
         by.setdefault(key, [])
         if failure.compile not in by[key]:
@@ -393,7 +410,7 @@ def _compile_failures(model: Model) -> list[Finding]:
                 where,
                 _cost(compiles),
                 hint or "Read the reason at the user's line; the frame did not compile.",
-                DOCS["graph_breaks"],
+                _doc_in(reasons[(ftype, first)]),
                 compiles,
             )
         )
@@ -1067,7 +1084,7 @@ def _divergence(div: Divergence) -> list[Finding]:
         Finding(
             DIVERGENCE,
             "warning",
-            f"Ranks compiled differently: {describe_groups(div.groups)}",
+            f"Ranks compiled differently: {len(div.groups)} groups ({describe_groups(div.groups)})",
             div.first or "The ranks' compiles differ (tcview summary lists each check).",
             {"groups": div.groups, "first": div.first},
             None,
