@@ -178,6 +178,14 @@ def test_recompile_limit_and_storm(shared_traces: Path) -> None:
     assert _line(storm[0]) == ("recompiles.py", 6)  # the guard's user stack: `+ n`
 
 
+def test_a_changing_float_names_the_value_and_the_line_that_read_it() -> None:
+    (found,) = findings(_load(CASES / "float_lr"))
+    assert found.title == "`update` recompiled once on `G['hyper']['lr']` value"
+    assert found.severity == "info"  # once: torch made the float dynamic after it changed
+    assert _line(found) == ("script.py", 16)  # return w - hyper["lr"] * grad
+    assert found.evidence["causes"][0]["values"] == ["0.1"]
+
+
 def test_graphs_that_differ_only_by_sizes(fixture_runs: Path) -> None:
     found = findings(_load(fixture_runs / "recompile_limit"))
     same = _of(found, SAME_GRAPHS)

@@ -28,7 +28,7 @@ from tcview.model.objects import (
 )
 from tcview.model.ranks import ranks_label
 
-SEVERITIES = ("error", "warning", "info")
+SEVERITIES = ("error", "warning", "info")  # worst first
 _PATH = re.compile(r"(?:[\w.~-]*[/\\])+([\w.-]+)")
 _DIGITS = re.compile(r"\d+")
 
@@ -68,7 +68,7 @@ STORM_RECOMPILES = 3
 # the run spent at least DOMINANT_MIN_S compiling.
 DOMINANT_SHARE = 0.5
 DOMINANT_MIN_S = 5.0
-# Crash stacks: this many frames are listed, innermost first; the rest are counted.
+# Crash stacks: at most this many lines, from the user's line outward; the rest are counted.
 STACK_SHOWN = 8
 
 DOCS = {
@@ -78,7 +78,6 @@ DOCS = {
     "mark_step": "https://docs.pytorch.org/docs/stable/generated/torch.compiler.cudagraph_mark_step_begin.html",
     "cache": "https://docs.pytorch.org/tutorials/recipes/torch_compile_caching_configuration_tutorial.html",
     "dynamic": "https://docs.pytorch.org/docs/stable/torch.compiler_dynamic_shapes.html",
-    "set_stance": "https://docs.pytorch.org/docs/stable/generated/torch.compiler.set_stance.html",
 }
 
 
