@@ -355,3 +355,17 @@ def test_summary_cli_fail_on_warnings(shared_traces: Path) -> None:
     )  # fmt: skip
     assert done.returncode == 1 and "found warnings" in done.stderr
     assert json.loads(done.stdout)["findings"][0]["kind"] == GRAPH_BREAK
+
+
+def test_findings_are_the_same_from_the_index_cache(
+    shared_traces: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The commands read a cached index by default: it must give the same findings."""
+    from tcview.analysis.findings import findings_json
+
+    monkeypatch.setenv("TCVIEW_CACHE_DIR", str(tmp_path))
+    for path in (CASES / "crash", shared_traces / "cpu-torch2.13" / "d_dynamic"):
+        fresh = findings_json(findings(_load(path)))
+        load_source(str(path), cache=True)  # writes the cache
+        cached = load_source(str(path), cache=True)
+        assert findings_json(findings(cached)) == fresh and fresh
