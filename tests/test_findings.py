@@ -277,7 +277,14 @@ def test_specialisations_and_data_dependent_symbols(shared_traces: Path) -> None
 def test_compile_time_dominated_by_one_frame(shared_traces: Path) -> None:
     found = _of(findings(_load(shared_traces / "h200-torch2.11" / "gpt_train")), COMPILE_TIME)
     assert [f.title for f in found] == ["`forward` took 88% of the compile time"]
-    assert "most of it in" in found[0].detail
+    assert "most of it in Inductor" in found[0].detail
+
+
+def test_compile_time_dominated_by_autotuning(fixture_runs: Path) -> None:
+    found = _of(findings(_load(fixture_runs / "autotune")), COMPILE_TIME)
+    tuning = [f for f in found if f.title.startswith("Autotuning took")]
+    assert len(tuning) == 1 and tuning[0].evidence["autotune_s"] > 10
+    assert "TORCHINDUCTOR_CACHE_DIR" in tuning[0].fix
 
 
 def test_a_backward_compile_counts_in_the_cost(shared_traces: Path) -> None:
