@@ -12,7 +12,8 @@ import sys
 from pathlib import Path
 
 import pytest
-from conftest import FIXTURES, REPO
+from conftest import FIXTURES, REPO, SAMPLES
+from ui_helpers import ready, sync
 
 from tcview.analysis.findings import (
     CACHE_MISS,
@@ -376,3 +377,30 @@ def test_findings_are_the_same_from_the_index_cache(
         load_source(str(path), cache=True)  # writes the cache
         cached = load_source(str(path), cache=True)
         assert findings_json(findings(cached)) == fresh and fresh
+
+
+def shown(app: object) -> list[str]:
+    from tcview.ui.reader import Reader
+
+    doc = app.screen.query(Reader).first().viewer.doc  # type: ignore[attr-defined]
+    return [doc.plain(i) for i in range(doc.count)]
+
+
+@sync
+async def test_a_live_overview_leads_with_the_findings_as_they_come(tmp_path: Path) -> None:
+    from tcview.ingest.replay import replay
+    from tcview.ui.app import TcviewApp
+
+    live = tmp_path / "live"
+    app = TcviewApp(str(live), follow=True)
+    async with app.run_test(size=(120, 40)) as pilot:
+        await ready(app, pilot)
+        assert not app._findings  # nothing read yet
+        replay(SAMPLES / "cpu_breaks_recompiles" / "trace", live / "run", speed_mb_s=0, seed=1)
+        for _ in range(400):  # the findings of a live input are made again within FIND_GAP
+            await pilot.pause(0.05)
+            if app._findings and any(line.startswith("findings (") for line in shown(app)):
+                break
+        lines = shown(app)
+        assert lines[1].startswith("findings ("), lines[:4]
+        assert lines[2].startswith("  warning Graph break at ")

@@ -88,6 +88,7 @@ INDEX_GAP = 0.2  # while a one-shot load indexes: at most 5 redraws a second
 # 30 ms waits 0.3 s for the next (a big tree would otherwise slow the index it shows).
 REDRAW_SHARE = 0.1
 LIVE_GAP = 0.05  # follow mode: at most 20 redraws a second, however fast the data moves
+FIND_GAP = 5.0  # follow mode: the findings are made again at most this often (seconds)
 
 
 Target: TypeAlias = Compile | Kernel | Record  # what the tree can reveal
@@ -443,6 +444,8 @@ class TcviewApp(App[int]):
         self.rank_filter: RankSet = None  # the ranks picked with `#` (None: all)
         self._export = False  # the input is a torch.export trace (the Export key shows)
         self._findings: list[Finding] | None = None  # made once the model is read
+        self._found_at = 0.0  # when the findings of a live input may be made again
+        self._find_timer: Timer | None = None
         # The kernel picked last (a graph marks its nodes), the compile marked for a diff,
         # and the object whose provenance the pane shows (`i` again goes back).
         self.picked_kernel: Kernel | None = None
@@ -525,6 +528,11 @@ class TcviewApp(App[int]):
         if not get_current_worker().is_cancelled:
             self.call_from_thread(self._findings_ready, found)
 
+    def _find_again(self) -> None:
+        self._find_timer = None
+        self._found_at = time.monotonic() + FIND_GAP
+        self._find()
+
     def _findings_ready(self, found: list[Finding]) -> None:
         self._findings = found
         self.refresh_counts()
@@ -593,6 +601,10 @@ class TcviewApp(App[int]):
         try:
             self.refresh_model()
             self._redraw_s = time.monotonic() - self._live_at
+            if self.follow and self.loaded_at is not None and self._find_timer is None:
+                # a live input's findings: made again FIND_GAP after the last time at most
+                wait = max(0.0, self._found_at - self._live_at)
+                self._find_timer = self.set_timer(wait, self._find_again)
             if self._indexing and self.loader.finished:
                 self._indexing = False
                 self._model_ready()
@@ -637,6 +649,7 @@ class TcviewApp(App[int]):
 
     def _model_ready(self) -> None:
         self.loaded_at = time.monotonic()
+        self._found_at = self.loaded_at + FIND_GAP
         self._find()
         self.main_tree.mark_new = self.follow  # from now on, what arrives is marked as new
         tree = self.main_tree
