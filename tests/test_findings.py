@@ -404,3 +404,11 @@ async def test_a_live_overview_leads_with_the_findings_as_they_come(tmp_path: Pa
         lines = shown(app)
         assert lines[1].startswith("findings ("), lines[:4]
         assert lines[2].startswith("  warning Graph break at ")
+
+
+def test_findings_alike_on_several_ranks_are_one(shared_traces: Path) -> None:
+    found = findings(_load(shared_traces / "tlparse-corpus" / "multi_rank_runtime"))
+    storm = _of(found, RECOMPILE_STORM)
+    assert len(storm) == 1 and storm[0].evidence["ranks"] == [0, 1, 2, 3, 4]
+    assert storm[0].detail.startswith("On ranks 0–4: ")
+    assert len(storm[0].compiles) == 15  # 3 recompiles on each of 5 ranks

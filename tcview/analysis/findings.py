@@ -1130,7 +1130,31 @@ def findings(model: Model, divergence: Divergence | None = None) -> list[Finding
     found += _symbols(model)
     found += _compile_time(model)
     found += _divergence(divergence if divergence is not None else analyze(model))
-    return sorted(found, key=rank_key)
+    return sorted(_fold_ranks(found), key=rank_key)
+
+
+def _fold_ranks(found: list[Finding]) -> list[Finding]:
+    """Findings alike on several ranks (the same kind, title and user's line) as one, with
+    their ranks, compiles and cost together."""
+    by: dict[tuple[str, str, str], Finding] = {}
+    out: list[Finding] = []
+    for finding in found:
+        key = (finding.kind, finding.title, where_text(finding.where))
+        first = by.get(key)
+        if first is None or not finding.compiles:
+            by[key] = finding
+            out.append(finding)
+            continue
+        first.compiles += [c for c in finding.compiles if c not in first.compiles]
+        if finding.cost_s is not None:
+            first.cost_s = (first.cost_s or 0.0) + finding.cost_s
+    for finding in out:
+        ranks = _who(finding.compiles)
+        if len(ranks) > 1:
+            finding.evidence["ranks"] = ranks
+            finding.evidence.pop("rank", None)
+            finding.detail = f"On {ranks_label(ranks)}: {finding.detail}"
+    return out
 
 
 def new_and_gone(a: Sequence[Finding], b: Sequence[Finding]) -> tuple[list[Finding], list[Finding]]:
