@@ -146,6 +146,20 @@ def test_torch_hint_of_a_cuda_graph_overwrite() -> None:
     assert torch_hint("Set TORCHDYNAMO_VERBOSE=1 for the internal stack trace") == ""
 
 
+def test_compile_failures(shared_traces: Path) -> None:
+    found = findings(_load(shared_traces / "h200-torch2.11" / "compile_failures"))
+    failed = _of(found, COMPILE_FAILED)
+    assert [f.title for f in failed] == [
+        "Compiling `f` failed: BackendCompilerFailed",
+        "Compiling `g` failed: Unsupported",
+    ]
+    assert all(f.severity == "error" for f in failed)
+    # the exception after torch's "raised:" line, and the graph-break page torch links
+    assert "raised: RuntimeError: simulated backend failure" in failed[0].detail
+    assert failed[1].doc.startswith("https://meta-pytorch.github.io/compile-graph-break-site/")
+    assert [_line(f) for f in failed] == [("compile_failures.py", 7), ("compile_failures.py", 19)]
+
+
 def test_crashes_of_several_ranks(fixture_runs: Path) -> None:
     found = findings(_load(fixture_runs / "crash_ranks"))
     crashes = _of(found, CRASH)
