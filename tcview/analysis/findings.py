@@ -222,7 +222,6 @@ def _frame_name(frame: Frame | None) -> str:
         return frame.label  # ``<module> (train.py:14) → inner``: the call site and the wrapper
     if frame.co_name:
         return frame.co_name
-    code = frame.code_frame
     return code.name if code is not None else f"frame {frame.id_text}"
 
 
