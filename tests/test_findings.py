@@ -202,6 +202,16 @@ def test_a_changing_float_names_the_value_and_the_line_that_read_it() -> None:
     assert found.evidence["causes"][0]["values"] == ["0.1"]
 
 
+def test_a_per_layer_setting_that_drives_the_model_into_the_recompile_limit() -> None:
+    (found,) = findings(_load(CASES / "layer_flag"))
+    assert (found.kind, found.severity) == (RECOMPILE_LIMIT, "error")
+    assert found.title.startswith("`forward` hit the recompile limit on `self.act`")
+    assert found.title.endswith("it runs eagerly from then on")
+    assert _line(found) == ("script.py", 25)  # if self.act == "relu":
+    assert found.evidence["causes"][0]["values"] == ["'relu'", "'gelu'", "'silu'", "'tanh'"]
+    assert found.evidence["limit_compile"] == "0/4"
+
+
 def test_graphs_that_differ_only_by_sizes(fixture_runs: Path) -> None:
     found = findings(_load(fixture_runs / "recompile_limit"))
     same = _of(found, SAME_GRAPHS)
