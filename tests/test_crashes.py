@@ -138,8 +138,10 @@ def test_a_crashed_torchrun_job_has_an_error_per_rank(fixture_runs: Path) -> Non
     s = summary_json(model)
     assert (s["errors"], s["failures"], s["compiles"]) == (3, 0, 4)
     first = summary_text(model).split("\n")
-    assert first[0] == "The run crashed: 3 error(s)"
-    assert first[1] == "  rank 0: AssertionError: rank 0: expected 2 gradient buckets, found 3"
+    assert first[0].startswith("Findings (")  # the summary starts with them, the crash first
+    assert first[1].startswith("  ERROR   The run crashed on rank 0 at ")
+    assert first[1].endswith("/crash_ranks/script.py:20: AssertionError")
+    assert first[2] == "          AssertionError: rank 0: expected 2 gradient buckets, found 3"
 
 
 def _summary(path: Path, *args: str) -> subprocess.CompletedProcess[str]:
@@ -247,4 +249,4 @@ def test_errors_equal_the_independent_counter(fixture_runs: Path, tmp_path: Path
     for log in [*logs, chained]:
         counted[log] = count_errors(log.read_bytes())
         assert TextLog.load(str(log)).summary_counts()["errors"] == counted[log], log
-    assert sum(counted.values()) == 4  # crash_ranks 3, the chained one 1
+    assert sum(counted.values()) == 5  # crash_ranks 3, h100_cudagraph_crash_docs 1, the chained one 1

@@ -230,7 +230,7 @@ def test_show_kernel_and_file_line(fixture_runs: Path) -> None:
     assert "extern_kernels.mm:8  [0/0 backward]" in out.stdout
     out = _tcview("show", trace, "no_such_kernel_or_line")
     assert out.returncode == 2
-    assert "is neither a compile id, a frame, a kernel, FILE:LINE nor 'export'" in out.stderr
+    assert "is neither a compile id, a frame, a kernel, FILE:LINE, 'export'" in out.stderr
 
 
 def _show_json(*args: str) -> dict:

@@ -620,6 +620,8 @@ def test_a_message_handler_that_raises_is_damage_not_the_end(
     hurt = TextLog.load(str(DYNAMO_RECOMPILE))
     got, want = summary_json(hurt), summary_json(clean)
     assert got["damage"].pop("handler_errors") == 1 and want["damage"].pop("handler_errors") == 0
+    # the findings are read from the facts, and the record's own fact (a graph break) is lost
+    got.pop("findings"), want.pop("findings")
     assert got == want
     (error,) = hurt.handler_errors()
     assert (error.offset, error.lineno, error.kind, error.phase, error.error) == (

@@ -26,6 +26,13 @@ from tcview.analysis.diff import (
     kernel_diff,
     model_kernels,
 )
+from tcview.analysis.findings import (
+    CacheKeyChange,
+    Finding,
+    cache_key_changes,
+    findings,
+    new_and_gone,
+)
 from tcview.analysis.recompiles import family_of, primary_failure
 from tcview.model.objects import Compile, Frame, Model, short_location
 
@@ -197,6 +204,9 @@ class RunDiff:
     cache: dict[str, tuple[int, int]]  # "fx_graph hit" -> (A, B)
     phases: dict[str, tuple[float, float]]
     time_note: str = ""  # "incl. backward" when compile_time_s counts backward compiles
+    new_findings: list[Finding] = field(default_factory=list)  # B's that A does not have
+    gone_findings: list[Finding] = field(default_factory=list)  # A's that B no longer has
+    cache_keys: list[CacheKeyChange] = field(default_factory=list)  # B's misses A had cached
 
     @property
     def changed(self) -> bool:
@@ -212,6 +222,8 @@ class RunDiff:
         if any(c.status != SAME for items in lists for c in items):
             return True
         if any(k.status != SAME for k in self.kernels):
+            return True
+        if self.new_findings or self.gone_findings or self.cache_keys:
             return True
         return any(a != b for a, b in self.cache.values())
 
@@ -235,6 +247,8 @@ class RunDiff:
             "gone_kernels": kernels[GONE],
             "changed_kernels": kernels[CHANGED],
             "renamed_kernels": kernels[RENAMED],
+            "new_findings": len(self.new_findings),
+            "gone_findings": len(self.gone_findings),
         }
 
     def to_json(self) -> dict[str, Any]:
@@ -264,6 +278,11 @@ class RunDiff:
             ]
             + [{"status": SAME, "count": sum(1 for k in self.kernels if k.status == SAME)}],
             "cache": {k: {"a": a, "b": b} for k, (a, b) in self.cache.items()},
+            "findings": {
+                "new": [f.to_json() for f in self.new_findings],
+                "gone": [f.to_json() for f in self.gone_findings],
+            },
+            "cache_key_changes": [c.to_json() for c in self.cache_keys],
             "phases_s": {
                 k: {"a": round(a, 6), "b": round(b, 6)} for k, (a, b) in self.phases.items()
             },
@@ -373,6 +392,7 @@ def run_diff(
         for label, value in f.b.phases.items():
             pa, pb = phases.get(label, (0.0, 0.0))
             phases[label] = (pa, pb + value)
+    new, gone = new_and_gone(findings(a), findings(b))
     return RunDiff(
         a_label,
         b_label,
@@ -386,6 +406,9 @@ def run_diff(
         cache,
         phases,
         time_note([*a.compiles, *b.compiles]),
+        new,
+        gone,
+        cache_key_changes(a, b),
     )
 
 

@@ -70,9 +70,14 @@ def paint_summary(text: str, paint: Painter) -> str:
     lines = text.split("\n")
     out = []
     for i, line in enumerate(lines):
-        if line.startswith("The run crashed"):
+        if line.startswith("The run crashed") or line.startswith("  ERROR "):
             line = paint(line, "bold red")
-        elif line and not line[0].isspace() and (i == 0 or not lines[i - 1]):
+        elif (
+            line.startswith("  WARNING ")
+            or line
+            and not line[0].isspace()
+            and (i == 0 or not lines[i - 1])
+        ):
             line = paint(line, "bold")
         out.append(line)
     return "\n".join(out)

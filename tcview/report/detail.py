@@ -49,6 +49,7 @@ from tcview.analysis.export import (
     export_report,
     is_export,
 )
+from tcview.analysis.findings import Finding, where_text
 from tcview.analysis.kernels import (
     OUTPUT_CODES,
     KernelSpan,
@@ -1224,3 +1225,33 @@ def issue_section(
             )
             if at is not None:
                 section.row("", f"at {at.where}: {at.loc}", "dim", depth=2 + depth)
+
+
+# The tag of a finding's title row, by severity.
+SEVERITY_TAGS = {"error": "failure", "warning": "warn", "info": "strong"}
+
+
+def findings_detail(found: Sequence[Finding]) -> Detail:
+    """The run's findings, most important first (``tcview show PATH findings``): a section
+    each, with what, where, cost, fix, docs and evidence."""
+    detail = Detail("findings", f"Findings ({len(found)})", id="findings")
+    if not found:
+        detail.section().row("", "nothing wrong found", "ok")
+        return detail
+    for number, finding in enumerate(found, 1):
+        section = detail.section(f"{number}. {finding.severity}: {finding.kind}")
+        section.row("", finding.title, SEVERITY_TAGS[finding.severity])
+        section.text_row("what", finding.detail)
+        if finding.where:
+            section.row("where", where_text(finding.where), "where")
+        if finding.cost_s:
+            section.row("cost", f"{finding.cost_s:.2f}s of compile time")
+        if finding.fix:
+            section.row("fix", finding.fix, "advice")
+        if finding.doc:
+            section.row("doc", finding.doc, "dim")
+        for key, value in finding.evidence.items():
+            if value not in (None, "", [], {}):
+                section.row(key, json.dumps(value, ensure_ascii=False), "dim", depth=1)
+        section.fit_labels()
+    return detail

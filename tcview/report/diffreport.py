@@ -221,6 +221,24 @@ def run_diff_lines(d: RunDiff) -> list[Row]:
             )
         return rows
 
+    findings_rows: list[Row] = [
+        *[(NEW, f"  new      {f.severity:<8} {f.title}", []) for f in d.new_findings],
+        *[(GONE, f"  gone     {f.severity:<8} {f.title}", []) for f in d.gone_findings],
+    ]
+    section("findings new in B or gone from it", findings_rows)
+    if d.cache_keys:
+        section(
+            "cache misses in B of graphs A had cached (the key components that changed)",
+            [
+                (
+                    CHANGED,
+                    f"  {c.cache:<12} {c.frame} {c.a_compile} → {c.b_compile}: "
+                    + ", ".join(c.changed),
+                    [],
+                )
+                for c in d.cache_keys
+            ],
+        )
     section("graph breaks (by cause and location)", counted(d.breaks))
     section("recompile reasons (the guard that failed, per frame)", counted(d.recompile_reasons))
     section("failures", counted(d.failures))

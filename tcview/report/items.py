@@ -11,7 +11,8 @@ ITEM is one of (any may start with ``rank N`` or ``pid N`` to pick a process):
   other detail);
 - ``FILE:LINE`` (``model.py:28`` or a full path): the kernels that implement a user line;
 - ``export`` (`tcview show` only): the draft-export report of a torch.export trace;
-- ``stacks`` (`tcview show` only): the tree of user stacks that led to every compile.
+- ``stacks`` (`tcview show` only): the tree of user stacks that led to every compile;
+- ``findings`` (`tcview show` only): what went wrong, most important first.
 
 An id that several processes have is not guessed: the error names the choices.
 """
@@ -30,6 +31,7 @@ from tcview.report.detail import where_of
 _PICK = re.compile(r"^(rank|pid)\s+(\d+)\s+(.*)$", re.S)
 _FILE_LINE = re.compile(r"^(.+):(\d+)$", re.S)
 EXPORT_ITEM = "export"
+FINDINGS_ITEM = "findings"
 SUGGESTIONS = 10
 
 
@@ -161,7 +163,8 @@ def _no_kernel(model: Model, item: str) -> NoReturn:
             + (f" … ({len(near)})" if len(near) > SUGGESTIONS else "")
         )
     raise ShowError(
-        f"{item!r} is neither a compile id, a frame, a kernel, FILE:LINE nor 'export' of this input"
+        f"{item!r} is neither a compile id, a frame, a kernel, FILE:LINE, 'export', 'stacks' "
+        "nor 'findings' of this input"
     )
 
 

@@ -85,12 +85,32 @@ def recompile_diagnosis(rc: Recompile) -> str:
 Diagnose = Callable[[Recompile], str]
 
 
+def _findings(found: list[dict[str, object]]) -> list[str]:
+    """The findings of `summary --json`, worst first: severity, title, where, fix."""
+    if not found:
+        return []
+    out = [f"### Findings ({len(found)})", ""]
+    for f in found[:ROWS]:
+        where = f.get("where")
+        at = ""
+        if isinstance(where, dict):
+            place = f"{where.get('file')}:{where.get('line')}"
+            at = "" if place in str(f["title"]) else f" at {md_code(place, cell=False)}"
+        out.append(f"- **{f['severity']}**: {md_text(f['title'])}{at}")
+        if f.get("fix"):
+            out.append(f"  fix: {md_text(f['fix'])}")
+    if len(found) > ROWS:
+        out.append(f"- … {len(found) - ROWS} more")
+    return [*out, ""]
+
+
 def markdown_report(model: Model, why: Diagnose = recompile_diagnosis) -> str:
     s = summary_json(model)
     out: list[str] = [f"## torch.compile report: {md_code(model.display, cell=False)}", ""]
     errors = model.run_errors()
     if errors:
         out += [f"**The run crashed:** {len(errors)} error(s) (below).", ""]
+    out += _findings(s["findings"])
     counts = [
         ("compiles", s["compiles"]),
         ("frames", s["frames"]),

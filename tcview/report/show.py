@@ -1,21 +1,24 @@
 """``tcview show PATH ITEM``: the detail the pane shows for the item a user names (the grammar
 of an item is `tcview.report.items`'s, shared with ``--goto`` and the palette; ``stacks`` is
-the tree of user stacks that led to every compile)."""
+the tree of user stacks that led to every compile; ``findings`` what went wrong, most important
+first)."""
 
 from __future__ import annotations
 
+from tcview.analysis.findings import findings
 from tcview.analysis.provenance import torch_version, tracking_hint
 from tcview.model.objects import Compile, Frame, Kernel, Model
 from tcview.report.detail import (
     Detail,
     compile_detail,
     export_detail,
+    findings_detail,
     frame_detail,
     kernel_detail,
     kernel_provenance_detail,
     line_detail,
 )
-from tcview.report.items import EXPORT_ITEM, ShowError, UserLine, find
+from tcview.report.items import EXPORT_ITEM, FINDINGS_ITEM, ShowError, UserLine, find
 from tcview.report.stacks import STACKS_ITEM, stacks_detail
 
 __all__ = ["EXPORT_ITEM", "ShowError", "find", "show_detail"]
@@ -27,6 +30,8 @@ def show_detail(model: Model, text: str) -> Detail:
         return export_detail(model)
     if text.strip() == STACKS_ITEM:
         return stacks_detail(model)
+    if text.strip() == FINDINGS_ITEM:
+        return findings_detail(findings(model))
     item = find(model, text)
     if isinstance(item, Compile):
         return compile_detail(item, model)

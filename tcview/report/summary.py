@@ -9,6 +9,7 @@ from typing import Any, NamedTuple
 from tcview.analysis.cudagraphs import cudagraph_counts, model_cudagraphs
 from tcview.analysis.divergence import CHECK_TITLES, CHECKS, Divergence, analyze, describe_groups
 from tcview.analysis.export import export_counts, is_export
+from tcview.analysis.findings import SEVERITIES, Finding, finding_lines, findings, findings_json
 from tcview.analysis.recompiles import explain, guard_families
 from tcview.ingest.textlog import TextLog
 from tcview.model.facts import short_guard
@@ -17,10 +18,13 @@ from tcview.model.ranks import rank_of, ranks_label
 from tcview.report.overview import Overview, build_overview
 from tcview.report.stacks import model_stacks_json
 
-# What --fail-on can name: a count of summary --json, or "divergence" (its ranks compiled
-# differently: a check of its `divergence` has more than one group). Parsed by
-# tcview.commands.failon, the one --fail-on policy.
-FAIL_ON_KINDS = ("graph_breaks", "recompiles", "failures", "errors", "divergence")
+# What --fail-on can name: a count of summary --json, "divergence" (its ranks compiled
+# differently: a check of its `divergence` has more than one group), or a severity of its
+# `findings`: "errors" (a finding of severity error: a crash, a recompile limit hit, a compile
+# that failed), "warnings" (one of severity warning or error).
+FAIL_ON_KINDS = ("graph_breaks", "recompiles", "failures", "errors", "warnings", "divergence")
+FINDING_KINDS = {"errors": "error", "warnings": "warning"}
+# Parsed by tcview.commands.failon, the one --fail-on policy.
 
 
 def counts_line(counts: Mapping[str, int]) -> str:
@@ -32,11 +36,16 @@ def counts_line(counts: Mapping[str, int]) -> str:
 
 
 def summary_json(
-    ts: Model, verify: bool = False, divergence: Divergence | None = None
+    ts: Model,
+    verify: bool = False,
+    divergence: Divergence | None = None,
+    found: list[Finding] | None = None,
 ) -> dict[str, Any]:
-    """The counts, and how the ranks diverge (`divergence`: an `analyze` of `ts` already
-    made)."""
+    """The findings, the counts, and how the ranks diverge (`divergence`: an `analyze` of `ts`
+    already made; `found`: its `findings`, already made)."""
+    div = divergence if divergence is not None else analyze(ts)
     out = ts.summary_counts(verify=verify)
+    out["findings"] = findings_json(found if found is not None else findings(ts, div))
     out["kernels_by_kind"] = kernels_by_kind(ts)
     out["cudagraphs"] = cudagraph_counts(ts)
     # Each recompile once, by the guard that failed against its frame's newest earlier compile.
@@ -46,7 +55,6 @@ def summary_json(
     out["unknown_kinds"] = dict(sorted(unknown.items()))
     out["damage"] = damage(ts, out)
     out["export"] = export_counts(ts)
-    div = divergence if divergence is not None else analyze(ts)
     out["divergence"] = div.json()
     out["exec_order_groups"] = div.findings["exec_order"].groups
     out["rank_groups"] = div.groups
@@ -90,6 +98,9 @@ def fail_on(summary: dict[str, Any], kinds: list[str]) -> list[str]:
 
 
 def _present(summary: dict[str, Any], kind: str) -> bool:
+    if kind in FINDING_KINDS:
+        worst = SEVERITIES.index(FINDING_KINDS[kind])
+        return any(SEVERITIES.index(f["severity"]) <= worst for f in summary.get("findings", []))
     if kind == "divergence":
         checks = [*summary.get("divergence", {}).values(), summary.get("exec_order_groups", [])]
         return any(len(groups) > 1 for groups in checks)
@@ -167,12 +178,16 @@ def divergence_lines(div: Divergence) -> list[str]:
 def summary_text(ts: Model, verify: bool = False, width: int = 100) -> str:
     div = analyze(ts)
     overview = build_overview(ts)
-    s = summary_json(ts, verify=verify, divergence=div)
+    ranked = findings(ts, div)
+    s = summary_json(ts, verify=verify, divergence=div, found=ranked)
     multi = overview.many_ranks
-    lines: list[str] = crash_lines(ts, overview)
+    lines: list[str] = finding_lines(ranked)
+    crashed = crash_lines(ts, overview)
+    if lines and crashed:
+        lines.append("")
+    lines.extend(crashed)
     add = lines.append
-    if lines:
-        add("")
+    add("")
     add(
         f"files {s['files']} · records {s['records']} · compiles {s['compiles']} · "
         f"frames {s['frames']} · breaks {s['graph_breaks']} · recompiles {s['recompiles']} · "

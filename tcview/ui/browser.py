@@ -29,6 +29,7 @@ from textual.worker import get_current_worker
 
 from tcview.analysis.diff import predecessor
 from tcview.analysis.export import is_export
+from tcview.analysis.findings import Finding, findings
 from tcview.analysis.paths import Location, PathMap, locations_of
 from tcview.analysis.provenance import (
     POST_GRAD_GRAPHS,
@@ -81,6 +82,7 @@ INDEX_GAP = 0.2  # while a one-shot load indexes: at most 5 redraws a second
 # 30 ms waits 0.3 s for the next (a big tree would otherwise slow the index it shows).
 REDRAW_SHARE = 0.1
 LIVE_GAP = 0.05  # follow mode: at most 20 redraws a second, however fast the data moves
+FIND_GAP = 5.0  # follow mode: the findings are made again at most this often (seconds)
 
 
 Target: TypeAlias = Compile | Frame | Kernel | Record  # what the tree can reveal
@@ -92,9 +94,10 @@ def doc_for(
     source: str,
     picked: Kernel | None = None,
     bench: Callable[[Kernel], KernelTime | None] = lambda kernel: None,
+    found: list[Finding] | None = None,
 ) -> Document:
     """What the pane shows for a tree item; `picked`: the kernel whose nodes a graph marks;
-    `bench` gives a kernel's benchmark, if any."""
+    `bench` gives a kernel's benchmark, if any; `found`: the findings, for the overview."""
     obj = item.obj
     if isinstance(obj, Compile):
         return detail_doc(compile_detail(obj, model))
@@ -113,7 +116,7 @@ def doc_for(
     if isinstance(obj, LogSource):
         return styled_doc(obj.display, file_summary(obj))
     summary = model.summary_counts() if model is not None else {}
-    return overview_doc(model, source, summary)
+    return overview_doc(model, source, summary, found=found)
 
 
 def marked_nodes(rec: Record, kernel: Kernel | None) -> Marked | None:
@@ -146,6 +149,7 @@ def overview_doc(
     state: InputState | None = None,
     error: str = "",
     ranks: RankSet = None,
+    found: list[Finding] | None = None,
 ) -> Document:
     """The right-hand pane when no item is picked: the counts of `summary` (the snapshot the
     status bar shows), and what the input holds (waiting, nothing found, could not read)."""
@@ -156,7 +160,7 @@ def overview_doc(
     if model is None:
         lines = [lit(source, "bold"), Text("indexing…"), Text(counts_line(summary), style="bold")]
         return styled_doc(source, lines)
-    return styled_doc(source, model_summary(model, source, summary, state, ranks))
+    return styled_doc(source, model_summary(model, source, summary, state, ranks, found))
 
 
 def file_summary(tf: LogSource) -> list[Text]:
@@ -237,6 +241,9 @@ class BrowserScreen(Screen[None]):
         self._ranks_shown = 0  # ranks in the last counts snapshot
         self.rank_filter: RankSet = None  # the ranks picked with `#` (None: all)
         self._export = False  # the input is a torch.export trace (the Export key shows)
+        self._findings: list[Finding] | None = None  # made once the model is read
+        self._found_at = 0.0  # when the findings of a live input may be made again
+        self._find_timer: Timer | None = None
         # The kernel picked last (a graph marks its nodes), the compile marked for a diff,
         # and the object whose provenance the pane shows (`i` again goes back).
         self.picked_kernel: Kernel | None = None
@@ -304,6 +311,30 @@ class BrowserScreen(Screen[None]):
     def _first_frame(self) -> None:
         self.first_frame_at = time.monotonic()
 
+    @work(thread=True, group="findings", exclusive=True, exit_on_error=False, description="find")
+    def _find(self) -> None:
+        """The findings, made once the model is read (they read payloads: off the UI thread);
+        the overview then leads with them."""
+        model = self.model
+        if model is None:
+            return
+        if self.follow:
+            with self.session.lock:  # the model grows under the follower
+                found = findings(model)
+        else:
+            found = findings(model)  # a finished one-shot model no longer changes
+        if not get_current_worker().is_cancelled:
+            self.app.call_from_thread(self._findings_ready, found)
+
+    def _find_again(self) -> None:
+        self._find_timer = None
+        self._found_at = time.monotonic() + FIND_GAP
+        self._find()
+
+    def _findings_ready(self, found: list[Finding]) -> None:
+        self._findings = found
+        self.refresh_counts()
+
     @work(thread=True, group="index", exit_on_error=False, description="index")
     def _index(self) -> None:
         self.session.run()
@@ -348,6 +379,7 @@ class BrowserScreen(Screen[None]):
         with self.session.lock:
             tree.set_model(self.model)
         self._versions = ()
+        self._findings = None
         self._last_item = None
         self._newest = None
         self.loaded_at = None
@@ -370,6 +402,10 @@ class BrowserScreen(Screen[None]):
         try:
             self.refresh_model()
             self._redraw_s = time.monotonic() - self._live_at
+            if self.follow and self.loaded_at is not None and self._find_timer is None:
+                # a live input's findings: made again FIND_GAP after the last time at most
+                wait = max(0.0, self._found_at - self._live_at)
+                self._find_timer = self.set_timer(wait, self._find_again)
             if self._indexing and self.session.finished:
                 self._indexing = False
                 self._model_ready()
@@ -429,6 +465,8 @@ class BrowserScreen(Screen[None]):
 
     def _model_ready(self) -> None:
         self.loaded_at = time.monotonic()
+        self._found_at = self.loaded_at + FIND_GAP
+        self._find()
         tree = self.main_tree
         tree.mark_new = self.follow  # from now on, what arrives is marked as new
         with self.session.lock:
@@ -515,7 +553,9 @@ class BrowserScreen(Screen[None]):
             doc = None
             if overview:
                 error = session.error if done and session.error else ""
-                doc = overview_doc(model, self.source_path, summary, state, error, picked)
+                doc = overview_doc(
+                    model, self.source_path, summary, state, error, picked, self._findings
+                )
             export = model is not None and is_export(model)
         self._records_shown = summary.get("records", 0)
         self._input_state = state
@@ -618,7 +658,12 @@ class BrowserScreen(Screen[None]):
                 digest_namesakes(self.model, item.obj, self.session.lock)
             with self.session.lock:
                 doc = doc_for(
-                    item, self.model, self.source_path, self.picked_kernel, self.bencher.time_of
+                    item,
+                    self.model,
+                    self.source_path,
+                    self.picked_kernel,
+                    self.bencher.time_of,
+                    self._findings,
                 )
         except Exception as exc:  # noqa: BLE001 - a broken record must not end the app
             doc = styled_doc("error", [lit(f"could not show this item: {exc!r}", "red")])

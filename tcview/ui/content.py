@@ -15,6 +15,7 @@ from rich.text import Text
 
 from tcview.analysis.cudagraphs import CudaGraphs
 from tcview.analysis.export import export_counts, is_export
+from tcview.analysis.findings import Finding
 from tcview.analysis.kernels import OUTPUT_CODES, KernelSpan
 from tcview.model.objects import (
     GRAPH_KINDS,
@@ -493,6 +494,31 @@ def bar(value: float, top: float, width: int, style: str) -> Text:
     return Text(text.ljust(width), style=style)
 
 
+FINDING_ROWS = 5  # findings the overview lists
+SEVERITY_STYLES = {"error": "bold red", "warning": "bold yellow", "info": "cyan"}
+
+
+def findings_summary(found: Sequence[Finding] | None) -> list[Text]:
+    """The worst findings first, for the top of the overview (nothing until they are made)."""
+    if not found:
+        return []
+    out = [Text(f"findings ({len(found)}), worst first", style="bold underline")]
+    for finding in found[:FINDING_ROWS]:
+        out.append(
+            Text.assemble(
+                "  ",
+                lit(finding.severity.ljust(8), SEVERITY_STYLES[finding.severity]),
+                lit(finding.title, "bold"),
+            )
+        )
+        if finding.fix:
+            out.append(Text.assemble("          fix: ", lit(finding.fix, "dim")))
+    if len(found) > FINDING_ROWS:
+        out.append(Text(f"  … {len(found) - FINDING_ROWS} more (tcview show PATH findings)"))
+    out.append(Text(""))
+    return out
+
+
 def crash_summary(overview: Overview) -> list[Text]:
     """ "The run crashed" and its first errors, for the top of the overview (or nothing)."""
     if not overview.errors_total:
@@ -545,13 +571,15 @@ def model_summary(
     summary: dict[str, Any] | None = None,
     state: InputState | None = None,
     ranks: RankSet = None,
+    found: Sequence[Finding] | None = None,
 ) -> list[Text]:
-    """The overview: `summary` (model.summary_counts(), the status bar's snapshot), the top
-    breaks and slowest compiles; `state` says the input is empty (see `input_state`); `ranks`,
-    the ranks picked with `#` (None: all)."""
+    """The overview: the worst `found` findings first, `summary` (model.summary_counts(), the
+    status bar's snapshot), the top breaks and slowest compiles; `state` says the input is
+    empty (see `input_state`); `ranks`, the ranks picked with `#` (None: all)."""
     s = model.summary_counts() if summary is None else summary
     overview = build_overview(model, ranks)
     out = [Text(safe_line(title), style="bold")]
+    out.extend(findings_summary(found))
     out.extend(crash_summary(overview))
     if state is not None:
         out.append(lit(state.text, "bold yellow"))
