@@ -16,7 +16,7 @@ from typing import Any
 from tcview.analysis.autotune import autotune_seconds
 from tcview.analysis.cudagraphs import model_cudagraphs, short_reason
 from tcview.analysis.divergence import Divergence, analyze, describe_groups
-from tcview.analysis.recompiles import compile_config, diagnose
+from tcview.analysis.recompiles import compile_config, diagnose, family_of
 from tcview.model.objects import (
     Compile,
     Error,
@@ -456,6 +456,20 @@ def _guard_where(recompiled: Sequence[Compile]) -> dict[str, Any] | None:
     return None
 
 
+_CODE_FILE = re.compile(r'<code object \S+ at 0x[0-9a-f]+, file "(?P<file>[^"]+)", line (?P<line>\d+)>')
+
+
+def _object_where(recompiled: Sequence[Compile]) -> dict[str, Any] | None:
+    """Where the object an identity guard names was defined (``<code object causal ..., file
+    "train.py", line 11>``), when that is the user's file: the frame itself may be torch's."""
+    for comp in recompiled:
+        if comp.recompile is not None and comp.recompile.reasons:
+            m = _CODE_FILE.search(comp.recompile.reasons[0])
+            if m is not None and is_user_file(m.group("file")):
+                return {"file": m.group("file"), "line": int(m.group("line"))}
+    return None
+
+
 def _recompiles(model: Model) -> list[Finding]:
     out = []
     for source in model.files:
@@ -504,7 +518,7 @@ def _recompiles(model: Model) -> list[Finding]:
                     title,
                     " ".join(facts),
                     evidence,
-                    _guard_where(recompiled) or _frame_where(frame),
+                    _guard_where(recompiled) or _frame_where(frame) or _object_where(recompiled),
                     _cost(recompiled),
                     fix,
                     DOCS["recompiles"],
@@ -855,6 +869,16 @@ def graph_shape(payload: str) -> str:
     return _NUMBER.sub("#", payload)
 
 
+SHAPE_FAMILIES = frozenset({"size", "stride", "symbolic_shape", "dynamic_marking", "not_logged"})
+
+
+def _recompiled_on_shapes(compiles: Sequence[Compile]) -> bool:
+    """Whether these compiles' recompiles came from sizes (what a dynamic graph would cover),
+    not from a value, a module flag or an object, whose own fix the recompile finding gives."""
+    families = {family_of(c) for c in compiles if c.key.is_recompile}
+    return not families or bool(families & SHAPE_FAMILIES)
+
+
 def _same_graphs(model: Model) -> list[Finding]:
     out = []
     for source in model.files:
@@ -874,6 +898,8 @@ def _same_graphs(model: Model) -> list[Finding]:
             for shape, compiles in groups.items():
                 if len(compiles) < 2 or len(texts[shape]) < 2:
                     continue
+                if not _recompiled_on_shapes(compiles):
+                    continue  # a value, flag or object changed: its recompile finding says so
                 n = len(compiles)
                 out.append(
                     Finding(
@@ -940,16 +966,19 @@ def _symbols(model: Model) -> list[Finding]:
                     }
                 )
         if specs:
+            specs = list({(s["symbol"], s["value"]): s for s in specs}.values())
             names = ", ".join(
                 f"{(s['sources'] or [s['symbol']])[0]} = {s['value']}" for s in specs[:4]
             )
+            floats = all(s["symbol"].startswith("zf") for s in specs)
+            what = "number" if floats else "size"
             out.append(
                 Finding(
                     SPECIALIZATION,
                     "info",
-                    f"`{_frame_name(comp.frame)}` ({comp.id_label}): a dynamic size was "
+                    f"`{_frame_name(comp.frame)}` ({comp.id_label}): a dynamic {what} was "
                     f"specialised to a constant ({names})",
-                    "A comparison of the size with a constant made Dynamo fix it to that value: "
+                    f"Dynamo had made this {what} dynamic, then fixed it to the value seen: "
                     "other values will recompile. "
                     + "; ".join(
                         f"{s['symbol']} ({', '.join(s['sources'])}) = {s['value']}: {s['reason']}"
@@ -958,8 +987,14 @@ def _symbols(model: Model) -> list[Finding]:
                     {"compile": comp.id_label, "specializations": specs},
                     specs[0]["where"] or _frame_where(comp.frame),
                     None,
-                    "Avoid comparing the size with a constant inside the compiled code (at the "
-                    "line named); if the size never changes, this costs nothing.",
+                    (
+                        "Pass the number as a tensor (a float learning rate: "
+                        "`lr=torch.tensor(...)`), so that its value is data, not a constant; "
+                        "if it never changes, this costs nothing."
+                        if floats
+                        else "Avoid comparing the size with a constant inside the compiled code "
+                        "(at the line named); if the size never changes, this costs nothing."
+                    ),
                     DOCS["dynamic"],
                     [comp],
                 )
@@ -991,6 +1026,43 @@ def _symbols(model: Model) -> list[Finding]:
                     [comp],
                 )
             )
+    return _fold_specializations(out)
+
+
+def _fold_specializations(found: list[Finding]) -> list[Finding]:
+    """One finding for the same value specialised in several compiles of one frame (a float
+    that changes every call is specialised again in each recompile)."""
+    out: list[Finding] = []
+    by: dict[tuple[int, str], Finding] = {}
+    for f in found:
+        specs = f.evidence.get("specializations") if f.kind == SPECIALIZATION else None
+        frame = f.compiles[0].frame if f.compiles else None
+        if not specs or frame is None:
+            out.append(f)
+            continue
+        names = tuple(sorted({(s["sources"] or [s["symbol"]])[0] for s in specs}))
+        key = (id(frame), "|".join(names))
+        first = by.get(key)
+        if first is None:
+            by[key] = f
+            out.append(f)
+            continue
+        first.compiles.extend(f.compiles)
+        first.evidence["specializations"] = [*first.evidence["specializations"], *specs]
+        ids = _ids(first.compiles)
+        first.evidence["compile"] = ids[0]
+        first.evidence["compiles"] = ids
+        values = ", ".join(dict.fromkeys(s["value"] for s in first.evidence["specializations"]))
+        floats = all(s["symbol"].startswith("zf") for s in first.evidence["specializations"])
+        first.title = (
+            f"`{_frame_name(frame)}` ({len(ids)} compiles): a dynamic "
+            f"{'number' if floats else 'size'} was specialised to a constant in each "
+            f"({', '.join(names)})"
+        )
+        first.detail = (
+            f"{', '.join(ids)} each fixed {', '.join(names)} to the value seen ({values}): "
+            "every other value recompiles."
+        )
     return out
 
 

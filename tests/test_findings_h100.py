@@ -1,0 +1,76 @@
+"""The findings of fresh H100 runs (tests/fixtures/runs/h100_*, made by
+tests/benchmarks/gpu_runs): each names what changed, the user's line and the fix."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from tcview.analysis.findings import (
+    CRASH,
+    RECOMPILE_LIMIT,
+    RECOMPILES,
+    SAME_GRAPHS,
+    SPECIALIZATION,
+    Finding,
+    findings,
+)
+from tcview.analysis.recompiles import guard_families
+from tcview.ingest.source import load_source
+
+
+def _found(fixture_runs: Path, name: str) -> list[Finding]:
+    return findings(load_source(str(fixture_runs / name)))
+
+
+def test_a_float_learning_rate_changed_every_step(fixture_runs: Path) -> None:
+    found = _found(fixture_runs, "h100_lr_float")
+    worst = found[0]
+    assert worst.kind == RECOMPILE_LIMIT and worst.severity == "error"
+    assert "self.param_groups[0]['lr']" in worst.title
+    assert "0.001, 0.00095, 0.0009025" in worst.detail  # the values seen, in order
+    assert worst.where == {"file": "/workspace/examples/lr_float.py", "line": 15}
+    assert "lr=torch.tensor(" in worst.fix
+    # the recompiles are the float's, not sizes: no "mark it dynamic" advice
+    assert SAME_GRAPHS not in {f.kind for f in found}
+    (spec,) = [f for f in found if f.kind == SPECIALIZATION]  # one, for 7 compiles
+    assert "dynamic number" in spec.title and "lr=torch.tensor(" in spec.fix
+
+
+def test_a_per_layer_index_drives_the_frame_into_the_recompile_limit(fixture_runs: Path) -> None:
+    found = _found(fixture_runs, "h100_module_flag")
+    worst = found[0]
+    assert worst.kind == RECOMPILE_LIMIT
+    assert "self.layer_idx" in worst.title
+    assert worst.where == {"file": "/workspace/examples/module_flag.py", "line": 17}
+    assert "instances of `Block`" in worst.fix and "compile the parent module once" in worst.fix
+    assert SAME_GRAPHS not in {f.kind for f in found}
+
+
+def test_a_mask_function_swapped_on_purpose(fixture_runs: Path) -> None:
+    (finding,) = _found(fixture_runs, "h100_mask_swap")
+    assert finding.kind == RECOMPILES and finding.severity == "info"
+    assert "block_mask.mask_mod" in finding.title
+    assert "`causal`" in finding.fix and "each distinct function gets its own graph" in finding.fix
+    assert "new object" not in finding.fix  # the ids alternate, they do not keep changing
+    # the frame is torch's: the user's line is where the swapped function was defined
+    assert finding.where == {"file": "/workspace/examples/mask_swap.py", "line": 9}
+
+
+def test_a_crash_inside_cuda_graph_replay(fixture_runs: Path) -> None:
+    worst = _found(fixture_runs, "h100_cudagraph_crash_docs")[0]
+    assert worst.kind == CRASH and worst.severity == "error"
+    assert worst.where == {"file": "/workspace/examples/cudagraph_crash_docs.py", "line": 14}
+    assert "torch.compiler.cudagraph_mark_step_begin()" in worst.fix
+    assert "frames inside torch and libraries" in worst.detail  # counted, never dropped
+
+
+@pytest.mark.parametrize(
+    "name", ["h100_lr_float", "h100_module_flag", "h100_mask_swap", "h100_cudagraph_crash"]
+)
+def test_no_recompile_of_the_fresh_runs_is_other(fixture_runs: Path, name: str) -> None:
+    families = guard_families(load_source(str(fixture_runs / name)).compiles)
+    assert families and "other" not in families, families
+    capture = guard_families(load_source(str(fixture_runs / name / "torch_logs.txt")).compiles)
+    assert "other" not in capture, capture
