@@ -6,6 +6,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
+from ui_helpers import ready, sync
 
 from tcview.analysis.findings import (
     CRASH,
@@ -74,3 +75,24 @@ def test_no_recompile_of_the_fresh_runs_is_other(fixture_runs: Path, name: str) 
     assert families and "other" not in families, families
     capture = guard_families(load_source(str(fixture_runs / name / "torch_logs.txt")).compiles)
     assert "other" not in capture, capture
+
+
+@sync
+async def test_a_live_run_shows_the_recompile_budget_of_the_worst_frame(
+    fixture_runs: Path, tmp_path: Path
+) -> None:
+    """`tcview run` and follow mode: the status bar says how close a frame is to its limit."""
+    from tcview.ingest.replay import replay
+    from tcview.ui.app import TcviewApp
+
+    live = tmp_path / "live"
+    app = TcviewApp(str(live), follow=True)
+    async with app.run_test(size=(160, 40)) as pilot:
+        await ready(app, pilot)
+        assert "recompiles" not in app.status_left
+        replay(fixture_runs / "h100_module_flag" / "trace", live / "run", speed_mb_s=0, seed=1)
+        for _ in range(400):
+            await pilot.pause(0.05)
+            if "forward 8/8 recompiles" in app.status_left:
+                break
+        assert "forward 8/8 recompiles" in app.status_left, app.status_left

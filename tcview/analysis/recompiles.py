@@ -39,7 +39,7 @@ from functools import lru_cache
 from typing import Any
 
 from tcview.model.facts import short_guard
-from tcview.model.objects import Compile, Frame, Record
+from tcview.model.objects import Compile, Frame, Model, Record
 
 # What changed, in the order a diagnosis lists them.
 CHANGES = (
@@ -1674,3 +1674,41 @@ def _advice(d: Diagnosis, config: CompileConfig, explanations: list[Explanation]
         elif e is not None:
             out.append(f"{e.words} Fix: {e.fix}" if e.fix else e.words)
     return out
+
+
+DEFAULT_RECOMPILE_LIMIT = 8  # torch._dynamo.config.recompile_limit when a trace does not say
+
+
+@dataclass(frozen=True)
+class Budget:
+    """How much of its recompile limit a frame has used: ``step 7/8 recompiles``."""
+
+    frame: Frame
+    recompiles: int
+    limit: int
+
+    def text(self) -> str:
+        name = self.frame.co_name or f"frame {self.frame.id_label}"
+        return f"{name} {self.recompiles}/{self.limit} recompiles"
+
+
+def recompile_budget(model: Model, limits: dict[int, int] | None = None) -> Budget | None:
+    """The frame closest to its recompile limit (None when no frame recompiled). `limits`
+    keeps each frame's limit, read once from its first compile's config (a disk read)."""
+    limits = {} if limits is None else limits
+    worst: Budget | None = None
+    for source in list(model.files):
+        for frame in list(source.frames.values()):
+            compiles = list(frame.compiles)
+            used = sum(1 for c in compiles if c.key.is_recompile)
+            if not used:
+                continue
+            limit = limits.get(id(frame))
+            if limit is None:
+                limit = compile_config(compiles[0]).limit or DEFAULT_RECOMPILE_LIMIT
+                limits[id(frame)] = limit
+            budget = Budget(frame, used, limit)
+            if worst is None or used / limit > worst.recompiles / worst.limit:
+                worst = budget
+    return worst
+

@@ -37,6 +37,7 @@ from tcview.analysis.provenance import (
     graph_lines_of,
     kernel_provenance,
 )
+from tcview.analysis.recompiles import recompile_budget
 from tcview.ingest.session import ModelSession
 from tcview.model.objects import OUTPUT_CODE_KINDS, Compile, Frame, Kernel, LogSource, Model, Record
 from tcview.model.ranks import RankSet, counts_in, ranks_label, ranks_of
@@ -244,6 +245,10 @@ class BrowserScreen(Screen[None]):
         self._findings: list[Finding] | None = None  # made once the model is read
         self._found_at = 0.0  # when the findings of a live input may be made again
         self._find_timer: Timer | None = None
+        # Live inputs: the frame closest to its recompile limit, for the status bar, and each
+        # frame's limit (read once).
+        self._budget = ""
+        self._limits: dict[int, int] = {}
         # The kernel picked last (a graph marks its nodes), the compile marked for a diff,
         # and the object whose provenance the pane shows (`i` again goes back).
         self.picked_kernel: Kernel | None = None
@@ -380,6 +385,8 @@ class BrowserScreen(Screen[None]):
             tree.set_model(self.model)
         self._versions = ()
         self._findings = None
+        self._budget = ""
+        self._limits = {}
         self._last_item = None
         self._newest = None
         self.loaded_at = None
@@ -557,6 +564,12 @@ class BrowserScreen(Screen[None]):
                     model, self.source_path, summary, state, error, picked, self._findings
                 )
             export = model is not None and is_export(model)
+            budget = (
+                recompile_budget(model, self._limits)
+                if model is not None and self.follow
+                else None
+            )
+        self._budget = budget.text() if budget is not None else ""
         self._records_shown = summary.get("records", 0)
         self._input_state = state
         self.status_right = counts_line(counts if counts is not None else summary)
@@ -598,6 +611,8 @@ class BrowserScreen(Screen[None]):
                 parts.append("indexing…")
         elif session.error:
             parts.append("error")
+        if self._budget:
+            parts.append(self._budget)
         parts.append(self.source_path)
         self.status_left = safe_line(" · ".join(parts))
 
