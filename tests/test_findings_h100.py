@@ -10,6 +10,7 @@ from ui_helpers import ready, sync
 
 from tcview.analysis.findings import (
     CRASH,
+    CUDAGRAPHS,
     RECOMPILE_LIMIT,
     RECOMPILES,
     SAME_GRAPHS,
@@ -96,3 +97,20 @@ async def test_a_live_run_shows_the_recompile_budget_of_the_worst_frame(
             if "forward 8/8 recompiles" in app.status_left:
                 break
         assert "forward 8/8 recompiles" in app.status_left, app.status_left
+
+
+def test_cuda_graphs_that_ran_eagerly_at_run_time(fixture_runs: Path) -> None:
+    """Outputs kept across steps with a backward pending: CUDA graph trees ran the graph as
+    plain code (the cudagraphs log), and torch's warning says why."""
+    for path in (
+        fixture_runs / "h100_cudagraph_crash",
+        fixture_runs / "h100_cudagraph_crash" / "torch_logs.txt",
+    ):
+        (finding,) = [
+            f
+            for f in _found(fixture_runs, str(path.relative_to(fixture_runs)))
+            if f.kind == CUDAGRAPHS
+        ]
+        assert finding.title == "CUDA graphs not replayed: the graph ran eagerly at run time"
+        assert "pending, uninvoked backwards" in finding.detail
+        assert "torch.compiler.cudagraph_mark_step_begin()" in finding.fix

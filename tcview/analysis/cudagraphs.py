@@ -15,9 +15,12 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
-from tcview.model.objects import Compile, CudagraphNote, Model
+from tcview.model.objects import RAN_EAGERLY, Compile, CudagraphNote, Model
 
 _GRAPHABLE = re.compile(r"(\d+) cudagraphable")
+# A compile whose graph CUDA graph trees ran as plain code (the cudagraphs log's "Running eager
+# function"): made for CUDA graphs, not replayed as one.
+EAGER_REASON = "ran eagerly at run time, not replayed as a CUDA graph"
 _PREFIXES = re.compile(r"^(?:skipping cudagraphs due to\s*)+")
 CudagraphState = Literal["used", "partly", "skipped"]
 CUDAGRAPH_STATES: tuple[CudagraphState, ...] = ("used", "partly", "skipped")
@@ -106,10 +109,13 @@ def cudagraphs_of(comp: Compile, notes: Iterable[CudagraphNote] = ()) -> CudaGra
     graphable = False  # Inductor made CUDA-graph partitions (the log of recording may be absent)
     partitions = ""
     left_out: list[str] = []
+    eager: list[str] = []  # it ran eagerly at run time instead of replaying: why, when said
     from_text = False
     for note in notes:
         from_text = True
-        if note.kind == "skipped":
+        if note.kind == RAN_EAGERLY:
+            eager.append(EAGER_REASON + (f": {note.text}" if note.text else ""))
+        elif note.kind == "skipped":
             reason = fold_reason(note.text)
             if reason not in reasons:
                 reasons.append(reason)
@@ -124,6 +130,10 @@ def cudagraphs_of(comp: Compile, notes: Iterable[CudagraphNote] = ()) -> CudaGra
     if from_text:
         sources.append("TORCH_LOGS")
     cudagraphify_s = cudagraphify_us / 1e6 if timed else None
+    if eager and not reasons:  # made for CUDA graphs, but its graph ran as plain code
+        if recorded:
+            return CudaGraphs("partly", left_out, cudagraphify_s, partitions, sources, eager)
+        return CudaGraphs("skipped", eager, cudagraphify_s, partitions, sources)
     if reasons and recorded:  # one graph skipped, another recorded: partly used
         return CudaGraphs("partly", left_out, cudagraphify_s, partitions, sources, reasons)
     if reasons:

@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from tcview.analysis.autotune import autotune_seconds
-from tcview.analysis.cudagraphs import model_cudagraphs, short_reason
+from tcview.analysis.cudagraphs import EAGER_REASON, model_cudagraphs, short_reason
 from tcview.analysis.divergence import Divergence, analyze, describe_groups
 from tcview.analysis.recompiles import compile_config, diagnose, family_of
 from tcview.model.objects import (
@@ -606,21 +606,30 @@ def _cudagraphs(model: Model) -> list[Finding]:
     for (state, reason), compiles in by.items():
         where = user_line(traceback_frames(raw[(state, reason)])) or _frame_where(compiles[0].frame)
         share = f"{len(used)} of {total} CUDA-graph compiles ran as CUDA graphs"
-        if state == "skipped":
+        if reason.startswith(EAGER_REASON):
+            said = raw[(state, reason)].removeprefix(EAGER_REASON).lstrip(": ")
+            title = "CUDA graphs not replayed: the graph ran eagerly at run time"
+            detail = (
+                f"{_plural(len(compiles), 'compile')} ({', '.join(_ids(compiles))}) made for CUDA "
+                "graphs ran as plain code at run time: each call pays the kernel launches "
+                "again. " + (f"torch said: {said}. " if said else "") + f"{share}."
+            )
+            fix = _cudagraph_fix(reason, raw[(state, reason)])
+        elif state == "skipped":
             title = f"CUDA graphs skipped: {reason}"
             detail = (
                 f"{_plural(len(compiles), 'compile')} ({', '.join(_ids(compiles))}) ran without "
                 f"CUDA graphs because of {reason}: each call pays the kernel launches again. "
                 f"{share}."
             )
-            fix = _cudagraph_fix(reason)
+            fix = _cudagraph_fix(reason, raw[(state, reason)])
         else:
             title = f"CUDA graphs partial: {reason} left out"
             detail = (
                 f"{_plural(len(compiles), 'compile')} ({', '.join(_ids(compiles))}) ran as CUDA "
                 f"graphs except for {reason}, which run outside them. {share}."
             )
-            fix = _cudagraph_fix(reason)
+            fix = _cudagraph_fix(reason, raw[(state, reason)])
         out.append(
             Finding(
                 CUDAGRAPHS,
@@ -644,7 +653,15 @@ def _cudagraphs(model: Model) -> list[Finding]:
     return out
 
 
-def _cudagraph_fix(reason: str) -> str:
+def _cudagraph_fix(reason: str, raw: str = "") -> str:
+    hint = torch_hint(raw) if raw.startswith(EAGER_REASON) else ""
+    if hint:
+        return hint  # torch's own advice, from its warning
+    if reason.startswith(EAGER_REASON):
+        return (
+            "The trace does not say why; torch warns why on stderr when CUDA graph trees fall "
+            "back (run with TORCH_LOGS=cudagraphs and keep the job's stderr)."
+        )
     low = reason.lower()
     if "mutated inputs" in low or "mutation" in low:
         return (

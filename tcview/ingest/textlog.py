@@ -41,7 +41,9 @@ from tcview.ingest.textproc import ProcessLog
 from tcview.model.compile_id import CompileKey, parse_compile_id
 from tcview.model.objects import (
     AOT_ID_LINE,
+    CUDAGRAPH_EAGER_WARNING,
     KERNEL_DEF,
+    RAN_EAGERLY,
     TEXT_FORMAT,
     Compile,
     FusionDecision,
@@ -58,6 +60,7 @@ AOT_ID = re.compile(AOT_ID_LINE.encode())  # an output code's second line
 # The first line of an autotuning choice table, which torch writes to stderr unprefixed
 # (torch/_inductor/select_algorithm.py); a launcher may put ``[rank0]:`` before it.
 AUTOTUNE_TABLE = re.compile(rb"(?:\[rank\d+\]:)?AUTOTUNE \w+\(")
+_EAGER_WARNING = CUDAGRAPH_EAGER_WARNING.encode()
 
 CUSTOM_FORMAT_NOTICE = (
     "This capture uses a custom TORCH_LOGS_FORMAT: no line has torch's standard prefix "
@@ -244,9 +247,20 @@ class TextLog(Model):
             self._kernel_line(proc, rec, line, n + 1)
         return True
 
+    def _eager_reason(self, line: bytes) -> None:
+        """torch's warning after CUDA graph trees ran a graph eagerly: why, for the compile whose
+        graph it was (the last one that ran eagerly)."""
+        comp = self._last_compile
+        notes = [n for n in comp.cudagraph_notes if n.kind == RAN_EAGERLY] if comp else []
+        if notes and not notes[0].text:
+            text = line.decode("utf-8", "replace")
+            notes[0].text = text[text.find(CUDAGRAPH_EAGER_WARNING) :].strip()
+
     def _other(self, line: bytes, lineno: int, offset: int, end: int) -> None:
         if b"AUTOTUNE " in line[:32] and AUTOTUNE_TABLE.match(line):
             self.autotune_lines.append(PlacedLine(len(self.other), lineno, self._last_compile))
+        elif _EAGER_WARNING in line:
+            self._eager_reason(line)
         self.other.append(lineno, offset, end)
         self.tracebacks.other_line(line, lineno, offset)
         if not line.strip():

@@ -797,7 +797,10 @@ class CudagraphNote:
 # What a `CudagraphNote` says: CUDA graphs skipped (and why), a graph recorded, how Inductor
 # split the graph ("Created 2 graph partitions: 1 cudagraphable, 1 non-cudagraphable"), and
 # why an op cannot be in a CUDA graph ("op0: reason=cpu ops, …").
-CUDAGRAPH_NOTES = ("skipped", "recorded", "partitions", "not cudagraphable")
+RAN_EAGERLY = "ran eagerly"  # its text: torch's warning saying why, when the capture has one
+CUDAGRAPH_NOTES = ("skipped", "recorded", "partitions", "not cudagraphable", RAN_EAGERLY)
+# torch's warning when CUDA graph trees run a graph eagerly instead of replaying it
+CUDAGRAPH_EAGER_WARNING = "Unable to hit fast path of CUDAGraphs"
 
 
 class PlacedLine(NamedTuple):
