@@ -114,3 +114,51 @@ def test_cuda_graphs_that_ran_eagerly_at_run_time(fixture_runs: Path) -> None:
         assert finding.title == "CUDA graphs not replayed: the graph ran eagerly at run time"
         assert "pending, uninvoked backwards" in finding.detail
         assert "torch.compiler.cudagraph_mark_step_begin()" in finding.fix
+
+
+@sync
+async def test_the_first_screen_leads_with_the_worst_finding_and_w_goes_to_its_evidence(
+    fixture_runs: Path,
+) -> None:
+    from textual.widgets import DataTable
+
+    from tcview.ui.app import TcviewApp
+    from tcview.ui.findings_view import FindingsView
+
+    app = TcviewApp(str(fixture_runs / "h100_module_flag"))
+    async with app.run_test(size=(120, 40)) as pilot:
+        await ready(app, pilot)
+        for _ in range(200):  # the findings are made in a worker once the trace is read
+            if app.browser._findings:
+                break
+            await pilot.pause(0.05)
+        lines = _shown(app)
+        assert lines[1].startswith("findings (1), worst first"), lines[:3]
+        assert lines[2].startswith("  error   `forward` hit the recompile limit on `self.layer_idx`")
+        await pilot.press("w")
+        assert await _until(pilot, lambda: isinstance(app.screen, FindingsView))
+        table = app.screen.query_one(DataTable)
+        assert await _until(pilot, lambda: table.row_count == 1)
+        await pilot.press("enter")
+        assert await _until(pilot, lambda: not isinstance(app.screen, FindingsView))
+        node = app.browser.main_tree.cursor_node
+        assert node is not None and node.data is not None
+        assert getattr(node.data.obj, "id_label", "") == "0/1"  # the first recompile
+
+
+def _shown(app: object) -> list[str]:
+    from tcview.ui.reader import Reader
+
+    doc = app.screen.query(Reader).first().viewer.doc  # type: ignore[attr-defined]
+    return [doc.plain(i) for i in range(doc.count)]
+
+
+async def _until(pilot: object, predicate: object, timeout: float = 15.0) -> bool:
+    import time
+
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if predicate():  # type: ignore[operator]
+            return True
+        await pilot.pause(0.05)  # type: ignore[attr-defined]
+    return bool(predicate())  # type: ignore[operator]

@@ -46,6 +46,14 @@ QUIT = Binding("q", "quit", "Quit", id="app.quit", tooltip="quit (tcview run: as
 BROWSE_BINDINGS = [
     Binding("question_mark", "help", "Help", key_display="?", id="app.help", tooltip="this help"),
     Binding(
+        "w",
+        "view('findings')",
+        "Findings",
+        show=False,  # the overview leads with them and names the key
+        id="view.findings",
+        tooltip="findings: what went wrong, worst first; enter goes to a finding's evidence",
+    ),
+    Binding(
         "b",
         "view('breaks')",
         "Breaks",

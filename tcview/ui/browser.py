@@ -66,6 +66,7 @@ from tcview.ui.content import (
 from tcview.ui.diffview import CompileDiffView
 from tcview.ui.editor import editor_call
 from tcview.ui.finder import SearchScreen
+from tcview.ui.findings_view import FindingsView
 from tcview.ui.messages import BenchFinished, JobMoved, JobRestarted, ModelMoved
 from tcview.ui.ranks_view import CompareView, Picked, RankDialog, RanksView, labels_of
 from tcview.ui.reader import Reader
@@ -76,7 +77,7 @@ from tcview.ui.viewer import CodeView
 from tcview.ui.views import VIEWS, OtherView, TableView
 
 ViewClass: TypeAlias = type[TableView[Any]] | type[OtherView]
-ALL_VIEWS: dict[str, ViewClass] = {**VIEWS, "ranks": RanksView}
+ALL_VIEWS: dict[str, ViewClass] = {**VIEWS, "ranks": RanksView, "findings": FindingsView}
 
 INDEX_GAP = 0.2  # while a one-shot load indexes: at most 5 redraws a second
 # Redraws from a growing model take at most about a tenth of the time: a redraw that took

@@ -502,7 +502,12 @@ def findings_summary(found: Sequence[Finding] | None) -> list[Text]:
     """The worst findings first, for the top of the overview (nothing until they are made)."""
     if not found:
         return []
-    out = [Text(f"findings ({len(found)}), worst first", style="bold underline")]
+    out = [
+        Text.assemble(
+            (f"findings ({len(found)}), worst first", "bold underline"),
+            ("  (w: each with its evidence)", "dim"),
+        )
+    ]
     for finding in found[:FINDING_ROWS]:
         out.append(
             Text.assemble(
@@ -514,7 +519,7 @@ def findings_summary(found: Sequence[Finding] | None) -> list[Text]:
         if finding.fix:
             out.append(Text.assemble("          fix: ", lit(finding.fix, "dim")))
     if len(found) > FINDING_ROWS:
-        out.append(Text(f"  … {len(found) - FINDING_ROWS} more (tcview show PATH findings)"))
+        out.append(Text(f"  … {len(found) - FINDING_ROWS} more (w lists them all)"))
     out.append(Text(""))
     return out
 
