@@ -1,0 +1,444 @@
+"""Join a profiler trace's kernels to what made them: the model's compiled kernels, the extern
+kernels (cuBLAS, cuDNN, attention) a compiled graph launched, and eager ops.
+
+A GPU profile's kernels (cat "kernel") are tied to the CPU call that launched them through their
+correlation id; the CPU ops around that call say which compiled graph ran (``## Call
+CompiledFxGraph … ##``), which compile (``Torch-Compiled Region: 0/0``; a backward through the
+autograd sequence number of its ``CompiledFunction``) and which op launched it. A CPU profile
+has no kernel events: its kernels are the CPU ops that call no other op (Inductor's C++ kernels
+are such ops with ``cpp.enable_kernel_profile``), and their own ranges are their context.
+"""
+
+from __future__ import annotations
+
+import re
+from collections import defaultdict
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from tcview.analysis.kernels import OUTPUT_CODES, kernel_num_gb
+from tcview.analysis.provenance import SourceLine, kernel_provenance
+from tcview.model.objects import Compile, Kernel, Model
+
+GRAPH_PREFIX = "## Call "  # ``## Call CompiledFxGraph KEY ##`` and friends (AOTInductor)
+REGION_PREFIX = "Torch-Compiled Region: "
+FORWARD, BACKWARD = "CompiledFunction", "CompiledFunctionBackward"
+STEP_PREFIX = "ProfilerStep#"
+# CPU ranges that mark where a kernel ran and never launch one themselves.
+_MARKERS = (GRAPH_PREFIX, REGION_PREFIX, STEP_PREFIX, "CompiledFunction")
+# How a kernel's name reads in a profile: C++ kernels with enable_kernel_profile record
+# ``graph_N_cpp_fused_…`` (their RecordFunctionHandle in the kernel's source).
+_CPP_RECORD = re.compile(r'RecordFunctionHandle \w+\("([^"]+)"')
+_TRITON_DEF = re.compile(r"^\s*def (\w+)\(", re.M)
+_GRAPH_N = re.compile(r"^graph_\d+_")
+GENERATED = re.compile(r"^(?:triton_|graph_\d+_cpp_|cpp_fused)")
+GAPS_SHOWN = 5
+KINDS = ("triton", "cpp", "extern", "eager")  # how a kernel came to run
+
+
+@dataclass(slots=True)
+class Context:
+    """What the CPU side was doing when a kernel was launched (or, on CPU, ran)."""
+
+    op: str | None = None  # the innermost op that is not a marker
+    graph: str | None = None  # the compiled graph's record function
+    region: str | None = None  # the compile id of ``Torch-Compiled Region``
+    direction: str | None = None  # CompiledFunction or CompiledFunctionBackward
+    seq: int | None = None  # its autograd sequence number
+    step: int | None = None
+
+
+@dataclass
+class KernelTime:
+    """One kernel name as it ran, for one compile (or eager, or several compiles)."""
+
+    name: str
+    kind: str  # one of KINDS
+    compile: Compile | None = None
+    kernel: Kernel | None = None  # the model's kernel (triton, cpp)
+    candidates: list[Compile] = field(default_factory=list)  # when the name is ambiguous
+    op: str | None = None  # the launching op (extern, eager)
+    calls: int = 0
+    time_us: float = 0.0
+    share: float = 0.0
+    num_gb: float | None = None  # bytes moved per launch, from ``kernel_num_gb``
+
+    @property
+    def compile_label(self) -> str | None:
+        if self.compile is not None:
+            return self.compile.id_label
+        if self.candidates:
+            return " or ".join(sorted({c.id_label for c in self.candidates}))
+        return None
+
+    @property
+    def ambiguous(self) -> bool:
+        return self.compile is None and len(self.candidates) > 1
+
+    @property
+    def avg_us(self) -> float:
+        return self.time_us / self.calls if self.calls else 0.0
+
+    @property
+    def gb_s(self) -> float | None:
+        if self.num_gb is None or not self.avg_us:
+            return None
+        return self.num_gb / (self.avg_us * 1e-6)
+
+
+@dataclass
+class OpTime:
+    op: str
+    calls: int = 0
+    time_us: float = 0.0
+    share: float = 0.0
+
+
+@dataclass
+class Idle:
+    """Time within the kernels' window when no kernel ran (per device, summed)."""
+
+    window_us: float = 0.0
+    busy_us: float = 0.0
+    gaps: list[tuple[float, float]] = field(default_factory=list)  # (offset µs, length µs)
+
+    @property
+    def idle_us(self) -> float:
+        return max(0.0, self.window_us - self.busy_us)
+
+
+@dataclass
+class RuntimeJoin:
+    """A profile joined to a model."""
+
+    device: str  # "gpu" or "cpu"
+    total_us: float = 0.0  # the sum of every kernel event
+    events: int = 0  # kernel events
+    rows: list[KernelTime] = field(default_factory=list)  # by time, longest first
+    eager_ops: list[OpTime] = field(default_factory=list)
+    by_compile: list[tuple[Compile, float]] = field(default_factory=list)
+    by_frame: list[tuple[str, float]] = field(default_factory=list)
+    by_line: list[tuple[SourceLine, float, list[str]]] = field(default_factory=list)
+    idle: Idle = field(default_factory=Idle)
+    unmatched: int = 0  # generated-looking kernel events not found among the model's kernels
+    ambiguous: int = 0  # kernel events whose name more than one compile defines
+    steps: list[int] = field(default_factory=list)
+
+    def time_of(self, kinds: Iterable[str]) -> float:
+        wanted = set(kinds)
+        return sum(r.time_us for r in self.rows if r.kind in wanted)
+
+    @property
+    def compiled_share(self) -> float:
+        return self.time_of(("triton", "cpp", "extern")) / self.total_us if self.total_us else 0.0
+
+    def row_for(self, kernel: Kernel) -> KernelTime | None:
+        return next((r for r in self.rows if r.kernel is kernel), None)
+
+
+# ---------------------------------------------------------------------- names
+
+
+def profile_names(model: Model) -> dict[str, list[Kernel]]:
+    """Each name a profile may give a compiled kernel -> the model's kernels of that name."""
+    names: dict[str, list[Kernel]] = defaultdict(list)
+    for kernel in model.kernels:
+        seen = {kernel.name}
+        try:
+            code = OUTPUT_CODES.get(kernel.output)
+            span = code.span_of(kernel)
+        except (OSError, ValueError):
+            span = None
+        if span is not None:
+            source = span.source(code.lines)
+            pattern = _CPP_RECORD if kernel.kind == "cpp" else _TRITON_DEF
+            seen.update(pattern.findall(source)[:1])
+        for name in seen:
+            names[name].append(kernel)
+    return names
+
+
+def _num_gb(kernel: Kernel) -> float | None:
+    try:
+        code = OUTPUT_CODES.get(kernel.output)
+        span = code.span_of(kernel)
+    except (OSError, ValueError):
+        return None
+    return kernel_num_gb(code, span) if span is not None else None
+
+
+# ---------------------------------------------------------------------- CPU context
+
+
+class _Walk:
+    """The CPU ops of every thread, nested: the context of a time on a thread, and which ops
+    call no other op (leaves)."""
+
+    def __init__(self, ops: Sequence[Any]) -> None:
+        self.threads: dict[Any, list[Any]] = defaultdict(list)
+        for op in ops:
+            self.threads[op.thread].append(op)
+        for spans in self.threads.values():
+            spans.sort(key=lambda s: (s.ts, -s.end))
+        self.seq_region: dict[int, str] = {}
+
+    def leaves(self) -> list[tuple[Any, Context]]:
+        """Ops that call no other op, each with the context of its callers."""
+        out: list[tuple[Any, Context]] = []
+        for spans in self.threads.values():
+            stack: list[Any] = []
+            pending: list[tuple[Any, list[Any]]] = []
+            for i, span in enumerate(spans):
+                while stack and stack[-1].end <= span.ts:
+                    stack.pop()
+                self._note(stack, span)
+                nxt = spans[i + 1] if i + 1 < len(spans) else None
+                if nxt is None or nxt.ts >= span.end:
+                    pending.append((span, list(stack)))
+                stack.append(span)
+            out.extend((span, _context(chain, span)) for span, chain in pending)
+        return out
+
+    def contexts(self, queries: Sequence[tuple[Any, float]]) -> list[Context]:
+        """The context of each (thread, time)."""
+        by_thread: dict[Any, list[int]] = defaultdict(list)
+        for i, (thread, _) in enumerate(queries):
+            by_thread[thread].append(i)
+        out: list[Context] = [Context() for _ in queries]
+        for thread, idx in by_thread.items():
+            idx.sort(key=lambda i: queries[i][1])
+            spans = self.threads.get(thread, [])
+            stack: list[Any] = []
+            j = 0
+            for i in idx:
+                t = queries[i][1]
+                while j < len(spans) and spans[j].ts <= t:
+                    while stack and stack[-1].end <= spans[j].ts:
+                        stack.pop()
+                    self._note(stack, spans[j])
+                    stack.append(spans[j])
+                    j += 1
+                while stack and stack[-1].end < t:
+                    stack.pop()
+                out[i] = _context(stack, None)
+        return out
+
+    def _note(self, stack: list[Any], span: Any) -> None:
+        if span.name == FORWARD and span.seq is not None:
+            region = _innermost(stack, REGION_PREFIX)
+            if region is not None:
+                self.seq_region[span.seq] = region
+
+
+def _innermost(stack: Sequence[Any], prefix: str) -> str | None:
+    for span in reversed(stack):
+        if span.name.startswith(prefix):
+            return str(span.name[len(prefix) :])
+    return None
+
+
+def _context(stack: Sequence[Any], leaf: Any) -> Context:
+    ctx = Context()
+    for span in reversed(stack):
+        name = span.name
+        if name.startswith(GRAPH_PREFIX):
+            ctx.graph = ctx.graph or name
+        elif name.startswith(REGION_PREFIX):
+            ctx.region = ctx.region or name[len(REGION_PREFIX) :]
+        elif name in (FORWARD, BACKWARD):
+            if ctx.direction is None:
+                ctx.direction, ctx.seq = name, span.seq
+        elif name.startswith(STEP_PREFIX):
+            digits = name[len(STEP_PREFIX) :]
+            ctx.step = int(digits) if digits.isdigit() else None
+        elif ctx.op is None and not name.startswith(_MARKERS):
+            ctx.op = name
+    if leaf is not None:
+        ctx.op = leaf.name
+    return ctx
+
+
+# ---------------------------------------------------------------------- the join
+
+
+@dataclass(slots=True)
+class _Event:
+    name: str
+    ts: float
+    dur: float
+    device: Any
+    ctx: Context
+
+
+def _events(profile: Any) -> tuple[str, list[_Event], _Walk]:
+    walk = _Walk(profile.cpu_ops)
+    if profile.kernels:
+        queries: list[tuple[Any, float]] = []
+        for k in profile.kernels:
+            launch = (
+                profile.launches.get((k.device[0], k.correlation))
+                if k.correlation is not None
+                else None
+            )
+            queries.append((launch.thread, launch.ts) if launch else (None, 0.0))
+        ctxs = walk.contexts(queries)
+        events = [
+            _Event(k.name, k.ts, k.dur, k.device, c)
+            for k, c in zip(profile.kernels, ctxs, strict=True)
+        ]
+        return "gpu", events, walk
+    events = [
+        _Event(op.name, op.ts, op.end - op.ts, op.thread[:2], ctx) for op, ctx in walk.leaves()
+    ]
+    return "cpu", events, walk
+
+
+def join_profile(model: Model, profile: Any) -> RuntimeJoin:
+    """Every kernel event of `profile` (an ingest.profile.Profile) tied to its maker."""
+    device, events, walk = _events(profile)
+    names = profile_names(model)
+    compiles_by_id: dict[str, list[Compile]] = defaultdict(list)
+    for f in model.files:
+        for each in f.compiles.values():
+            compiles_by_id[each.id_text].append(each)
+    out = RuntimeJoin(device, events=len(events))
+    out.steps = sorted({s for f in profile.files for s in f.steps})
+    rows: dict[tuple[Any, ...], KernelTime] = {}
+    comp: Compile | None
+    for ev in events:
+        ctx = ev.ctx
+        region = ctx.region
+        if region is None and ctx.direction == BACKWARD and ctx.seq is not None:
+            region = walk.seq_region.get(ctx.seq)
+        cands = names.get(ev.name) or names.get(_GRAPH_N.sub("", ev.name)) or []
+        if cands:
+            cands = _narrow(cands, region, ctx.direction)
+            kernel = cands[0] if len(cands) == 1 else None
+            comp = kernel.compile if kernel is not None else _one_compile(cands)
+            kind = "cpp" if cands[0].kind == "cpp" else "triton"
+            key: tuple[Any, ...] = (ev.name, kind, id(kernel), id(comp), len(cands))
+            row = rows.get(key)
+            if row is None:
+                row = rows[key] = KernelTime(ev.name, kind, comp, kernel)
+                if kernel is None and comp is None:
+                    row.candidates = [c.compile for c in cands if c.compile is not None]
+                if kernel is not None and kind == "triton":
+                    row.num_gb = _num_gb(kernel)
+            if kernel is None:
+                out.ambiguous += 1
+        elif ctx.graph is not None:
+            found = compiles_by_id.get(region or "", [])
+            comp = found[0] if len(found) == 1 else None
+            key = (ev.name, "extern", id(comp), ctx.op)
+            row = rows.get(key)
+            if row is None:
+                row = rows[key] = KernelTime(ev.name, "extern", comp, op=ctx.op)
+        else:
+            if GENERATED.match(ev.name):
+                out.unmatched += 1
+            key = (ev.name, "eager", ctx.op)
+            row = rows.get(key)
+            if row is None:
+                row = rows[key] = KernelTime(ev.name, "eager", op=ctx.op)
+        row.calls += 1
+        row.time_us += ev.dur
+        out.total_us += ev.dur
+    out.rows = sorted(rows.values(), key=lambda r: -r.time_us)
+    for row in out.rows:
+        row.share = row.time_us / out.total_us if out.total_us else 0.0
+    out.eager_ops = _eager_ops(out)
+    out.by_compile, out.by_frame = _by_compile(out.rows)
+    out.by_line = _by_line(out.rows)
+    out.idle = _idle(events)
+    return out
+
+
+def _narrow(cands: list[Kernel], region: str | None, direction: str | None) -> list[Kernel]:
+    """Keep the candidates that the compile id and the graph's direction allow."""
+    if len(cands) > 1 and region is not None:
+        same = [k for k in cands if k.compile is not None and k.compile.id_text == region]
+        cands = same or cands
+    if len(cands) > 1 and direction is not None:
+        roles = ("backward",) if direction == BACKWARD else ("forward", "inference")
+        same = [k for k in cands if k.role in roles]
+        cands = same or cands
+    return cands
+
+
+def _one_compile(cands: Sequence[Kernel]) -> Compile | None:
+    comps = {id(k.compile): k.compile for k in cands if k.compile is not None}
+    return next(iter(comps.values())) if len(comps) == 1 else None
+
+
+def _eager_ops(join: RuntimeJoin) -> list[OpTime]:
+    ops: dict[str, OpTime] = {}
+    for row in join.rows:
+        if row.kind != "eager":
+            continue
+        op = ops.setdefault(row.op or row.name, OpTime(row.op or row.name))
+        op.calls += row.calls
+        op.time_us += row.time_us
+    for op in ops.values():
+        op.share = op.time_us / join.total_us if join.total_us else 0.0
+    return sorted(ops.values(), key=lambda o: -o.time_us)
+
+
+def _by_compile(
+    rows: Sequence[KernelTime],
+) -> tuple[list[tuple[Compile, float]], list[tuple[str, float]]]:
+    comps: dict[int, list[Any]] = {}
+    frames: dict[str, float] = defaultdict(float)
+    for row in rows:
+        if row.compile is None:
+            continue
+        entry = comps.setdefault(id(row.compile), [row.compile, 0.0])
+        entry[1] += row.time_us
+        frame = row.compile.frame
+        frames[frame.label if frame is not None else f"frame {row.compile.id_text}"] += row.time_us
+    by_compile = sorted(((c, t) for c, t in comps.values()), key=lambda x: -x[1])
+    return by_compile, sorted(frames.items(), key=lambda x: -x[1])
+
+
+def _by_line(rows: Sequence[KernelTime]) -> list[tuple[SourceLine, float, list[str]]]:
+    """The time of the kernels each user line became (a kernel made from several lines counts
+    toward each of them)."""
+    lines: dict[SourceLine, list[Any]] = {}
+    for row in rows:
+        if row.kernel is None:
+            continue
+        try:
+            _, prov = kernel_provenance(row.kernel)
+        except (OSError, ValueError):
+            prov = None
+        if prov is None:
+            continue
+        for line in prov.user_lines:
+            entry = lines.setdefault(line, [0.0, []])
+            entry[0] += row.time_us
+            if row.name not in entry[1]:
+                entry[1].append(row.name)
+    return sorted(((ln, t, ks) for ln, (t, ks) in lines.items()), key=lambda x: -x[1])
+
+
+def _idle(events: Sequence[_Event]) -> Idle:
+    """Busy and idle time of each device within its kernels' window, summed; the longest gaps."""
+    out = Idle()
+    per_device: dict[Any, list[tuple[float, float]]] = defaultdict(list)
+    for ev in events:
+        per_device[ev.device].append((ev.ts, ev.ts + ev.dur))
+    gaps: list[tuple[float, float]] = []
+    for spans in per_device.values():
+        spans.sort()
+        first = spans[0][0]
+        out.window_us += max(end for _, end in spans) - first
+        cur_start, cur_end = spans[0]
+        for start, end in spans[1:]:
+            if start > cur_end:
+                out.busy_us += cur_end - cur_start
+                gaps.append((cur_end - first, start - cur_end))
+                cur_start = start
+            cur_end = max(cur_end, end)
+        out.busy_us += cur_end - cur_start
+    out.gaps = sorted(gaps, key=lambda g: -g[1])[:GAPS_SHOWN]
+    return out
