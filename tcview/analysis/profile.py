@@ -288,9 +288,7 @@ def _events(profile: Any) -> tuple[str, list[_Event], _Walk]:
             for k, c in zip(profile.kernels, ctxs, strict=True)
         ]
         return "gpu", events, walk
-    events = [
-        _Event(op.name, op.ts, op.end - op.ts, op.thread[:2], ctx) for op, ctx in walk.leaves()
-    ]
+    events = [_Event(op.name, op.ts, op.dur, op.thread[:2], ctx) for op, ctx in walk.leaves()]
     return "cpu", events, walk
 
 

@@ -43,6 +43,7 @@ class CpuOp:
     name: str
     ts: float
     end: float
+    dur: float  # as the profile says (end - ts loses digits: ts are ~1e12 µs)
     thread: tuple[int, Any, Any]  # (file index, pid, tid)
     seq: int | None = None  # autograd's sequence number (CompiledFunction[Backward] only)
 
@@ -317,6 +318,7 @@ def _read_file(prof: Profile, index: int, info: ProfileFile) -> None:
                         name,
                         ts,
                         ts + dur,
+                        dur,
                         (index, ev.get("pid"), ev.get("tid")),
                         seq if isinstance(seq, int) else None,
                     )
