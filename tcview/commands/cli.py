@@ -77,7 +77,7 @@ def cmd_summary(args: argparse.Namespace) -> int:
         if prof is not None:
             from tcview.report.detail import render_text
 
-            text += "\n" + render_text(prof.detail())
+            text += "\n\n" + render_text(prof.detail())
         emit(paint_summary(safe_text(text), paint))
     if kinds:
         present = fail_on(data, kinds)
@@ -272,6 +272,9 @@ def build_parser() -> argparse.ArgumentParser:
         metavar="FROM=TO",
         help="open trace paths under FROM from TO in $EDITOR (repeatable; longest wins)",
     )
+    from tcview.commands.run import add_profile_args
+
+    add_profile_args(p_run)
     p_run.add_argument(
         "-m",
         dest="module",

@@ -5,35 +5,18 @@ from __future__ import annotations
 
 import argparse
 import sys
-from dataclasses import dataclass
 from pathlib import Path
 
-from tcview.analysis.profile import RuntimeJoin, join_profile
-from tcview.ingest.profile import Profile, ProfileError, load_profile, run_profile
+from tcview.ingest.profile import ProfileError, run_profile
 from tcview.model.objects import Model
-from tcview.report.detail import Detail
-from tcview.report.profile import profile_detail, profile_json
-from tcview.run.gpu import table_peak
+from tcview.report.profile import Joined, join_at
+from tcview.run.gpu import datasheet_peak
 from tcview.text.safe import safe_line
 
 PROFILE_HELP = (
     "a torch.profiler trace (export_chrome_trace .json/.json.gz, or a tensorboard_trace_handler"
     " folder, merged): each kernel's measured time, joined to its compile"
 )
-
-
-@dataclass
-class Joined:
-    profile: Profile
-    join: RuntimeJoin
-    peak: tuple[float, str] | None
-    has_cpp: bool
-
-    def json(self) -> dict[str, object]:
-        return profile_json(self.join, self.profile, self.peak)
-
-    def detail(self) -> Detail:
-        return profile_detail(self.join, self.profile, self.has_cpp, self.peak)
 
 
 def add_profile_arg(parser: argparse.ArgumentParser) -> None:
@@ -60,11 +43,7 @@ def joined(model: Model, input_path: str | None, given: str | None) -> Joined | 
     if path is None:
         return None
     try:
-        prof = load_profile(path, display=given or str(path))
+        return join_at(model, path, given or str(path), datasheet_peak)
     except (ProfileError, OSError) as exc:
         print(f"tcview: --profile {safe_line(str(path))}: {safe_line(str(exc))}", file=sys.stderr)
         raise ProfileMissing from None
-    join = join_profile(model, prof)
-    found = table_peak(prof.device_name)
-    peak = (found.gb_s, found.source) if found is not None else None
-    return Joined(prof, join, peak, any(k.kind == "cpp" for k in model.kernels))

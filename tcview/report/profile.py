@@ -4,12 +4,14 @@ compile and kind, time per compile, frame and user line, compiled against eager,
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
-from tcview.analysis.profile import KINDS, KernelTime, RuntimeJoin
-from tcview.ingest.profile import Profile
-from tcview.model.objects import Compile, Kernel
+from tcview.analysis.profile import KINDS, KernelTime, RuntimeJoin, join_profile
+from tcview.ingest.profile import Profile, load_profile
+from tcview.model.objects import Compile, Kernel, Model
 from tcview.report.detail import Detail, Section
 
 PROFILE_ITEM = "profile"  # `tcview show PATH profile --profile P`
@@ -64,9 +66,7 @@ def kernel_json(row: KernelTime, peak_gb_s: float | None = None) -> dict[str, An
     return out
 
 
-def profile_json(
-    join: RuntimeJoin, profile: Profile, peak: tuple[float, str] | None = None
-) -> dict[str, Any]:
+def profile_json(join: RuntimeJoin, profile: Profile, peak: Peak | None = None) -> dict[str, Any]:
     """``summary --json``'s ``profile``: times in µs as the profile has them; ``gpu_time_us``
     the sum of every kernel event (on CPU: of the ops that call no other op)."""
     total = join.total_us or 1.0
@@ -141,7 +141,7 @@ def notes(join: RuntimeJoin, profile: Profile, model_has_cpp: bool) -> list[str]
     return out
 
 
-def _kernel_line(row: KernelTime, peak: tuple[float, str] | None) -> str:
+def _kernel_line(row: KernelTime, peak: Peak | None) -> str:
     where = row.compile_label or "-"
     what = row.kind if row.op in (None, row.name) else f"{row.kind} {row.op}"
     text = (
@@ -166,14 +166,13 @@ def profile_detail(
     join: RuntimeJoin,
     profile: Profile,
     model_has_cpp: bool = False,
-    peak: tuple[float, str] | None = None,
+    peak: Peak | None = None,
     top: int = TOP_KERNELS,
 ) -> Detail:
     """The whole join as one detail."""
     unit = "GPU" if join.device == "gpu" else "CPU-kernel"
     detail = Detail("profile", f"profile {profile.display}", id=PROFILE_ITEM)
     head = detail.section()
-    head.row("source", profile.display)
     if len(profile.files) > 1:
         steps = f", steps {', '.join(map(str, join.steps))}" if join.steps else ""
         head.row("files", f"{len(profile.files)} merged{steps}")
@@ -250,3 +249,34 @@ def measured_section(detail: Detail, join: RuntimeJoin, item: Kernel | Compile) 
     section.row("time", f"{fmt_us(found[0])} ({found[0] / (join.total_us or 1):.1%})")
     for r in [r for r in join.rows if r.compile is item][:TOP_ROWS]:
         section.row("", _kernel_line(r, None), depth=1)
+
+
+Peak = tuple[float, str]  # a GPU's peak GB/s, and where the figure comes from
+
+
+@dataclass
+class Joined:
+    """A profile read once and joined to a model, with what its rendering needs."""
+
+    profile: Profile
+    join: RuntimeJoin
+    peak: Peak | None
+    has_cpp: bool
+
+    def json(self) -> dict[str, Any]:
+        return profile_json(self.join, self.profile, self.peak)
+
+    def detail(self) -> Detail:
+        return profile_detail(self.join, self.profile, self.has_cpp, self.peak)
+
+
+def join_at(
+    model: Model, path: Path, display: str, peak_of: Callable[[str | None], Peak | None]
+) -> Joined:
+    """The profile at `path` joined to `model` (ProfileError or OSError when it is none);
+    `peak_of(device name)`: the GPU's peak bandwidth."""
+    prof = load_profile(path, display=display)
+    join = join_profile(model, prof)
+    return Joined(
+        prof, join, peak_of(prof.device_name), any(k.kind == "cpp" for k in model.kernels)
+    )

@@ -35,6 +35,7 @@ from typing import BinaryIO, Literal
 from tcview.run import cleanup
 from tcview.run._supervisor import group_members
 from tcview.run.gpu import GpuSample, GpuSampler
+from tcview.run.profile import profile_env
 from tcview.run.spec import LaunchError, PythonInfo, RunOptions, RunSpec, probe_python
 from tcview.text.safe import safe_line
 
@@ -143,6 +144,8 @@ class Launcher:
         # Live output: Python block-buffers stdout on a pipe. Respect the user's own setting.
         env.setdefault("PYTHONUNBUFFERED", "1")
         env.update(self.options.env)
+        if self.options.profile is not None:
+            env.update(profile_env(self.options.profile, run_dir, env))
         return env
 
     def preflight(self) -> PythonInfo:
