@@ -239,3 +239,10 @@ def test_show_profile_and_measured() -> None:
     assert "3 calls" in done.stdout.split("Measured", 1)[1]
     done = _tcview("summary", str(FIX / "trace"), "--profile", str(FIX / "nothing"))
     assert done.returncode == 2 and "no such file" in done.stderr
+
+
+def test_run_profile_options_need_profile() -> None:
+    done = _tcview("run", "--no-tui", "--profile-window", "1,2", "x.py")
+    assert done.returncode == 2 and "go with --profile" in done.stderr
+    done = _tcview("run", "--no-tui", "--profile", "--profile-window", "1,-2", "x.py")
+    assert done.returncode == 2 and "SECONDS > 0" in done.stderr

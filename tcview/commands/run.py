@@ -64,6 +64,7 @@ def launcher_from_args(args: argparse.Namespace) -> tuple[Launcher, list[str]]:
         fail_on = parse_fail_on(args.fail_on)
     except ValueError as exc:
         raise LaunchError(str(exc)) from exc
+    profile = profile_options(args)
     spec = build_spec(args.target or [], args.module, args.python)
     logs = args.logs if args.logs is not None else DEFAULT_LOGS
     options = RunOptions(
@@ -71,7 +72,7 @@ def launcher_from_args(args: argparse.Namespace) -> tuple[Launcher, list[str]]:
         logs=logs,
         env=env,
         inherit_stdin=True,
-        profile=profile_options(args),
+        profile=profile,
     )
     return Launcher(spec, options), fail_on
 
