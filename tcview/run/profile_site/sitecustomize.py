@@ -87,6 +87,7 @@ def _start() -> None:
     prof.start()
     _state["prof"] = prof
     _state["start"] = time.monotonic()
+    _state["start_wall"] = time.time()
 
 
 def _stop(ended: str) -> None:
@@ -106,6 +107,8 @@ def _stop(ended: str) -> None:
             "file": os.path.basename(path),
             "bytes": os.path.getsize(path),
             "recorded_s": round(stopped - _state["start"], 3),
+            "started_at": _state["start_wall"],  # time.time(), to compare the job's own timings
+            "stopped_at": _state["start_wall"] + (stopped - _state["start"]),
             "stop_s": round(t0 - stopped, 3),
             "export_s": round(export_s, 3),
             "ended": ended,
