@@ -18,7 +18,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from tcview.analysis.kernels import OUTPUT_CODES, kernel_num_gb
-from tcview.analysis.provenance import SourceLine, kernel_provenance
+from tcview.analysis.provenance import SourceLine, Unit, compile_units
 from tcview.model.objects import Compile, Kernel, Model
 
 GRAPH_PREFIX = "## Call "  # ``## Call CompiledFxGraph KEY ##`` and friends (AOTInductor)
@@ -140,8 +140,11 @@ class RuntimeJoin:
 # ---------------------------------------------------------------------- names
 
 
-def profile_names(model: Model) -> dict[str, list[Kernel]]:
-    """Each name a profile may give a compiled kernel -> the model's kernels of that name."""
+def profile_names(
+    model: Model, num_gb: dict[int, float | None] | None = None
+) -> dict[str, list[Kernel]]:
+    """Each name a profile may give a compiled kernel -> the model's kernels of that name.
+    `num_gb` (by the kernel's id) gets the GB a Triton kernel moves per launch, where known."""
     names: dict[str, list[Kernel]] = defaultdict(list)
     for kernel in model.kernels:
         seen = {kernel.name}
@@ -154,18 +157,11 @@ def profile_names(model: Model) -> dict[str, list[Kernel]]:
             source = span.source(code.lines)
             pattern = _CPP_RECORD if kernel.kind == "cpp" else _TRITON_DEF
             seen.update(pattern.findall(source)[:1])
+            if num_gb is not None and kernel.kind != "cpp":
+                num_gb[id(kernel)] = kernel_num_gb(code, span)
         for name in seen:
             names[name].append(kernel)
     return names
-
-
-def _num_gb(kernel: Kernel) -> float | None:
-    try:
-        code = OUTPUT_CODES.get(kernel.output)
-        span = code.span_of(kernel)
-    except (OSError, ValueError):
-        return None
-    return kernel_num_gb(code, span) if span is not None else None
 
 
 # ---------------------------------------------------------------------- CPU context
@@ -295,7 +291,8 @@ def _events(profile: Any) -> tuple[str, list[_Event], _Walk]:
 def join_profile(model: Model, profile: Any) -> RuntimeJoin:
     """Every kernel event of `profile` (an ingest.profile.Profile) tied to its maker."""
     device, events, walk = _events(profile)
-    names = profile_names(model)
+    num_gb: dict[int, float | None] = {}
+    names = profile_names(model, num_gb)
     compiles_by_id: dict[str, list[Compile]] = defaultdict(list)
     for f in model.files:
         for each in f.compiles.values():
@@ -322,7 +319,7 @@ def join_profile(model: Model, profile: Any) -> RuntimeJoin:
                 if kernel is None and comp is None:
                     row.candidates = [c.compile for c in cands if c.compile is not None]
                 if kernel is not None and kind == "triton":
-                    row.num_gb = _num_gb(kernel)
+                    row.num_gb = num_gb.get(id(kernel))
             if kernel is None:
                 out.ambiguous += 1
         elif ctx.graph is not None:
@@ -400,15 +397,20 @@ def _by_compile(
 
 def _by_line(rows: Sequence[KernelTime]) -> list[tuple[SourceLine, float, list[str]]]:
     """The time of the kernels each user line became (a kernel made from several lines counts
-    toward each of them)."""
+    toward each of them). Each compile's provenance is read once."""
+    units: dict[int, list[Unit]] = {}
     lines: dict[SourceLine, list[Any]] = {}
     for row in rows:
-        if row.kernel is None:
+        kernel = row.kernel
+        if kernel is None or kernel.compile is None:
             continue
         try:
-            _, prov = kernel_provenance(row.kernel)
+            if id(kernel.compile) not in units:
+                units[id(kernel.compile)] = compile_units(kernel.compile)
         except (OSError, ValueError):
-            prov = None
+            units[id(kernel.compile)] = []
+        unit = next((u for u in units[id(kernel.compile)] if u.code is kernel.output), None)
+        prov = unit.kernel_for(kernel) if unit is not None else None
         if prov is None:
             continue
         for line in prov.user_lines:
