@@ -246,3 +246,40 @@ def test_run_profile_options_need_profile() -> None:
     assert done.returncode == 2 and "go with --profile" in done.stderr
     done = _tcview("run", "--no-tui", "--profile", "--profile-window", "1,-2", "x.py")
     assert done.returncode == 2 and "SECONDS > 0" in done.stderr
+
+
+# ---------------------------------------------------------------------- the app
+
+
+@pytest.mark.slow
+def test_kernels_view_measured_column() -> None:
+    """The kernels view gains the measured column with --profile, and `s` sorts by it."""
+    import asyncio
+
+    from ui_helpers import ready, settle
+
+    from tcview.ui.app import TcviewApp
+    from tcview.ui.views import KernelsView
+
+    async def go() -> None:
+        app = TcviewApp(str(FIX / "trace"), profile=str(FIX / "profile.json.gz"))
+        async with app.run_test(size=(200, 45)) as pilot:
+            await ready(app, pilot)
+            await pilot.press("K")
+            await settle(app, pilot)
+            view = app.screen
+            assert isinstance(view, KernelsView)
+            assert KernelsView.MEASURED_COLUMN in view.shown_columns
+            col = view.shown_columns.index(KernelsView.MEASURED_COLUMN)
+            table = view.query_one("#view-table")
+            cells = [str(table.get_row_at(i)[col]) for i in range(table.row_count)]
+            assert len(cells) == 5 and all("×3" in c for c in cells)
+            view.query_one("#view-table").focus()
+            await pilot.press("s")
+            await settle(app, pilot)
+            assert view.sort == "measured"
+            first = view.objects[0]
+            top = max(view.objects, key=lambda g: view.measured_time(g)[0])
+            assert first is top
+
+    asyncio.run(go())

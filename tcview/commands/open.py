@@ -99,6 +99,11 @@ def open_app(args: argparse.Namespace) -> int:
     elif not os.path.exists(path) and not follow:
         print(f"tcview: no such file or directory: {safe_line(path)}", file=sys.stderr)
         return 2
+    if args.profile and not os.path.exists(args.profile):
+        print(
+            f"tcview: --profile {safe_line(args.profile)}: no such file or folder", file=sys.stderr
+        )
+        return 2
     if not sys.stdout.isatty():
         print("tcview open: needs a terminal (try `tcview summary` for text)", file=sys.stderr)
         return 2
@@ -113,6 +118,7 @@ def open_app(args: argparse.Namespace) -> int:
         no_exec=bool(args.no_exec),
         python=args.python,
         path_map=path_map,
+        profile=args.profile,
     )
     app.run()
     return app.return_code or 0

@@ -5,9 +5,8 @@ from __future__ import annotations
 
 import argparse
 import sys
-from pathlib import Path
 
-from tcview.ingest.profile import ProfileError, run_profile
+from tcview.ingest.profile import ProfileError, profile_path
 from tcview.model.objects import Model
 from tcview.report.profile import Joined, join_at
 from tcview.run.gpu import datasheet_peak
@@ -25,15 +24,6 @@ def add_profile_arg(parser: argparse.ArgumentParser) -> None:
 
 class ProfileMissing(Exception):
     """--profile named something that is not a profile (said on stderr already)."""
-
-
-def profile_path(input_path: str | None, given: str | None) -> Path | None:
-    """The profile to read: --profile, else the one a run directory holds."""
-    if given:
-        return Path(given)
-    if input_path and input_path != "-" and Path(input_path).is_dir():
-        return run_profile(Path(input_path))
-    return None
 
 
 def joined(model: Model, input_path: str | None, given: str | None) -> Joined | None:

@@ -138,6 +138,24 @@ def run_profile(run_dir: Path) -> Path | None:
     return None
 
 
+def profile_path(input_path: str | None, given: str | None) -> Path | None:
+    """The profile to read: --profile, else the one a run directory holds."""
+    if given:
+        return Path(given)
+    if input_path and input_path != "-" and Path(input_path).is_dir():
+        return run_profile(Path(input_path))
+    return None
+
+
+def profile_stamp(path: Path) -> tuple[tuple[str, int, int], ...]:
+    """What changes when a profile is written or rewritten: its files' names, sizes, mtimes."""
+    try:
+        files = profile_files(path)
+        return tuple((f.name, f.stat().st_size, f.stat().st_mtime_ns) for f in files)
+    except (ProfileError, OSError):
+        return ()
+
+
 # ---------------------------------------------------------------------- the streaming reader
 
 

@@ -27,12 +27,14 @@ from textual.worker import get_current_worker
 from tcview.analysis.diff import predecessor
 from tcview.analysis.export import is_export
 from tcview.analysis.paths import Location, PathMap, locations_of
+from tcview.analysis.profile import RuntimeJoin, join_profile
 from tcview.analysis.provenance import (
     POST_GRAD_GRAPHS,
     PRE_GRAD_GRAPHS,
     graph_lines_of,
     kernel_provenance,
 )
+from tcview.ingest.profile import ProfileError, load_profile, profile_path, profile_stamp
 from tcview.model.compile_id import parse_compile_id
 from tcview.model.objects import OUTPUT_CODE_KINDS, Compile, Frame, Kernel, LogSource, Model, Record
 from tcview.model.ranks import RankSet, counts_in, ranks_label, ranks_of
@@ -410,8 +412,11 @@ class TcviewApp(App[int]):
         path_map: PathMap | None = None,
         no_exec: bool = False,
         python: str | None = None,
+        profile: str | None = None,
     ) -> None:
         super().__init__()
+        self.profile_arg = profile  # --profile (a run directory brings its own)
+        self._measured: tuple[tuple[Any, ...], RuntimeJoin | None] | None = None
         # The bench key: runs a trace's output code only after a yes, never with --no-exec.
         self.bencher = Bencher(self, python, no_exec)
         self.path_map = path_map or PathMap()
@@ -464,6 +469,23 @@ class TcviewApp(App[int]):
     @property
     def lock(self) -> RLock:
         return self.loader.lock
+
+    def measured(self, model: Model) -> RuntimeJoin | None:
+        """The profile (--profile, or the run directory's once written) joined to `model`:
+        read again only when its files change. Called off the UI thread (a view's prepare)."""
+        path = profile_path(self.source_path, self.profile_arg)
+        if path is None:
+            return None
+        key = (id(model), model.version, profile_stamp(path))
+        if self._measured is None or self._measured[0] != key:
+            try:
+                prof = load_profile(path)
+                with self.lock:
+                    joined: RuntimeJoin | None = join_profile(model, prof)
+            except (ProfileError, OSError):
+                joined = None
+            self._measured = (key, joined)
+        return self._measured[1]
 
     @property
     def main_tree(self) -> TraceTree:
