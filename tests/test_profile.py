@@ -283,3 +283,24 @@ def test_kernels_view_measured_column() -> None:
             assert first is top
 
     asyncio.run(go())
+
+
+def test_hostile_events_are_counted(model: Any, tmp_path: Path) -> None:
+    """Odd values where numbers, names and ids belong: counted or kept, never raised."""
+    events = [
+        {"ph": "X", "cat": "cpu_op", "name": "a", "pid": [1], "tid": {"x": 1}, "ts": 1, "dur": 5},
+        {"ph": "X", "cat": "cpu_op", "name": ["b"], "pid": 1, "tid": 1, "ts": "2", "dur": 1},
+        {"ph": "X", "cat": "cpu_op", "name": "c", "pid": 1, "tid": 1, "ts": "soon", "dur": 1},
+        {"ph": "X", "cat": "kernel", "name": "triton_x\x1b[2J", "pid": 0, "tid": 7, "ts": 3,
+         "dur": None, "args": {"correlation": "9"}},
+        {"ph": "X", "cat": "cuda_runtime", "name": "cudaLaunchKernel", "pid": 1, "tid": 1,
+         "ts": 2, "dur": 1, "args": [1, 2]},
+        [1, 2, 3],
+        None,
+    ]  # fmt: skip
+    path = tmp_path / "odd.json"
+    path.write_text(json.dumps({"traceEvents": events}))
+    prof = load_profile(path)
+    assert prof.bad_events == 4  # "soon", dur None, the list and null
+    join = join_profile(model, prof)
+    assert join.device == "cpu" and join.events == 2

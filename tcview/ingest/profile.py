@@ -288,6 +288,11 @@ def load_profile(path: Path, display: str | None = None) -> Profile:
     return prof
 
 
+def _key(value: Any) -> Any:
+    """A pid or tid as a key: what a trace gives, unless it cannot be one (a list, say)."""
+    return value if isinstance(value, (int, str, float)) or value is None else str(value)
+
+
 def _read_file(prof: Profile, index: int, info: ProfileFile) -> None:
     def header(key: str, value: Any) -> None:
         if key == "deviceProperties" and isinstance(value, list) and prof.device_name is None:
@@ -318,8 +323,8 @@ def _read_file(prof: Profile, index: int, info: ProfileFile) -> None:
                         name,
                         ts,
                         dur,
-                        (index, ev.get("pid")),
-                        ev.get("tid"),
+                        (index, _key(ev.get("pid"))),
+                        _key(ev.get("tid")),
                         corr if isinstance(corr, int) else None,
                     )
                 )
@@ -327,7 +332,7 @@ def _read_file(prof: Profile, index: int, info: ProfileFile) -> None:
                 corr = args.get("correlation")
                 if isinstance(corr, int):
                     prof.launches[(index, corr)] = LaunchCall(
-                        name, ts, (index, ev.get("pid"), ev.get("tid"))
+                        name, ts, (index, _key(ev.get("pid")), _key(ev.get("tid")))
                     )
             elif cat in CPU_CATS:
                 seq = args.get("Sequence number") if name in _SEQ_NAMES else None
@@ -337,7 +342,7 @@ def _read_file(prof: Profile, index: int, info: ProfileFile) -> None:
                         ts,
                         ts + dur,
                         dur,
-                        (index, ev.get("pid"), ev.get("tid")),
+                        (index, _key(ev.get("pid")), _key(ev.get("tid"))),
                         seq if isinstance(seq, int) else None,
                     )
                 )
