@@ -184,16 +184,14 @@ class _Walk:
         out: list[tuple[Any, Context]] = []
         for spans in self.threads.values():
             stack: list[Any] = []
-            pending: list[tuple[Any, list[Any]]] = []
             for i, span in enumerate(spans):
                 while stack and stack[-1].end <= span.ts:
                     stack.pop()
                 self._note(stack, span)
                 nxt = spans[i + 1] if i + 1 < len(spans) else None
                 if nxt is None or nxt.ts >= span.end:
-                    pending.append((span, list(stack)))
+                    out.append((span, _context(stack, span)))
                 stack.append(span)
-            out.extend((span, _context(chain, span)) for span, chain in pending)
         return out
 
     def contexts(self, queries: Sequence[tuple[Any, float]]) -> list[Context]:

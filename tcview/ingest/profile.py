@@ -302,6 +302,15 @@ def _read_file(prof: Profile, index: int, info: ProfileFile) -> None:
                     return
 
     intern = sys.intern
+    threads: dict[tuple[Any, Any], tuple[int, Any, Any]] = {}  # one tuple per thread
+
+    def thread_of(ev: dict[str, Any]) -> tuple[int, Any, Any]:
+        key = (_key(ev.get("pid")), _key(ev.get("tid")))
+        found = threads.get(key)
+        if found is None:
+            found = threads[key] = (index, *key)
+        return found
+
     for ev in read_events(info.path, header):
         info.events += 1
         if not isinstance(ev, dict):
@@ -331,9 +340,7 @@ def _read_file(prof: Profile, index: int, info: ProfileFile) -> None:
             elif cat in LAUNCH_CATS:
                 corr = args.get("correlation")
                 if isinstance(corr, int):
-                    prof.launches[(index, corr)] = LaunchCall(
-                        name, ts, (index, _key(ev.get("pid")), _key(ev.get("tid")))
-                    )
+                    prof.launches[(index, corr)] = LaunchCall(name, ts, thread_of(ev))
             elif cat in CPU_CATS:
                 seq = args.get("Sequence number") if name in _SEQ_NAMES else None
                 prof.cpu_ops.append(
@@ -342,7 +349,7 @@ def _read_file(prof: Profile, index: int, info: ProfileFile) -> None:
                         ts,
                         ts + dur,
                         dur,
-                        (index, _key(ev.get("pid")), _key(ev.get("tid"))),
+                        thread_of(ev),
                         seq if isinstance(seq, int) else None,
                     )
                 )
