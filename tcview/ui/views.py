@@ -62,7 +62,7 @@ from tcview.report.detail import (
     phase_times,
     report_summary,
 )
-from tcview.report.profile import fmt_us
+from tcview.report.profile import fmt_us, measured_section
 from tcview.run.bench import KernelTime
 from tcview.ui.bench import with_bench
 from tcview.ui.content import (
@@ -659,9 +659,10 @@ class KernelsView(TableView[KernelGroup]):
             event.stop()
 
     def detail(self, group: KernelGroup) -> Document:
-        return detail_doc(
-            with_bench(kernel_detail(group.first, self.model), self.bench_time(group))
-        )
+        detail = with_bench(kernel_detail(group.first, self.model), self.bench_time(group))
+        if self.measured is not None:
+            measured_section(detail, self.measured, group.first)
+        return detail_doc(detail)
 
     def activate(self, group: KernelGroup) -> None:
         self.browser.reveal("kernel", group.first)

@@ -56,7 +56,7 @@ def _write_meta(extra: dict[str, Any]) -> None:
         "pid": os.getpid(),
         "rank": os.environ.get("RANK"),
         "window": list(_window()),
-        "activities": os.environ.get("TCVIEW_PROFILE_ACTIVITIES") or "cpu,cuda",
+        "activities": _state.get("activities") or os.environ.get("TCVIEW_PROFILE_ACTIVITIES"),
         **extra,
     }
     try:
@@ -83,7 +83,9 @@ def _activities(torch: Any) -> list[Any]:
 def _start() -> None:
     import torch
 
-    prof = torch.profiler.profile(activities=_activities(torch))
+    acts = _activities(torch)
+    _state["activities"] = ",".join(str(a).rsplit(".", 1)[-1].lower() for a in acts)
+    prof = torch.profiler.profile(activities=acts)
     prof.start()
     _state["prof"] = prof
     _state["start"] = time.monotonic()
