@@ -304,3 +304,32 @@ def test_hostile_events_are_counted(model: Any, tmp_path: Path) -> None:
     assert prof.bad_events == 4  # "soon", dur None, the list and null
     join = join_profile(model, prof)
     assert join.device == "cpu" and join.events == 2
+
+
+def test_gpu_backward_found_through_sequence_number(shared_traces: Path, tmp_path: Path) -> None:
+    """A backward kernel runs on autograd's thread, outside any Torch-Compiled Region: its
+    compile comes from the forward's CompiledFunction with the same sequence number. The real
+    H200 gpt_train trace compiles the same kernels in 0/0 and 0/1."""
+    model = load_source(str(shared_traces / "h200-torch2.11" / "gpt_train" / "trace"))
+    name = "triton_per_fused_native_layer_norm_backward_view_1"
+    main = {"pid": 100, "tid": 100}
+    autograd = {"pid": 100, "tid": 200}
+    events: list[dict[str, Any]] = [
+        {"ph": "X", "cat": "cpu_op", "name": "Torch-Compiled Region: 0/1", "ts": 0, "dur": 50,
+         **main},
+        {"ph": "X", "cat": "cpu_op", "name": "CompiledFunction", "ts": 5, "dur": 40,
+         "args": {"Sequence number": 5}, **main},
+        {"ph": "X", "cat": "cpu_op", "name": "CompiledFunctionBackward", "ts": 100, "dur": 50,
+         "args": {"Sequence number": 5}, **autograd},
+        {"ph": "X", "cat": "cpu_op", "name": "## Call CompiledFxGraph fbwd ##", "ts": 105,
+         "dur": 40, **autograd},
+        {"ph": "X", "cat": "cuda_runtime", "name": "cuLaunchKernelEx", "ts": 110, "dur": 2,
+         "args": {"correlation": 1}, **autograd},
+        {"ph": "X", "cat": "kernel", "name": name, "pid": 0, "tid": 7, "ts": 120, "dur": 9,
+         "args": {"correlation": 1}},
+    ]  # fmt: skip
+    (tmp_path / "bwd.json").write_text(json.dumps({"traceEvents": events}))
+    join = join_profile(model, load_profile(tmp_path / "bwd.json"))
+    [row] = join.rows
+    assert row.kernel is not None and row.kernel.role == "backward"
+    assert row.compile_label == "0/1" and join.ambiguous == 0

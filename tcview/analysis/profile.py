@@ -175,9 +175,20 @@ class _Walk:
         self.threads: dict[Any, list[Any]] = defaultdict(list)
         for op in ops:
             self.threads[op.thread].append(op)
+        # The compile of each forward's autograd sequence number, for its backward (which
+        # runs on another thread, outside the region): every thread walked once.
+        self.seq_region: dict[int, str] = {}
         for spans in self.threads.values():
             spans.sort(key=lambda s: (s.ts, -s.end))
-        self.seq_region: dict[int, str] = {}
+            stack: list[Any] = []
+            for span in spans:
+                while stack and stack[-1].end <= span.ts:
+                    stack.pop()
+                if span.name == FORWARD and span.seq is not None:
+                    region = _innermost(stack, REGION_PREFIX)
+                    if region is not None:
+                        self.seq_region[span.seq] = region
+                stack.append(span)
 
     def leaves(self) -> list[tuple[Any, Context]]:
         """Ops that call no other op, each with the context of its callers."""
@@ -187,7 +198,6 @@ class _Walk:
             for i, span in enumerate(spans):
                 while stack and stack[-1].end <= span.ts:
                     stack.pop()
-                self._note(stack, span)
                 nxt = spans[i + 1] if i + 1 < len(spans) else None
                 if nxt is None or nxt.ts >= span.end:
                     out.append((span, _context(stack, span)))
@@ -210,19 +220,12 @@ class _Walk:
                 while j < len(spans) and spans[j].ts <= t:
                     while stack and stack[-1].end <= spans[j].ts:
                         stack.pop()
-                    self._note(stack, spans[j])
                     stack.append(spans[j])
                     j += 1
                 while stack and stack[-1].end < t:
                     stack.pop()
                 out[i] = _context(stack, None)
         return out
-
-    def _note(self, stack: list[Any], span: Any) -> None:
-        if span.name == FORWARD and span.seq is not None:
-            region = _innermost(stack, REGION_PREFIX)
-            if region is not None:
-                self.seq_region[span.seq] = region
 
 
 def _innermost(stack: Sequence[Any], prefix: str) -> str | None:
