@@ -186,13 +186,16 @@ def tcview_run_profile(out: Out, work: Path) -> dict[str, Any]:
     in_med = statistics.median(inside) if inside else None
     out_med = statistics.median(outside) if outside else None
     overhead = in_med / plain_med - 1 if in_med and plain_med else None
+
+    def ms(x: float | None) -> str:
+        return "-" if x is None else f"{x * 1e3:.2f} ms"
+
+    stalled = float(meta.get("stop_s") or 0) + float(meta.get("export_s") or 0)
     out.log(
-        f"median step: plain run {plain_med and plain_med * 1e3:.2f} ms; in the window"
-        f" {in_med and in_med * 1e3:.2f} ms ({len(inside)} steps); after it"
-        f" {out_med and out_med * 1e3:.2f} ms; overhead in the window"
+        f"median step: plain run {ms(plain_med)}; in the window {ms(in_med)}"
+        f" ({len(inside)} steps); after it {ms(out_med)}; overhead in the window"
         f" {'-' if overhead is None else f'{overhead:+.1%}'}; writing stopped the job for"
-        f" {meta.get('stop_s', 0) + meta.get('export_s', 0):.2f}s;"
-        f" file {meta.get('bytes', 0) / 1e6:.1f} MB"
+        f" {stalled:.2f}s; file {int(meta.get('bytes') or 0) / 1e6:.1f} MB"
     )
     shown = tcview(out, "show", str(run_dir), "profile")
     out.log("tcview show RUN profile:", shown.stdout[:8000])
