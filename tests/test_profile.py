@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from conftest import FIXTURES, REPO
+from conftest import FIXTURES, REPO, needs_torch
 
 import tcview.ingest.profile as ingest_profile
 from tcview.analysis.profile import join_profile
@@ -333,3 +333,14 @@ def test_gpu_backward_found_through_sequence_number(shared_traces: Path, tmp_pat
     [row] = join.rows
     assert row.kernel is not None and row.kernel.role == "backward"
     assert row.compile_label == "0/1" and join.ambiguous == 0
+
+
+@needs_torch
+def test_run_profile_without_a_compile_says_so(tmp_path: Path) -> None:
+    done = _tcview(
+        "run", "--no-tui", "--dir", str(tmp_path / "D"), "--profile", "--", sys.executable,
+        "-c", "print('no compile')",
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    assert "profile: none recorded (no compile ended" in done.stdout
+    assert json.loads((tmp_path / "D" / "run.json").read_text())["profile"]["seconds"] == 3.0

@@ -70,6 +70,11 @@ def window_lines(run_dir: Path) -> list[str]:
     job to write it, or why there is none."""
     folder = run_dir / PROFILE_DIR
     if not folder.is_dir():
+        if _asked(run_dir):
+            return [
+                "profile: none recorded (no compile ended in the job's processes, or its Python"
+                " skipped sitecustomize: -S or -I)"
+            ]
         return []
     lines = []
     for meta in sorted(folder.glob("*" + WINDOW_SUFFIX)):
@@ -93,3 +98,12 @@ def window_lines(run_dir: Path) -> list[str]:
         else:
             lines.append(f"profile ({who}): {data.get('error') or data.get('note')}")
     return lines
+
+
+def _asked(run_dir: Path) -> bool:
+    """Whether the run was started with --profile (its run.json says)."""
+    try:
+        data = json.loads((run_dir / "run.json").read_text())
+    except (OSError, ValueError):
+        return False
+    return isinstance(data, dict) and bool(data.get("profile"))

@@ -50,6 +50,7 @@ def load_counts(run_dir: Path) -> tuple[dict[str, int], dict[str, Any], str]:
     counts = ts.counts()
     if not has_trace:
         note = f"no trace was written to {trace_dir} (did the job run torch.compile?)"
+        note = "\n".join([note, *window_lines(run_dir)])
         try:  # its captured output and run.json may still say it crashed
             whole = load_source(str(run_dir))
         except Exception:  # noqa: BLE001 - the note is all there is to say then

@@ -28,7 +28,7 @@ import sys
 import threading
 import time
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, replace
+from dataclasses import asdict, dataclass, replace
 from pathlib import Path
 from typing import BinaryIO, Literal
 
@@ -491,6 +491,8 @@ class RunSession:
                 **dict(launcher.options.env),
             },
             "host": socket.gethostname(),
+            # --profile: the window asked for (profile/ holds what each process recorded)
+            "profile": asdict(launcher.options.profile) if launcher.options.profile else None,
         }
         target = self.run_dir / "run.json"
         tmp = target.with_suffix(".json.tmp")
