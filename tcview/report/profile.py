@@ -10,6 +10,7 @@ from pathlib import Path
 from typing import Any
 
 from tcview.analysis.profile import KINDS, KernelTime, RuntimeJoin, join_profile
+from tcview.analysis.provenance import torch_version, tracking_hint
 from tcview.ingest.profile import Profile, load_profile
 from tcview.model.objects import Compile, Kernel, Model
 from tcview.report.detail import Detail, Section
@@ -115,7 +116,9 @@ def profile_json(join: RuntimeJoin, profile: Profile, peak: Peak | None = None) 
     }
 
 
-def notes(join: RuntimeJoin, profile: Profile, model_has_cpp: bool) -> list[str]:
+def notes(
+    join: RuntimeJoin, profile: Profile, model_has_cpp: bool, lines_hint: str = ""
+) -> list[str]:
     """What the reader must know to trust the numbers."""
     out = list(profile.problems)
     if profile.bad_events:
@@ -138,6 +141,8 @@ def notes(join: RuntimeJoin, profile: Profile, model_has_cpp: bool) -> list[str]
         )
     if not join.events:
         out.append("The profile has no kernel events.")
+    if lines_hint and not join.by_line and any(r.kernel is not None for r in join.rows):
+        out.append(f"No user line is known for the kernels that ran: {lines_hint}.")
     return out
 
 
@@ -167,6 +172,7 @@ def profile_detail(
     profile: Profile,
     model_has_cpp: bool = False,
     peak: Peak | None = None,
+    lines_hint: str = "",
     top: int = TOP_KERNELS,
 ) -> Detail:
     """The whole join as one detail."""
@@ -219,7 +225,7 @@ def profile_detail(
         gaps = detail.section("Longest idle gaps")
         for at, us in idle.gaps:
             gaps.lines.append(f"{fmt_us(us):>9}  at +{fmt_us(at)}")
-    said = notes(join, profile, model_has_cpp)
+    said = notes(join, profile, model_has_cpp, lines_hint)
     if said:
         section = detail.section("Notes")
         for note in said:
@@ -262,12 +268,15 @@ class Joined:
     join: RuntimeJoin
     peak: Peak | None
     has_cpp: bool
+    lines_hint: str = ""  # how to turn provenance tracking on (for the user lines)
 
     def json(self) -> dict[str, Any]:
         return profile_json(self.join, self.profile, self.peak)
 
     def detail(self) -> Detail:
-        return profile_detail(self.join, self.profile, self.has_cpp, self.peak)
+        return profile_detail(
+            self.join, self.profile, self.has_cpp, self.peak, lines_hint=self.lines_hint
+        )
 
 
 def join_at(
@@ -277,6 +286,6 @@ def join_at(
     `peak_of(device name)`: the GPU's peak bandwidth."""
     prof = load_profile(path, display=display)
     join = join_profile(model, prof)
-    return Joined(
-        prof, join, peak_of(prof.device_name), any(k.kind == "cpp" for k in model.kernels)
-    )
+    has_cpp = any(k.kind == "cpp" for k in model.kernels)
+    hint = tracking_hint(torch_version(model))
+    return Joined(prof, join, peak_of(prof.device_name), has_cpp, hint)
