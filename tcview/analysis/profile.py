@@ -13,9 +13,9 @@ from __future__ import annotations
 
 import re
 from collections import defaultdict
-from collections.abc import Iterable, Sequence
+from collections.abc import Hashable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Protocol
 
 from tcview.analysis.kernels import OUTPUT_CODES, kernel_num_gb
 from tcview.analysis.provenance import SourceLine, Unit, compile_units
@@ -35,6 +35,59 @@ _GRAPH_N = re.compile(r"^graph_\d+_")
 GENERATED = re.compile(r"^(?:triton_|graph_\d+_cpp_|cpp_fused)")
 GAPS_SHOWN = 5
 KINDS = ("triton", "cpp", "extern", "eager")  # how a kernel came to run
+
+
+# What the join reads of a profile (ingest.profile's classes have these; analysis does not
+# import ingest).
+class Op(Protocol):
+    @property
+    def name(self) -> str: ...
+    @property
+    def ts(self) -> float: ...
+    @property
+    def end(self) -> float: ...
+    @property
+    def dur(self) -> float: ...
+    @property
+    def thread(self) -> tuple[int, Any, Any]: ...  # (file index, pid, tid)
+    @property
+    def seq(self) -> int | None: ...
+
+
+class DeviceKernelLike(Protocol):
+    @property
+    def name(self) -> str: ...
+    @property
+    def ts(self) -> float: ...
+    @property
+    def dur(self) -> float: ...
+    @property
+    def device(self) -> tuple[int, Any]: ...
+    @property
+    def correlation(self) -> int | None: ...
+
+
+class LaunchLike(Protocol):
+    @property
+    def ts(self) -> float: ...
+    @property
+    def thread(self) -> Hashable: ...
+
+
+class FileLike(Protocol):
+    @property
+    def steps(self) -> list[int]: ...
+
+
+class ProfileLike(Protocol):
+    @property
+    def files(self) -> Sequence[FileLike]: ...
+    @property
+    def kernels(self) -> Sequence[DeviceKernelLike]: ...
+    @property
+    def launches(self) -> Mapping[tuple[int, int], LaunchLike]: ...
+    @property
+    def cpu_ops(self) -> Sequence[Op]: ...
 
 
 @dataclass(slots=True)
@@ -171,8 +224,8 @@ class _Walk:
     """The CPU ops of every thread, nested: the context of a time on a thread, and which ops
     call no other op (leaves)."""
 
-    def __init__(self, ops: Sequence[Any]) -> None:
-        self.threads: dict[Any, list[Any]] = defaultdict(list)
+    def __init__(self, ops: Sequence[Op]) -> None:
+        self.threads: dict[Hashable, list[Op]] = defaultdict(list)
         for op in ops:
             self.threads[op.thread].append(op)
         # The compile of each forward's autograd sequence number, for its backward (which
@@ -190,9 +243,9 @@ class _Walk:
                         self.seq_region[span.seq] = region
                 stack.append(span)
 
-    def leaves(self) -> list[tuple[Any, Context]]:
+    def leaves(self) -> list[tuple[Op, Context]]:
         """Ops that call no other op, each with the context of its callers."""
-        out: list[tuple[Any, Context]] = []
+        out: list[tuple[Op, Context]] = []
         for spans in self.threads.values():
             stack: list[Any] = []
             for i, span in enumerate(spans):
@@ -268,7 +321,7 @@ class _Event:
     ctx: Context
 
 
-def _events(profile: Any) -> tuple[str, list[_Event], _Walk]:
+def _events(profile: ProfileLike) -> tuple[str, list[_Event], _Walk]:
     walk = _Walk(profile.cpu_ops)
     if profile.kernels:
         queries: list[tuple[Any, float]] = []
@@ -289,7 +342,7 @@ def _events(profile: Any) -> tuple[str, list[_Event], _Walk]:
     return "cpu", events, walk
 
 
-def join_profile(model: Model, profile: Any) -> RuntimeJoin:
+def join_profile(model: Model, profile: ProfileLike) -> RuntimeJoin:
     """Every kernel event of `profile` (an ingest.profile.Profile) tied to its maker."""
     device, events, walk = _events(profile)
     num_gb: dict[int, float | None] = {}
