@@ -126,7 +126,8 @@ def test_reader_counts_bad_events(tmp_path: Path) -> None:
     (tmp_path / "empty.json").write_text("")
     with pytest.raises(ingest_profile.ProfileError):
         load_profile(tmp_path / "nothing")
-    assert load_profile(tmp_path / "empty.json").problems
+    with pytest.raises(ingest_profile.ProfileError, match="not a JSON Chrome trace"):
+        load_profile(tmp_path / "empty.json")
 
 
 # ---------------------------------------------------------------------- GPU join

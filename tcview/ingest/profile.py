@@ -285,6 +285,10 @@ def load_profile(path: Path, display: str | None = None) -> Profile:
             _read_file(prof, index, info)
         except (OSError, EOFError, gzip.BadGzipFile, ProfileError) as e:
             prof.problems.append(f"{file.name}: {e}")
+    if len(prof.problems) == len(files) and not prof.events:
+        raise ProfileError(
+            prof.problems[0] if len(files) > 1 else prof.problems[0].split(": ", 1)[1]
+        )
     return prof
 
 
