@@ -168,6 +168,12 @@ def _gpu_profile(path: Path) -> list[dict[str, Any]]:
     kernel("triton_poi_fused_add_relu_0", 220, 240, 5)
     op("aten::mm", 230, 20)
     kernel("sm90_xmma_gemm_f32f32_tf32f32_f32_nn_n_tilesize128x128x32", 235, 250, 40)
+    # without unique kernel names the GPU calls it `triton_`: the launcher's record function
+    # names it
+    op("Torch-Compiled Region: 3/0", 300, 50)
+    op("## Call CompiledFxGraph fdef ##", 305, 40)
+    op("triton_poi_fused_add_relu_0", 310, 10)
+    kernel("triton_", 312, 330, 6)
     # eager: an add outside any compiled graph
     op("aten::add", 400, 10)
     kernel("void at::native::vectorized_elementwise_kernel<4>(...)", 402, 420, 8)
@@ -190,7 +196,8 @@ def test_gpu_join_through_correlation(shared_traces: Path, tmp_path: Path) -> No
     gelu = rows[("triton_poi_fused_gelu_mul_0", "1/2", "triton")]
     assert gelu.kernel is not None and gelu.kernel.compile is not None
     assert gelu.kernel.compile.id_text == "1/2" and gelu.time_us == 30
-    assert rows[("triton_poi_fused_add_relu_0", "3/0", "triton")].time_us == 5
+    relu = rows[("triton_poi_fused_add_relu_0", "3/0", "triton")]
+    assert relu.time_us == 5 + 6 and relu.calls == 2 and relu.kernel is not None
     gemm = rows[("sm90_xmma_gemm_f32f32_tf32f32_f32_nn_n_tilesize128x128x32", "3/0", "extern")]
     assert gemm.op == "aten::mm"
     eager = [r for r in join.rows if r.kind == "eager"]
@@ -198,7 +205,7 @@ def test_gpu_join_through_correlation(shared_traces: Path, tmp_path: Path) -> No
     ambiguous = [r for r in join.rows if r.ambiguous]
     assert len(ambiguous) == 1 and ambiguous[0].compile_label == "1/0 or 1/1 or 1/2 or 1/3"
     assert join.ambiguous == 1 and join.unmatched == 1
-    assert join.compiled_share == pytest.approx((30 + 5 + 40 + 20) / join.total_us)
+    assert join.compiled_share == pytest.approx((30 + 5 + 6 + 40 + 20) / join.total_us)
 
 
 # ---------------------------------------------------------------------- CLI

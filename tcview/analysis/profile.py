@@ -116,6 +116,7 @@ class KernelTime:
     time_us: float = 0.0
     share: float = 0.0
     num_gb: float | None = None  # bytes moved per launch, from ``kernel_num_gb``
+    event_name: str | None = None  # the profile's name when it differs (``triton_``)
 
     @property
     def compile_label(self) -> str | None:
@@ -361,15 +362,24 @@ def join_profile(model: Model, profile: ProfileLike) -> RuntimeJoin:
         if region is None and ctx.direction == BACKWARD and ctx.seq is not None:
             region = walk.seq_region.get(ctx.seq)
         cands = names.get(ev.name) or names.get(_GRAPH_N.sub("", ev.name)) or []
+        cands = _narrow(cands, region, ctx.direction) if cands else cands
+        name = ev.name
+        if len(cands) != 1 and ctx.op in names and GENERATED.match(ev.name):
+            # Without unique kernel names every Triton kernel is `triton_` on the GPU; the
+            # record function Inductor's launcher opens around it has the kernel's name.
+            by_op = _narrow(names[str(ctx.op)], region, ctx.direction)
+            if not cands or len(by_op) < len(cands):
+                cands, name = by_op, str(ctx.op)
         if cands:
-            cands = _narrow(cands, region, ctx.direction)
             kernel = cands[0] if len(cands) == 1 else None
             comp = kernel.compile if kernel is not None else _one_compile(cands)
             kind = "cpp" if cands[0].kind == "cpp" else "triton"
-            key: tuple[Any, ...] = (ev.name, kind, id(kernel), id(comp), len(cands))
+            key: tuple[Any, ...] = (name, kind, id(kernel), id(comp), len(cands))
             row = rows.get(key)
             if row is None:
-                row = rows[key] = KernelTime(ev.name, kind, comp, kernel)
+                row = rows[key] = KernelTime(name, kind, comp, kernel)
+                if name != ev.name:
+                    row.event_name = ev.name
                 if kernel is None and comp is None:
                     row.candidates = [c.compile for c in cands if c.compile is not None]
                 if kernel is not None and kind == "triton":
@@ -377,12 +387,17 @@ def join_profile(model: Model, profile: ProfileLike) -> RuntimeJoin:
             if kernel is None:
                 out.ambiguous += 1
         elif ctx.graph is not None:
+            # Launched by a compiled graph: an extern kernel, or (a generated name the trace
+            # does not define) a kernel of a compile the trace lacks.
+            generated = GENERATED.match(ev.name) is not None
+            out.unmatched += generated
+            kind = ("cpp" if "cpp_" in ev.name else "triton") if generated else "extern"
             found = compiles_by_id.get(region or "", [])
-            comp = found[0] if len(found) == 1 else None
-            key = (ev.name, "extern", id(comp), ctx.op)
+            comp = found[0] if len(found) == 1 and not generated else None
+            key = (ev.name, kind, id(comp), ctx.op)
             row = rows.get(key)
             if row is None:
-                row = rows[key] = KernelTime(ev.name, "extern", comp, op=ctx.op)
+                row = rows[key] = KernelTime(ev.name, kind, comp, op=None if generated else ctx.op)
         else:
             if GENERATED.match(ev.name):
                 out.unmatched += 1

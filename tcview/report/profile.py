@@ -18,6 +18,7 @@ from tcview.report.detail import Detail, Section
 PROFILE_ITEM = "profile"  # `tcview show PATH profile --profile P`
 TOP_KERNELS = 25  # rows of the text report (the JSON has them all)
 TOP_ROWS = 10  # rows of its other tables
+COMPILE_WIDTH = 8  # the compile column; longer (ambiguous) labels are counted there
 CPU_NOTE = (
     "A CPU profile has no kernel events: the kernels here are the CPU ops that call no other"
     " op (Inductor's C++ kernels, aten ops, Python ranges such as 'TorchDynamo Cache Lookup')."
@@ -60,6 +61,8 @@ def kernel_json(row: KernelTime, peak_gb_s: float | None = None) -> dict[str, An
     }
     if row.ambiguous:
         out["ambiguous"] = True
+    if row.event_name is not None:
+        out["profile_name"] = row.event_name
     if row.gb_s is not None:
         out["gb_s"] = round(row.gb_s, 1)
         if peak_gb_s:
@@ -116,6 +119,10 @@ def profile_json(join: RuntimeJoin, profile: Profile, peak: Peak | None = None) 
     }
 
 
+def _events(n: int) -> str:
+    return f"{n} kernel event{'s' if n != 1 else ''}"
+
+
 def notes(
     join: RuntimeJoin, profile: Profile, model_has_cpp: bool, lines_hint: str = ""
 ) -> list[str]:
@@ -129,13 +136,13 @@ def notes(
             out.append(CPP_PROFILE_HINT)
     if join.unmatched:
         out.append(
-            f"{join.unmatched} kernel events have a name Inductor generates (triton_…, cpp_…)"
+            f"{_events(join.unmatched)}: a name Inductor generates (triton_…, cpp_…)"
             " that no compile of this trace defines: the profile may come from another run,"
             " or the trace lacks those compiles."
         )
     if join.ambiguous:
         out.append(
-            f"{join.ambiguous} kernel events have a name that several compiles define, and the"
+            f"{_events(join.ambiguous)}: a name that several compiles define, and the"
             " CPU side of the profile did not say which one ran: their rows list the candidates."
             " TORCHINDUCTOR_UNIQUE_KERNEL_NAMES=1 gives each kernel a name of its own."
         )
@@ -148,6 +155,8 @@ def notes(
 
 def _kernel_line(row: KernelTime, peak: Peak | None) -> str:
     where = row.compile_label or "-"
+    if len(where) > COMPILE_WIDTH:
+        where = f"one of {len(row.candidates)}"
     what = row.kind if row.op in (None, row.name) else f"{row.kind} {row.op}"
     text = (
         f"{fmt_us(row.time_us):>9} {row.share:6.1%} {row.calls:>6}  {where:<8} {what[:28]:<28}"
