@@ -142,9 +142,10 @@ def notes(
         )
     if join.ambiguous:
         out.append(
-            f"{_events(join.ambiguous)}: a name that several compiles define, and the"
-            " CPU side of the profile did not say which one ran: their rows list the candidates."
-            " TORCHINDUCTOR_UNIQUE_KERNEL_NAMES=1 gives each kernel a name of its own."
+            f"{_events(join.ambiguous)}: a name that several compiles define (a recompile"
+            " reuses its kernels' names), and the CPU side of the profile did not say which"
+            " one ran (no Torch-Compiled Region around the launch: was the profile recorded"
+            " without ProfilerActivity.CPU?): their rows list the candidates."
         )
     if not join.events:
         out.append("The profile has no kernel events.")
