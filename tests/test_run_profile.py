@@ -4,7 +4,6 @@ C++ kernels. Slow: real torch.compile."""
 
 from __future__ import annotations
 
-import gzip
 import json
 import os
 import subprocess
@@ -69,7 +68,7 @@ def profiled(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Any, Path]
 def test_run_profile_records_a_window(profiled: tuple[Path, Any, Path]) -> None:
     run_dir, done, mark = profiled
     assert done.returncode == 0, done.stderr[-2000:]
-    traces = list((run_dir / "profile").glob("*.pt.trace.json.gz"))
+    traces = list((run_dir / "profile").glob("*.pt.trace.json"))
     assert len(traces) == 1
     meta = json.loads(next((run_dir / "profile").glob("*.window.json")).read_text())
     assert meta["ended"] == "window" and 0.9 <= meta["recorded_s"] < 3
@@ -89,7 +88,7 @@ def test_run_directory_opens_with_its_profile(profiled: tuple[Path, Any, Path]) 
     data = json.loads(done.stdout)
     assert data["skipped"] == []
     prof = data["profile"]
-    with gzip.open(next((run_dir / "profile").glob("*.pt.trace.json.gz"))) as fh:
+    with open(next((run_dir / "profile").glob("*.pt.trace.json"))) as fh:
         events = json.load(fh)["traceEvents"]
     cpp = [e for e in events if e.get("ph") == "X" and e["name"].startswith("graph_0_cpp_")]
     assert cpp, "Inductor's C++ kernels were profiled (TORCHINDUCTOR_CPP_ENABLE_KERNEL_PROFILE)"

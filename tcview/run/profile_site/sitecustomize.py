@@ -99,7 +99,9 @@ def _stop(ended: str) -> None:
     _state["done"] = True
     stopped = time.monotonic()
     prof.stop()
-    path = os.path.join(_OUT, f"{_name()}.pt.trace.json.gz")
+    # Plain JSON: Kineto writes it in C++ at once; a .gz is compressed in Python afterwards,
+    # which held a CPU job ten times longer.
+    path = os.path.join(_OUT, f"{_name()}.pt.trace.json")
     t0 = time.monotonic()
     os.makedirs(_OUT, exist_ok=True)
     prof.export_chrome_trace(path)
