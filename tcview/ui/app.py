@@ -34,7 +34,13 @@ from tcview.analysis.provenance import (
     graph_lines_of,
     kernel_provenance,
 )
-from tcview.ingest.profile import ProfileError, load_profile, profile_path, profile_stamp
+from tcview.ingest.profile import (
+    Profile,
+    ProfileError,
+    load_profile,
+    profile_path,
+    profile_stamp,
+)
 from tcview.model.compile_id import parse_compile_id
 from tcview.model.objects import OUTPUT_CODE_KINDS, Compile, Frame, Kernel, LogSource, Model, Record
 from tcview.model.ranks import RankSet, counts_in, ranks_label, ranks_of
@@ -417,6 +423,7 @@ class TcviewApp(App[int]):
         super().__init__()
         self.profile_arg = profile  # --profile (a run directory brings its own)
         self._measured: tuple[tuple[Any, ...], RuntimeJoin | None] | None = None
+        self._profile: tuple[tuple[Any, ...], Profile | None] | None = None
         # The bench key: runs a trace's output code only after a yes, never with --no-exec.
         self.bencher = Bencher(self, python, no_exec)
         self.path_map = path_map or PathMap()
@@ -476,14 +483,19 @@ class TcviewApp(App[int]):
         path = profile_path(self.source_path, self.profile_arg)
         if path is None:
             return None
-        key = (id(model), model.version, profile_stamp(path))
+        stamp = profile_stamp(path)
+        key = (id(model), model.version, stamp)
         if self._measured is None or self._measured[0] != key:
-            try:
-                prof = load_profile(path)
+            if self._profile is None or self._profile[0] != stamp:  # read once per version
+                try:
+                    self._profile = (stamp, load_profile(path))
+                except (ProfileError, OSError):
+                    self._profile = (stamp, None)
+            prof = self._profile[1]
+            joined: RuntimeJoin | None = None
+            if prof is not None:
                 with self.lock:
-                    joined: RuntimeJoin | None = join_profile(model, prof)
-            except (ProfileError, OSError):
-                joined = None
+                    joined = join_profile(model, prof)
             self._measured = (key, joined)
         return self._measured[1]
 
