@@ -34,7 +34,17 @@ _TRITON_DEF = re.compile(r"^\s*def (\w+)\(", re.M)
 _GRAPH_N = re.compile(r"^graph_\d+_")
 GENERATED = re.compile(r"^(?:triton_|graph_\d+_cpp_|cpp_fused)")
 GAPS_SHOWN = 5
-KINDS = ("triton", "cpp", "extern", "eager")  # how a kernel came to run
+KINDS = ("triton", "cpp", "extern", "overhead", "eager")  # how a kernel came to run
+# Ranges torch.compile's own runtime opens around a compiled graph: on CPU, a range of these
+# that calls no op is time compiled code costs outside its kernels (guards, wrappers).
+OVERHEAD_PREFIXES = (
+    "TorchDynamo Cache Lookup",
+    "Pregraph bytecode",
+    "AOTDispatcher Runtime Wrapper",
+    GRAPH_PREFIX,
+    REGION_PREFIX,
+    "CompiledFunction",
+)
 
 
 # What the join reads of a profile (ingest.profile's classes have these; analysis does not
@@ -398,6 +408,11 @@ def join_profile(model: Model, profile: ProfileLike) -> RuntimeJoin:
             row = rows.get(key)
             if row is None:
                 row = rows[key] = KernelTime(ev.name, kind, comp, op=None if generated else ctx.op)
+        elif device == "cpu" and ev.name.startswith(OVERHEAD_PREFIXES):
+            key = (ev.name, "overhead")
+            row = rows.get(key)
+            if row is None:
+                row = rows[key] = KernelTime(ev.name, "overhead")
         else:
             if GENERATED.match(ev.name):
                 out.unmatched += 1

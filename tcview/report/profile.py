@@ -21,8 +21,10 @@ TOP_ROWS = 10  # rows of its other tables
 COMPILE_WIDTH = 8  # the compile column; longer (ambiguous) labels are counted there
 CPU_NOTE = (
     "A CPU profile has no kernel events: the kernels here are the CPU ops that call no other"
-    " op (Inductor's C++ kernels, aten ops, Python ranges such as 'TorchDynamo Cache Lookup')."
-    " Time an op spends between the ops it calls is not counted."
+    " op (Inductor's C++ kernels, aten ops, ranges that ran no op). Time an op spends between"
+    " the ops it calls is not counted. 'overhead': torch.compile's own ranges around a"
+    " compiled graph (guards: TorchDynamo Cache Lookup; AOTAutograd's wrappers), not in the"
+    " compiled share."
 )
 CPP_PROFILE_HINT = (
     "No C++ kernel of this trace shows in the profile: Inductor records them only with"
