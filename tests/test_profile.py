@@ -356,3 +356,39 @@ def test_run_profile_without_a_compile_says_so(tmp_path: Path) -> None:
     assert done.returncode == 0, done.stderr
     assert "profile: none recorded (no compile ended" in done.stdout
     assert json.loads((tmp_path / "D" / "run.json").read_text())["profile"]["seconds"] == 3.0
+
+
+@pytest.mark.slow
+def test_live_run_shows_the_profile_once_written(tmp_path: Path) -> None:
+    """`tcview run --profile` writes the profile while the app follows the run directory: the
+    kernels view gains its measured column without being opened again."""
+    import asyncio
+    import shutil
+    import time
+
+    from ui_helpers import ready, settle
+
+    from tcview.ui.app import TcviewApp
+    from tcview.ui.views import KernelsView
+
+    run = tmp_path / "run"
+    shutil.copytree(FIX / "trace", run / "trace")
+
+    async def go() -> None:
+        app = TcviewApp(str(run), follow=True)
+        async with app.run_test(size=(200, 45)) as pilot:
+            await ready(app, pilot)
+            await pilot.press("K")
+            await settle(app, pilot)
+            view = app.screen
+            assert isinstance(view, KernelsView)
+            assert KernelsView.MEASURED_COLUMN not in view.shown_columns
+            (run / "profile").mkdir()
+            tb = next((FIX / "tb").glob("*.pt.trace.json.gz"))
+            shutil.copy(tb, run / "profile" / tb.name)
+            deadline = time.monotonic() + 30
+            while KernelsView.MEASURED_COLUMN not in view.shown_columns:
+                assert time.monotonic() < deadline, "the measured column never came"
+                await pilot.pause(0.1)
+
+    asyncio.run(go())

@@ -94,6 +94,7 @@ INDEX_GAP = 0.2  # while a one-shot load indexes: at most 5 redraws a second
 # Redraws from a growing model take at most about a tenth of the time: a redraw that took
 # 30 ms waits 0.3 s for the next (a big tree would otherwise slow the index it shows).
 REDRAW_SHARE = 0.1
+PROFILE_POLL_S = 2.0  # follow mode: how often to look for a profile being written
 LIVE_GAP = 0.05  # follow mode: at most 20 redraws a second, however fast the data moves
 
 
@@ -424,6 +425,7 @@ class TcviewApp(App[int]):
         self.profile_arg = profile  # --profile (a run directory brings its own)
         self._measured: tuple[tuple[Any, ...], RuntimeJoin | None] | None = None
         self._profile: tuple[tuple[Any, ...], Profile | None] | None = None
+        self._profile_seen: tuple[Any, ...] = ()  # the profile files last seen (follow mode)
         # The bench key: runs a trace's output code only after a yes, never with --no-exec.
         self.bencher = Bencher(self, python, no_exec)
         self.path_map = path_map or PathMap()
@@ -477,6 +479,16 @@ class TcviewApp(App[int]):
     def lock(self) -> RLock:
         return self.loader.lock
 
+    def _profile_written(self) -> None:
+        """A profile appeared or changed: the kernels view, if shown, joins it."""
+        path = profile_path(self.source_path, self.profile_arg)
+        stamp = profile_stamp(path) if path is not None else ()
+        if stamp == self._profile_seen:
+            return
+        self._profile_seen = stamp
+        if stamp and isinstance(self.screen, KernelsView):
+            self.screen.reload()
+
     def measured(self, model: Model) -> RuntimeJoin | None:
         """The profile (--profile, or the run directory's once written) joined to `model`:
         read again only when its files change. Called off the UI thread (a view's prepare)."""
@@ -519,6 +531,8 @@ class TcviewApp(App[int]):
         tree.border_title = "compiles"
         tree.focus()
         self._last_item = tree.root.data  # the overview, until an item is picked
+        if self.follow:  # a live run may write its profile (`tcview run --profile`) any time
+            self.set_interval(PROFILE_POLL_S, self._profile_written)
         if self.loader.finished:
             self._model_ready()
         else:
