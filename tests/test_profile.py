@@ -392,3 +392,9 @@ def test_live_run_shows_the_profile_once_written(tmp_path: Path) -> None:
                 await pilot.pause(0.1)
 
     asyncio.run(go())
+
+
+def test_open_refuses_a_missing_profile() -> None:
+    done = _tcview("open", str(FIX / "trace"), "--profile", str(FIX / "nothing\x1b[2J"))
+    assert done.returncode == 2 and "no such file or folder" in done.stderr
+    assert "\x1b" not in done.stderr  # the path is shown safely
