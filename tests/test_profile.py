@@ -398,3 +398,23 @@ def test_open_refuses_a_missing_profile() -> None:
     done = _tcview("open", str(FIX / "trace"), "--profile", str(FIX / "nothing\x1b[2J"))
     assert done.returncode == 2 and "no such file or folder" in done.stderr
     assert "\x1b" not in done.stderr  # the path is shown safely
+
+
+def test_ranks_told_apart_by_pid(shared_traces: Path, tmp_path: Path) -> None:
+    """Two ranks compile the same kernels: the profile's process id picks the rank's trace
+    file (the real gloo run of cpu-torch2.13; its pids 21912 and 21913)."""
+    model = load_source(str(shared_traces / "cpu-torch2.13" / "i_ranks_gloo" / "trace"))
+    rank1 = {"pid": 21913, "tid": 1}
+    events = [
+        {"ph": "X", "cat": "cpu_op", "name": "Torch-Compiled Region: 0/0", "ts": 0, "dur": 50,
+         **rank1},
+        {"ph": "X", "cat": "cpu_op", "name": "## Call CompiledFxGraph f1 ##", "ts": 5, "dur": 40,
+         **rank1},
+        {"ph": "X", "cat": "cpu_op", "name": "graph_0_cpp_fused_relu_0", "ts": 10, "dur": 7,
+         **rank1},
+    ]  # fmt: skip
+    (tmp_path / "r1.json").write_text(json.dumps({"traceEvents": events}))
+    join = join_profile(model, load_profile(tmp_path / "r1.json"))
+    [row] = [r for r in join.rows if r.kind == "cpp"]
+    assert row.kernel is not None and row.compile is not None
+    assert row.compile.file.rank == 1 and join.ambiguous == 0

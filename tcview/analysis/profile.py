@@ -110,6 +110,7 @@ class Context:
     direction: str | None = None  # CompiledFunction or CompiledFunctionBackward
     seq: int | None = None  # its autograd sequence number
     step: int | None = None
+    pid: Any = None  # the CPU process (a trace file's pid tells ranks apart)
 
 
 @dataclass
@@ -205,10 +206,13 @@ class RuntimeJoin:
 
 
 def profile_names(
-    model: Model, num_gb: dict[int, float | None] | None = None
+    model: Model,
+    num_gb: dict[int, float | None] | None = None,
+    sources: dict[int, int] | None = None,
 ) -> dict[str, list[Kernel]]:
     """Each name a profile may give a compiled kernel -> the model's kernels of that name.
-    `num_gb` (by the kernel's id) gets the GB a Triton kernel moves per launch, where known."""
+    By the kernel's id, `num_gb` gets the GB a Triton kernel moves per launch where known,
+    `sources` a hash of its definition's text."""
     names: dict[str, list[Kernel]] = defaultdict(list)
     for kernel in model.kernels:
         seen = {kernel.name}
@@ -221,6 +225,8 @@ def profile_names(
             source = span.source(code.lines)
             pattern = _CPP_RECORD if kernel.kind == "cpp" else _TRITON_DEF
             seen.update(pattern.findall(source)[:1])
+            if sources is not None:
+                sources[id(kernel)] = hash(source)
             if num_gb is not None and kernel.kind != "cpp":
                 num_gb[id(kernel)] = kernel_num_gb(code, span)
         for name in seen:
@@ -264,7 +270,9 @@ class _Walk:
                     stack.pop()
                 nxt = spans[i + 1] if i + 1 < len(spans) else None
                 if nxt is None or nxt.ts >= span.end:
-                    out.append((span, _context(stack, span)))
+                    ctx = _context(stack, span)
+                    ctx.pid = span.thread[1]
+                    out.append((span, ctx))
                 stack.append(span)
         return out
 
@@ -289,6 +297,7 @@ class _Walk:
                 while stack and stack[-1].end < t:
                     stack.pop()
                 out[i] = _context(stack, None)
+                out[i].pid = thread[1] if isinstance(thread, tuple) else None
         return out
 
 
@@ -357,7 +366,8 @@ def join_profile(model: Model, profile: ProfileLike) -> RuntimeJoin:
     """Every kernel event of `profile` (an ingest.profile.Profile) tied to its maker."""
     device, events, walk = _events(profile)
     num_gb: dict[int, float | None] = {}
-    names = profile_names(model, num_gb)
+    sources: dict[int, int] = {}
+    names = profile_names(model, num_gb, sources)
     compiles_by_id: dict[str, list[Compile]] = defaultdict(list)
     for f in model.files:
         for each in f.compiles.values():
@@ -372,12 +382,12 @@ def join_profile(model: Model, profile: ProfileLike) -> RuntimeJoin:
         if region is None and ctx.direction == BACKWARD and ctx.seq is not None:
             region = walk.seq_region.get(ctx.seq)
         cands = names.get(ev.name) or names.get(_GRAPH_N.sub("", ev.name)) or []
-        cands = _narrow(cands, region, ctx.direction) if cands else cands
+        cands = _narrow(cands, ctx, region, sources) if cands else cands
         name = ev.name
         if len(cands) != 1 and ctx.op in names and GENERATED.match(ev.name):
             # Without unique kernel names every Triton kernel is `triton_` on the GPU; the
             # record function Inductor's launcher opens around it has the kernel's name.
-            by_op = _narrow(names[str(ctx.op)], region, ctx.direction)
+            by_op = _narrow(names[str(ctx.op)], ctx, region, sources)
             if not cands or len(by_op) < len(cands):
                 cands, name = by_op, str(ctx.op)
         if cands:
@@ -433,8 +443,15 @@ def join_profile(model: Model, profile: ProfileLike) -> RuntimeJoin:
     return out
 
 
-def _narrow(cands: list[Kernel], region: str | None, direction: str | None) -> list[Kernel]:
-    """Keep the candidates that the compile id and the graph's direction allow."""
+def _narrow(
+    cands: list[Kernel], ctx: Context, region: str | None, sources: Mapping[int, int]
+) -> list[Kernel]:
+    """Keep the candidates that the process (a rank's trace file), the compile id and the
+    graph's direction allow."""
+    if len(cands) > 1 and ctx.pid is not None:
+        same = [k for k in cands if k.compile is not None and k.compile.file.pid == ctx.pid]
+        cands = same or cands
+    direction = ctx.direction
     if len(cands) > 1 and region is not None:
         same = [k for k in cands if k.compile is not None and k.compile.id_text == region]
         cands = same or cands
@@ -442,7 +459,7 @@ def _narrow(cands: list[Kernel], region: str | None, direction: str | None) -> l
         roles = ("backward",) if direction == BACKWARD else ("forward", "inference")
         same = [k for k in cands if k.role in roles]
         cands = same or cands
-    if len({(id(k.compile), k.role) for k in cands}) == 1:
+    if len({(id(k.compile), k.role, sources.get(id(k))) for k in cands}) == 1:
         return cands[:1]  # one graph's kernel, written twice (its output code logged again)
     return cands
 
