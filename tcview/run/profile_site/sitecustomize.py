@@ -120,10 +120,54 @@ def _stop(ended: str) -> None:
     )
 
 
+RETRY_S = 0.01  # a signal that came at an unsafe point tries again this much later
+SAFE_WAIT_S = 30.0  # … for this long; then no window (start) or the one at exit (stop)
+
+
+# Parts of torch whose Python runs outside any range torch opens and any thread-local state
+# it restores: a wait in torch.cuda.synchronize, an eager module's forward, a tensor method.
+SAFE_TORCH = frozenset(
+    {"cuda", "_tensor.py", "functional.py", "random.py", "_tensor_str.py", "_utils.py"}
+)
+
+
+def _safe(frame: Any) -> bool:
+    """Whether the profiler may start or stop here. Not inside the rest of torch (autograd's
+    backward, an optimizer step, Dynamo, AOTAutograd, DataLoader, DDP: they run under ranges
+    torch opened or thread-local state it restores, and starting the profiler there lost it
+    when that state was restored: the job crashed at the stop), Inductor's output code, or
+    Dynamo's transformed bytecode."""
+    torch = sys.modules.get("torch")
+    where = os.path.dirname(getattr(torch, "__file__", "") or "") + os.sep
+    while frame is not None:
+        code = frame.f_code
+        name = code.co_filename
+        if name.startswith(where):
+            rel = name[len(where) :]
+            part = rel.split(os.sep, 1)[0]
+            if part not in SAFE_TORCH and not rel.startswith(os.path.join("nn", "modules")):
+                return False
+        if "torchinductor_" in name:
+            return False
+        if any(n.startswith(("__compiled_fn", "__resume_at")) for n in code.co_names):
+            return False
+        frame = frame.f_back
+    return True
+
+
 def _on_alarm(signum: int, frame: Any) -> None:
+    starting = _state["prof"] is None
+    if not _safe(frame):
+        if time.monotonic() - _state["due"] < SAFE_WAIT_S:
+            signal.setitimer(signal.ITIMER_REAL, RETRY_S)
+        elif starting:
+            _state["done"] = True
+            _write_meta({"note": "no safe point to start the profiler came: no window"})
+        return  # a window not stopped is written at exit
     try:
-        if _state["prof"] is None:
+        if starting:
             _start()
+            _state["due"] = time.monotonic() + _window()[1]
             signal.setitimer(signal.ITIMER_REAL, _window()[1])
         else:
             _stop("window")
@@ -156,6 +200,7 @@ def _on_compile_end(*args: Any, **kwargs: Any) -> None:
         signal.signal(signal.SIGALRM, torch._dynamo.disable(_on_alarm))
         _state["armed"] = True
     _state["compiled_at"] = time.time()
+    _state["due"] = time.monotonic() + _window()[0]
     signal.setitimer(signal.ITIMER_REAL, max(_window()[0], 0.001))
 
 
