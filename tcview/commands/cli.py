@@ -52,7 +52,15 @@ def cmd_summary(args: argparse.Namespace) -> int:
     ts = open_input(path, _progress_printer(show), cache=not args.no_cache)
     if ts is None:
         return 2
+    from tcview.commands.profile import ProfileMissing, joined
+
     data = summary_document(ts, verify=args.verify)
+    try:
+        prof = joined(ts, path, args.profile)
+    except ProfileMissing:
+        return 2
+    if prof is not None:
+        data["profile"] = prof.json()
     state = input_state(ts, path, live=False, finished=True)
     if state is not None and not args.quiet:  # the counts below are all 0: say why
         print(f"tcview: {safe_line(state.text)}. {state.help}".rstrip(), file=sys.stderr)
@@ -60,7 +68,12 @@ def cmd_summary(args: argparse.Namespace) -> int:
         emit(json.dumps(data, indent=2, sort_keys=False))
     else:
         paint = Painter(use_color(args.color, sys.stdout))
-        emit(paint_summary(safe_text(summary_text(ts, verify=args.verify)), paint))
+        text = summary_text(ts, verify=args.verify)
+        if prof is not None:
+            from tcview.report.detail import render_text
+
+            text += "\n\n" + render_text(prof.detail())
+        emit(paint_summary(safe_text(text), paint))
     return fail_on_exit(0, found_message(fail_on(data, kinds)))
 
 
@@ -87,14 +100,29 @@ def cmd_show(args: argparse.Namespace) -> int:
     """Print what the app shows for one item: a compile, frame or kernel (with its
     provenance), the kernels of FILE:LINE, or the export report."""
     from tcview.commands.inputs import open_input
+    from tcview.commands.profile import ProfileMissing, joined
+    from tcview.model.objects import Compile, Kernel
     from tcview.report.detail import render_json, render_text
-    from tcview.report.show import ShowError, show_detail
+    from tcview.report.profile import PROFILE_ITEM, measured_section
+    from tcview.report.show import ShowError, find, show_detail
 
     model = open_input(args.path)
     if model is None:
         return 2
+    text = " ".join(args.item)
     try:
-        detail = show_detail(model, " ".join(args.item))
+        prof = joined(model, args.path, args.profile)
+        if text.strip() == PROFILE_ITEM:
+            if prof is None:
+                raise ShowError("'profile' needs --profile P (or a run directory holding one)")
+            detail = prof.detail()
+        else:
+            detail = show_detail(model, text)
+            item = find(model, text) if prof is not None else None
+            if prof is not None and isinstance(item, (Compile, Kernel)):
+                measured_section(detail, prof.join, item)
+    except ProfileMissing:
+        return 2
     except ShowError as exc:
         print(f"tcview: {safe_line(str(exc))}", file=sys.stderr)
         return 2
@@ -144,6 +172,7 @@ NO_CACHE_HELP = "index every file again; keep nothing in the index cache (TCVIEW
 
 
 def build_parser() -> argparse.ArgumentParser:
+    from tcview.commands.profile import add_profile_arg
     from tcview.report.summary import FAIL_ON_KINDS
 
     parser = argparse.ArgumentParser(
@@ -166,6 +195,7 @@ def build_parser() -> argparse.ArgumentParser:
         metavar="FROM=TO",
         help="open trace paths under FROM from TO in $EDITOR (repeatable; longest wins)",
     )
+    add_profile_arg(p_open)
     p_open.set_defaults(func=cmd_open)
 
     p_sum = sub.add_parser("summary", help="print what the compiler did")
@@ -187,6 +217,7 @@ def build_parser() -> argparse.ArgumentParser:
     p_sum.add_argument(
         "--color", choices=COLOR_MODES, default="auto", help="colour (default: auto)"
     )
+    add_profile_arg(p_sum)
     p_sum.set_defaults(func=cmd_summary)
 
     p_show = sub.add_parser(
@@ -196,14 +227,17 @@ def build_parser() -> argparse.ArgumentParser:
         " compile id (1/0, [1/0], 0/0 #2 for a later compile episode), 'frame N', a kernel"
         " name (NAME@ID for the one in compile ID; its provenance included) or a provenance"
         " mapping's key (extern_kernels.mm:4), FILE:LINE (the kernels of a user line), or"
-        " 'export' (the draft-export report), or 'stacks' (the tree of user stacks that led"
-        " to every compile). Start with 'rank N' or 'pid N' to pick a process.",
+        " 'export' (the draft-export report), 'stacks' (the tree of user stacks that led"
+        " to every compile), 'findings' (what went wrong, worst first), or 'profile' (with"
+        " --profile P: kernels by measured time). Start with 'rank N' or 'pid N' to pick a"
+        " process.",
     )
     p_show.add_argument("path", help="trace dir/file, log file, or - for stdin")
     p_show.add_argument(
         "item", nargs="+", help="compile id, 'frame N', kernel, FILE:LINE, export or stacks"
     )
     p_show.add_argument("--json", action="store_true", help="the same as data")
+    add_profile_arg(p_show)
     p_show.set_defaults(func=cmd_show)
 
     p_diff = sub.add_parser("diff", help="what changed between two runs")
@@ -234,6 +268,9 @@ def build_parser() -> argparse.ArgumentParser:
         metavar="FROM=TO",
         help="open trace paths under FROM from TO in $EDITOR (repeatable; longest wins)",
     )
+    from tcview.commands.run import add_profile_args
+
+    add_profile_args(p_run)
     p_run.add_argument(
         "-m",
         dest="module",

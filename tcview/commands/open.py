@@ -95,6 +95,11 @@ def open_app(args: argparse.Namespace) -> int:
         if not _reattach_tty():
             print("tcview open -: no terminal to read keys from", file=sys.stderr)
             return 2
+    if args.profile and not os.path.exists(args.profile):
+        print(
+            f"tcview: --profile {safe_line(args.profile)}: no such file or folder", file=sys.stderr
+        )
+        return 2
     if not sys.stdout.isatty():
         print("tcview open: needs a terminal (try `tcview summary` for text)", file=sys.stderr)
         return 2
@@ -109,6 +114,7 @@ def open_app(args: argparse.Namespace) -> int:
         no_exec=bool(args.no_exec),
         python=args.python,
         path_map=path_map,
+        profile=args.profile,
     )
     app.run()
     return app.return_code or 0

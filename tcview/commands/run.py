@@ -10,8 +10,16 @@ from pathlib import Path
 
 from tcview.analysis.paths import PathMap
 from tcview.commands.failon import SUMMARY_CHECKS, fail_on_exit, found_message, parse_fail_on
+from tcview.ingest.profile import PROFILE_DIR
 from tcview.report.summary import fail_on as found_kinds
 from tcview.run.cleanup import install_cleanup
+from tcview.run.profiling import (
+    DEFAULT_SECONDS,
+    DEFAULT_SKIP_S,
+    ProfileOptions,
+    parse_activities,
+    parse_window,
+)
 from tcview.run.report import finish_report, load_counts
 from tcview.run.session import Launcher, RunSession, RunStatus
 from tcview.run.spec import DEFAULT_LOGS, LaunchError, RunOptions, build_spec
@@ -57,6 +65,7 @@ def launcher_from_args(args: argparse.Namespace) -> tuple[Launcher, list[str]]:
         fail_on = parse_fail_on(args.fail_on, SUMMARY_CHECKS)
     except ValueError as exc:
         raise LaunchError(str(exc)) from exc
+    profile = profile_options(args)
     spec = build_spec(args.target or [], args.module, args.python)
     logs = args.logs if args.logs is not None else DEFAULT_LOGS
     options = RunOptions(
@@ -64,8 +73,47 @@ def launcher_from_args(args: argparse.Namespace) -> tuple[Launcher, list[str]]:
         logs=logs,
         env=env,
         inherit_stdin=True,
+        profile=profile,
     )
     return Launcher(spec, options), fail_on
+
+
+def profile_options(args: argparse.Namespace) -> ProfileOptions | None:
+    """--profile and its window and activities (LaunchError if bad)."""
+    if not getattr(args, "profile", False):
+        if args.profile_window or args.profile_activities:
+            raise LaunchError("--profile-window and --profile-activities go with --profile")
+        return None
+    try:
+        skip, seconds = (
+            parse_window(args.profile_window)
+            if args.profile_window
+            else (DEFAULT_SKIP_S, DEFAULT_SECONDS)
+        )
+        activities = parse_activities(args.profile_activities or "")
+    except ValueError as exc:
+        raise LaunchError(str(exc)) from exc
+    return ProfileOptions(skip, seconds, activities)
+
+
+def add_profile_args(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "--profile",
+        action="store_true",
+        help="record a torch.profiler window of the job (no change to its script) into the run"
+        f" directory's {PROFILE_DIR}/, and join it to the compiled kernels",
+    )
+    parser.add_argument(
+        "--profile-window",
+        metavar="SKIP,SECONDS",
+        help=f"start SKIP seconds after the first compile ends, record SECONDS"
+        f" (default {DEFAULT_SKIP_S:g},{DEFAULT_SECONDS:g})",
+    )
+    parser.add_argument(
+        "--profile-activities",
+        metavar="KINDS",
+        help="cpu,cuda (default: cpu, and cuda when the job has a GPU)",
+    )
 
 
 def run_headless(launcher: Launcher, fail_on: list[str]) -> int:

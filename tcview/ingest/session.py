@@ -12,9 +12,12 @@ from __future__ import annotations
 
 import threading
 from collections.abc import Callable
+from typing import Any
 
+from tcview.analysis.profile import RuntimeJoin, join_profile
 from tcview.ingest.live import Follower
 from tcview.ingest.load import Hooks
+from tcview.ingest.profile import Profile, ProfileError, load_profile, profile_path, profile_stamp
 from tcview.ingest.source import load_source
 from tcview.model.objects import Model
 
@@ -34,8 +37,15 @@ class ModelSession:
         poll: bool = False,
         stdin_fd: int | None = None,
         on_update: Callable[[], None] | None = None,
+        profile: str | None = None,
     ) -> None:
+        """`profile`: a torch.profiler trace to join (--profile; a run directory brings its
+        own once written)."""
         self.path = path
+        self.profile_arg = profile
+        self._measured: tuple[tuple[Any, ...], RuntimeJoin | None] | None = None
+        self._profile: tuple[tuple[Any, ...], Profile | None] | None = None
+        self._profile_seen: tuple[Any, ...] = ()  # the profile files last seen
         self.follow = follow
         self.on_update = on_update
         self.lock = threading.RLock()
@@ -52,6 +62,39 @@ class ModelSession:
         if model is not None:
             self._adopt(model)
             self.finished = True
+
+    # ------------------------------------------------------------ the measured profile
+
+    def profile_written(self) -> bool:
+        """Whether a profile appeared or changed since the last call (follow mode polls)."""
+        path = profile_path(self.path, self.profile_arg)
+        stamp = profile_stamp(path) if path is not None else ()
+        if stamp == self._profile_seen:
+            return False
+        self._profile_seen = stamp
+        return bool(stamp)
+
+    def measured(self, model: Model) -> RuntimeJoin | None:
+        """The profile joined to `model`: read again only when its files change, joined again
+        when the model moves. Called off the UI thread (a view's prepare)."""
+        path = profile_path(self.path, self.profile_arg)
+        if path is None:
+            return None
+        stamp = profile_stamp(path)
+        key = (id(model), model.version, stamp)
+        if self._measured is None or self._measured[0] != key:
+            if self._profile is None or self._profile[0] != stamp:  # read once per version
+                try:
+                    self._profile = (stamp, load_profile(path))
+                except (ProfileError, OSError):
+                    self._profile = (stamp, None)
+            prof = self._profile[1]
+            joined: RuntimeJoin | None = None
+            if prof is not None:
+                with self.lock:
+                    joined = join_profile(model, prof)
+            self._measured = (key, joined)
+        return self._measured[1]
 
     # ------------------------------------------------------------ what it holds
 

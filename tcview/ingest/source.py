@@ -16,6 +16,7 @@ from pathlib import Path
 from tcview.ingest.builder import Builder
 from tcview.ingest.index import TRACE_NAME_PREFIX, TraceSet, discover, trace_reason
 from tcview.ingest.load import Hooks, Progress
+from tcview.ingest.profile import PROFILE_DIR
 from tcview.ingest.textlog import TextLog
 from tcview.ingest.tracefile import HEADER
 from tcview.model.objects import Error, Model
@@ -182,7 +183,9 @@ def run_dir_skipped(
     return [
         (p, why)
         for p, why in skipped
-        if p != log and not (p.parent == root and p.name in RUN_FILES)
+        if p != log
+        and not (p.parent == root and p.name in RUN_FILES)
+        and p.parent != root / PROFILE_DIR  # `tcview run --profile` writes its window there
     ]
 
 

@@ -257,6 +257,7 @@ class TcviewApp(App[int]):
         python: str | None = None,
         panes: Iterable[Widget] = (),
         job: Job | None = None,
+        profile: str | None = None,
     ) -> None:
         super().__init__()
         self.animation_level = "none"
@@ -272,6 +273,7 @@ class TcviewApp(App[int]):
             python=python,
             panes=panes,
             job=job,
+            profile=profile,
         )
 
     def get_default_screen(self) -> Screen[None]:

@@ -74,7 +74,7 @@ from tcview.ui.status import StatusBar
 from tcview.ui.take import OSC52_SAFE, LocationPicker, SaveScreen, Taken, copy_text, write_text
 from tcview.ui.tree import Item, TraceTree
 from tcview.ui.viewer import CodeView
-from tcview.ui.views import VIEWS, OtherView, TableView
+from tcview.ui.views import VIEWS, KernelsView, OtherView, TableView
 
 ViewClass: TypeAlias = type[TableView[Any]] | type[OtherView]
 ALL_VIEWS: dict[str, ViewClass] = {**VIEWS, "ranks": RanksView, "findings": FindingsView}
@@ -84,6 +84,7 @@ INDEX_GAP = 0.2  # while a one-shot load indexes: at most 5 redraws a second
 # 30 ms waits 0.3 s for the next (a big tree would otherwise slow the index it shows).
 REDRAW_SHARE = 0.1
 LIVE_GAP = 0.05  # follow mode: at most 20 redraws a second, however fast the data moves
+PROFILE_POLL_S = 2.0  # follow mode: how often to look for a profile being written
 FIND_GAP = 5.0  # follow mode: the findings are made again at most this often (seconds)
 
 
@@ -208,9 +209,12 @@ class BrowserScreen(Screen[None]):
         python: str | None = None,
         panes: Iterable[Widget] = (),
         job: Job | None = None,
+        profile: str | None = None,
     ) -> None:
         """`panes`: widgets below the tree and the reader (the job's output in `tcview run`);
-        `job`: the job whose status leads the status bar."""
+        `job`: the job whose status leads the status bar; `profile`: a torch.profiler trace to
+        join (--profile)."""
+        self.profile_arg = profile
         super().__init__()
         # The bench key: runs a trace's output code only after a yes, never with --no-exec.
         self.bencher = Bencher(self, python, no_exec)
@@ -234,6 +238,7 @@ class BrowserScreen(Screen[None]):
             poll=poll,
             stdin_fd=stdin_fd,
             on_update=self.model_moved,
+            profile=profile,
         )
         self._newest: Compile | None = None
         self._records_shown = 0
@@ -293,6 +298,8 @@ class BrowserScreen(Screen[None]):
         tree.border_title = "compiles"
         tree.focus()
         self._last_item = tree.root.data  # the overview, until an item is picked
+        if self.follow:  # a live run may write its profile (`tcview run --profile`) any time
+            self.set_interval(PROFILE_POLL_S, self._profile_written)
         if self.session.finished:
             self._model_ready()
         else:
@@ -313,6 +320,11 @@ class BrowserScreen(Screen[None]):
 
         for language in ("python", "cpp", "json"):
             highlight_line("x = 1", language)
+
+    def _profile_written(self) -> None:
+        """A profile appeared or changed: the kernels view, if shown, joins it."""
+        if self.session.profile_written() and isinstance(self.app.screen, KernelsView):
+            self.app.screen.reload()
 
     def _first_frame(self) -> None:
         self.first_frame_at = time.monotonic()
@@ -374,7 +386,11 @@ class BrowserScreen(Screen[None]):
         threading.Thread(target=old.stop, name="tcview-session-stop", daemon=True).start()
         self.source_path = path
         self.session = ModelSession(
-            path, follow=self.follow, poll=self.poll, on_update=self.model_moved
+            path,
+            follow=self.follow,
+            poll=self.poll,
+            on_update=self.model_moved,
+            profile=self.profile_arg,
         )
         self.close_views()
         self._forget_search()
