@@ -188,8 +188,10 @@ def _on_compile_end(*args: Any, **kwargs: Any) -> None:
         return
     import threading
 
-    if threading.current_thread() is not threading.main_thread():
-        return  # a compile in another thread: the timer belongs to the main one
+    if threading.current_thread() is not threading.main_thread() and not _state["armed"]:
+        return  # the handler can only be set on the main thread: its next compile arms it
+    # (A CUDA job's backward compiles on autograd's device thread: its end re-arms the timer
+    # that its start stopped; the signal itself is always handled on the main thread.)
     if not _state["armed"]:
         if signal.getsignal(signal.SIGALRM) not in (signal.SIG_DFL, None):
             _state["done"] = True
