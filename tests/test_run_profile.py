@@ -74,7 +74,8 @@ def test_run_profile_records_a_window(profiled: tuple[Path, Any, Path]) -> None:
     assert meta["ended"] == "window" and 0.9 <= meta["recorded_s"] < 3
     assert meta["bytes"] == traces[0].stat().st_size
     # the report states the window's size and cost, and the join
-    assert "recorded 1.0" in done.stdout and "writing it stopped the job for" in done.stdout
+    assert f"recorded {meta['recorded_s']}s" in done.stdout  # about 1 s; more on a busy machine
+    assert "writing it stopped the job for" in done.stdout
     assert "Kernels by measured CPU-kernel time" in done.stdout
     assert "graph_0_cpp_fused" in done.stdout
     # the user's own sitecustomize still ran in the job
