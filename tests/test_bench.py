@@ -85,6 +85,7 @@ def private_tmp(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
 # ---------------------------------------------------------------------- refusals
 
 
+@pytest.mark.unit
 def test_versions_compare_major_minor_patch() -> None:
     assert check_versions("2.11.0+cu130", "2.11.0", "py") is None
     assert check_versions(None, "2.13.0", "py") is None  # nothing to compare with
@@ -95,6 +96,7 @@ def test_versions_compare_major_minor_patch() -> None:
     assert "no torch" in (check_versions("2.11.0", None, "py") or "")
 
 
+@pytest.mark.unit
 def test_trace_records_its_torch_version(fixture_runs: Path) -> None:
     assert trace_torch_version(load_source(str(fixture_runs / "autotune"))) == "2.11.0+cu130"
     assert trace_torch_version(load_source(str(fixture_runs / "cpu_bench"))) == "2.13.0+cpu"
@@ -157,6 +159,7 @@ def test_no_exec_turns_it_off(
     assert not marker.exists() and not list(private_tmp.iterdir())
 
 
+@pytest.mark.unit
 def test_exec_refusal_reads_the_environment() -> None:
     assert exec_refusal(False, {}) is None
     assert exec_refusal(False, {"TCVIEW_NO_EXEC": "0"}) is None
@@ -189,6 +192,7 @@ def test_a_pipe_without_yes_runs_nothing(fixture_runs: Path, tmp_path: Path) -> 
     assert tree_digest(run) == before
 
 
+@pytest.mark.unit
 def test_several_compiles_need_one_named(
     fixture_runs: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:

@@ -34,6 +34,7 @@ def keep(name: str, data: object) -> None:
         )
 
 
+@pytest.mark.app
 @sync
 async def test_triton_graph_benchmarked_from_the_kernels_view(fixture_runs: Path) -> None:
     from textual.widgets import DataTable

@@ -113,6 +113,7 @@ def cycles(edges: dict[str, set[str]]) -> list[list[str]]:
     return found
 
 
+@pytest.mark.unit
 def test_no_import_cycle_among_tcview_modules() -> None:
     mods = _modules()
     edges = import_edges(mods)
@@ -120,6 +121,7 @@ def test_no_import_cycle_among_tcview_modules() -> None:
     assert cycles(edges) == []
 
 
+@pytest.mark.unit
 def test_the_cycle_finder_finds_a_deferred_cycle() -> None:
     edges = {"tcview.a": {"tcview.b"}, "tcview.b": {"tcview.c"}, "tcview.c": {"tcview.a"}}
     edges["tcview.d"] = {"tcview.a"}

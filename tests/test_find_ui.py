@@ -6,6 +6,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
+import pytest
 from conftest import FIXTURES
 from ui_helpers import CPU_SAMPLE, GPU_SAMPLE, ready, settle, sync
 
@@ -196,6 +197,7 @@ async def test_a_run_directory_s_log_hits_open_without_the_tree() -> None:
         assert viewer.doc.plain(line)[start:end] == "Recompiling function"
 
 
+@pytest.mark.unit
 def test_result_labels_show_trace_text_literally() -> None:
     from tcview.ui.finder import hit_label
 

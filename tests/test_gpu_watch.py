@@ -106,6 +106,7 @@ def test_sampler_reads_off_the_calling_thread_at_most_twice_a_second(fake_nvml: 
     }
 
 
+@pytest.mark.e2e
 def test_probe_reports_cuda_gpus_and_driver_without_torch(tmp_path: Path) -> None:
     """probe_python reads torch's CUDA build from torch/version.py (no import) and the GPUs
     through the job Python's pynvml (the fake, on its PYTHONPATH)."""
@@ -129,6 +130,7 @@ def test_probe_reports_cuda_gpus_and_driver_without_torch(tmp_path: Path) -> Non
     assert info.gpu_driver == "580.159.04"
 
 
+@pytest.mark.e2e
 def test_run_json_records_gpus_and_the_jobs_peak_use(tmp_path: Path, fake_nvml: Any) -> None:
     spec = build_spec(["--", sys.executable, "-c", "import time; time.sleep(1.5)"])
     launcher = Launcher(spec, RunOptions(run_dir=tmp_path / "D", grace_s=1.0))
@@ -153,6 +155,7 @@ def test_run_json_records_gpus_and_the_jobs_peak_use(tmp_path: Path, fake_nvml: 
     assert seen and seen[0].text == "GPU×2 45% · 13.0/160 GiB"
 
 
+@pytest.mark.e2e
 def test_run_json_without_nvml_says_nothing_of_gpu_use(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -166,6 +169,7 @@ def test_run_json_without_nvml_says_nothing_of_gpu_use(
     assert data["gpu_use"] is None and data["gpus"] == []
 
 
+@pytest.mark.e2e
 @sync
 async def test_status_bar_shows_the_jobs_gpu_use(tmp_path: Path, fake_nvml: Any) -> None:
     from tcview.ui.run_pane import RunApp

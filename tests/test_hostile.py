@@ -191,6 +191,7 @@ def _listing(root: Path) -> list[tuple]:
     return sorted(out, key=repr)
 
 
+@pytest.mark.e2e
 def test_read_only_trace_dir_opens_and_nothing_is_written(tmp_path: Path) -> None:
     root = tmp_path / "ro"
     shutil.copytree(SAMPLES / "cpu_breaks_recompiles", root)
@@ -227,6 +228,7 @@ def test_read_only_trace_dir_opens_and_nothing_is_written(tmp_path: Path) -> Non
 # ---------------------------------------------------------------- a real terminal
 
 
+@pytest.mark.e2e
 @need_tmux
 @pytest.mark.slow
 @pytest.mark.parametrize(
@@ -252,6 +254,7 @@ def test_real_terminal_title_untouched_and_text_literal(name: str, goto: str, sh
         assert term.pane("#{pane_title}") == title
 
 
+@pytest.mark.app
 def test_the_app_writes_nothing_into_a_read_only_trace(tmp_path: Path) -> None:
     from ui_helpers import ready, sync
 
@@ -281,6 +284,7 @@ def test_the_app_writes_nothing_into_a_read_only_trace(tmp_path: Path) -> None:
             p.chmod(0o755 if p.is_dir() else 0o644)
 
 
+@pytest.mark.app
 def test_markup_in_names_titles_search_and_palette_does_not_break_the_app(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -347,6 +351,7 @@ LITERAL_ON_SCREEN = {
 }
 
 
+@pytest.mark.app
 @pytest.mark.parametrize("path", CASES, ids=lambda p: p.name)
 def test_every_hostile_file_can_be_browsed(path: Path) -> None:
     from ui_helpers import counts_text, ready, screen_text, sync

@@ -154,6 +154,7 @@ def test_full_pipes_never_block(tmp_path: Path) -> None:
     assert (tmp_path / "run" / "torch_logs.txt").stat().st_size == 2000 * 2001
 
 
+@pytest.mark.unit
 def test_status_line() -> None:
     st = RunStatus("exited", 12, 3.25, returncode=0)
     counts = {"compiles": 4, "graph_breaks": 3, "recompiles": 1, "kernels": 2}

@@ -90,6 +90,7 @@ HOSTILE = (
 )
 
 
+@pytest.mark.unit
 def test_output_line_keeps_colours_and_nothing_else() -> None:
     """A title (OSC), cursor moves and erases (CSI), a link (OSC 8), a C1 CSI and a bell:
     the colours are shown, the rest is dropped or made visible; the terminal gets only
@@ -113,6 +114,7 @@ def test_output_line_keeps_colours_and_nothing_else() -> None:
     assert "pwned" not in sent and "evil.example" not in sent
 
 
+@pytest.mark.unit
 def test_stderr_lines_are_orange_under_the_jobs_colours() -> None:
     text = output_text(OutputLine(0, "stderr", "plain \x1b[32mgreen\x1b[0m", 0.0))
     assert "dark_orange" in str(text.style) and text.plain == "plain green"

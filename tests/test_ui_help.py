@@ -129,6 +129,7 @@ async def _walk_browser(app: TcviewApp, pilot: Any, rows: list[HelpRow], views: 
     return missing
 
 
+@pytest.mark.app
 @sync
 async def test_help_lists_every_key_that_works() -> None:
     app = TcviewApp(str(CPU_SAMPLE))
@@ -143,6 +144,7 @@ async def test_help_lists_every_key_that_works() -> None:
     assert not missing, sorted(missing)
 
 
+@pytest.mark.e2e
 @pytest.mark.skipif(not sys.platform.startswith("linux"), reason="runs a job")
 @sync
 async def test_run_mode_help_lists_every_key_that_works(tmp_path: Path) -> None:

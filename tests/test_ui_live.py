@@ -62,6 +62,7 @@ async def until(pilot: Any, predicate: Any, timeout: float = 15.0) -> bool:
 # ---------------------------------------------------------------- 10.1: empty and slow pipes
 
 
+@pytest.mark.e2e
 @sync
 async def test_slow_pipe_waits_then_grows_to_the_one_shot_counts() -> None:
     expected = counts_text(summary_json(CAPTURE))
@@ -106,6 +107,7 @@ async def test_a_pipe_without_torch_lines_is_a_valid_state() -> None:
 # ---------------------------------------------------------------- 10.2: one snapshot
 
 
+@pytest.mark.e2e
 @sync
 async def test_live_overview_and_status_bar_show_the_same_counts(tmp_path: Path) -> None:
     source = SAMPLES / "gpu_triton_user" / "trace"
@@ -131,6 +133,7 @@ async def test_live_overview_and_status_bar_show_the_same_counts(tmp_path: Path)
         assert len(seen) > 2, "the counts moved while the trace was written"
 
 
+@pytest.mark.e2e
 @sync
 async def test_overview_counts_move_with_the_status_bar_while_indexing(
     shared_traces: Path, monkeypatch: pytest.MonkeyPatch
@@ -307,6 +310,7 @@ async def test_an_idle_followed_app_does_not_poll_the_model(tmp_path: Path) -> N
         assert 1 <= len(calls) <= 3, len(calls)
 
 
+@pytest.mark.e2e
 @sync
 async def test_an_indexing_app_redraws_when_the_loader_says_so(
     monkeypatch: pytest.MonkeyPatch,
@@ -371,6 +375,7 @@ print("bye", flush=True)
 """
 
 
+@pytest.mark.e2e
 @sync
 async def test_run_pane_is_told_about_output_and_the_end(tmp_path: Path) -> None:
     job = tmp_path / "job.py"
