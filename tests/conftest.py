@@ -148,6 +148,7 @@ MODULE_TIERS = {
     "test_ui_ranks": "app",
     "test_ui_snapshots": "app",
     "test_ui_tmux": "e2e",
+    "test_waits": "app",
 }
 
 

@@ -13,7 +13,6 @@ import subprocess
 import sys
 import tempfile
 import threading
-import time
 from pathlib import Path
 from typing import Any
 
@@ -21,6 +20,7 @@ import pytest
 from conftest import needs_torch
 from run_helpers import alive, wait_for
 from ui_helpers import REPO, ready, settle, sync
+from waits import holds, until
 
 from tcview.commands.cli import main
 from tcview.ingest.source import load_source
@@ -258,9 +258,7 @@ async def test_declining_the_dialog_runs_nothing(
         await settle(app, pilot)
         assert isinstance(app.screen, KernelsView)
         await pilot.press("down", "B")
-        deadline = time.monotonic() + 60
-        while not isinstance(app.screen, BenchDialog) and time.monotonic() < deadline:
-            await pilot.pause(0.05)
+        await until(pilot, lambda: isinstance(app.screen, BenchDialog), 60, seen=lambda: app.screen)
         dialog = app.screen
         assert isinstance(dialog, BenchDialog)
         shown = "\n".join(str(s.content) for s in dialog.query("Static"))
@@ -309,10 +307,7 @@ async def test_the_key_again_cancels_a_running_benchmark(
 
     async def press_and_wait(key: str, screen: type) -> None:
         await pilot.press(key)
-        deadline = time.monotonic() + 60
-        while not isinstance(app.screen, screen) and time.monotonic() < deadline:
-            await pilot.pause(0.05)
-        assert isinstance(app.screen, screen)
+        await until(pilot, lambda: isinstance(app.screen, screen), 60, seen=lambda: app.screen)
 
     async with app.run_test(size=(140, 45)) as pilot:
         await ready(app, pilot)
@@ -325,14 +320,17 @@ async def test_the_key_again_cancels_a_running_benchmark(
         pids = [int(p) for p in pids_file.read_text().split()]
         await press_and_wait("B", CancelBenchDialog)
         await press_and_wait("n", KernelsView)
-        await pilot.pause(0.3)
-        assert app.bencher.job is not None and all(alive(p) for p in pids)
+        await holds(
+            pilot,
+            lambda: app.bencher.job is not None and all(alive(p) for p in pids),
+            0.3,
+            "the benchmark runs on after n",
+            seen=lambda: (app.bencher.job, [alive(p) for p in pids]),
+        )
         await press_and_wait("B", CancelBenchDialog)
         await press_and_wait("y", KernelsView)
-        deadline = time.monotonic() + 30
-        while not app.bencher.results and time.monotonic() < deadline:
-            await pilot.pause(0.1)
-        assert app.bencher.results and app.bencher.results[-1].cancelled
+        await until(pilot, lambda: app.bencher.results, 30, "the cancelled benchmark's result")
+        assert app.bencher.results[-1].cancelled
         assert app.bencher.job is None
     assert wait_for(lambda: not any(alive(p) for p in pids)), "left a process behind"
     assert len(driver_calls(marker)) == 1
@@ -401,13 +399,9 @@ async def test_bench_key_fills_the_kernels_column(
         await pilot.press("K")
         await settle(app, pilot)
         await pilot.press("down", "B")
-        deadline = time.monotonic() + 60
-        while not isinstance(app.screen, BenchDialog) and time.monotonic() < deadline:
-            await pilot.pause(0.05)
+        await until(pilot, lambda: isinstance(app.screen, BenchDialog), 60, seen=lambda: app.screen)
         await pilot.press("y")
-        deadline = time.monotonic() + 270
-        while not app.bencher.results and time.monotonic() < deadline:
-            await pilot.pause(0.2)
+        await until(pilot, lambda: app.bencher.results, 270, "the benchmark's result")
         await settle(app, pilot)
         result = app.bencher.results[-1]
         assert result.ok, result.problem

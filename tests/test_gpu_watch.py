@@ -12,6 +12,7 @@ from typing import Any
 
 import pytest
 from ui_helpers import REPO, sync
+from waits import until
 
 from tcview.run import gpu
 from tcview.run.gpu import GpuSample, GpuSampler, load_nvml, peak_bandwidth, table_peak
@@ -184,13 +185,10 @@ async def test_status_bar_shows_the_jobs_gpu_use(tmp_path: Path, fake_nvml: Any)
     session = launcher.start()
     app = RunApp(launcher, session)
     async with app.run_test(size=(140, 30)) as pilot:
-        deadline = time.monotonic() + 15
-        while "GPU×2 45%" not in app.status_left and time.monotonic() < deadline:
-            await pilot.pause(0.05)
+        await until(pilot, lambda: "GPU×2 45%" in app.status_left, seen=lambda: app.status_left)
         assert "GPU×2 45% · 13.0/160 GiB" in app.status_left
         assert app.status_left.startswith("running pid")
         flag.write_text("go")
-        while not app._ended and time.monotonic() < deadline:
-            await pilot.pause(0.05)
-        await pilot.pause(0.2)
-        assert "GPU" not in app.status_left  # the job ended: no GPU use to show
+        await until(pilot, lambda: app._ended, what="the job's end")
+        # the job ended: no GPU use to show
+        await until(pilot, lambda: "GPU" not in app.status_left, seen=lambda: app.status_left)

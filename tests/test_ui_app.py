@@ -8,8 +8,19 @@ import shutil
 from pathlib import Path
 
 import pytest
+from textual.command import CommandPalette
 from textual.widgets import Static
-from ui_helpers import CPU_SAMPLE, GPU_SAMPLE, counts_text, ready, settle, summary_json, sync
+from ui_helpers import (
+    CPU_SAMPLE,
+    GPU_SAMPLE,
+    counts_text,
+    palette_lists,
+    ready,
+    settle,
+    summary_json,
+    sync,
+)
+from waits import until
 
 from tcview.model.objects import Compile
 from tcview.ui.app import TcviewApp
@@ -333,9 +344,9 @@ async def test_command_palette_jumps_to_kernel() -> None:
         await ready(app, pilot)
         name = app.model.kernels[1].name
         await pilot.press("ctrl+p")
-        await pilot.pause(0.2)
+        await until(pilot, lambda: isinstance(app.screen, CommandPalette), seen=lambda: app.screen)
         await pilot.press(*name)
-        await pilot.pause(0.8)
+        await palette_lists(app, pilot, name)
         await pilot.press("enter")
         await settle(app, pilot)
         item = cursor_item(app)
