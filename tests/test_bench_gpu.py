@@ -15,6 +15,7 @@ from pathlib import Path
 
 import pytest
 from ui_helpers import REPO, ready, settle, sync
+from waits import until
 
 from tcview.ingest.source import load_source
 from tcview.report.show import find
@@ -34,6 +35,7 @@ def keep(name: str, data: object) -> None:
         )
 
 
+@pytest.mark.app
 @sync
 async def test_triton_graph_benchmarked_from_the_kernels_view(fixture_runs: Path) -> None:
     from textual.widgets import DataTable
@@ -54,14 +56,10 @@ async def test_triton_graph_benchmarked_from_the_kernels_view(fixture_runs: Path
         await pilot.press("K")
         await settle(app, pilot)
         await pilot.press("down", "B")
-        deadline = time.monotonic() + 120
-        while not isinstance(app.screen, BenchDialog) and time.monotonic() < deadline:
-            await pilot.pause(0.05)
+        await until(pilot, lambda: isinstance(app.screen, BenchDialog), 120, seen=lambda: app.screen)
         assert isinstance(app.screen, BenchDialog)
         await pilot.press("y")
-        deadline = time.monotonic() + 400
-        while not app.browser.bencher.results and time.monotonic() < deadline:
-            await pilot.pause(0.2)
+        await until(pilot, lambda: app.browser.bencher.results, 400, "the benchmark's result")
         await settle(app, pilot)
         result = app.browser.bencher.results[-1]
         keep("pilot_result.json", result.to_json())

@@ -34,6 +34,7 @@ def test_ruff_reports_nothing() -> None:
     assert done.returncode == 0, done.stdout + done.stderr
 
 
+@pytest.mark.unit
 def test_no_import_cycle_among_tcview_modules() -> None:
     """At run time (tests/test_layers.py also counts the type-only imports)."""
     mods = modules()
@@ -42,6 +43,7 @@ def test_no_import_cycle_among_tcview_modules() -> None:
     assert cycles(edges) == []
 
 
+@pytest.mark.unit
 def test_the_cycle_finder_finds_a_deferred_cycle() -> None:
     edges = {"tcview.a": {"tcview.b"}, "tcview.b": {"tcview.c"}, "tcview.c": {"tcview.a"}}
     edges["tcview.d"] = {"tcview.a"}

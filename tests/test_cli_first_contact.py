@@ -77,6 +77,7 @@ def _binaries(tmp: Path) -> dict[str, Path]:
     return out
 
 
+@pytest.mark.unit
 def test_binary_files_are_neither_format(tmp_path: Path) -> None:
     for name, path in _binaries(tmp_path).items():
         assert detect(str(path)) == "other", name
@@ -99,6 +100,7 @@ def _real_inputs(unpacked_runs: Path) -> list[Path]:
     )
 
 
+@pytest.mark.unit
 def test_no_real_trace_or_capture_is_taken_for_binary(fixture_runs: Path) -> None:
     inputs = _real_inputs(fixture_runs)
     assert any(p.name == "torch_logs.txt" and p.is_relative_to(fixture_runs) for p in inputs)

@@ -154,6 +154,7 @@ def _summary(path: Path, *args: str) -> subprocess.CompletedProcess[str]:
     )
 
 
+@pytest.mark.e2e
 def test_fail_on_errors(fixture_runs: Path) -> None:
     run = fixture_runs / "crash_ranks"
     assert _summary(run, "--json", "--fail-on", "failures").returncode == 0
@@ -218,6 +219,7 @@ def test_a_traceback_is_an_error_unless_the_program_went_on(
         assert (error.lineno, text.summary_counts()["errors"]) == (2, 1)
 
 
+@pytest.mark.e2e
 def test_tcview_run_of_a_job_that_crashes(tmp_path: Path) -> None:
     """run.json's non-zero exit code is an error of the run directory."""
     done = subprocess.run(

@@ -110,6 +110,7 @@ def test_a_run_against_itself_is_no_change(fixture_runs: Path) -> None:
         assert diff_fail_on(diff, parse_fail_on("new-breaks,new-recompiles,slower:0%", DIFF_CHECKS)) == []
 
 
+@pytest.mark.e2e
 def test_cli_json_and_gate(fixture_runs: Path) -> None:
     a, b = str(fixture_runs / "diff_a"), str(fixture_runs / "diff_b")
     out = _tcview("diff", a, b, "--json")
@@ -137,6 +138,7 @@ def test_cli_json_and_gate(fixture_runs: Path) -> None:
     assert out.returncode == 2 and "unknown fewer-bugs" in out.stderr
 
 
+@pytest.mark.e2e
 def test_cli_gate_recompiles_and_slower(shared_traces: Path) -> None:
     """--fail-on new-recompiles and slower:N% trip one way only: tinyblock (no recompile)
     then the recompiles run (8 recompiles, twice the compile time), and not back; a run
@@ -317,6 +319,7 @@ def _pane(app):
     return doc, [doc.plain(i) for i in range(doc.count)]
 
 
+@pytest.mark.app
 @sync
 async def test_d_diffs_a_recompile_with_what_it_replaced(shared_traces: Path) -> None:
     from tcview.ui.app import TcviewApp
@@ -347,6 +350,7 @@ async def test_d_diffs_a_recompile_with_what_it_replaced(shared_traces: Path) ->
         assert _pane(app)[0].title == "0/2 → 0/0"
 
 
+@pytest.mark.app
 @sync
 async def test_d_on_a_first_compile_says_why_not(shared_traces: Path) -> None:
     from tcview.ui.app import TcviewApp
@@ -368,6 +372,7 @@ def recompiles(shared_traces: Path, monkeypatch: pytest.MonkeyPatch) -> str:
     return "trace"
 
 
+@pytest.mark.app
 def test_snapshot_compile_diff(snap_compare, recompiles: str) -> None:
     from tcview.ui.app import TcviewApp
 
@@ -380,6 +385,7 @@ def test_snapshot_compile_diff(snap_compare, recompiles: str) -> None:
     assert snap_compare(app, terminal_size=(120, 40), run_before=before)
 
 
+@pytest.mark.app
 def test_snapshot_run_diff(
     snap_compare, fixture_runs: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:

@@ -216,6 +216,7 @@ def _tcview(*args: str) -> subprocess.CompletedProcess[str]:
     )
 
 
+@pytest.mark.e2e
 def test_show_kernel_and_file_line(fixture_runs: Path) -> None:
     trace = str(fixture_runs / "gpu_provenance" / "trace")
     out = _tcview("show", trace, "triton_poi_fused_gelu_mul_sigmoid_1")
@@ -248,6 +249,7 @@ def _rows_of(data: dict, heading: str) -> list[str]:
     ]
 
 
+@pytest.mark.e2e
 def test_show_json_kernel_line_and_mapping_key(fixture_runs: Path) -> None:
     """The same lookup answers a kernel, a mapping key (an extern kernel has nothing else)
     and FILE:LINE, as JSON too; the nodes and lines are the mapping's (tlparse's -i)."""
@@ -282,6 +284,7 @@ def test_show_json_kernel_line_and_mapping_key(fixture_runs: Path) -> None:
     ]
 
 
+@pytest.mark.e2e
 def test_show_kernel_without_tracking_says_how_to_turn_it_on(shared_traces: Path) -> None:
     """No provenance artifact: the kernel's source-node comment gives its nodes, and the
     provenance says tracking was off and how to turn it on."""
@@ -310,6 +313,7 @@ def _pane(app):
     return doc, [doc.plain(i) for i in range(doc.count)]
 
 
+@pytest.mark.app
 @sync
 async def test_kernel_provenance_one_key_away(fixture_runs: Path) -> None:
     from tcview.ui.app import TcviewApp
@@ -343,6 +347,7 @@ async def test_kernel_provenance_one_key_away(fixture_runs: Path) -> None:
         assert doc.focus == min(doc.marked)
 
 
+@pytest.mark.app
 @sync
 async def test_provenance_view_enter_jumps_to_the_kernel(fixture_runs: Path) -> None:
     from tcview.ui.app import TcviewApp
@@ -380,6 +385,7 @@ async def test_provenance_view_enter_jumps_to_the_kernel(fixture_runs: Path) -> 
         )
 
 
+@pytest.mark.app
 @sync
 async def test_e_opens_the_user_lines_of_a_kernel(
     fixture_runs: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
@@ -448,6 +454,7 @@ async def test_e_opens_the_user_lines_of_a_kernel(
         assert argv.read_text().split("\n")[:2] == ["+26", str(local)]
 
 
+@pytest.mark.app
 def test_snapshot_kernel_provenance(
     snap_compare, fixture_runs: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:

@@ -14,10 +14,8 @@ import shlex
 import signal
 import subprocess
 import sys
-import time
 import uuid
 from pathlib import Path
-from typing import Any
 
 import pytest
 from rich.console import Console
@@ -26,6 +24,7 @@ from run_helpers import alive, assert_group_gone, job_pids, wait_for
 from textual import events
 from tmux_helpers import Terminal, need_tmux
 from ui_helpers import REPO, counts_text, summary_json, sync
+from waits import holds, until
 
 from tcview.run._supervisor import group_members
 from tcview.run.session import Launcher, OutputLine
@@ -62,15 +61,6 @@ def launcher_for(tmp_path: Path, *argv: str, grace_s: float = 1.0) -> Launcher:
     return launcher
 
 
-async def until(pilot: Any, predicate: Any, timeout: float = 15.0) -> bool:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if predicate():
-            return True
-        await pilot.pause(0.05)
-    return bool(predicate())
-
-
 def status_history(app: RunApp) -> list[str]:
     """Every value the status bar's left part takes from now on: a passing state ("stopping…"
     for the second of a stop's grace) is seen even when the loaded machine draws it late."""
@@ -91,6 +81,7 @@ HOSTILE = (
 )
 
 
+@pytest.mark.unit
 def test_output_line_keeps_colours_and_nothing_else() -> None:
     """A title (OSC), cursor moves and erases (CSI), a link (OSC 8), a C1 CSI and a bell:
     the colours are shown, the rest is dropped or made visible; the terminal gets only
@@ -114,6 +105,7 @@ def test_output_line_keeps_colours_and_nothing_else() -> None:
     assert "pwned" not in sent and "evil.example" not in sent
 
 
+@pytest.mark.unit
 def test_stderr_lines_are_orange_under_the_jobs_colours() -> None:
     text = output_text(OutputLine(0, "stderr", "plain \x1b[32mgreen\x1b[0m", 0.0))
     assert "dark_orange" in str(text.style) and text.plain == "plain green"
@@ -166,12 +158,18 @@ async def test_output_is_live_safe_and_follows_the_end(tmp_path: Path) -> None:
         assert view.visible_text()[-1] == "bye"
         # The wheel: up leaves the end, down back to the end follows it again.
         view.post_message(events.MouseScrollUp(view, 1, 1, 0, -1, 0, False, False, False))
-        await pilot.pause(0.1)
-        assert not view.stick and view.scroll_offset.y < view.max_scroll_y
+        await until(
+            pilot,
+            lambda: not view.stick and view.scroll_offset.y < view.max_scroll_y,
+            seen=lambda: (view.stick, view.scroll_offset.y, view.max_scroll_y),
+        )
         for _ in range(5):
             view.post_message(events.MouseScrollDown(view, 1, 1, 0, 1, 0, False, False, False))
-        await pilot.pause(0.2)
-        assert view.stick and view.scroll_offset.y == view.max_scroll_y
+        await until(
+            pilot,
+            lambda: view.stick and view.scroll_offset.y == view.max_scroll_y,
+            seen=lambda: (view.stick, view.scroll_offset.y, view.max_scroll_y),
+        )
         # After the exit, the run stays browsable; `x` is gone from the footer, `r` is there.
         bindings = app.screen.active_bindings
         assert "x" not in bindings and bindings["r"].binding.action == "rerun"
@@ -209,8 +207,13 @@ async def test_q_asks_first_then_stops_the_job(tmp_path: Path) -> None:
         assert isinstance(app.screen, ConfirmStop)
         await pilot.press("n")
         assert not isinstance(app.screen, ConfirmStop)
-        await pilot.pause(0.3)
-        assert not session.done and "running pid" in app.status_left
+        await holds(
+            pilot,
+            lambda: not session.done and "running pid" in app.status_left,
+            0.3,
+            "the job runs on after n",
+            seen=lambda: app.status_left,
+        )
         await pilot.press("q")
         assert isinstance(app.screen, ConfirmStop)
         seen = status_history(app)

@@ -150,6 +150,7 @@ def test_roles_without_aot_id_lines_come_from_record_order(tmp_path: Path) -> No
     assert roles["0/0"] == ["forward", "backward"] and roles["3/0"] == ["inference"]
 
 
+@pytest.mark.app
 @sync
 async def test_tree_labels_output_code_with_its_role() -> None:
     from tcview.ui.app import TcviewApp
@@ -318,6 +319,7 @@ def test_identical_kernels_across_recompiles_are_one_group(dim_model: Model) -> 
     ]
 
 
+@pytest.mark.app
 @sync
 async def test_kernels_view_collapses_identical_sources(dim: Path) -> None:
     from tcview.ui.app import TcviewApp
@@ -345,6 +347,7 @@ async def test_kernels_view_collapses_identical_sources(dim: Path) -> None:
         assert any(ln.startswith("same in   6 compiles: 1/0 (inference)") for ln in shown)
 
 
+@pytest.mark.app
 @sync
 async def test_kernels_view_shows_fwd_and_bwd() -> None:
     from tcview.ui.app import TcviewApp
@@ -517,6 +520,7 @@ def test_more_of_the_metrics() -> None:
 # ---------------------------------------------------------------------- 7. tcview show
 
 
+@pytest.mark.e2e
 def test_show_prints_the_diagnosis_as_text_and_json(dim: Path) -> None:
     out = show(str(dim), "0/13")
     assert out.returncode == 0, out.stderr
@@ -532,6 +536,7 @@ def test_show_prints_the_diagnosis_as_text_and_json(dim: Path) -> None:
     assert data == compile_detail(compile_of(model, "0/13"), model).to_json()
 
 
+@pytest.mark.e2e
 def test_show_a_frame_and_a_kernel(dim: Path) -> None:
     frame = show(str(dim), "frame", "1")
     assert frame.returncode == 0 and frame.stdout.startswith("frame scale (script.py:26)  [1]")
@@ -557,6 +562,7 @@ def test_show_a_frame_and_a_kernel(dim: Path) -> None:
     assert source["language"] == "python" and source["lines"][0].startswith("cpp_fused")
 
 
+@pytest.mark.e2e
 def test_show_asks_which_rank_when_an_id_is_in_several() -> None:
     ddp = shared("h200-torch2.11", "ddp2")
     out = show(str(ddp), "0/0")
@@ -634,6 +640,7 @@ async def test_palette_reads_an_item_like_show(fixture_runs: Path) -> None:
         assert isinstance(node.data.obj, Frame) and node.data.obj.file.rank == want.file.rank == 1
 
 
+@pytest.mark.e2e
 def test_show_an_episode(fixture_runs: Path) -> None:
     out = show(str(fixture_runs / "resets"), "1/0 #3")
     assert out.returncode == 0, out.stderr
@@ -644,12 +651,14 @@ def test_show_an_episode(fixture_runs: Path) -> None:
     assert out.stdout.startswith("compile 1/0 #3  ok")
 
 
+@pytest.mark.e2e
 def test_show_names_near_kernels(dim: Path) -> None:
     out = show(str(dim), "tanh")
     assert out.returncode == 2
     assert "cpp_fused_add_mul_tanh_0" in out.stderr
 
 
+@pytest.mark.app
 @sync
 async def test_pane_and_show_agree(dim: Path) -> None:
     """The detail pane shows the same lines `tcview show` prints, for a compile (styled lines)
@@ -672,6 +681,7 @@ async def test_pane_and_show_agree(dim: Path) -> None:
         assert pane == printed, item
 
 
+@pytest.mark.app
 @sync
 async def test_recompiles_view_says_why_per_frame(dim: Path) -> None:
     from tcview.ui.app import TcviewApp
@@ -716,6 +726,7 @@ def test_kernel_num_gb_where_inductor_wrote_it(fixture_runs: Path) -> None:
 HOSTILE = sorted((REPO / "tests" / "fixtures" / "hostile").glob("*.log"))
 
 
+@pytest.mark.e2e
 @pytest.mark.parametrize("path", HOSTILE + sorted((REPO / "sample_traces").iterdir()), ids=str)
 def test_every_detail_builds_on_hostile_and_sample_traces(path: Path) -> None:
     """Broken, hostile and odd inputs: every compile, frame and kernel still has a detail

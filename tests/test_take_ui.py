@@ -268,6 +268,7 @@ async def test_e_says_when_the_file_is_not_here(
         assert argv.read_text().split("\n")[:2] == [f"+{user.line}", str(checkout / "tinyblock.py")]
 
 
+@pytest.mark.unit
 def test_path_map_longest_prefix_and_boundaries() -> None:
     paths = PathMap.parse(["/workspace=/a", "/workspace/deep=/b", "/ws=~/c"])
     assert paths.local("/workspace/x.py") == "/a/x.py"
@@ -278,6 +279,7 @@ def test_path_map_longest_prefix_and_boundaries() -> None:
         PathMap.parse(["nothing"])
 
 
+@pytest.mark.unit
 def test_editor_argv_has_no_shell_and_no_option_paths(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -296,6 +298,7 @@ def test_editor_argv_has_no_shell_and_no_option_paths(
     assert editor_call(Location(str(target), 1, "x")).argv[0] == "vi"
 
 
+@pytest.mark.unit
 def test_copied_kinds_of_model_objects() -> None:
     from tcview.ingest.source import load_source
     from tcview.ui.take import copy_text
@@ -309,6 +312,7 @@ def test_copied_kinds_of_model_objects() -> None:
     assert copy_text(object()) is None
 
 
+@pytest.mark.e2e
 def test_map_path_on_the_command_line() -> None:
     import subprocess
     import sys

@@ -195,6 +195,7 @@ def _stdin_cases() -> list[Path]:
     return [SMALL] + [f for f in _logs() if f.parent.name in names and f.name == "torch_logs.txt"]
 
 
+@pytest.mark.e2e
 @pytest.mark.parametrize("path", _stdin_cases(), ids=lambda p: p.parent.name)
 def test_stdin_equals_file(path: Path) -> None:
     from_file = _summary_json([str(path)])
@@ -497,6 +498,7 @@ def test_any_chunk_split_gives_the_same_index(sizes: list[int]) -> None:
 # ---------------------------------------------------------------------- integration
 
 
+@pytest.mark.e2e
 def test_cli_summary_text_on_a_capture() -> None:
     out = subprocess.run(
         [sys.executable, "-m", "tcview.commands.cli", "summary", str(SMALL)],

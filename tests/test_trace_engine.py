@@ -58,6 +58,7 @@ def test_counts_equal_independent_reference(path: Path) -> None:
     assert {k: got[k] for k in REF_KEYS} == {k: ref[k] for k in REF_KEYS}
 
 
+@pytest.mark.e2e
 def test_trace_package_imports_no_ui_and_no_torch() -> None:
     banned = ("textual", "rich", "torch", "triton")
     pure = ("text", "model", "analysis", "ingest", "report")
@@ -292,6 +293,7 @@ def test_md5_mismatch_is_flagged_not_fatal(tmp_path: Path) -> None:
     assert ts.summary_counts(verify=True)["md5_mismatches"] == 1
 
 
+@pytest.mark.e2e
 def test_summary_cli_json_and_fail_on(tmp_path: Path) -> None:
     sample = SAMPLES / "cpu_breaks_recompiles" / "trace"
     run = subprocess.run(

@@ -14,6 +14,7 @@ from textual.binding import Binding
 from textual.dom import DOMNode
 from textual.widgets import Input
 from ui_helpers import CPU_SAMPLE, ready, sync
+from waits import until
 
 import tcview.ui
 from tcview.run.session import Launcher
@@ -130,6 +131,7 @@ async def _walk_browser(app: TcviewApp, pilot: Any, rows: list[HelpRow], views: 
     return missing
 
 
+@pytest.mark.app
 @sync
 async def test_help_lists_every_key_that_works() -> None:
     app = TcviewApp(str(CPU_SAMPLE))
@@ -144,6 +146,7 @@ async def test_help_lists_every_key_that_works() -> None:
     assert not missing, sorted(missing)
 
 
+@pytest.mark.e2e
 @pytest.mark.skipif(not sys.platform.startswith("linux"), reason="runs a job")
 @sync
 async def test_run_mode_help_lists_every_key_that_works(tmp_path: Path) -> None:
@@ -167,9 +170,12 @@ async def test_run_mode_help_lists_every_key_that_works(tmp_path: Path) -> None:
         app.action_output()  # the output pane, full screen and focused
         missing.update(await _missing_everywhere(app, pilot, rows))
         flag.touch()
-        while not session.done:
-            await pilot.pause(0.05)
-        await pilot.pause(0.3)
+        await until(
+            pilot,
+            lambda: session.done and "r" in app.screen.active_bindings,
+            what="the job to end and r (rerun) to be bound",
+            seen=lambda: (session.done, sorted(app.screen.active_bindings)),
+        )
         missing.update(await _missing_everywhere(app, pilot, rows))  # r reruns now
         await pilot.press("q")
     assert not missing, sorted(missing)
