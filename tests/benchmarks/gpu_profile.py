@@ -4,7 +4,7 @@ and by `tcview run --profile`, joined to its trace. Results go to $OUT (else ./b
 log.txt (everything printed) and results.json (each step's data and verdict). Exit status 1
 when a check failed. From the repo root (torch with CUDA there; Textual is not needed):
 
-    OUT=$OUT python3 tests/benchmarks/gpu_profile.py
+    OUT=$OUT python3 tests/benchmarks/gpu_profile.py      (STEPS=b: step b only)
 
 Steps (each one's failure is recorded and the next one still runs):
   a. the job profiles itself, under TORCH_TRACE: `export_chrome_trace` (3 steps) and
@@ -227,8 +227,13 @@ def main() -> int:
     out = Out(Path(os.environ.get("OUT") or REPO / "bench_out"))
     work = Path(os.environ.get("WORK") or "/tmp/tcview_gpu_profile")
     work.mkdir(parents=True, exist_ok=True)
-    a = out.step("a. profiles made by the job itself", lambda: user_profiles(out, work))
-    b = out.step("b. tcview run --profile", lambda: tcview_run_profile(out, work))
+    steps = os.environ.get("STEPS", "ab")  # STEPS=b runs step b only
+    a = {"ok": True}
+    if "a" in steps:
+        a = out.step("a. profiles made by the job itself", lambda: user_profiles(out, work))
+    b = {"ok": True}
+    if "b" in steps:
+        b = out.step("b. tcview run --profile", lambda: tcview_run_profile(out, work))
     return 0 if a.get("ok") and b.get("ok") else 1
 
 
