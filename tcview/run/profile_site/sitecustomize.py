@@ -32,6 +32,7 @@ _state: dict[str, Any] = {
     "compiled_at": None,
     "start": None,
     "done": False,
+    "on_return": None,
 }
 
 
@@ -156,14 +157,39 @@ def _safe(frame: Any) -> bool:
 
 
 def _on_alarm(signum: int, frame: Any) -> None:
+    if _safe(frame):
+        _act()
+        return
+    if time.monotonic() - _state["due"] < SAFE_WAIT_S:
+        # The handler mostly runs just after a long C call, still inside torch (a GPU job's
+        # backward or optimizer step): the next return into the user's code is the safe point
+        # to wait for (a timer alone found one about 10 s late on an H100 job).
+        sys.setprofile(_state["on_return"])
+        signal.setitimer(signal.ITIMER_REAL, RETRY_S)
+    elif _state["prof"] is None:
+        sys.setprofile(None)
+        _state["done"] = True
+        _write_meta({"note": "no safe point to start the profiler came: no window"})
+    else:
+        sys.setprofile(None)  # a window not stopped is written at exit
+
+
+def _on_return(frame: Any, event: str, arg: Any) -> None:
+    """Profile hook of the main thread while a start or stop waits for a safe point: a return
+    into a stack outside torch's ranges is one (the returning function's own `with` blocks
+    have exited by then)."""
+    if event != "return" or frame.f_back is None or not _safe(frame.f_back):
+        return
+    sys.setprofile(None)
+    signal.setitimer(signal.ITIMER_REAL, 0)
+    _act()
+
+
+def _act() -> None:
+    """Start the window, or stop it, here and now (a safe point)."""
     starting = _state["prof"] is None
-    if not _safe(frame):
-        if time.monotonic() - _state["due"] < SAFE_WAIT_S:
-            signal.setitimer(signal.ITIMER_REAL, RETRY_S)
-        elif starting:
-            _state["done"] = True
-            _write_meta({"note": "no safe point to start the profiler came: no window"})
-        return  # a window not stopped is written at exit
+    if _state["done"]:
+        return
     try:
         if starting:
             _start()
@@ -200,6 +226,7 @@ def _on_compile_end(*args: Any, **kwargs: Any) -> None:
         import torch._dynamo
 
         signal.signal(signal.SIGALRM, torch._dynamo.disable(_on_alarm))
+        _state["on_return"] = torch._dynamo.disable(_on_return)
         _state["armed"] = True
     _state["compiled_at"] = time.time()
     _state["due"] = time.monotonic() + _window()[0]
