@@ -16,6 +16,7 @@ from pathlib import Path
 import pytest
 from conftest import REPO, unpack_shared
 from ui_helpers import ready, settle, sync
+from waits import until
 
 from tcview.analysis.kernels import OUTPUT_CODES, fuses, group_kernels, launch_info
 from tcview.analysis.recompiles import CHANGES, diagnose, parse_guard_failure
@@ -604,7 +605,9 @@ async def test_goto_resolves_like_show(fixture_runs: Path) -> None:
         app = TcviewApp(str(ddp), goto=item)
         async with app.run_test(size=(140, 40)) as pilot:
             await ready(app, pilot)
-            assert [str(n.message) for n in app._notifications] == [f"--goto {item}: {question}"]
+            shown = app._notifications
+            await until(pilot, lambda: list(shown), what="the --goto question")  # noqa: B023
+            assert [str(n.message) for n in shown] == [f"--goto {item}: {question}"]
             node = app.query_one(TraceTree).cursor_node
             assert node is None or node.data is None or node.data.kind not in ("compile", "frame")
 
