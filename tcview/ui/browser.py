@@ -547,7 +547,9 @@ class BrowserScreen(Screen[None]):
             self._status_state = state
             self.refresh_counts()
             self.update_status()
-        if self.goto_target and self._goto(self.goto_target) is None:
+        # A one-shot load goes to its item once loaded (`_loaded`): read part way, an id that
+        # two ranks share would be found in the first rank only.
+        if self.goto_target and self.session.follow and self._goto(self.goto_target) is None:
             self.goto_target = None
         self._first_row()
 
