@@ -144,3 +144,12 @@ async def test_the_app_opens_on_the_stack_tree() -> None:
             "script.py:20 in <module>",
             "script.py:13 in torch_dynamo_resume_in_scale_shift_at_13  ✓ 1/1 ↻",
         ]
+
+
+def test_a_capture_without_stacks_shows_no_tree() -> None:
+    """TORCH_LOGS text logs no stacks: a tree of one "(no stack logged)" node says nothing."""
+    model = load_source(str(CPU_SAMPLE / "torch_logs.txt"))
+    assert len(model.compiles) == 5
+    assert not any(t.plain.startswith("stacks that led") for t in model_summary(model, "x"))
+    assert "Stacks that led" not in summary_text(model)
+    assert summary_document(model)["overview"]["stack_tree"] == []

@@ -12,7 +12,14 @@ from typing import Any
 from tcview.analysis.compiletime import compile_seconds, time_note
 from tcview.model.objects import MARK_TABLE, Model, group_breaks
 from tcview.model.ranks import RankSet, rank_of, ranks_of, wanted
-from tcview.report.stacks import STACKS_ITEM, CompileRun, StackNode, compile_runs, stack_trie
+from tcview.report.stacks import (
+    NO_STACK,
+    STACKS_ITEM,
+    CompileRun,
+    StackNode,
+    compile_runs,
+    stack_trie,
+)
 
 ERRORS_SHOWN = 5  # the run's errors (the Errors view and the report's section list them all)
 BREAKS_SHOWN = 5  # distinct graph breaks, most frequent first
@@ -111,7 +118,8 @@ def build_overview(model: Model, ranks: RankSet = None) -> Overview:
     timed.sort(key=lambda c: -(compile_seconds(c) or 0))
     skipped = model.skipped
     roots = stack_trie(model, ranks)
-    rows = stack_rows(roots)
+    # A capture without stacks (TORCH_LOGS text) would list every compile under NO_STACK.
+    rows = stack_rows(roots) if any(r.where != NO_STACK for r in roots) else []
     return Overview(
         errors=[
             ErrorRow(e.headline, e.stack[-1] if e.stack else "") for e in errors[:ERRORS_SHOWN]
