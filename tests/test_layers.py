@@ -171,3 +171,17 @@ def test_no_widget_imports_the_app() -> None:
     widgets = [m for m in EDGES if layer(m) == "ui" and m not in APPS]
     users = [m for m in widgets if "tcview.ui.app" in EDGES[m]]
     assert users == []
+
+
+def test_run_mode_composes_the_browser_and_subclasses_no_tcview_app() -> None:
+    """Issue 25: run mode is composition: `RunApp` builds its own browser screen with the
+    job's pane in it, over the keys every app shares (app.BrowserApp), not `TcviewApp`."""
+    import inspect
+
+    from tcview.ui import run_app
+    from tcview.ui.app import BrowserApp, TcviewApp
+
+    classes = [c for _, c in inspect.getmembers(run_app, inspect.isclass)]
+    own = [c for c in classes if c.__module__ == run_app.__name__]
+    assert run_app.RunApp in own and issubclass(run_app.RunApp, BrowserApp)
+    assert [c.__name__ for c in own if issubclass(c, TcviewApp)] == []

@@ -16,11 +16,11 @@ from tcview.ui.app import TcviewApp
 from tcview.ui.messages import ShowSource
 
 UI = Path(__file__).resolve().parent.parent / "tcview" / "ui"
-# Who may import what above it: the app composes the browser; run mode's app is the app with
-# the job's pane composed in and run mode's keys.
+# Who may import what above it: the app composes the browser; run mode's app composes a
+# browser with the job's pane in it, under the keys of every app (app.BrowserApp) and its own.
 MAY_IMPORT = {
     "app.py": {"tcview.ui.browser"},
-    "run_app.py": {"tcview.ui.app"},
+    "run_app.py": {"tcview.ui.app", "tcview.ui.browser"},
 }
 OWNERS = {"tcview.ui.app", "tcview.ui.browser", "tcview.ui.run_app"}
 

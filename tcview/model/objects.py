@@ -315,6 +315,17 @@ def is_torch_internal(filename: str) -> bool:
 STATUSES = ("failed", "no metrics", "empty graph", "graph break", "ok")
 # What a compile is besides its status: a recompile (frame_compile_id > 0), a cache hit.
 MARKS = ("recompile", "cache hit")
+# Each status's and mark's symbol and style (a Rich style, and a name of `text.term.STYLES`).
+# The one table: the tree, the views, the help's legend and the overview's stack tree read it.
+MARK_TABLE: dict[str, tuple[str, str]] = {
+    "failed": ("✗", "bold red"),
+    "no metrics": ("?", "dim"),
+    "empty graph": ("∅", "magenta"),
+    "graph break": ("✂", "yellow"),
+    "ok": ("✓", "green"),
+    "recompile": ("↻", "cyan"),
+    "cache hit": ("●", "blue"),
+}
 
 
 @dataclass(eq=False)

@@ -1,5 +1,6 @@
-"""The overview of an input, built once as plain data: the crash, the most frequent graph
-breaks, the slowest compiles and the skipped files, each cut at one length. The app shows it
+"""The overview of an input, built once as plain data: the crash, the user stacks that led to
+the compiles (tlparse's stack trie), the most frequent graph breaks, the slowest compiles and
+the skipped files, each cut at one length. The app shows it
 when no item is picked (`tcview.ui.content.model_summary`), `tcview summary` prints it among
 its sections (`summary.summary_text`) and its ``--json`` holds it under ``overview``."""
 
@@ -9,13 +10,23 @@ from dataclasses import dataclass
 from typing import Any
 
 from tcview.analysis.compiletime import compile_seconds, time_note
-from tcview.model.objects import Model, group_breaks
+from tcview.model.objects import MARK_TABLE, Model, group_breaks
 from tcview.model.ranks import RankSet, rank_of, ranks_of, wanted
+from tcview.report.stacks import (
+    NO_STACK,
+    STACKS_ITEM,
+    CompileRun,
+    StackNode,
+    compile_runs,
+    stack_trie,
+)
 
 ERRORS_SHOWN = 5  # the run's errors (the Errors view and the report's section list them all)
 BREAKS_SHOWN = 5  # distinct graph breaks, most frequent first
 SLOWEST_SHOWN = 5  # compiles, slowest first
 SKIPPED_SHOWN = 20  # files that were not read
+STACK_ROWS = 12  # lines of the stack tree (`tcview show PATH stacks` prints it all)
+STACKS_MORE = f"tcview show PATH {STACKS_ITEM} prints them all"
 
 
 @dataclass(frozen=True)
@@ -30,6 +41,15 @@ class BreakRow:
     reason: str
     location: str  # where the first of them broke, short ("" when not logged)
     ranks: list[int]  # the ranks that took it
+
+
+@dataclass(frozen=True)
+class StackRow:
+    """A frame of the stack tree, under its caller; `compiles`: those whose stack ends here."""
+
+    depth: int
+    where: str  # ``train.py:40 in step``
+    compiles: list[CompileRun]
 
 
 @dataclass(frozen=True)
@@ -53,11 +73,19 @@ class Overview:
     skipped: list[tuple[str, str]]  # (path, why), the first SKIPPED_SHOWN
     skipped_total: int
     many_ranks: bool  # rows then say their rank
+    stacks: list[StackRow]  # the first STACK_ROWS
+    stack_rows: int  # lines of the whole tree
+    stacked: int  # compiles in the tree
 
     def json(self) -> dict[str, Any]:
         return {
             "errors": [{"headline": e.headline, "at": e.at} for e in self.errors],
             "errors_total": self.errors_total,
+            "stack_tree": [
+                {"depth": r.depth, "frame": r.where, "compiles": [c.json() for c in r.compiles]}
+                for r in self.stacks
+            ],
+            "stack_tree_lines": self.stack_rows,
             "top_breaks": [
                 {"count": b.count, "reason": b.reason, "location": b.location, "ranks": b.ranks}
                 for b in self.breaks
@@ -89,6 +117,9 @@ def build_overview(model: Model, ranks: RankSet = None) -> Overview:
     timed = [c for c in model.compiles if compile_seconds(c) is not None and wanted(ranks, c)]
     timed.sort(key=lambda c: -(compile_seconds(c) or 0))
     skipped = model.skipped
+    roots = stack_trie(model, ranks)
+    # A capture without stacks (TORCH_LOGS text) would list every compile under NO_STACK.
+    rows = stack_rows(roots) if any(r.where != NO_STACK for r in roots) else []
     return Overview(
         errors=[
             ErrorRow(e.headline, e.stack[-1] if e.stack else "") for e in errors[:ERRORS_SHOWN]
@@ -119,4 +150,49 @@ def build_overview(model: Model, ranks: RankSet = None) -> Overview:
         skipped=[(str(p), why) for p, why in skipped[:SKIPPED_SHOWN]],
         skipped_total=len(skipped),
         many_ranks=len(ranks_of(model)) > 1,
+        stacks=rows[:STACK_ROWS],
+        stack_rows=len(rows),
+        stacked=sum(r.count for r in roots),
     )
+
+
+def stack_rows(roots: list[StackNode]) -> list[StackRow]:
+    """The trie a frame a row, callers first (shared first frames once: the trie folds them)."""
+    out: list[StackRow] = []
+
+    def walk(node: StackNode, depth: int) -> None:
+        out.append(StackRow(depth, node.short, compile_runs(node.compiles)))
+        for child in node.children:
+            walk(child, depth + 1)
+
+    for root in roots:
+        walk(root, 0)
+    return out
+
+
+def stack_row_parts(row: StackRow, many_ranks: bool) -> list[tuple[str, str]]:
+    """A row as (text, style) pieces, two columns a level (and two to start with): the frame,
+    then its compiles, each ``✓ 6/0–6/7 ↻`` (status, ids, marks: `MARK_TABLE`), ranked when
+    there are several ranks. The app styles the pieces; the text summary joins them."""
+    parts = [("  " * (row.depth + 1), ""), (row.where, "")]
+    for i, run in enumerate(row.compiles):
+        parts.append(("  " if i == 0 else " · ", "dim"))
+        if many_ranks and run.rank is not None:
+            parts.append((f"rank {run.rank} ", "dim"))
+        symbol, style = MARK_TABLE.get(run.status, ("?", ""))
+        parts.append((f"{symbol} ", style))
+        parts.append((run.ids, "bold"))
+        for mark in run.marks:
+            symbol, style = MARK_TABLE[mark]
+            parts.append((f" {symbol}", style))
+    return parts
+
+
+def stacks_title(overview: Overview) -> str:
+    return f"stacks that led to {overview.stacked} compile(s)"
+
+
+def stacks_more(overview: Overview) -> str:
+    """``… 23 more lines (…)``, or "" when the tree is shown whole."""
+    more = overview.stack_rows - len(overview.stacks)
+    return f"… {more} more line(s) ({STACKS_MORE})" if more > 0 else ""

@@ -14,10 +14,12 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
+from weakref import WeakKeyDictionary
 
-from tcview.model.objects import Compile, Model, StackFrame, stack_frames
-from tcview.model.ranks import ranks_of
+from tcview.model.objects import MARKS, Compile, Model, StackFrame, stack_frames
+from tcview.model.ranks import RankSet, ranks_of, wanted
 from tcview.report.detail import Detail
 from tcview.text.safe import safe_text
 
@@ -55,9 +57,38 @@ class StackNode:
         """Compiles at this node and under it."""
         return len(self.compiles) + sum(c.count for c in self.children)
 
+    @property
+    def short(self) -> str:
+        """``train.py:40 in step``: `where` without the file's directories."""
+        if not self.file:
+            return self.where
+        return f"{Path(self.file).name}:{self.line} in {self.name}"
+
+
+@dataclass(frozen=True)
+class CompileRun:
+    """Compiles of one frame in a row with one status (`compile_runs`): ``6/0–6/7 ok``."""
+
+    first: str  # the first's id label
+    last: str  # the last's ("" when the run is one compile)
+    rank: int | None
+    status: str
+    marks: list[str]  # the `MARKS` any of them has
+
+    @property
+    def ids(self) -> str:
+        return f"{self.first}–{self.last}" if self.last else self.first
+
+    def json(self) -> dict[str, Any]:
+        return {"ids": self.ids, "rank": self.rank, "status": self.status, "marks": self.marks}
+
 
 def user_frames(stack: list[StackFrame]) -> list[StackFrame]:
     return [f for f in stack if not _MACHINERY.search(f.filename)]
+
+
+# A recompile's stack, once read from disk (the app's overview builds the trie on each refresh).
+_READ: WeakKeyDictionary[Compile, list[StackFrame]] = WeakKeyDictionary()
 
 
 def compile_stack(comp: Compile) -> list[StackFrame]:
@@ -67,6 +98,12 @@ def compile_stack(comp: Compile) -> list[StackFrame]:
     frame = comp.frame
     if frame is not None and frame.compiles and frame.compiles[0] is comp:
         return frame.stack
+    if comp not in _READ:
+        _READ[comp] = _read_stack(comp)
+    return _READ[comp]
+
+
+def _read_stack(comp: Compile) -> list[StackFrame]:
     for rec in comp.records_of("dynamo_start"):
         try:
             meta = rec.full_meta()
@@ -78,12 +115,13 @@ def compile_stack(comp: Compile) -> list[StackFrame]:
     return comp.frame.stack if comp.frame is not None else []
 
 
-def stack_trie(model: Model) -> list[StackNode]:
+def stack_trie(model: Model, ranks: RankSet = None) -> list[StackNode]:
     """The roots: one per distinct outermost frame (in the order compiles reached them), and
-    `NO_STACK` for compiles whose frame logged no stack (TORCH_LOGS text, older torch)."""
+    `NO_STACK` for compiles whose frame logged no stack (TORCH_LOGS text, older torch);
+    `ranks`: only these ranks' compiles (None: all)."""
     root = StackNode("")
     unlogged = StackNode(NO_STACK)
-    for comp in list(model.compiles):
+    for comp in [c for c in model.compiles if wanted(ranks, c)]:
         frames = user_frames(compile_stack(comp))
         if not frames:
             unlogged.compiles.append(comp)
@@ -101,9 +139,8 @@ def compile_label(comp: Compile, ranks: bool) -> str:
     return f"{who}{comp.id_label} {comp.status_text}"
 
 
-def compiles_text(comps: list[Compile], ranks: bool) -> str:
-    """The compiles of a node in a line: runs of one frame's compiles with the same status
-    and marks folded (``6/0–6/7 ok``)."""
+def _runs(comps: list[Compile]) -> list[list[Compile]]:
+    """Runs of one frame's consecutive compiles with the same status and cache use."""
     runs: list[list[Compile]] = []
     for comp in comps:
         last = runs[-1][-1] if runs else None
@@ -119,8 +156,28 @@ def compiles_text(comps: list[Compile], ranks: bool) -> str:
             runs[-1].append(comp)
         else:
             runs.append([comp])
+    return runs
+
+
+def compile_runs(comps: list[Compile]) -> list[CompileRun]:
+    """A node's compiles, runs folded (``6/0–6/7``), each with its status and marks."""
+    return [
+        CompileRun(
+            run[0].id_label,
+            run[-1].id_label if len(run) > 1 else "",
+            run[0].file.rank,
+            run[0].status,
+            [m for m in MARKS if any(m in c.marks for c in run)],
+        )
+        for run in _runs(comps)
+    ]
+
+
+def compiles_text(comps: list[Compile], ranks: bool) -> str:
+    """The compiles of a node in a line: runs of one frame's compiles with the same status
+    and marks folded (``6/0–6/7 ok``)."""
     parts = []
-    for run in runs:
+    for run in _runs(comps):
         first, end = run[0], run[-1]
         if len(run) == 1:
             parts.append(compile_label(first, ranks))

@@ -15,7 +15,13 @@ from tcview.ingest.textlog import TextLog
 from tcview.model.facts import short_guard
 from tcview.model.objects import KERNEL_KINDS, Model, short_location
 from tcview.model.ranks import rank_of, ranks_label
-from tcview.report.overview import Overview, build_overview
+from tcview.report.overview import (
+    Overview,
+    build_overview,
+    stack_row_parts,
+    stacks_more,
+    stacks_title,
+)
 from tcview.report.stacks import model_stacks_json
 
 # What --fail-on can name: a count of summary --json, "divergence" (its ranks compiled
@@ -122,6 +128,18 @@ def crash_lines(ts: Model, overview: Overview | None = None) -> list[str]:
     return lines
 
 
+def stack_tree_lines(overview: Overview) -> list[str]:
+    """The overview's stack tree under its heading, after a blank line (or nothing)."""
+    if not overview.stacks:
+        return []
+    title = stacks_title(overview)
+    lines = ["", title[:1].upper() + title[1:]]
+    for row in overview.stacks:
+        lines.append("".join(text for text, _style in stack_row_parts(row, overview.many_ranks)))
+    more = stacks_more(overview)
+    return [*lines, f"  {more}"] if more else lines
+
+
 def _fmt_s(value: float | None) -> str:
     if value is None:
         return "   -  "
@@ -207,6 +225,7 @@ def summary_text(ts: Model, verify: bool = False, width: int = 100) -> str:
             f"{e['data_dependent_errors']} · fake-kernel problems {e['fake_kernel_problems']}"
             " (tcview show PATH export prints the report)"
         )
+    lines.extend(stack_tree_lines(overview))
     add("")
     add("Runs")
     for run in ts.runs:

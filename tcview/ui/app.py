@@ -3,11 +3,13 @@
 The browser screen (browser.py) owns the model session, the tree, the reader and the views;
 the app holds the keys that work everywhere (the browser's included: `b` opens the breaks view
 from any view) and hands them, and the messages views and dialogs post up, to the browser.
+`BrowserApp` is that part alone, over a browser screen it is given: `TcviewApp` (`tcview open`)
+composes one over its input; run_app.RunApp (`tcview run`) composes one over the job's run
+directory, with the job's pane in it.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable
 from dataclasses import replace
 
 from textual import on
@@ -16,13 +18,12 @@ from textual.binding import Binding
 from textual.containers import ScrollableContainer
 from textual.reactive import reactive
 from textual.screen import Screen
-from textual.widget import Widget
 
 from tcview.analysis.paths import PathMap
 from tcview.ingest.session import ModelSession
 from tcview.model.objects import Model
 from tcview.ui.bench import BENCH_BINDINGS, BenchDialog, CancelBenchDialog
-from tcview.ui.browser import BrowserScreen, Job
+from tcview.ui.browser import BrowserScreen
 from tcview.ui.diffview import CompileDiffView
 from tcview.ui.finder import ResultsTree, SearchScreen
 from tcview.ui.help import HelpPlace, HelpScreen, bindings_of
@@ -230,8 +231,9 @@ BROWSE_BINDINGS = [
 ]
 
 
-class TcviewApp(App[int]):
-    """The browser over one input (`tcview open`); `panes` and `job`: see BrowserScreen."""
+class BrowserApp(App[int]):
+    """The keys that work everywhere, handed to `browser`, the messages it gets from below,
+    and the help: what `tcview open` and `tcview run` share. It makes no screen of its own."""
 
     CSS_PATH = "app.tcss"
     TITLE = "tcview"
@@ -244,37 +246,10 @@ class TcviewApp(App[int]):
     status_left: reactive[str] = reactive("")
     status_right: reactive[str] = reactive("")
 
-    def __init__(
-        self,
-        path: str,
-        goto: str | None = None,
-        follow: bool = False,
-        model: Model | None = None,
-        poll: bool = False,
-        stdin_fd: int | None = None,
-        path_map: PathMap | None = None,
-        no_exec: bool = False,
-        python: str | None = None,
-        panes: Iterable[Widget] = (),
-        job: Job | None = None,
-        profile: str | None = None,
-    ) -> None:
+    def __init__(self, browser: BrowserScreen) -> None:
         super().__init__()
         self.animation_level = "none"
-        self.browser = BrowserScreen(
-            path,
-            goto=goto,
-            follow=follow,
-            model=model,
-            poll=poll,
-            stdin_fd=stdin_fd,
-            path_map=path_map,
-            no_exec=no_exec,
-            python=python,
-            panes=panes,
-            job=job,
-            profile=profile,
-        )
+        self.browser = browser
 
     def get_default_screen(self) -> Screen[None]:
         return self.browser
@@ -458,3 +433,35 @@ class TcviewApp(App[int]):
             ),
             HelpPlace("Help", bindings_of(HelpScreen)),
         ]
+
+
+class TcviewApp(BrowserApp):
+    """The browser over one input (`tcview open`)."""
+
+    def __init__(
+        self,
+        path: str,
+        goto: str | None = None,
+        follow: bool = False,
+        model: Model | None = None,
+        poll: bool = False,
+        stdin_fd: int | None = None,
+        path_map: PathMap | None = None,
+        no_exec: bool = False,
+        python: str | None = None,
+        profile: str | None = None,
+    ) -> None:
+        super().__init__(
+            BrowserScreen(
+                path,
+                goto=goto,
+                follow=follow,
+                model=model,
+                poll=poll,
+                stdin_fd=stdin_fd,
+                path_map=path_map,
+                no_exec=no_exec,
+                python=python,
+                profile=profile,
+            )
+        )

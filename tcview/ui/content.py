@@ -19,6 +19,7 @@ from tcview.analysis.findings import Finding
 from tcview.analysis.kernels import OUTPUT_CODES, KernelSpan
 from tcview.model.objects import (
     GRAPH_KINDS,
+    MARK_TABLE,
     MD5_BLANK_LINES,
     MD5_MISMATCH,
     Compile,
@@ -40,7 +41,13 @@ from tcview.report.detail import (
     record_name,
     row_parts,
 )
-from tcview.report.overview import Overview, build_overview
+from tcview.report.overview import (
+    Overview,
+    build_overview,
+    stack_row_parts,
+    stacks_more,
+    stacks_title,
+)
 from tcview.report.summary import InputState, counts_line
 from tcview.text.safe import safe_line
 
@@ -53,18 +60,7 @@ METRIC_KINDS = frozenset(
     ]
 )
 JSON_LIMIT = 32 << 20
-# The marks a tree row draws for a compile's status (model.STATUSES, worst first) and beside it
-# (model.MARKS): a symbol and a style each. The one table: the tree, the views and the help's
-# legend read it.
-MARK_TABLE: dict[str, tuple[str, str]] = {
-    "failed": ("✗", "bold red"),
-    "no metrics": ("?", "dim"),
-    "empty graph": ("∅", "magenta"),
-    "graph break": ("✂", "yellow"),
-    "ok": ("✓", "green"),
-    "recompile": ("↻", "cyan"),
-    "cache hit": ("●", "blue"),
-}
+# The tree's marks (model.MARK_TABLE, the one table): a symbol and a style by name.
 STATUS_MARK = {name: symbol for name, (symbol, _style) in MARK_TABLE.items()}
 STATUS_STYLE = {name: style for name, (_symbol, style) in MARK_TABLE.items()}
 # A compile's CUDA graphs (trace.cudagraphs.CudaGraphs.state): a style and a symbol each.
@@ -524,6 +520,23 @@ def findings_summary(found: Sequence[Finding] | None) -> list[Text]:
     return out
 
 
+def stacks_summary(overview: Overview) -> list[Text]:
+    """The stack tree (tlparse's stack trie), its first rows, for the overview (or nothing)."""
+    if not overview.stacks:
+        return []
+    out = [Text(""), Text(stacks_title(overview), style="bold underline")]
+    for row in overview.stacks:
+        out.append(
+            Text.assemble(
+                *(lit(text, style) for text, style in stack_row_parts(row, overview.many_ranks))
+            )
+        )
+    more = stacks_more(overview)
+    if more:
+        out.append(lit(f"  {more}", "dim"))
+    return out
+
+
 def crash_summary(overview: Overview) -> list[Text]:
     """ "The run crashed" and its first errors, for the top of the overview (or nothing)."""
     if not overview.errors_total:
@@ -609,6 +622,7 @@ def model_summary(
                 style="bold magenta",
             )
         )
+    out.extend(stacks_summary(overview))
     out.append(Text(""))
     if state is None:
         for key, value in s.items():

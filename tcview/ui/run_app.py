@@ -1,5 +1,6 @@
-"""`tcview run` in the TUI: the browser app following the job's run directory, with the job's
-pane (run_pane.JobPane) composed in, and the command's entry point `run_live`."""
+"""`tcview run` in the TUI: the browser screen following the job's run directory with the job's
+pane (run_pane.JobPane) composed in, under the keys every tcview app has (app.BrowserApp) and
+run mode's; and the command's entry point `run_live`."""
 
 from __future__ import annotations
 
@@ -18,7 +19,8 @@ from tcview.run.cleanup import kill_all
 from tcview.run.report import status_line
 from tcview.run.session import Launcher, RunSession
 from tcview.run.spec import LaunchError
-from tcview.ui.app import BROWSE_BINDINGS, QUIT, TEXTUAL_BINDINGS, TcviewApp
+from tcview.ui.app import BROWSE_BINDINGS, QUIT, TEXTUAL_BINDINGS, BrowserApp
+from tcview.ui.browser import BrowserScreen
 from tcview.ui.help import HelpPlace, bindings_of
 from tcview.ui.run_pane import RUN_BINDINGS, ConfirmStop, JobPane, OutputView, run_mode
 
@@ -26,9 +28,9 @@ SignalHandler: TypeAlias = Callable[[int, FrameType | None], Any] | int | signal
 SIGNAL_EXIT_DEADLINE_S = 5.0  # a signalled tcview ends this long after the job, at the latest
 
 
-class RunApp(TcviewApp, inherit_bindings=False):
-    """The browser following a job's run directory, with the job's pane (`JobPane`) composed
-    in. This class only declares run mode's keys and hands them to the pane."""
+class RunApp(BrowserApp, inherit_bindings=False):
+    """A browser screen following a job's run directory, with the job's pane (`JobPane`)
+    composed in; run mode's keys, handed to the pane, besides every app's."""
 
     # Run keys first: the footer shows bindings in this order (it has 120 columns for them).
     # Textual's own keymap (App.set_keymap) would do the key change at run time, but it drops
@@ -46,14 +48,16 @@ class RunApp(TcviewApp, inherit_bindings=False):
     ) -> None:
         self.job = JobPane(launcher, session)
         super().__init__(
-            str(session.run_dir),
-            follow=True,
-            poll=poll,
-            path_map=path_map,
-            no_exec=no_exec,
-            python=launcher.spec.python,
-            panes=[self.job],
-            job=self.job,
+            BrowserScreen(
+                str(session.run_dir),
+                follow=True,
+                poll=poll,
+                path_map=path_map,
+                no_exec=no_exec,
+                python=launcher.spec.python,
+                panes=[self.job],
+                job=self.job,
+            )
         )
         self.signalled: int | None = None  # 128 + signal when SIGTERM/SIGHUP ended tcview
 
@@ -100,7 +104,7 @@ class RunApp(TcviewApp, inherit_bindings=False):
         self.job.quit()
 
 
-def final_counts(app: TcviewApp) -> dict[str, int]:
+def final_counts(app: BrowserApp) -> dict[str, int]:
     """The status bar's four numbers as the app last had them (printed after it closed)."""
     model = app.model
     if model is None:
@@ -144,9 +148,7 @@ def _signals_end(app: RunApp) -> Iterator[None]:
             signal.signal(sig, old)
 
 
-def run_live(
-    launcher: Launcher, path_map: PathMap | None = None, no_exec: bool = False
-) -> int:
+def run_live(launcher: Launcher, path_map: PathMap | None = None, no_exec: bool = False) -> int:
     """Run the job with the TUI; the job's exit code (2 if it could not start, 128 + signal
     if tcview was signalled; `tcview.commands.run` applies --fail-on)."""
     try:
