@@ -188,7 +188,7 @@ def test_recompile_limit_and_storm(shared_traces: Path) -> None:
     assert "mark_dynamic(x, 1)" in hit.fix
     assert hit.doc.endswith("programming_model.recompilation.html")
     storm = _of(found, RECOMPILE_STORM)
-    assert [f.title for f in storm] == ["`f` recompiled 3 times on `x` dtype"]
+    assert [f.title for f in storm] == ["`f` recompiled 3 times on `x` dtype, `n` value"]
     assert storm[0].severity == "warning"
     assert _line(storm[0]) == ("recompiles.py", 6)  # the guard's user stack: `+ n`
 

@@ -491,10 +491,13 @@ def _recompiles(model: Model) -> list[Finding]:
             }
             if source.rank is not None:
                 evidence["rank"] = source.rank
-            what = causes[0] if causes else None
+            named = [c for c in causes if c["input"]]
             because = ""
-            if what is not None and what["input"]:
-                because = f" on `{what['input']}` {what['what']}"
+            if len(named) == 1:
+                because = f" on `{named[0]['input']}` {named[0]['what']}"
+            elif named:  # each cause, most recompiles first (as `causes` is ordered)
+                shown = ", ".join(f"`{c['input']}` {c['what']}" for c in named[:3])
+                because = f" on {shown}" + (f" and {len(named) - 3} more" if len(named) > 3 else "")
             if limit is not None:
                 kind, severity = RECOMPILE_LIMIT, "error"
                 title = f"`{name}` hit the recompile limit{because}: it runs eagerly from then on"
