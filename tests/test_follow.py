@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import random
 import shutil
 import threading
 import time
@@ -234,3 +235,38 @@ def test_follow_reads_the_files_a_one_shot_load_reads(tmp_path: Path) -> None:
     assert [f.path for f in follower.model.files] == [f.path for f in one_shot.files]
     assert notes in [p for p, _why in one_shot.skipped]
     assert _summary(follower.model) == _summary(one_shot)
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_rank_files_growing_interleaved_equal_one_shot(
+    fixture_runs: Path, tmp_path: Path, seed: int
+) -> None:
+    """Two ranks' files written a random piece at a time, in turns, and read between pieces:
+    the summary (its findings, stack tree and groups included) is the one-shot load's, whatever
+    file a fact arrived from first."""
+    src = fixture_runs / "ranks_ddp2"
+    expected = _summary(load_source(str(src)))
+    rnd = random.Random(seed)
+    datas = {p.relative_to(src): p.read_bytes() for p in sorted(src.rglob("*")) if p.is_file()}
+    dest = tmp_path / "live"
+    follower = Follower(str(dest))
+    pos = dict.fromkeys(datas, 0)
+    handles = {}
+    for rel in datas:
+        (dest / rel).parent.mkdir(parents=True, exist_ok=True)
+        handles[rel] = open(dest / rel, "wb")  # noqa: SIM115
+    try:
+        while left := [r for r in datas if pos[r] < len(datas[r])]:
+            rel = rnd.choice(left)
+            piece = datas[rel][pos[rel] : pos[rel] + rnd.randint(1, 60000)]
+            handles[rel].write(piece)
+            handles[rel].flush()
+            pos[rel] += len(piece)
+            if rnd.random() < 0.5:
+                follower.step()
+    finally:
+        for fh in handles.values():
+            fh.close()
+    follower.step()
+    follower.finish()
+    assert _summary(follower.model) == expected

@@ -119,6 +119,12 @@ def _takes(n: int, share: float) -> bool:
     return int((n + 1) * share + shift) > int(n * share + shift)
 
 
+
+def walk_key(path: Path) -> list[tuple[int, str]]:
+    """Where `discover`'s walk finds `path`: a folder's files (by name) before its subfolders."""
+    parts = path.parts
+    return [(1, d) for d in parts[:-1]] + [(0, parts[-1])]
+
 class TraceSet(Model):
     """All trace files of one input, with the facts derived from them."""
 
@@ -150,8 +156,18 @@ class TraceSet(Model):
 
     def add_file(self, path: Path) -> TraceFile:
         tf = self.new_file(path)
-        self.files.append(tf)
+        self._insert(tf)
         return tf
+
+    def _insert(self, tf: TraceFile) -> None:
+        """Files in discovery's order (a directory's files before its subdirectories, each by
+        name), whatever order a followed directory's files appeared in: every list made from
+        the model is the same as a load's."""
+        key = walk_key(tf.path)
+        at = len(self.files)
+        while at and walk_key(self.files[at - 1].path) > key:
+            at -= 1
+        self.files.insert(at, tf)
 
     def add_text(self, text: TextLog, skipped: list[tuple[Path, str]] | None = None) -> None:
         """Attach a run directory's TORCH_LOGS capture (and, when given, the skipped files
@@ -174,7 +190,7 @@ class TraceSet(Model):
         except snapshot.Invalid:
             return None
         with lock:
-            self.files.append(tf)
+            self._insert(tf)
             self.builder.adopt(facts)
             tf.settle()
             self.version += 1

@@ -1091,7 +1091,11 @@ class Model(Facts, ABC):
         return [*self.errors, *(self.text.errors if self.text is not None else [])]
 
     def grouped_breaks(self) -> list[BreakGroup]:
-        return group_breaks(self.breaks)
+        # File by file (each in its own order): a followed directory's breaks arrive
+        # interleaved across its files, and the groups must not depend on it.
+        return group_breaks(
+            sorted(self.breaks, key=lambda b: str(b.compile.file.path) if b.compile else "")
+        )
 
     def unknown_kinds(self) -> Counter[str]:
         total: Counter[str] = Counter()

@@ -116,12 +116,15 @@ def _read_stack(comp: Compile) -> list[StackFrame]:
 
 
 def stack_trie(model: Model, ranks: RankSet = None) -> list[StackNode]:
-    """The roots: one per distinct outermost frame (in the order compiles reached them), and
-    `NO_STACK` for compiles whose frame logged no stack (TORCH_LOGS text, older torch);
+    """The roots: one per distinct outermost frame (in the order compiles reached them, file by
+    file), and `NO_STACK` for compiles whose frame logged no stack (TORCH_LOGS text, older torch);
     `ranks`: only these ranks' compiles (None: all)."""
     root = StackNode("")
     unlogged = StackNode(NO_STACK)
-    for comp in [c for c in model.compiles if wanted(ranks, c)]:
+    # By file path, then the file's own order: a followed directory adds files in the order
+    # they appeared, a load in path order, and the tree must not depend on which.
+    chosen = sorted((c for c in model.compiles if wanted(ranks, c)), key=lambda c: str(c.file.path))
+    for comp in chosen:
         frames = user_frames(compile_stack(comp))
         if not frames:
             unlogged.compiles.append(comp)
