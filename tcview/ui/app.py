@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from dataclasses import replace
 
-from textual import on
+from textual import events, on
 from textual.app import App
 from textual.binding import Binding
 from textual.containers import ScrollableContainer
@@ -280,6 +280,17 @@ class BrowserApp(App[int]):
 
     def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
         return self.browser.allows(action, parameters)
+
+    def get_key_display(self, binding: Binding) -> str:
+        """Modifiers spelled one way everywhere (footer, help, texts): ``ctrl+p`` as
+        ``shift+tab``, never Textual's ``^p``."""
+        shown = super().get_key_display(binding)
+        return shown if binding.key_display else shown.replace("^", "ctrl+")
+
+    def on_key(self, event: events.Key) -> None:
+        """The rank keys are off on a trace of one rank (no binding took the key): say why."""
+        if event.key in ("a", "number_sign") and not self.browser.allows("filter_ranks", ()):
+            self.notify("one rank in this trace: no ranks to compare (a) or pick (#)", markup=False)
 
     # ------------------------------------------------------------ messages up
 

@@ -1016,14 +1016,30 @@ class BrowserScreen(Screen[None]):
             item = node.data if node is not None else None
         return item.obj if item is not None else None
 
-    def _taken(self) -> Taken | None:
-        """The selected item's text, else the text the focused viewer shows."""
+    # y, Y and e read the item (a payload, from disk) in a worker: the UI goes on meanwhile.
+
+    def action_copy(self) -> None:
+        self._take(self.selected_object(), self._copy)
+
+    def action_save(self) -> None:
+        self._take(self.selected_object(), self._save)
+
+    @work(thread=True, group="take", exclusive=True, exit_on_error=False, description="take")
+    def _take(self, obj: object, then: Callable[[Taken], None]) -> None:
+        problem = ""
         try:
             with self.session.lock:
-                taken = copy_text(self.selected_object(), self.model)
+                taken = copy_text(obj, self.model)
         except OSError as exc:
-            self.notify(markup=False, message=f"could not read it: {exc}", severity="error")
-            return None
+            taken, problem = None, f"could not read it: {exc}"
+        if not get_current_worker().is_cancelled:
+            self.app.call_from_thread(self._took, taken, problem, then)
+
+    def _took(self, taken: Taken | None, problem: str, then: Callable[[Taken], None]) -> None:
+        """The item's text (else the text the focused viewer shows) to `then`."""
+        if problem:
+            self.notify(markup=False, message=problem, severity="error")
+            return
         if taken is None:
             focused = self.app.focused
             viewer = focused if isinstance(focused, CodeView) else None
@@ -1036,13 +1052,10 @@ class BrowserScreen(Screen[None]):
                 taken = Taken(doc.title or "text shown", text, doc.title or "tcview")
         if taken is None or not taken.text:
             self.notify(markup=False, message="nothing to copy here", severity="warning")
-            return None
-        return taken
-
-    def action_copy(self) -> None:
-        taken = self._taken()
-        if taken is None:
             return
+        then(taken)
+
+    def _copy(self, taken: Taken) -> None:
         self.app.copy_to_clipboard(taken.text)
         note = (
             " (long: some terminals drop clipboard sequences this long; Y saves to a file)"
@@ -1055,11 +1068,7 @@ class BrowserScreen(Screen[None]):
             f" (OSC 52){note}",
         )
 
-    def action_save(self) -> None:
-        taken = self._taken()
-        if taken is None:
-            return
-
+    def _save(self, taken: Taken) -> None:
         def save(path: str | None) -> None:
             if path is None:
                 return
@@ -1080,15 +1089,23 @@ class BrowserScreen(Screen[None]):
         self.app.push_screen(SaveScreen(taken, self.model), save)
 
     def action_edit(self) -> None:
+        self._locate(self.selected_object(), isinstance(self.app.focused, CodeView))
+
+    @work(thread=True, group="take", exclusive=True, exit_on_error=False, description="locate")
+    def _locate(self, obj: object, in_viewer: bool) -> None:
         try:
             with self.session.lock:
-                locations = locations_of(self.selected_object())
+                locations = locations_of(obj)
         except OSError:
             locations = []
+        if not get_current_worker().is_cancelled:
+            self.app.call_from_thread(self._located, locations, in_viewer)
+
+    def _located(self, locations: list[Location], in_viewer: bool) -> None:
         if not locations:
             self.notify(markup=False, message="no source location here", severity="warning")
             return
-        if len(locations) == 1 or not isinstance(self.app.focused, CodeView):
+        if len(locations) == 1 or not in_viewer:
             self.open_location(locations[0])
             return
         self.app.push_screen(

@@ -11,6 +11,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from rich.cells import cell_len
+from rich.style import Style
 from rich.text import Text
 
 from tcview.analysis.cudagraphs import CudaGraphs
@@ -477,6 +479,80 @@ def verdict_text(comp: Compile) -> Text:
     return text
 
 
+def elide_middle(text: Text, width: int) -> Text:
+    """`text` in at most `width` cells, its middle left out (``torch_dyn…at_13 (x.py:13)``):
+    both ends of a long name say the most."""
+    if text.cell_len <= width:
+        return text
+    if width <= 1:
+        return Text("…"[:width])
+    plain = text.plain
+    head, cells = 0, 0
+    while head < len(plain) and cells + cell_len(plain[head]) <= width // 2:
+        cells += cell_len(plain[head])
+        head += 1
+    tail = len(plain)
+    while tail > head and cells + cell_len(plain[tail - 1]) <= width - 1:
+        tail -= 1
+        cells += cell_len(plain[tail])
+    out = text[:head]
+    out.append("…", style="dim")
+    out.append_text(text[tail:])
+    return out
+
+
+# Parts of a tree label that give way when it is wider than the pane (`fit_label`): words
+# beside a mark's symbol go first (the legend says what the symbols mean), then the middle
+# of the name. What stays: the id, the marks, the time.
+FIT_WORD = Style(meta={"fit": "word"})
+FIT_NAME = Style(meta={"fit": "name"})
+
+
+def _fit_spans(text: Text, part: str) -> list[tuple[int, int]]:
+    return [
+        (span.start, span.end)
+        for span in text.spans
+        if isinstance(span.style, Style) and span.style.meta.get("fit") == part
+    ]
+
+
+def fit_label(text: Text, width: int) -> Text:
+    """`text` in at most `width` cells: without its FIT_WORD words, then with its FIT_NAME
+    name elided in the middle, then cut at the end."""
+    if text.cell_len <= width:
+        return text
+    words = _fit_spans(text, "word")
+    if words:
+        kept, pos = Text(), 0
+        for start, end in sorted(words):
+            kept.append_text(text[pos:start])
+            pos = max(pos, end)
+        kept.append_text(text[pos:])
+        text = kept
+        if text.cell_len <= width:
+            return text
+    names = _fit_spans(text, "name")
+    if names:
+        start, end = names[0]
+        name = text[start:end]
+        room = width - (text.cell_len - name.cell_len)
+        if room >= 6:
+            out = text[:start]
+            out.append_text(elide_middle(name, room))
+            out.append_text(text[end:])
+            return out
+    return elide_end(text, width)
+
+
+def elide_end(text: Text, width: int) -> Text:
+    """`text` in at most `width` cells, its end cut (``…``)."""
+    if text.cell_len <= width:
+        return text
+    out = text.copy()
+    out.truncate(width, overflow="ellipsis")
+    return out
+
+
 def bar(value: float, top: float, width: int, style: str) -> Text:
     """A horizontal bar with eighth-block resolution."""
     if top <= 0 or width <= 0:
@@ -542,7 +618,7 @@ def crash_summary(overview: Overview) -> list[Text]:
     if not overview.errors_total:
         return []
     total = overview.errors_total
-    out = [Text(f"The run crashed: {total} error(s)  (e for all)", style="bold red")]
+    out = [Text(f"The run crashed: {total} error(s)  (E for all)", style="bold red")]
     for error in overview.errors:
         out.append(Text.assemble("  ", lit(error.headline, "red")))
         if error.at:

@@ -78,9 +78,14 @@ def group_label(hit: Hit, model: Model, count: int) -> Text:
     place = place_of(hit, model)
     head = f"{place} " if place else ""
     if comp is not None:
-        frame = comp.frame.label if comp.frame is not None else ""
-        text = Text.assemble((safe_line(f"{head}{comp.id_label}"), "bold"), "  ")
-        text.append(safe_line(frame), style="dim")
+        text = Text.assemble((safe_line(f"{head}{comp.id_label}"), "bold"))
+        frame = comp.frame
+        if frame is not None:
+            # One labelling for a trace's compile and the log's (whose frames have no name).
+            text.append(f"  frame {frame.id_label}", style="dim")
+            if frame.label != f"frame {frame.id_text}":
+                text.append(" · ", style="dim")
+                text.append(safe_line(frame.label), style="dim")
     elif hit.source is not None:
         text = Text(safe_line(f"{head}{hit.source.display} · records without a compile id"))
     else:

@@ -11,7 +11,10 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
+from typing import TypeAlias
 
+from rich.console import Group
+from rich.table import Table
 from rich.text import Text
 from textual.app import ComposeResult
 from textual.binding import Binding, BindingsMap
@@ -22,7 +25,7 @@ from textual.widgets import Static
 
 from tcview.analysis.cudagraphs import CUDAGRAPH_STATES, CudaGraphs
 from tcview.model.objects import MARKS, STATUSES
-from tcview.ui.content import cudagraphs_text, mark_text
+from tcview.ui.content import STATUS_STYLE, cudagraphs_text, mark_text
 
 KEY_WIDTH = 14
 
@@ -91,37 +94,82 @@ def help_rows(
     return out
 
 
-def help_text(places: Sequence[HelpPlace], key_display: Callable[[Binding], str]) -> Text:
-    text = Text()
-    text.append("tcview keys\n", style="bold")
+HelpLine: TypeAlias = "tuple[Text, Text] | Text"  # (keys, what they do), or a heading
+
+
+def help_lines(
+    places: Sequence[HelpPlace], key_display: Callable[[Binding], str]
+) -> list[HelpLine]:
+    """The help, line by line: headings, and (keys, what they do) pairs."""
+    out: list[HelpLine] = [Text("tcview keys", style="bold")]
     for place, rows in help_rows(places, key_display):
         if not rows and not place.notes:
             continue
-        text.append(f"\n{place.title}\n", style="bold underline")
+        out.append(Text(f"\n{place.title}", style="bold underline"))
         for row in rows:
-            text.append(f"  {' '.join(row.keys):<{KEY_WIDTH}}", style="bold cyan")
-            text.append(f"{row.text}\n")
+            out.append((Text(" ".join(row.keys), style="bold cyan"), Text(row.text)))
         for what, explanation in place.notes:
-            text.append(f"  {what:<{KEY_WIDTH}}", style="cyan")
-            text.append(f"{explanation}\n")
-    text.append_text(legend())
-    text.append("\n\nPress escape, q or ? to close.", style="dim")
-    return text
+            out.append((Text(what, style="cyan"), Text(explanation)))
+    out.append(Text(""))
+    out.extend(legend())
+    out.append(Text("\nPress escape, q or ? to close.", style="dim"))
+    return out
 
 
-def legend() -> Text:
-    """What the tree's marks mean: from the table the tree draws with (`content.MARK_TABLE`)."""
+def help_text(places: Sequence[HelpPlace], key_display: Callable[[Binding], str]) -> Text:
+    """The help as one text, each description on one line (what tests and searches read)."""
     text = Text()
-    for title, marks in (
-        ("\nStatus: ", [mark_text(s) for s in STATUSES]),
-        ("\nBeside it: ", [mark_text(m) for m in MARKS]),
-        ("\nCUDA graphs: ", [cudagraphs_text(CudaGraphs(s)) for s in CUDAGRAPH_STATES]),
-    ):
-        text.append(title, style="dim")
-        for mark in marks:
-            text.append_text(mark)
+    for line in help_lines(places, key_display):
+        if isinstance(line, Text):
+            text.append_text(line)
+        else:
+            keys, what = line
             text.append("  ")
+            text.append_text(keys)
+            text.append(" " * max(1, KEY_WIDTH - keys.cell_len))
+            text.append_text(what)
+        text.append("\n")
     return text
+
+
+def help_table(places: Sequence[HelpPlace], key_display: Callable[[Binding], str]) -> Group:
+    """The help as the overlay shows it: a description that wraps goes on under itself (a
+    hanging indent), not under the keys."""
+    parts: list[Text | Table] = []
+    table: Table | None = None
+    for line in help_lines(places, key_display):
+        if isinstance(line, Text):
+            parts.append(line)
+            table = None
+            continue
+        if table is None:
+            table = Table.grid()
+            table.add_column(width=KEY_WIDTH + 2, no_wrap=True)
+            table.add_column(ratio=1)
+            parts.append(table)
+        keys, what = line
+        table.add_row(Text.assemble("  ", keys), what)
+    return Group(*parts)
+
+
+def legend() -> list[tuple[Text, Text]]:
+    """What the marks of the tree and the views mean: from the table they draw with
+    (`content.MARK_TABLE`)."""
+    out = []
+    breaks = Text("×3", style=STATUS_STYLE["graph break"])
+    breaks.append(" graph breaks in one compile", style="")
+    for title, marks in (
+        ("Status", [mark_text(s) for s in STATUSES]),
+        ("Beside it", [*(mark_text(m) for m in MARKS), breaks]),
+        ("CUDA graphs", [cudagraphs_text(CudaGraphs(s)) for s in CUDAGRAPH_STATES]),
+    ):
+        text = Text()
+        for mark in marks:
+            if text:
+                text.append("  ")
+            text.append_text(mark)
+        out.append((Text(title, style="bold"), text))
+    return out
 
 
 class HelpScreen(ModalScreen[None]):
@@ -135,7 +183,7 @@ class HelpScreen(ModalScreen[None]):
 
     def compose(self) -> ComposeResult:
         with VerticalScroll(id="help"):
-            yield Static(help_text(self.places, self.app.get_key_display))
+            yield Static(help_table(self.places, self.app.get_key_display))
 
     def action_close(self) -> None:
         self.dismiss(None)

@@ -13,9 +13,11 @@ from dataclasses import dataclass, field
 from typing import Literal, TypeAlias
 
 from rich.cells import cell_len
+from rich.style import Style
 from rich.text import Text
 from textual.binding import Binding
 from textual.widgets import Tree
+from textual.widgets._tree import TOGGLE_STYLE
 from textual.widgets.tree import TreeNode
 
 from tcview.analysis.compiletime import compile_seconds
@@ -38,13 +40,16 @@ from tcview.model.objects import (
 )
 from tcview.model.ranks import RankSet
 from tcview.ui.content import (
+    CUDAGRAPH_STYLE,
+    CUDAGRAPH_SYMBOL,
+    FIT_NAME,
+    FIT_WORD,
     KIND_STYLE,
     STATUS_MARK,
     STATUS_STYLE,
-    cudagraphs_text,
+    fit_label,
     fmt_seconds,
     lit,
-    mark_text,
     marks_text,
     record_name,
 )
@@ -123,13 +128,26 @@ class Spec:
 # ---------------------------------------------------------------- labels
 
 
+def _name(text: Text, name: str, style: str = "") -> None:
+    """Append the label's name: the part elided in the middle when the pane is narrow."""
+    start = len(text)
+    text.append_text(lit(name, style))
+    text.stylize(FIT_NAME, start, len(text))
+
+
+def _mark(text: Text, name: str, symbol: str, style: str) -> None:
+    """Append ``✓ ok``: the word gives way (the symbol stays) when the pane is narrow."""
+    text.append(symbol, style=style)
+    start = len(text)
+    text.append(f" {name}", style=style)
+    text.stylize(FIT_WORD, start, len(text))
+
+
 def frame_label(frame: Frame) -> Text:
     status = frame.status
     n = len(frame.compiles)
-    text = Text.assemble(
-        (STATUS_MARK.get(status, "?") + " ", STATUS_STYLE.get(status, "")),
-        lit(frame.label),
-    )
+    text = Text(STATUS_MARK.get(status, "?") + " ", style=STATUS_STYLE.get(status, ""))
+    _name(text, frame.label)
     if frame.episode != FIRST_EPISODE:
         text.append(episode_suffix(frame.episode), style="bold")
     if frame.marks:
@@ -141,15 +159,21 @@ def frame_label(frame: Frame) -> Text:
 
 def compile_label(comp: Compile, cudagraphs: CudaGraphs | None = None) -> Text:
     status = comp.status
-    text = Text.assemble(lit(comp.id_label, "bold"), "  ", mark_text(status))
-    if comp.marks:
+    text = Text.assemble(lit(comp.id_label, "bold"), "  ")
+    _mark(text, status, STATUS_MARK.get(status, "?"), STATUS_STYLE.get(status, ""))
+    for mark in comp.marks:
         text.append("  ")
-        text.append_text(marks_text(comp.marks))
+        _mark(text, mark, STATUS_MARK.get(mark, "?"), STATUS_STYLE.get(mark, ""))
     if len(comp.breaks) > 1:
         text.append(f" ×{len(comp.breaks)}", style=STATUS_STYLE["graph break"])
     if cudagraphs is not None:
         text.append("  ")
-        text.append_text(cudagraphs_text(cudagraphs))
+        _mark(
+            text,
+            cudagraphs.mark,
+            CUDAGRAPH_SYMBOL[cudagraphs.state],
+            CUDAGRAPH_STYLE[cudagraphs.state],
+        )
     t = compile_seconds(comp)
     if t is not None:
         text.append(f"  {fmt_seconds(t)}", style="dim")
@@ -157,7 +181,7 @@ def compile_label(comp: Compile, cudagraphs: CudaGraphs | None = None) -> Text:
         name = comp.metrics.get("co_name")
         if isinstance(name, str):
             text.append("  ")
-            text.append_text(lit(name, "dim"))
+            _name(text, name, "dim")
     return text
 
 
@@ -186,7 +210,10 @@ def record_label(rec: Record, comp: Compile | None) -> Text:
 
 def kernel_label(kernel: Kernel) -> Text:
     kind = kernel.kind
-    return Text.assemble(lit(kernel.name), ("  " + kind, KIND_STYLE.get(kind, "dim")))
+    text = Text()
+    _name(text, kernel.name)
+    text.append("  " + kind, style=KIND_STYLE.get(kind, "dim"))
+    return text
 
 
 # ---------------------------------------------------------------- children
@@ -443,7 +470,35 @@ class TraceTree(Tree[Item]):
     def get_label_width(self, node: TreeNode[Item]) -> int:
         label = node.label
         width = label.cell_len if isinstance(label, Text) else cell_len(label)
-        return width + (2 if node.allow_expand else 0)
+        width += 2 if node.allow_expand else 0
+        room = self._room(node)
+        return width if room is None else min(width, room)
+
+    def _room(self, node: TreeNode[Item]) -> int | None:
+        """The cells a node's label (its expander included) has in the pane: labels fit it,
+        so that nothing needs scrolling sideways (None: not laid out yet)."""
+        # Room kept for the vertical scrollbar, shown or not: the widths do not depend on it.
+        width = self.content_region.width - self.styles.scrollbar_size_vertical
+        if width <= 0:
+            return None
+        depth = 0
+        parent = node.parent
+        while parent is not None and parent is not self.root:
+            depth += 1
+            parent = parent.parent
+        return max(8, width - depth * self.guide_depth)
+
+    def render_label(self, node: TreeNode[Item], base_style: Style, style: Style) -> Text:
+        label = node.label
+        room = self._room(node)
+        if room is None or not isinstance(label, Text):
+            return super().render_label(node, base_style, style)
+        fitted = fit_label(label, room - (2 if node.allow_expand else 0)).copy()
+        fitted.stylize(style)
+        if not node.allow_expand:
+            return fitted
+        icon = self.ICON_NODE_EXPANDED if node.is_expanded else self.ICON_NODE
+        return Text.assemble((icon, base_style + TOGGLE_STYLE), fitted)
 
     @property
     def model(self) -> Model | None:

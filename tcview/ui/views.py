@@ -14,6 +14,7 @@ from collections import Counter
 from collections.abc import Iterable
 from typing import Any, Generic, TypeAlias, TypeVar
 
+from rich.cells import cell_len
 from rich.text import Text
 from textual import events, on, work
 from textual.app import ComposeResult
@@ -70,11 +71,14 @@ from tcview.run.bench import KernelTime
 from tcview.ui.bench import with_bench
 from tcview.ui.content import (
     KIND_STYLE,
+    STATUS_MARK,
     STATUS_STYLE,
     Document,
     bar,
     detail_doc,
     detail_lines,
+    elide_end,
+    elide_middle,
     error_doc,
     lit,
     record_doc,
@@ -98,7 +102,10 @@ def _cut(text: str, n: int) -> str:
 
 def rank_cell(facts: Iterable[Fact | Error]) -> Text:
     """The rank column: the ranks the row's facts come from (``0–3, 5``), ``-`` for none."""
-    ranks = {r for r in map(rank_of, facts) if r is not None}
+    return ranks_cell({r for r in map(rank_of, facts) if r is not None})
+
+
+def ranks_cell(ranks: set[int]) -> Text:
     return Text(ranks_text(ranks, LABEL_PARTS) or "-", style="bold magenta")
 
 
@@ -109,6 +116,47 @@ def _frame_name(comp: Compile | None) -> str:
         return comp.frame.label
     m = comp.metrics or {}
     return str(m.get("co_name") or "")
+
+
+ELIDE_MIN = 32  # an elided column keeps this many cells while the flex column needs room
+FLEX_MIN = 20
+
+
+def fit_rows(
+    rows: list[Row[T]], columns: tuple[str, ...], width: int, flex: str, elide: tuple[str, ...]
+) -> list[Row[T]]:
+    """The rows with their cells cut so that the table fits `width` cells, where cutting the
+    `flex` and `elide` columns can make it fit: flex first gets what it needs."""
+    if not flex and not elide:
+        return rows
+    wanted = [cell_len(c) for c in columns]
+    for cells, _obj in rows:
+        for i, cell in enumerate(cells[: len(wanted)]):
+            wanted[i] = max(wanted[i], cell.cell_len)
+    room = width - 2 * len(columns) - 1  # each column's padding, and the scrollbar
+    if sum(wanted) <= room:
+        return rows
+    widths = list(wanted)
+    named = {name: i for i, name in enumerate(columns)}
+    squeezed = [named[c] for c in elide if c in named]
+    for i in squeezed:
+        widths[i] = min(wanted[i], max(ELIDE_MIN, cell_len(columns[i])))
+    f = named.get(flex) if flex else None
+    if f is not None:
+        rest = room - (sum(widths) - widths[f])
+        widths[f] = min(wanted[f], max(rest, FLEX_MIN, cell_len(flex)))
+    spare = room - sum(widths)
+    for i in squeezed:  # what flex left over goes back to the names
+        more = max(0, min(spare, wanted[i] - widths[i]))
+        widths[i] += more
+        spare -= more
+    cut = {i: elide_middle for i in squeezed}
+    if f is not None:
+        cut[f] = elide_end
+    return [
+        ([cut[i](c, widths[i]) if i in cut else c for i, c in enumerate(cells)], obj)
+        for cells, obj in rows
+    ]
 
 
 class ViewTable(DataTable):
@@ -136,6 +184,10 @@ class TableView(Screen[None], Generic[T]):
     say_nothing_here = True  # an empty table adds "nothing here in this trace" to the head
     # A rank column first when the input has more than one rank (rows() then gives its cell).
     RANK_COLUMN = True
+    # Column widths when the rows are wider than the screen: FLEX (the reason, say) gets the
+    # room and is cut at its end; ELIDE columns (names) keep both ends; the others keep theirs.
+    FLEX = ""
+    ELIDE: tuple[str, ...] = ()
     BINDINGS = [
         Binding("escape", "close", "Back to tree", id="view.close"),
         Binding("j", "row(1)", "Down", show=False, id="view.down", tooltip="next row"),
@@ -161,6 +213,7 @@ class TableView(Screen[None], Generic[T]):
         self.ranks = ranks
         self.ranked = False
         self.shown_columns: tuple[str, ...] = ()
+        self.fitted_width = 0  # the screen width the rows' cells were fitted to
 
     def compose(self) -> ComposeResult:
         yield Static(id="view-head", classes="view-head")
@@ -274,11 +327,13 @@ class TableView(Screen[None], Generic[T]):
     def _fill(self, rows: list[Row[T]], head: Text) -> None:
         if not self.is_attached:
             return  # closed meanwhile
-        self._set_columns(self.columns())
+        columns = self.columns()
+        self._set_columns(columns)
         table = self.query_one(DataTable)
         table.clear()
         self.objects = []
-        shown = rows[:ROW_LIMIT]
+        self.fitted_width = self.app.size.width
+        shown = fit_rows(rows[:ROW_LIMIT], columns, self.fitted_width, self.FLEX, self.ELIDE)
         for i, (cells, obj) in enumerate(shown):
             table.add_row(*cells, key=str(i))
             self.objects.append(obj)
@@ -291,6 +346,10 @@ class TableView(Screen[None], Generic[T]):
             self._show_detail(0)
         else:
             self.query_one(Reader).show(styled_doc("", [Text(self.empty_text(), style="dim")]))
+
+    def on_resize(self) -> None:
+        if self.fitted_width and self.fitted_width != self.app.size.width:
+            self.reload()  # the columns fit the old width
 
     def empty_text(self) -> str:
         return "nothing to show"
@@ -359,6 +418,8 @@ class BreaksView(TableView[BreakGroup]):
     TITLE = "Graph breaks"
     HELP = "de-duplicated by reason and location · enter: go to the compile · esc: back"
     COLUMNS = ("count", "reason", "location", "compiles")
+    FLEX = "reason"
+    ELIDE = ("location", "compiles")
 
     def rows(self, model: Model) -> list[Row[BreakGroup]]:
         out: list[Row[BreakGroup]] = []
@@ -433,6 +494,8 @@ class RecompilesView(TableView[Compile | Frame]):
         " · enter: go to the compile"
     )
     COLUMNS = ("frame / compile", "status", "time", "why")
+    FLEX = "why"
+    ELIDE = ("frame / compile",)
 
     def rows(self, model: Model) -> list[Row[Compile | Frame]]:
         out: list[Row[Compile | Frame]] = []
@@ -708,6 +771,8 @@ class FailuresView(TableView[Failure]):
     TITLE = "Failures"
     HELP = "compiles that failed · enter: go to the compile · esc: back"
     COLUMNS = ("compile", "type", "reason", "location")
+    FLEX = "reason"
+    ELIDE = ("location",)
 
     def rows(self, model: Model) -> list[Row[Failure]]:
         out: list[Row[Failure]] = []
@@ -761,6 +826,8 @@ class ErrorsView(TableView[Error]):
     TITLE = "Errors"
     HELP = "the run crashed: uncaught tracebacks, a non-zero exit code · esc: back"
     COLUMNS = ("rank", "type", "message", "where")
+    FLEX = "message"
+    ELIDE = ("where",)
     RANK_COLUMN = False  # it has one of its own, always
 
     def rows(self, model: Model) -> list[Row[Error]]:
@@ -796,6 +863,7 @@ class TimeView(TableView[Compile]):
     TITLE = "Compile time"
     HELP = "s: sort by time / by order · enter: go to the compile · esc: back"
     COLUMNS = ("compile", "time", "", "frame")
+    ELIDE = ("frame",)
     BINDINGS = [
         Binding("s", "sort", "Sort", id="time.sort", tooltip="sort by time, or by order"),
     ]
@@ -813,8 +881,8 @@ class TimeView(TableView[Compile]):
                 Text.assemble(
                     lit(c.id_label, "bold"),
                     " ",
-                    (
-                        c.status[:1].upper() if c.status != "ok" else "",
+                    (  # the tree's mark (the help's legend lists them)
+                        STATUS_MARK.get(c.status, "?") if c.status != "ok" else "",
                         STATUS_STYLE.get(c.status, ""),
                     ),
                 ),
@@ -961,7 +1029,8 @@ class ExportView(TableView[ExportIssue]):
     TITLE = "Export"
     HELP = "the draft-export report: guards, data-dependent errors, fake kernels · esc: back"
     COLUMNS = ("#", "issue", "expression / operator", "where")
-    RANK_COLUMN = False  # a torch.export report is one process's: no rank to show or pick
+    FLEX = "where"
+    ELIDE = ("expression / operator",)
     report: ExportReport | None = None
 
     def prepare(self, model: Model) -> bool:
@@ -972,20 +1041,19 @@ class ExportView(TableView[ExportIssue]):
         report = self.report
         out: list[Row[ExportIssue]] = []
         for number, issue in enumerate(report.issues if report is not None else [], 1):
+            rank = issue.record.source.rank
+            if self.ranks is not None and rank not in self.ranks:
+                continue
             where = issue.user_line
-            out.append(
-                (
-                    [
-                        Text(str(number), justify="right"),
-                        lit(issue.title, "bold red" if issue.reported_by_tlparse else "yellow"),
-                        lit(_cut(issue.expr or issue.op, 70), "bold"),
-                        lit(
-                            f"{where.where} {where.loc}" if where is not None else issue.loc, "dim"
-                        ),
-                    ],
-                    issue,
-                )
-            )
+            cells = [
+                Text(str(number), justify="right"),
+                lit(issue.title, "bold red" if issue.reported_by_tlparse else "yellow"),
+                lit(_cut(issue.expr or issue.op, 70), "bold"),
+                lit(f"{where.where} {where.loc}" if where is not None else issue.loc, "dim"),
+            ]
+            if self.ranked:
+                cells.insert(0, ranks_cell(set() if rank is None else {rank}))
+            out.append((cells, issue))
         return out
 
     def head(self) -> Text:
@@ -1005,7 +1073,8 @@ class ExportView(TableView[ExportIssue]):
         return "No issues found during export."
 
     def detail(self, issue: ExportIssue) -> Document:
-        number = self.objects.index(issue) + 1 if issue in self.objects else 0
+        issues = self.report.issues if self.report is not None else []
+        number = issues.index(issue) + 1 if issue in issues else 0  # the report's, as listed
         return detail_doc(issue_detail(number, issue, stacks=40))
 
     def activate(self, issue: ExportIssue) -> None:
