@@ -35,7 +35,7 @@ from typing import Any
 from tcview.ingest import signatures, snapshot
 from tcview.ingest.cache import IndexCache, stamp
 from tcview.ingest.load import Hooks
-from tcview.ingest.tracefile import TraceFile
+from tcview.ingest.tracefile import Lines, TraceFile, prescan
 from tcview.model.objects import JsonValue
 
 # Below this many bytes to index, one process is faster than starting workers (~0.1-0.2 s).
@@ -73,11 +73,27 @@ def own_share(workers: int) -> float:
     return max(0.0, (per_worker - RESTORE_COST) / (1 - RESTORE_COST + per_worker))
 
 
+# One big file is split into ranges of about this many bytes (record boundaries) when it has
+# this many bytes at least; the workers prescan most ranges (see `split_share`).
+SPLIT_MIN_BYTES = 48 << 20
+RANGE_BYTES = 16 << 20
+# What applying a prescanned range costs the loading thread, relative to prescanning it.
+APPLY_COST = 0.3
+
+
+def split_share(workers: int) -> float:
+    """The share of a big file's ranges the loading thread reads itself beside `workers`
+    prescanning the others, so that it is as busy as each of them: it applies theirs too."""
+    return max(0.0, (1 / workers - APPLY_COST) / (1 + 1 / workers))
+
+
 @dataclass(frozen=True)
 class Job:
     path: str
     cache_root: str | None = None  # None: no cache
     cache_max: int = 0
+    start: int = 0  # with `end`: prescan bytes [start, end) of the file (see `prescan`)
+    end: int = 0
 
 
 @dataclass
@@ -86,13 +102,19 @@ class Done:
 
     body: bytes | None
     signatures: dict[str, JsonValue] = field(default_factory=dict)
-    how: str = "indexed"  # "hit", "resumed", "indexed" or "error"
+    how: str = "indexed"  # "hit", "resumed", "indexed", "prescanned" or "error"
     error: str = ""
+    lines: Lines | None = None  # a prescanned range
 
 
 def run_job(job: Job) -> Done:
     """Index one file (in a worker; the tests call it in-process too)."""
     path = Path(job.path)
+    if job.end:
+        try:
+            return Done(None, how="prescanned", lines=prescan(path, job.start, job.end))
+        except (OSError, ValueError) as exc:
+            return Done(None, {}, "error", f"{type(exc).__name__}: {exc}")
     cache = IndexCache(Path(job.cache_root), job.cache_max) if job.cache_root else None
     before = stamp(path)
     entry = cache.lookup(path, before) if cache is not None and before is not None else None
