@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 from conftest import FIXTURES, SAMPLES
-from hypothesis import HealthCheck, given, settings
+from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 from model_equal import differences
 
@@ -20,7 +20,7 @@ from tcview.ingest import index, parallel
 from tcview.ingest.index import TraceSet
 from tcview.ingest.load import Hooks
 from tcview.ingest.source import load_source
-from tcview.ingest.tracefile import BOUNDARY, boundaries, prescan
+from tcview.ingest.tracefile import BOUNDARY, KERNEL_LINE, boundaries, kernel_defs, prescan
 
 # Real traces with output code, graph breaks, recompiles, resets, and the hostile fixtures
 # (junk lines, bad JSON, wrong types, missing strings, truncation, long lines).
@@ -130,3 +130,33 @@ def test_small_files_and_one_core_stay_serial(files: list[Path]) -> None:
         del os.environ[parallel.JOBS_ENV]
     assert isinstance(model, TraceSet)
     assert model.load_stats.ranges == 0 and model.load_stats.workers == 0
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    st.lists(
+        st.sampled_from(
+            [
+                b"\tbuf0 = async_compile.triton(",  # a whole definition, and its pieces
+                b"\n",
+                b"\t",
+                b" = async_compile.",
+                b"cpp_pybinding(",
+                b"buf0",
+                b" ",
+            ]
+        ),
+        max_size=40,
+    ),
+    st.integers(0, 60),
+    st.integers(0, 400),
+)
+@example([b"\t", b"\tbuf0 = async_compile.triton(", b"\tbuf0 = async_compile.triton("], 0, 400)
+@example([b"\tbuf0 = async_compile.triton(", b" = async_compile."], 0, 400)
+def test_kernel_definitions_found_from_their_mark_are_the_regexs(
+    parts: list[bytes], lo: int, upto: int
+) -> None:
+    buf = b"".join(parts)
+    lo, upto = min(lo, len(buf)), min(upto, len(buf))
+    want = [(m.start(), m.groups()) for m in KERNEL_LINE.finditer(buf, lo, upto)]
+    assert [(m.start(), m.groups()) for m in kernel_defs(buf, lo, upto)] == want
