@@ -77,14 +77,20 @@ def own_share(workers: int) -> float:
 # this many bytes at least; the workers prescan most ranges (see `split_share`).
 SPLIT_MIN_BYTES = 48 << 20
 RANGE_BYTES = 16 << 20
-# What applying a prescanned range costs the loading thread, relative to prescanning it.
-APPLY_COST = 0.3
+# What prescanning a range costs a worker (read whole, pickled to send), and applying it costs
+# the loading thread, relative to the loading thread reading the range itself. Measured on a
+# 16 MB range of bench_index.py's trace (tests/benchmarks/PROFILE.md): 43 ms read here, 62 ms
+# prescanned and 10 ms pickled, 6 ms unpickled and 8 ms applied.
+PRESCAN_COST = 1.6
+APPLY_COST = 0.33
 
 
 def split_share(workers: int) -> float:
     """The share of a big file's ranges the loading thread reads itself beside `workers`
-    prescanning the others, so that it is as busy as each of them: it applies theirs too."""
-    return max(0.0, (1 / workers - APPLY_COST) / (1 + 1 / workers))
+    prescanning the others, so that it is as busy as each of them (it applies theirs too):
+    x + (1 - x) * APPLY_COST = (1 - x) * PRESCAN_COST / workers."""
+    each = PRESCAN_COST / workers
+    return max(0.0, (each - APPLY_COST) / (1 - APPLY_COST + each))
 
 
 @dataclass(frozen=True)
