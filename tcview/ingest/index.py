@@ -24,6 +24,7 @@ from tcview.ingest.parallel import (
     job_count,
     own_share,
     split_share,
+    split_workers,
 )
 from tcview.ingest.snapshot import FACT_LISTS
 from tcview.ingest.textlog import TextLog
@@ -229,15 +230,12 @@ class TraceSet(Model):
         workers = None
         count = min(job_count(), len(work)) - 1  # this thread is one of the indexers
         split = None  # workers for the ranges of one big file
-        if (
-            len(work) == 1
-            and entries[work[0]] is None
-            and left >= SPLIT_MIN_BYTES
-            and job_count() >= 2
-        ):
-            with contextlib.suppress(OSError, ValueError, RuntimeError):
-                split = Workers(job_count() - 1)
-                stats.workers, stats.start_method = split.count, split.method
+        if len(work) == 1 and entries[work[0]] is None and left >= SPLIT_MIN_BYTES:
+            helpers = split_workers()
+            if helpers >= 1:
+                with contextlib.suppress(OSError, ValueError, RuntimeError):
+                    split = Workers(helpers)
+                    stats.workers, stats.start_method = split.count, split.method
         elif count >= 1 and left >= PARALLEL_MIN_BYTES:
             try:
                 workers = Workers(count)
