@@ -162,15 +162,15 @@ def test_kernel_definitions_found_from_their_mark_are_the_regexs(
     assert [(m.start(), m.groups()) for m in kernel_defs(buf, lo, upto)] == want
 
 
-def test_the_split_uses_idle_cores_only(monkeypatch: pytest.MonkeyPatch) -> None:
+def test_workers_use_idle_cores_only(monkeypatch: pytest.MonkeyPatch) -> None:
     """Ranges are applied in order: a worker without a core of its own only makes the
     loading thread wait. This process counts as one of the load; TCVIEW_JOBS overrides."""
     monkeypatch.delenv(parallel.JOBS_ENV, raising=False)
     monkeypatch.setattr(os, "process_cpu_count", lambda: 2, raising=False)
     for load, workers in ((0.0, 1), (1.0, 1), (1.5, 0), (4.0, 0)):
         monkeypatch.setattr(os, "getloadavg", lambda load=load: (load, load, load))
-        assert parallel.split_workers() == workers, load
+        assert parallel.idle_workers() == workers, load
     monkeypatch.setattr(os, "process_cpu_count", lambda: 16, raising=False)
-    assert parallel.split_workers() == 12  # load 4: 3 other busy cores
+    assert parallel.idle_workers() == 12  # load 4: 3 other busy cores
     monkeypatch.setenv(parallel.JOBS_ENV, "2")
-    assert parallel.split_workers() == 1
+    assert parallel.idle_workers() == 1

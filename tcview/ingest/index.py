@@ -21,10 +21,9 @@ from tcview.ingest.parallel import (
     Done,
     Job,
     Workers,
-    job_count,
+    idle_workers,
     own_share,
     split_share,
-    split_workers,
 )
 from tcview.ingest.snapshot import FACT_LISTS
 from tcview.ingest.textlog import TextLog
@@ -228,10 +227,10 @@ class TraceSet(Model):
         )
         stats = self.load_stats = LoadStats()
         workers = None
-        count = min(job_count(), len(work)) - 1  # this thread is one of the indexers
+        count = min(idle_workers(), len(work) - 1)  # this thread is one of the indexers
         split = None  # workers for the ranges of one big file
         if len(work) == 1 and entries[work[0]] is None and left >= SPLIT_MIN_BYTES:
-            helpers = split_workers()
+            helpers = idle_workers()
             if helpers >= 1:
                 with contextlib.suppress(OSError, ValueError, RuntimeError):
                     split = Workers(helpers)
