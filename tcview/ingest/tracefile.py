@@ -572,7 +572,7 @@ class TraceFile(LogSource):
 
     def _chromium_info(self, seg: bytes) -> Compile | Literal[False]:
         """The compile of a chromium header's context keys (False: none), cached."""
-        header = json.loads(b"{" + seg[2:] + b"}") if seg else {}
+        header = loads(b"{" + seg[2:] + b"}") if seg else {}  # ints only (LINE's _CTX)
         key = key_from_header(header)
         rank = header.get("rank")
         if isinstance(rank, int):
