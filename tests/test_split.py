@@ -16,7 +16,7 @@ from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 from model_equal import differences
 
-from tcview.ingest import index, parallel
+from tcview.ingest import index, parallel, tracefile
 from tcview.ingest.index import TraceSet
 from tcview.ingest.load import Hooks
 from tcview.ingest.source import load_source
@@ -120,6 +120,25 @@ def test_a_big_file_is_split_across_worker_processes(
             assert stats.ranges > 3 and 0 < stats.prescanned < stats.ranges
             assert differences(serial, split, IGNORE) == []
             assert split.summary_counts() == serial.summary_counts()
+
+
+def test_a_range_too_long_to_prescan_is_read_here(
+    files: list[Path], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Ranges past PRESCAN_MAX (a record longer than the range size) are not sent."""
+    monkeypatch.setattr(index, "SPLIT_MIN_BYTES", 1)
+    monkeypatch.setattr(index, "RANGE_BYTES", 2048)
+    monkeypatch.setattr(index, "PRESCAN_MAX", 6000)
+    monkeypatch.setattr(tracefile, "PRESCAN_MAX", 6000)  # the forked workers' limit too
+    monkeypatch.setattr(parallel, "start_method", lambda: "fork")
+    monkeypatch.setenv(parallel.JOBS_ENV, "1")
+    serial = load_source(str(files[0]), cache=False)
+    monkeypatch.setenv(parallel.JOBS_ENV, "3")
+    split = load_source(str(files[0]), cache=False)
+    assert isinstance(split, TraceSet)
+    stats = split.load_stats
+    assert stats.worker_errors == [] and 0 < stats.prescanned < stats.ranges
+    assert differences(serial, split, IGNORE) == []
 
 
 def test_small_files_and_one_core_stay_serial(files: list[Path]) -> None:

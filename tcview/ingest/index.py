@@ -27,7 +27,7 @@ from tcview.ingest.parallel import (
 )
 from tcview.ingest.snapshot import FACT_LISTS
 from tcview.ingest.textlog import TextLog
-from tcview.ingest.tracefile import HEADER, TraceFile, boundaries
+from tcview.ingest.tracefile import HEADER, PRESCAN_MAX, TraceFile, boundaries
 from tcview.model.objects import Facts, JsonValue, Lock, LogSource, Model, Run
 
 TRACE_NAME_PREFIX = "dedicated_log_torch_trace"
@@ -389,7 +389,11 @@ class TraceSet(Model):
         edges = [0, *cuts]
         ranges = list(zip(edges, [*cuts, size], strict=True))
         share = split_share(workers.count)
-        own = {i for i in range(len(ranges)) if _takes(i, share)} | {len(ranges) - 1}
+        own = {
+            i
+            for i, (lo, hi) in enumerate(ranges)
+            if _takes(i, share) or hi - lo > PRESCAN_MAX or i == len(ranges) - 1
+        }
         jobs = [
             Job(str(tf.path), start=lo, end=hi) for i, (lo, hi) in enumerate(ranges) if i not in own
         ]

@@ -83,6 +83,7 @@ RANK_IN_NAME = re.compile(r"rank_(\d+)")
 HAS_PAYLOAD = b'"has_payload": "'
 MD5_HEX = re.compile(rb"[0-9a-f]{32}")
 MAX_LINE = 64 << 20  # longer lines are counted (as unparsed lines) but not kept or parsed
+PRESCAN_MAX = MAX_LINE // 2  # a longer range is read, not prescanned (no line in it is too long)
 
 _INVALID = object()
 # A dynamo_start with these attempts starts a compile (restarts log attempt 1, 2, …).
@@ -227,7 +228,7 @@ def prescan(path: Path, start: int, end: int) -> Lines:
     """The half of indexing bytes [start, end) that needs nothing of what came before: find
     the lines, parse the headers, find an output code's kernels. `start` and `end` are record
     boundaries (`boundaries`, or 0), and the range is shorter than MAX_LINE."""
-    if not 0 <= start < end or end - start > MAX_LINE // 2:
+    if not 0 <= start < end or end - start > PRESCAN_MAX:
         raise ValueError("not a range prescan can read")
     with open(path, "rb") as fh:
         fh.seek(start)
