@@ -141,6 +141,28 @@ def test_a_range_too_long_to_prescan_is_read_here(
     assert differences(serial, split, IGNORE) == []
 
 
+def test_cuts_inside_lines_still_give_one_reads_index(
+    files: list[Path], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A file that changed between cutting and reading: a range that does not start at a
+    line is refused by `apply_lines`, and the rest is read here."""
+    monkeypatch.setattr(index, "SPLIT_MIN_BYTES", 1)
+    monkeypatch.setattr(index, "RANGE_BYTES", 4096)
+    monkeypatch.setattr(parallel, "start_method", lambda: "fork")
+
+    def cuts(path: Path, targets: list[int], size: int) -> list[int]:
+        # every other cut 5 bytes into a line: ranges that start there end at a boundary
+        return [c + 5 * (i % 2) for i, c in enumerate(boundaries(path, targets, size))]
+
+    monkeypatch.setattr(index, "boundaries", cuts)
+    monkeypatch.setenv(parallel.JOBS_ENV, "1")
+    serial = load_source(str(files[0]), cache=False)
+    monkeypatch.setenv(parallel.JOBS_ENV, "3")
+    split = load_source(str(files[0]), cache=False)
+    assert isinstance(split, TraceSet) and split.load_stats.ranges > 3
+    assert differences(serial, split, IGNORE) == []
+
+
 def test_small_files_and_one_core_stay_serial(files: list[Path]) -> None:
     os.environ[parallel.JOBS_ENV] = "4"
     try:

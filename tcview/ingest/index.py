@@ -410,8 +410,11 @@ class TraceSet(Model):
             else:
                 result = next(results)
                 if result is not None and result.lines is not None:
-                    with hooks.lock:
-                        tf.apply_lines(result.lines)
+                    try:
+                        with hooks.lock:
+                            tf.apply_lines(result.lines)
+                    except ValueError:  # a line cut at `lo`: the file changed under us
+                        return tf.feed_from(hooks, tf.pos, done, total)
                 else:
                     stats.prescanned -= 1
                     why = result.error if result is not None else "worker died"
