@@ -16,6 +16,8 @@ import pytest
 
 REPO = Path(__file__).resolve().parent.parent
 SHARED_ARCHIVE = REPO.parent / "shared" / "traces.tar.xz"
+# TCVIEW_TESTS_NO_SHARED=1 runs the tests as a fresh clone would: as if ../shared were absent.
+HIDE_SHARED = os.environ.get("TCVIEW_TESTS_NO_SHARED", "") not in ("", "0")
 SAMPLES = REPO / "sample_traces"
 FIXTURES = Path(__file__).resolve().parent / "fixtures"
 # Tests that run torch in this Python (a job under `tcview run`, a benchmark): the README's
@@ -51,7 +53,7 @@ def unpack_shared() -> Path | None:
     them unpacks into a temporary folder next to the destination and renames it into place,
     under a lock, so nobody ever reads a half-written tree.
     """
-    if not SHARED_ARCHIVE.is_file():
+    if HIDE_SHARED or not SHARED_ARCHIVE.is_file():
         return None
     stamp = f"{SHARED_ARCHIVE.stat().st_size}-{int(SHARED_ARCHIVE.stat().st_mtime)}"
     dest = _cache_dir() / stamp
@@ -97,6 +99,90 @@ def shared_run_dirs() -> list[Path]:
         for p in (root / group).iterdir()
         if p.is_dir()
     )
+
+
+# Test tiers. Each test module has one (a test whose kind differs carries its own mark):
+#   unit: functions of tcview in this process, no app and no subprocess;
+#   app:  the Textual app under Pilot, snapshots;
+#   e2e:  subprocesses (the CLI, a job under `tcview run`, real torch), tmux, SSH.
+TIERS = ("unit", "app", "e2e")
+MODULE_TIERS = {
+    "test_autotune_cudagraphs": "unit",
+    "test_autotune_total": "app",
+    "test_bench": "e2e",
+    "test_bench_gpu": "e2e",
+    "test_break_hints": "app",
+    "test_checks": "e2e",
+    "test_cli_first_contact": "e2e",
+    "test_compile_time": "app",
+    "test_compiles": "unit",
+    "test_crashes": "unit",
+    "test_cudagraphs_partly": "e2e",
+    "test_diff": "unit",
+    "test_effective_config": "e2e",
+    "test_export": "e2e",
+    "test_find_tmux": "e2e",
+    "test_find_ui": "app",
+    "test_findings": "app",
+    "test_findings_h100": "app",
+    "test_follow": "unit",
+    "test_follow_ui": "e2e",
+    "test_gpu_watch": "unit",
+    "test_guard_diff_order": "unit",
+    "test_hostile": "unit",
+    "test_issue14_hostile": "app",
+    "test_layers": "unit",
+    "test_overview": "unit",
+    "test_pager": "e2e",
+    "test_profile": "app",
+    "test_profile_h100": "unit",
+    "test_provenance": "unit",
+    "test_ranks": "unit",
+    "test_recompile_families": "unit",
+    "test_run_launcher": "e2e",
+    "test_run_profile": "e2e",
+    "test_run_torch": "e2e",
+    "test_run_tui": "e2e",
+    "test_scale": "unit",
+    "test_search": "unit",
+    "test_session": "app",
+    "test_show": "unit",
+    "test_show_layout": "unit",
+    "test_split": "unit",
+    "test_ssh": "e2e",
+    "test_stacks": "e2e",
+    "test_take_ui": "app",
+    "test_textlog": "unit",
+    "test_torch_export": "unit",
+    "test_trace_engine": "unit",
+    "test_ui_app": "app",
+    "test_ui_compiles": "app",
+    "test_ui_content": "unit",
+    "test_ui_help": "unit",
+    "test_ui_layers": "app",
+    "test_ui_live": "app",
+    "test_ui_live_tmux": "e2e",
+    "test_ui_paging": "app",
+    "test_ui_ranks": "app",
+    "test_ui_snapshots": "app",
+    "test_ui_tmux": "e2e",
+    "test_waits": "app",
+}
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """Give every test its module's tier unless it has its own; exactly one tier each."""
+    for item in items:
+        own = {m.name for m in item.iter_markers() if m.name in TIERS}
+        if not own:
+            module = item.module.__name__ if item.module else ""
+            tier = MODULE_TIERS.get(module)
+            if tier is None:
+                raise pytest.UsageError(f"{module}: no tier in tests/conftest.py MODULE_TIERS")
+            item.add_marker(getattr(pytest.mark, tier))
+        elif len(own) > 1:
+            raise pytest.UsageError(f"{item.nodeid}: more than one tier ({', '.join(sorted(own))})")
 
 
 RUNS = FIXTURES / "runs"  # real runs too big to keep unpacked: <name>.tar.xz holds <name>/

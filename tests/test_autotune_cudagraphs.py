@@ -62,6 +62,7 @@ def test_run_directory_shows_each_choice_table_with_its_winner_and_kernel(
     assert first.lineno == 61  # the table's line in torch_logs.txt
 
 
+@pytest.mark.e2e
 def test_a_trace_alone_has_the_winners_and_says_where_the_tables_are(fixture_runs: Path) -> None:
     model = load_source(str(fixture_runs / "autotune" / "trace"))
     ops, tables = autotuned_ops(find(model, "0/0"), model)  # type: ignore[arg-type]
@@ -127,6 +128,7 @@ def test_an_extern_winner_has_no_template_kernel(shared_traces: Path) -> None:
     assert "none: an ATen kernel won" in text
 
 
+@pytest.mark.e2e
 def test_show_json_tags_the_autotune_rows(fixture_runs: Path) -> None:
     data = json.loads(show(str(fixture_runs / "autotune"), "1/0", "--json"))
     (section,) = [s for s in data["sections"] if s["heading"].startswith("autotuning")]
@@ -141,6 +143,7 @@ def test_show_json_tags_the_autotune_rows(fixture_runs: Path) -> None:
     assert sum(1 for r in rows if r["tag"] in ("choice", "winner") and r.get("depth") == 2) == 10
 
 
+@pytest.mark.app
 @sync
 async def test_time_view_shows_the_total_autotune_time(fixture_runs: Path) -> None:
     from tcview.ui.app import TcviewApp
@@ -188,6 +191,7 @@ def test_run_directory_says_which_compiles_used_cuda_graphs_and_why_not(fixture_
     assert "[1/0] skipped: mutated inputs (1 instances) at cudagraphs.py:19 in mutates" in text
 
 
+@pytest.mark.e2e
 def test_the_trace_alone_misses_the_runtime_skip_and_says_so(fixture_runs: Path) -> None:
     """torch 2.11 leaves `mutated inputs` out of the metrics (cudagraph_skip_reason: null)."""
     assert set(states(fixture_runs / "cudagraphs" / "trace").values()) == {"used"}
@@ -201,6 +205,7 @@ def test_the_capture_alone(fixture_runs: Path) -> None:
     assert got["0/0"] == got["3/1"] == "used"
 
 
+@pytest.mark.e2e
 def test_show_prints_the_skip_with_its_stack(fixture_runs: Path) -> None:
     text = show(str(fixture_runs / "cudagraphs"), "1/0")
     section = text.split("CUDA graphs\n", 1)[1].split("\n\n", 1)[0]
@@ -251,6 +256,7 @@ def test_shared_reduce_overhead_run(shared_traces: Path) -> None:
     assert summary_json(model)["cudagraphs"] == {"used": 1, "skipped": 0}
 
 
+@pytest.mark.app
 @sync
 async def test_tree_marks_cuda_graphs(fixture_runs: Path) -> None:
     from tcview.ui.app import TcviewApp

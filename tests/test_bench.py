@@ -13,7 +13,6 @@ import subprocess
 import sys
 import tempfile
 import threading
-import time
 from pathlib import Path
 from typing import Any
 
@@ -21,6 +20,7 @@ import pytest
 from conftest import needs_torch
 from run_helpers import alive, wait_for
 from ui_helpers import REPO, ready, settle, sync
+from waits import holds, until
 
 from tcview.commands.cli import main
 from tcview.ingest.source import load_source
@@ -85,6 +85,7 @@ def private_tmp(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
 # ---------------------------------------------------------------------- refusals
 
 
+@pytest.mark.unit
 def test_versions_compare_major_minor_patch() -> None:
     assert check_versions("2.11.0+cu130", "2.11.0", "py") is None
     assert check_versions(None, "2.13.0", "py") is None  # nothing to compare with
@@ -95,6 +96,7 @@ def test_versions_compare_major_minor_patch() -> None:
     assert "no torch" in (check_versions("2.11.0", None, "py") or "")
 
 
+@pytest.mark.unit
 def test_trace_records_its_torch_version(fixture_runs: Path) -> None:
     assert trace_torch_version(load_source(str(fixture_runs / "autotune"))) == "2.11.0+cu130"
     assert trace_torch_version(load_source(str(fixture_runs / "cpu_bench"))) == "2.13.0+cpu"
@@ -157,6 +159,7 @@ def test_no_exec_turns_it_off(
     assert not marker.exists() and not list(private_tmp.iterdir())
 
 
+@pytest.mark.unit
 def test_exec_refusal_reads_the_environment() -> None:
     assert exec_refusal(False, {}) is None
     assert exec_refusal(False, {"TCVIEW_NO_EXEC": "0"}) is None
@@ -189,6 +192,7 @@ def test_a_pipe_without_yes_runs_nothing(fixture_runs: Path, tmp_path: Path) -> 
     assert tree_digest(run) == before
 
 
+@pytest.mark.unit
 def test_several_compiles_need_one_named(
     fixture_runs: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
@@ -254,9 +258,7 @@ async def test_declining_the_dialog_runs_nothing(
         await settle(app, pilot)
         assert isinstance(app.screen, KernelsView)
         await pilot.press("down", "B")
-        deadline = time.monotonic() + 60
-        while not isinstance(app.screen, BenchDialog) and time.monotonic() < deadline:
-            await pilot.pause(0.05)
+        await until(pilot, lambda: isinstance(app.screen, BenchDialog), 60, seen=lambda: app.screen)
         dialog = app.screen
         assert isinstance(dialog, BenchDialog)
         shown = "\n".join(str(s.content) for s in dialog.query("Static"))
@@ -266,7 +268,7 @@ async def test_declining_the_dialog_runs_nothing(
         await pilot.press("n")
         await settle(app, pilot)
         assert isinstance(app.screen, KernelsView)
-        assert app.bencher.job is None and not app.bencher.results
+        assert app.browser.bencher.job is None and not app.browser.bencher.results
     assert driver_calls(marker) == [] and marker.read_text().startswith("-c")  # probed only
     assert not list(private_tmp.iterdir())
     assert tree_digest(run) == before
@@ -305,10 +307,7 @@ async def test_the_key_again_cancels_a_running_benchmark(
 
     async def press_and_wait(key: str, screen: type) -> None:
         await pilot.press(key)
-        deadline = time.monotonic() + 60
-        while not isinstance(app.screen, screen) and time.monotonic() < deadline:
-            await pilot.pause(0.05)
-        assert isinstance(app.screen, screen)
+        await until(pilot, lambda: isinstance(app.screen, screen), 60, seen=lambda: app.screen)
 
     async with app.run_test(size=(140, 45)) as pilot:
         await ready(app, pilot)
@@ -321,15 +320,18 @@ async def test_the_key_again_cancels_a_running_benchmark(
         pids = [int(p) for p in pids_file.read_text().split()]
         await press_and_wait("B", CancelBenchDialog)
         await press_and_wait("n", KernelsView)
-        await pilot.pause(0.3)
-        assert app.bencher.job is not None and all(alive(p) for p in pids)
+        await holds(
+            pilot,
+            lambda: app.browser.bencher.job is not None and all(alive(p) for p in pids),
+            0.3,
+            "the benchmark runs on after n",
+            seen=lambda: (app.browser.bencher.job, [alive(p) for p in pids]),
+        )
         await press_and_wait("B", CancelBenchDialog)
         await press_and_wait("y", KernelsView)
-        deadline = time.monotonic() + 30
-        while not app.bencher.results and time.monotonic() < deadline:
-            await pilot.pause(0.1)
-        assert app.bencher.results and app.bencher.results[-1].cancelled
-        assert app.bencher.job is None
+        await until(pilot, lambda: app.browser.bencher.results, 30, "the cancelled benchmark's result")
+        assert app.browser.bencher.results[-1].cancelled
+        assert app.browser.bencher.job is None
     assert wait_for(lambda: not any(alive(p) for p in pids)), "left a process behind"
     assert len(driver_calls(marker)) == 1
 
@@ -397,15 +399,11 @@ async def test_bench_key_fills_the_kernels_column(
         await pilot.press("K")
         await settle(app, pilot)
         await pilot.press("down", "B")
-        deadline = time.monotonic() + 60
-        while not isinstance(app.screen, BenchDialog) and time.monotonic() < deadline:
-            await pilot.pause(0.05)
+        await until(pilot, lambda: isinstance(app.screen, BenchDialog), 60, seen=lambda: app.screen)
         await pilot.press("y")
-        deadline = time.monotonic() + 270
-        while not app.bencher.results and time.monotonic() < deadline:
-            await pilot.pause(0.2)
+        await until(pilot, lambda: app.browser.bencher.results, 270, "the benchmark's result")
         await settle(app, pilot)
-        result = app.bencher.results[-1]
+        result = app.browser.bencher.results[-1]
         assert result.ok, result.problem
         view = app.screen
         assert isinstance(view, KernelsView)

@@ -15,6 +15,7 @@ from pathlib import Path
 
 import pytest
 from ui_helpers import REPO, ready, settle, sync
+from waits import until
 
 from tcview.ingest.source import load_source
 from tcview.report.show import find
@@ -34,6 +35,7 @@ def keep(name: str, data: object) -> None:
         )
 
 
+@pytest.mark.app
 @sync
 async def test_triton_graph_benchmarked_from_the_kernels_view(fixture_runs: Path) -> None:
     from textual.widgets import DataTable
@@ -54,16 +56,12 @@ async def test_triton_graph_benchmarked_from_the_kernels_view(fixture_runs: Path
         await pilot.press("K")
         await settle(app, pilot)
         await pilot.press("down", "B")
-        deadline = time.monotonic() + 120
-        while not isinstance(app.screen, BenchDialog) and time.monotonic() < deadline:
-            await pilot.pause(0.05)
+        await until(pilot, lambda: isinstance(app.screen, BenchDialog), 120, seen=lambda: app.screen)
         assert isinstance(app.screen, BenchDialog)
         await pilot.press("y")
-        deadline = time.monotonic() + 400
-        while not app.bencher.results and time.monotonic() < deadline:
-            await pilot.pause(0.2)
+        await until(pilot, lambda: app.browser.bencher.results, 400, "the benchmark's result")
         await settle(app, pilot)
-        result = app.bencher.results[-1]
+        result = app.browser.bencher.results[-1]
         keep("pilot_result.json", result.to_json())
         print("\n".join(result.lines()))
         assert result.ok, f"{result.problem}\n{result.output[-3000:]}"
@@ -90,7 +88,7 @@ async def test_triton_graph_benchmarked_from_the_kernels_view(fixture_runs: Path
 async def test_status_bar_shows_the_jobs_gpu_with_the_real_nvml(tmp_path: Path) -> None:
     from tcview.run.session import Launcher
     from tcview.run.spec import RunOptions, build_spec
-    from tcview.ui.run_pane import RunApp
+    from tcview.ui.run_app import RunApp
 
     nvml = load_nvml()
     if nvml is None:
@@ -105,8 +103,8 @@ async def test_status_bar_shows_the_jobs_gpu_with_the_real_nvml(tmp_path: Path) 
     async with app.run_test(size=(180, 30)) as pilot:
         start = time.monotonic()
         while not session.done and time.monotonic() - start < 240:
-            if app.gpu_text and (not seen or seen[-1][1] != app.gpu_text):
-                seen.append((round(time.monotonic() - start, 1), app.gpu_text))
+            if app.job.gpu_text and (not seen or seen[-1][1] != app.job.gpu_text):
+                seen.append((round(time.monotonic() - start, 1), app.job.gpu_text))
             await pilot.pause(0.1)
         await pilot.pause(0.5)
     keep("status_bar_gpu.json", seen)

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import pytest
 from conftest import FIXTURES
 from ui_helpers import ready, settle, sync
 
@@ -18,6 +19,7 @@ PAYLOAD = FIXTURES / "graph_break_gpt_train.txt"
 HINT = "Remove the `torch._dynamo.graph_break()` call."
 
 
+@pytest.mark.unit
 def test_each_hint_is_parsed_once() -> None:
     text = PAYLOAD.read_text()
     assert text.count(f"Hint: {HINT}") == 2  # the message, and the exception at the end

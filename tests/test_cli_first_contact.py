@@ -77,6 +77,7 @@ def _binaries(tmp: Path) -> dict[str, Path]:
     return out
 
 
+@pytest.mark.unit
 def test_binary_files_are_neither_format(tmp_path: Path) -> None:
     for name, path in _binaries(tmp_path).items():
         assert detect(str(path)) == "other", name
@@ -89,10 +90,17 @@ def _real_inputs(unpacked_runs: Path) -> list[Path]:
     if shared is not None:
         roots.append(shared)
     files = (p for root in roots for p in root.rglob("*") if p.is_file())
-    # The archived runs are checked unpacked; bytecode is not an input.
-    return sorted(p for p in files if p.parent != RUNS and p.suffix != ".pyc")
+    # The archived runs are checked unpacked; bytecode is not an input, nor a profiler trace
+    # (gzip: `--profile` reads it).
+    profiles = (".json.gz",)  # torch.profiler traces, as export_chrome_trace and TensorBoard write them
+    return sorted(
+        p
+        for p in files
+        if p.parent != RUNS and p.suffix != ".pyc" and not p.name.endswith(profiles)
+    )
 
 
+@pytest.mark.unit
 def test_no_real_trace_or_capture_is_taken_for_binary(fixture_runs: Path) -> None:
     inputs = _real_inputs(fixture_runs)
     assert any(p.name == "torch_logs.txt" and p.is_relative_to(fixture_runs) for p in inputs)

@@ -138,8 +138,10 @@ def test_a_crashed_torchrun_job_has_an_error_per_rank(fixture_runs: Path) -> Non
     s = summary_json(model)
     assert (s["errors"], s["failures"], s["compiles"]) == (3, 0, 4)
     first = summary_text(model).split("\n")
-    assert first[0] == "The run crashed: 3 error(s)"
-    assert first[1] == "  rank 0: AssertionError: rank 0: expected 2 gradient buckets, found 3"
+    assert first[0].startswith("Findings (")  # the summary starts with them, the crash first
+    assert first[1].startswith("  ERROR   The run crashed on rank 0 at ")
+    assert first[1].endswith("/crash_ranks/script.py:20: AssertionError")
+    assert first[2] == "          AssertionError: rank 0: expected 2 gradient buckets, found 3"
 
 
 def _summary(path: Path, *args: str) -> subprocess.CompletedProcess[str]:
@@ -152,6 +154,7 @@ def _summary(path: Path, *args: str) -> subprocess.CompletedProcess[str]:
     )
 
 
+@pytest.mark.e2e
 def test_fail_on_errors(fixture_runs: Path) -> None:
     run = fixture_runs / "crash_ranks"
     assert _summary(run, "--json", "--fail-on", "failures").returncode == 0
@@ -216,6 +219,7 @@ def test_a_traceback_is_an_error_unless_the_program_went_on(
         assert (error.lineno, text.summary_counts()["errors"]) == (2, 1)
 
 
+@pytest.mark.e2e
 def test_tcview_run_of_a_job_that_crashes(tmp_path: Path) -> None:
     """run.json's non-zero exit code is an error of the run directory."""
     done = subprocess.run(
@@ -247,4 +251,4 @@ def test_errors_equal_the_independent_counter(fixture_runs: Path, tmp_path: Path
     for log in [*logs, chained]:
         counted[log] = count_errors(log.read_bytes())
         assert TextLog.load(str(log)).summary_counts()["errors"] == counted[log], log
-    assert sum(counted.values()) == 4  # crash_ranks 3, the chained one 1
+    assert sum(counted.values()) == 5  # crash_ranks 3, h100_cudagraph_crash_docs 1, the chained one 1

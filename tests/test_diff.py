@@ -35,9 +35,9 @@ from tcview.analysis.rundiff import (
     Side,
     _match_frames,
     diff_fail_on,
-    parse_diff_fail_on,
     run_diff,
 )
+from tcview.commands.failon import DIFF_CHECKS, SUMMARY_CHECKS, parse_fail_on
 from tcview.ingest.index import TraceSet
 from tcview.ingest.source import load_source
 from tcview.report.diffreport import compile_diff_lines, run_diff_lines
@@ -107,9 +107,10 @@ def test_a_run_against_itself_is_no_change(fixture_runs: Path) -> None:
         assert not diff.changed, run
         assert not any(diff.counts().values()), run
         assert all(k.status == SAME for k in diff.kernels)
-        assert diff_fail_on(diff, parse_diff_fail_on("new-breaks,new-recompiles,slower:0%")) == []
+        assert diff_fail_on(diff, parse_fail_on("new-breaks,new-recompiles,slower:0%", DIFF_CHECKS)) == []
 
 
+@pytest.mark.e2e
 def test_cli_json_and_gate(fixture_runs: Path) -> None:
     a, b = str(fixture_runs / "diff_a"), str(fixture_runs / "diff_b")
     out = _tcview("diff", a, b, "--json")
@@ -118,6 +119,7 @@ def test_cli_json_and_gate(fixture_runs: Path) -> None:
     assert set(data) == {
         "a", "b", "changed", "counts", "totals", "frames", "graph_breaks",
         "recompile_reasons", "failures", "errors", "kernels", "cache", "phases_s",
+        "findings", "cache_key_changes",
     }  # fmt: skip
     assert data["counts"]["new_breaks"] == 1 and data["counts"]["changed_kernels"] == 1
     assert data["totals"]["graph_breaks"] == {"a": 0, "b": 1}
@@ -136,6 +138,7 @@ def test_cli_json_and_gate(fixture_runs: Path) -> None:
     assert out.returncode == 2 and "unknown fewer-bugs" in out.stderr
 
 
+@pytest.mark.e2e
 def test_cli_gate_recompiles_and_slower(shared_traces: Path) -> None:
     """--fail-on new-recompiles and slower:N% trip one way only: tinyblock (no recompile)
     then the recompiles run (8 recompiles, twice the compile time), and not back; a run
@@ -316,6 +319,7 @@ def _pane(app):
     return doc, [doc.plain(i) for i in range(doc.count)]
 
 
+@pytest.mark.app
 @sync
 async def test_d_diffs_a_recompile_with_what_it_replaced(shared_traces: Path) -> None:
     from tcview.ui.app import TcviewApp
@@ -339,13 +343,14 @@ async def test_d_diffs_a_recompile_with_what_it_replaced(shared_traces: Path) ->
         await settle(app, pilot)
         # m marks a compile, d on another diffs the two (marked first).
         await pilot.press("m")
-        app.reveal("compile", app.model.compiles[0])
+        app.browser.reveal("compile", app.model.compiles[0])
         await settle(app, pilot)
         await pilot.press("d")
         await settle(app, pilot)
         assert _pane(app)[0].title == "0/2 → 0/0"
 
 
+@pytest.mark.app
 @sync
 async def test_d_on_a_first_compile_says_why_not(shared_traces: Path) -> None:
     from tcview.ui.app import TcviewApp
@@ -367,6 +372,7 @@ def recompiles(shared_traces: Path, monkeypatch: pytest.MonkeyPatch) -> str:
     return "trace"
 
 
+@pytest.mark.app
 def test_snapshot_compile_diff(snap_compare, recompiles: str) -> None:
     from tcview.ui.app import TcviewApp
 
@@ -379,6 +385,7 @@ def test_snapshot_compile_diff(snap_compare, recompiles: str) -> None:
     assert snap_compare(app, terminal_size=(120, 40), run_before=before)
 
 
+@pytest.mark.app
 def test_snapshot_run_diff(
     snap_compare, fixture_runs: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -417,3 +424,13 @@ def test_a_new_or_gone_frame_has_no_time_on_its_missing_side() -> None:
     gone = next(ln for ln in text.splitlines() if ln.lstrip().startswith("gone "))
     assert new.endswith("· time - → 1.80s"), new
     assert gone.endswith("· time 10.35s → -"), gone
+
+
+def test_one_fail_on_parser_for_every_command() -> None:
+    """summary, run and diff check --fail-on through one parser: unknown names are refused
+    with the names the command knows; a parametric check is a pattern, not a literal."""
+    assert parse_fail_on(" graph_breaks, divergence ", SUMMARY_CHECKS) == ["graph_breaks", "divergence"]
+    assert parse_fail_on("slower:5%,new-kernels", DIFF_CHECKS) == ["slower:5%", "new-kernels"]
+    for text, checks in (("new-breaks", SUMMARY_CHECKS), ("slower:N%", DIFF_CHECKS)):
+        with pytest.raises(ValueError, match="--fail-on: unknown .* \\(use "):
+            parse_fail_on(text, checks)

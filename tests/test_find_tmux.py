@@ -136,8 +136,9 @@ def test_tmux_y_on_a_kernel_puts_its_source_in_osc52(tmp_path: Path) -> None:
     source = kernel_source(kernel)
     with tcview_in_tmux(tmp_path, str(trace), "--goto", kernel.name) as pane:
         pane.wait_for(f"─ kernel {kernel.name}"[:40])  # the viewer's title
+        pane.wait_for("kernels ")  # the status bar's counts: the load is over
         pane.keys("y")
-        _wait(lambda: OSC52.search(pane.pipe.read_bytes()) is not None)
+        assert _wait(lambda: OSC52.search(pane.pipe.read_bytes()) is not None), pane.screen()
         found = OSC52.findall(pane.pipe.read_bytes())
         assert len(found) == 1, "one clipboard sequence for one y"
         assert base64.b64decode(found[0]).decode() == source

@@ -6,8 +6,11 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
+import pytest
 from conftest import FIXTURES
-from ui_helpers import CPU_SAMPLE, GPU_SAMPLE, ready, settle, sync
+from textual.command import CommandPalette
+from ui_helpers import CPU_SAMPLE, GPU_SAMPLE, palette_lists, ready, settle, sync
+from waits import until
 
 from tcview.analysis.kernels import OUTPUT_CODES
 from tcview.ingest.source import load_source
@@ -23,17 +26,13 @@ SIZE = (120, 40)
 
 async def _search(app: TcviewApp, pilot: Any, text: str) -> SearchScreen:
     await pilot.press("S")
-    await pilot.pause(0.1)
+    await until(pilot, lambda: isinstance(app.screen, SearchScreen), seen=lambda: app.screen)
     screen = app.screen
     assert isinstance(screen, SearchScreen)
     assert app.focused is screen.query_one("#global-query")
     await pilot.press(*text)
     await pilot.press("enter")
-    for _ in range(200):
-        await pilot.pause(0.05)
-        if screen.finished:
-            break
-    assert screen.finished
+    await until(pilot, lambda: screen.finished, what="the search to finish")
     return screen
 
 
@@ -87,8 +86,8 @@ async def test_search_jumps_to_the_kernel_line() -> None:
         node = app.main_tree.cursor_node
         assert node is not None and node.data.obj.name == kernel.name, "the tree shows it too"
         await pilot.press("S")  # the results are still there
-        await pilot.pause(0.1)
-        assert app.screen is screen and len(_leaves(screen)) == 1
+        await until(pilot, lambda: app.screen is screen, seen=lambda: app.screen)
+        assert len(_leaves(screen)) == 1
 
 
 @sync
@@ -129,10 +128,7 @@ async def test_regex_toggle_and_smart_case() -> None:
         assert _leaves(screen) == []
         assert "no match" in str(screen.query_one("#global-state").render())
         await pilot.press("ctrl+r")  # regex: searched again
-        for _ in range(100):
-            await pilot.pause(0.05)
-            if screen.finished:
-                break
+        await until(pilot, lambda: screen.finished, what="the search to finish")
         hits = _leaves(screen)
         assert hits and all("tl.where" in h.text for h in hits)
         screen.start("GRAPHMODULE")
@@ -149,17 +145,14 @@ async def test_palette_searches_everything() -> None:
     async with app.run_test(size=SIZE) as pilot:
         await ready(app, pilot)
         await pilot.press("ctrl+p")
-        await pilot.pause(0.3)
+        await until(pilot, lambda: isinstance(app.screen, CommandPalette), seen=lambda: app.screen)
         await pilot.press(*"XBLOCK")
-        await pilot.pause(0.8)
+        await palette_lists(app, pilot, "Search everything", last=True)
         await pilot.press("end", "enter")  # the last entry: search everything for it
         await settle(app, pilot)
         screen = app.screen
         assert isinstance(screen, SearchScreen), screen
-        for _ in range(100):
-            await pilot.pause(0.05)
-            if screen.finished:
-                break
+        await until(pilot, lambda: screen.finished, what="the search to finish")
         assert _leaves(screen) and all("XBLOCK" in h.text for h in _leaves(screen))
 
 
@@ -196,6 +189,7 @@ async def test_a_run_directory_s_log_hits_open_without_the_tree() -> None:
         assert viewer.doc.plain(line)[start:end] == "Recompiling function"
 
 
+@pytest.mark.unit
 def test_result_labels_show_trace_text_literally() -> None:
     from tcview.ui.finder import hit_label
 

@@ -12,6 +12,7 @@ import pytest
 from conftest import SAMPLES
 from tmux_helpers import Terminal, need_tmux
 from ui_helpers import REPO, counts_text, ready, summary_json, sync
+from waits import until
 
 from tcview.ingest.replay import replay
 from tcview.ui.app import TcviewApp
@@ -36,26 +37,22 @@ async def test_tree_grows_in_place_and_counts_go_live(tmp_path: Path) -> None:
         assert app.status_left.startswith("live")
         replay(SOURCES[0], live / "run0", speed_mb_s=0, seed=1)
         tree = app.main_tree
-        for _ in range(100):
-            await pilot.pause(0.05)
-            if tree.root.children:
-                break
+        await until(pilot, lambda: tree.root.children, what="the first run in the tree")
         first = [n.data.key for n in tree.root.children]
         tree.root.children[0].expand()
         expanded = tree.root.children[0].data.key
         replay(SOURCES[1], live / "run1", speed_mb_s=0, seed=2)
-        for _ in range(100):
-            await pilot.pause(0.05)
-            if app.status_right == expected:
-                break
-        assert app.status_right == expected
+        await until(pilot, lambda: app.status_right == expected, seen=lambda: app.status_right)
         keys = [n.data.key for n in tree.root.children]
         assert keys[: len(first)] == first  # grown in place, nothing reordered
         assert tree.node_for(expanded).is_expanded
         assert tree.new_keys, "items that arrived are marked as new"
         await pilot.press("F")
-        await pilot.pause(0.3)
-        assert app.follow_newest and "following newest" in app.status_left
+        await until(
+            pilot,
+            lambda: app.browser.follow_newest and "following newest" in app.status_left,
+            seen=lambda: (app.browser.follow_newest, app.status_left),
+        )
         newest = app.model.compiles[-1]
         assert tree.cursor_node is not None and tree.cursor_node.data.obj is newest
 

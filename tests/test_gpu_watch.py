@@ -12,6 +12,7 @@ from typing import Any
 
 import pytest
 from ui_helpers import REPO, sync
+from waits import until
 
 from tcview.run import gpu
 from tcview.run.gpu import GpuSample, GpuSampler, load_nvml, peak_bandwidth, table_peak
@@ -106,6 +107,7 @@ def test_sampler_reads_off_the_calling_thread_at_most_twice_a_second(fake_nvml: 
     }
 
 
+@pytest.mark.e2e
 def test_probe_reports_cuda_gpus_and_driver_without_torch(tmp_path: Path) -> None:
     """probe_python reads torch's CUDA build from torch/version.py (no import) and the GPUs
     through the job Python's pynvml (the fake, on its PYTHONPATH)."""
@@ -129,6 +131,7 @@ def test_probe_reports_cuda_gpus_and_driver_without_torch(tmp_path: Path) -> Non
     assert info.gpu_driver == "580.159.04"
 
 
+@pytest.mark.e2e
 def test_run_json_records_gpus_and_the_jobs_peak_use(tmp_path: Path, fake_nvml: Any) -> None:
     spec = build_spec(["--", sys.executable, "-c", "import time; time.sleep(1.5)"])
     launcher = Launcher(spec, RunOptions(run_dir=tmp_path / "D", grace_s=1.0))
@@ -153,6 +156,7 @@ def test_run_json_records_gpus_and_the_jobs_peak_use(tmp_path: Path, fake_nvml: 
     assert seen and seen[0].text == "GPU×2 45% · 13.0/160 GiB"
 
 
+@pytest.mark.e2e
 def test_run_json_without_nvml_says_nothing_of_gpu_use(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -166,9 +170,10 @@ def test_run_json_without_nvml_says_nothing_of_gpu_use(
     assert data["gpu_use"] is None and data["gpus"] == []
 
 
+@pytest.mark.e2e
 @sync
 async def test_status_bar_shows_the_jobs_gpu_use(tmp_path: Path, fake_nvml: Any) -> None:
-    from tcview.ui.run_pane import RunApp
+    from tcview.ui.run_app import RunApp
 
     flag = tmp_path / "flag"
     code = (
@@ -180,13 +185,10 @@ async def test_status_bar_shows_the_jobs_gpu_use(tmp_path: Path, fake_nvml: Any)
     session = launcher.start()
     app = RunApp(launcher, session)
     async with app.run_test(size=(140, 30)) as pilot:
-        deadline = time.monotonic() + 15
-        while "GPU×2 45%" not in app.status_left and time.monotonic() < deadline:
-            await pilot.pause(0.05)
+        await until(pilot, lambda: "GPU×2 45%" in app.status_left, seen=lambda: app.status_left)
         assert "GPU×2 45% · 13.0/160 GiB" in app.status_left
         assert app.status_left.startswith("running pid")
         flag.write_text("go")
-        while not app._ended and time.monotonic() < deadline:
-            await pilot.pause(0.05)
-        await pilot.pause(0.2)
-        assert "GPU" not in app.status_left  # the job ended: no GPU use to show
+        await until(pilot, lambda: app.job._ended, what="the job's end")
+        # the job ended: no GPU use to show
+        await until(pilot, lambda: "GPU" not in app.status_left, seen=lambda: app.status_left)

@@ -191,6 +191,7 @@ def _listing(root: Path) -> list[tuple]:
     return sorted(out, key=repr)
 
 
+@pytest.mark.e2e
 def test_read_only_trace_dir_opens_and_nothing_is_written(tmp_path: Path) -> None:
     root = tmp_path / "ro"
     shutil.copytree(SAMPLES / "cpu_breaks_recompiles", root)
@@ -227,6 +228,7 @@ def test_read_only_trace_dir_opens_and_nothing_is_written(tmp_path: Path) -> Non
 # ---------------------------------------------------------------- a real terminal
 
 
+@pytest.mark.e2e
 @need_tmux
 @pytest.mark.slow
 @pytest.mark.parametrize(
@@ -252,8 +254,9 @@ def test_real_terminal_title_untouched_and_text_literal(name: str, goto: str, sh
         assert term.pane("#{pane_title}") == title
 
 
+@pytest.mark.app
 def test_the_app_writes_nothing_into_a_read_only_trace(tmp_path: Path) -> None:
-    from ui_helpers import ready, sync
+    from ui_helpers import ready, settle, sync
 
     from tcview.ui.app import TcviewApp
 
@@ -271,7 +274,7 @@ def test_the_app_writes_nothing_into_a_read_only_trace(tmp_path: Path) -> None:
             await ready(app, pilot)
             for key in ("j", "j", "enter", "j", "K", "escape", "t", "escape", "o", "escape"):
                 await pilot.press(key)
-            await pilot.pause(0.3)
+            await settle(app, pilot)
 
     try:
         browse()
@@ -281,10 +284,11 @@ def test_the_app_writes_nothing_into_a_read_only_trace(tmp_path: Path) -> None:
             p.chmod(0o755 if p.is_dir() else 0o644)
 
 
+@pytest.mark.app
 def test_markup_in_names_titles_search_and_palette_does_not_break_the_app(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from ui_helpers import ready, screen_text, sync
+    from ui_helpers import ready, screen_text, settle, sync
 
     from tcview.ui.app import TcviewApp
 
@@ -313,14 +317,14 @@ def test_markup_in_names_titles_search_and_palette_does_not_break_the_app(
                 await pilot.press(key)
                 await pilot.pause(0.05)
             await pilot.press("slash", "[", "/", "]", "enter")
-            await pilot.pause(0.2)
+            await settle(app, pilot)
             await pilot.press("escape", "escape", "ctrl+p", "[", "/")
-            await pilot.pause(0.5)
+            await settle(app, pilot)
             screens.append(screen_text(app))
             await pilot.press("escape")
             for key in ("b", "escape", "K", "escape", "o", "escape", "f", "escape"):
                 await pilot.press(key)
-                await pilot.pause(0.1)
+                await settle(app, pilot)
                 screens.append(screen_text(app))
             assert app.is_running
 
@@ -347,9 +351,10 @@ LITERAL_ON_SCREEN = {
 }
 
 
+@pytest.mark.app
 @pytest.mark.parametrize("path", CASES, ids=lambda p: p.name)
 def test_every_hostile_file_can_be_browsed(path: Path) -> None:
-    from ui_helpers import counts_text, ready, screen_text, sync
+    from ui_helpers import counts_text, ready, screen_text, settle, sync
 
     from tcview.ui.app import TcviewApp
 
@@ -371,10 +376,10 @@ def test_every_hostile_file_can_be_browsed(path: Path) -> None:
                 await pilot.pause(0.05)
                 screens.append(screen_text(app))
             await pilot.press("o")
-            await pilot.pause(0.3)
+            await settle(app, pilot)
             screens.append(screen_text(app))
             await pilot.press("escape")
-            await pilot.pause(0.1)
+            await settle(app, pilot)
             screens.append(screen_text(app))
             assert app.is_running
 

@@ -7,6 +7,7 @@ import hashlib
 import json
 from pathlib import Path
 
+import pytest
 from ui_helpers import ready, settle, sync
 
 from tcview.analysis.diff import compile_diff
@@ -126,6 +127,7 @@ def hostile(root: Path, variant: int) -> Path:
     return trace
 
 
+@pytest.mark.unit
 def test_hostile_records_give_no_crash(tmp_path: Path) -> None:
     models = [TraceSet.load(hostile(tmp_path, v)) for v in range(4)]
     for ts in models:

@@ -104,7 +104,7 @@ def test_long_output_goes_to_the_pager(tmp_path: Path) -> None:
     screen = _in_pty(["summary", "-q", str(CPU_RUN)], _env(PAGER=str(pager)), rows=10)
     assert got.exists(), screen
     text = got.read_text()
-    assert text.startswith("\x1b[1mfiles 1 · records"), "colour: the pager shows it (less -R)"
+    assert text.startswith("\x1b[1mFindings ("), "colour: the pager shows it (less -R)"
     assert "Recompiles (3)" in text
     assert (Path(f"{got}.env")).read_text().strip() == "LESS=FRX"
     assert "Recompiles" not in screen, "the pager got it, not the terminal"

@@ -216,6 +216,7 @@ def _tcview(*args: str) -> subprocess.CompletedProcess[str]:
     )
 
 
+@pytest.mark.e2e
 def test_show_kernel_and_file_line(fixture_runs: Path) -> None:
     trace = str(fixture_runs / "gpu_provenance" / "trace")
     out = _tcview("show", trace, "triton_poi_fused_gelu_mul_sigmoid_1")
@@ -230,7 +231,7 @@ def test_show_kernel_and_file_line(fixture_runs: Path) -> None:
     assert "extern_kernels.mm:8  [0/0 backward]" in out.stdout
     out = _tcview("show", trace, "no_such_kernel_or_line")
     assert out.returncode == 2
-    assert "is neither a compile id, a frame, a kernel, FILE:LINE nor 'export'" in out.stderr
+    assert "is neither a compile id, a frame, a kernel, FILE:LINE, 'export'" in out.stderr
 
 
 def _show_json(*args: str) -> dict:
@@ -248,6 +249,7 @@ def _rows_of(data: dict, heading: str) -> list[str]:
     ]
 
 
+@pytest.mark.e2e
 def test_show_json_kernel_line_and_mapping_key(fixture_runs: Path) -> None:
     """The same lookup answers a kernel, a mapping key (an extern kernel has nothing else)
     and FILE:LINE, as JSON too; the nodes and lines are the mapping's (tlparse's -i)."""
@@ -282,6 +284,7 @@ def test_show_json_kernel_line_and_mapping_key(fixture_runs: Path) -> None:
     ]
 
 
+@pytest.mark.e2e
 def test_show_kernel_without_tracking_says_how_to_turn_it_on(shared_traces: Path) -> None:
     """No provenance artifact: the kernel's source-node comment gives its nodes, and the
     provenance says tracking was off and how to turn it on."""
@@ -310,6 +313,7 @@ def _pane(app):
     return doc, [doc.plain(i) for i in range(doc.count)]
 
 
+@pytest.mark.app
 @sync
 async def test_kernel_provenance_one_key_away(fixture_runs: Path) -> None:
     from tcview.ui.app import TcviewApp
@@ -333,9 +337,9 @@ async def test_kernel_provenance_one_key_away(fixture_runs: Path) -> None:
         await settle(app, pilot)
         assert _pane(app)[0].title.startswith("kernel triton_poi_fused_gelu_mul_sigmoid_1")
         # The post-grad graph of the same compile marks the picked kernel's nodes.
-        kernel = app.picked_kernel
+        kernel = app.browser.picked_kernel
         graph = next(r for r in kernel.compile.records if r.label == "inductor_post_grad_graph")
-        app.reveal("record", graph)
+        app.browser.reveal("record", graph)
         await settle(app, pilot)
         doc, text = _pane(app)
         names = sorted(node_name(text[i]) for i in doc.marked)
@@ -343,6 +347,7 @@ async def test_kernel_provenance_one_key_away(fixture_runs: Path) -> None:
         assert doc.focus == min(doc.marked)
 
 
+@pytest.mark.app
 @sync
 async def test_provenance_view_enter_jumps_to_the_kernel(fixture_runs: Path) -> None:
     from tcview.ui.app import TcviewApp
@@ -366,8 +371,8 @@ async def test_provenance_view_enter_jumps_to_the_kernel(fixture_runs: Path) -> 
         await pilot.press("down", "enter")
         await settle(app, pilot)
         assert not isinstance(app.screen, ProvenanceView)
-        assert app.picked_kernel is not None
-        assert app.picked_kernel.name == "triton_per_fused_native_layer_norm_0"
+        assert app.browser.picked_kernel is not None
+        assert app.browser.picked_kernel.name == "triton_per_fused_native_layer_norm_0"
         # By FX node: headings name a graph's node, the rows under it its kernels.
         await pilot.press("P")
         await settle(app, pilot)
@@ -380,6 +385,7 @@ async def test_provenance_view_enter_jumps_to_the_kernel(fixture_runs: Path) -> 
         )
 
 
+@pytest.mark.app
 @sync
 async def test_e_opens_the_user_lines_of_a_kernel(
     fixture_runs: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
@@ -424,13 +430,13 @@ async def test_e_opens_the_user_lines_of_a_kernel(
         kernel = next(
             k for k in app.model.kernels if k.name == "triton_poi_fused_gelu_mul_sigmoid_1"
         )
-        assert app.reveal("kernel", kernel)
+        assert app.browser.reveal("kernel", kernel)
         app.main_tree.focus()
         await pilot.press("e")  # the tree's kernel: its first user line
         await settle(app, pilot)
         assert argv.read_text().split("\n")[:2] == ["+27", str(local)]
         argv.unlink()
-        app.show_item(app.main_tree.cursor_node.data)
+        app.browser.show_item(app.main_tree.cursor_node.data)
         await settle(app, pilot)
         await pilot.press("i")
         await settle(app, pilot)
@@ -448,6 +454,7 @@ async def test_e_opens_the_user_lines_of_a_kernel(
         assert argv.read_text().split("\n")[:2] == ["+26", str(local)]
 
 
+@pytest.mark.app
 def test_snapshot_kernel_provenance(
     snap_compare, fixture_runs: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:

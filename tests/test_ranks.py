@@ -213,6 +213,7 @@ def _summary(path: Path, *args: str) -> subprocess.CompletedProcess[str]:
     )
 
 
+@pytest.mark.e2e
 def test_fail_on_divergence(fixture_runs: Path, tmp_path: Path) -> None:
     trace = fixture_runs / "ranks_diverge" / "trace"
     out = _summary(trace, "--json", "--fail-on", "divergence")
@@ -228,6 +229,7 @@ def test_fail_on_divergence(fixture_runs: Path, tmp_path: Path) -> None:
     assert _summary(alike, "--fail-on", "divergence").returncode == 0
 
 
+@pytest.mark.e2e
 def test_fail_on_names_divergence_among_its_kinds() -> None:
     out = subprocess.run(
         [sys.executable, "-m", "tcview.commands.cli", "summary", "x", "--fail-on", "nope"],
@@ -343,6 +345,7 @@ def tlparse_groups(trace: Path, out: Path) -> dict[str, list[list[int]] | None]:
     return found
 
 
+@pytest.mark.e2e
 @pytest.mark.skipif(shutil.which("tlparse") is None, reason="tlparse is not installed")
 @pytest.mark.parametrize("name", sorted(EXPECTED))
 def test_groups_equal_those_of_tlparse_run_now(

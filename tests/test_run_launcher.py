@@ -12,6 +12,7 @@ from pathlib import Path
 
 import pytest
 from run_helpers import alive, assert_group_gone, job_pids
+from waits import stays
 
 from tcview.run._supervisor import group_members
 from tcview.run.report import status_line
@@ -154,6 +155,7 @@ def test_full_pipes_never_block(tmp_path: Path) -> None:
     assert (tmp_path / "run" / "torch_logs.txt").stat().st_size == 2000 * 2001
 
 
+@pytest.mark.unit
 def test_status_line() -> None:
     st = RunStatus("exited", 12, 3.25, returncode=0)
     counts = {"compiles": 4, "graph_breaks": 3, "recompiles": 1, "kernels": 2}
@@ -305,8 +307,12 @@ def test_started_from_a_thread_that_ends(tmp_path: Path) -> None:
     worker.join()
     session = box[0]
     pids = job_pids(session.run_dir)
-    time.sleep(0.5)
-    assert session.status.state == "running" and all(alive(p) for p in pids)
+    stays(
+        lambda: session.status.state == "running" and all(alive(p) for p in pids),
+        0.5,
+        "the job runs on after its starting thread exits",
+        seen=lambda: (session.status.state, [alive(p) for p in pids]),
+    )
     session.stop(grace_s=2.0)
     assert session.wait(20) is not None
     assert_group_gone(session.pid, pids)

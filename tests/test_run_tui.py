@@ -14,10 +14,8 @@ import shlex
 import signal
 import subprocess
 import sys
-import time
 import uuid
 from pathlib import Path
-from typing import Any
 
 import pytest
 from rich.console import Console
@@ -26,11 +24,13 @@ from run_helpers import alive, assert_group_gone, job_pids, wait_for
 from textual import events
 from tmux_helpers import Terminal, need_tmux
 from ui_helpers import REPO, counts_text, summary_json, sync
+from waits import holds, until
 
 from tcview.run._supervisor import group_members
 from tcview.run.session import Launcher, OutputLine
 from tcview.run.spec import PythonInfo, RunOptions, build_spec
-from tcview.ui.run_pane import ConfirmStop, OutputView, RunApp, output_text
+from tcview.ui.run_app import RunApp
+from tcview.ui.run_pane import ConfirmStop, OutputView, output_text
 
 JOBS = REPO / "tests" / "fixtures" / "jobs"
 LONG_JOB = JOBS / "long_job.py"
@@ -61,15 +61,6 @@ def launcher_for(tmp_path: Path, *argv: str, grace_s: float = 1.0) -> Launcher:
     return launcher
 
 
-async def until(pilot: Any, predicate: Any, timeout: float = 15.0) -> bool:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if predicate():
-            return True
-        await pilot.pause(0.05)
-    return bool(predicate())
-
-
 def status_history(app: RunApp) -> list[str]:
     """Every value the status bar's left part takes from now on: a passing state ("stopping…"
     for the second of a stop's grace) is seen even when the loaded machine draws it late."""
@@ -79,7 +70,7 @@ def status_history(app: RunApp) -> list[str]:
 
 
 def output_of(app: RunApp) -> list[str]:
-    return [text.plain for _, text in app.output.lines]
+    return [text.plain for _, text in app.job.lines]
 
 
 # -- the job's colours, and nothing else --------------------------------------------------
@@ -90,6 +81,7 @@ HOSTILE = (
 )
 
 
+@pytest.mark.unit
 def test_output_line_keeps_colours_and_nothing_else() -> None:
     """A title (OSC), cursor moves and erases (CSI), a link (OSC 8), a C1 CSI and a bell:
     the colours are shown, the rest is dropped or made visible; the terminal gets only
@@ -113,6 +105,7 @@ def test_output_line_keeps_colours_and_nothing_else() -> None:
     assert "pwned" not in sent and "evil.example" not in sent
 
 
+@pytest.mark.unit
 def test_stderr_lines_are_orange_under_the_jobs_colours() -> None:
     text = output_text(OutputLine(0, "stderr", "plain \x1b[32mgreen\x1b[0m", 0.0))
     assert "dark_orange" in str(text.style) and text.plain == "plain green"
@@ -136,7 +129,7 @@ async def test_output_is_live_safe_and_follows_the_end(tmp_path: Path) -> None:
         assert not session.done, "the output is shown while the job still runs"
         assert app.status_left.startswith(f"running pid {session.pid} · 0:0")
         assert app.status_left.endswith(str(session.run_dir))
-        view = app.output
+        view = app.job
         lines = [(stream, text.plain) for stream, text in view.lines]
         assert ("stderr", "to stderr") in lines
         assert ("stdout", "hello from the job") in lines
@@ -165,12 +158,18 @@ async def test_output_is_live_safe_and_follows_the_end(tmp_path: Path) -> None:
         assert view.visible_text()[-1] == "bye"
         # The wheel: up leaves the end, down back to the end follows it again.
         view.post_message(events.MouseScrollUp(view, 1, 1, 0, -1, 0, False, False, False))
-        await pilot.pause(0.1)
-        assert not view.stick and view.scroll_offset.y < view.max_scroll_y
+        await until(
+            pilot,
+            lambda: not view.stick and view.scroll_offset.y < view.max_scroll_y,
+            seen=lambda: (view.stick, view.scroll_offset.y, view.max_scroll_y),
+        )
         for _ in range(5):
             view.post_message(events.MouseScrollDown(view, 1, 1, 0, 1, 0, False, False, False))
-        await pilot.pause(0.2)
-        assert view.stick and view.scroll_offset.y == view.max_scroll_y
+        await until(
+            pilot,
+            lambda: view.stick and view.scroll_offset.y == view.max_scroll_y,
+            seen=lambda: (view.stick, view.scroll_offset.y, view.max_scroll_y),
+        )
         # After the exit, the run stays browsable; `x` is gone from the footer, `r` is there.
         bindings = app.screen.active_bindings
         assert "x" not in bindings and bindings["r"].binding.action == "rerun"
@@ -208,8 +207,13 @@ async def test_q_asks_first_then_stops_the_job(tmp_path: Path) -> None:
         assert isinstance(app.screen, ConfirmStop)
         await pilot.press("n")
         assert not isinstance(app.screen, ConfirmStop)
-        await pilot.pause(0.3)
-        assert not session.done and "running pid" in app.status_left
+        await holds(
+            pilot,
+            lambda: not session.done and "running pid" in app.status_left,
+            0.3,
+            "the job runs on after n",
+            seen=lambda: app.status_left,
+        )
         await pilot.press("q")
         assert isinstance(app.screen, ConfirmStop)
         seen = status_history(app)
@@ -237,7 +241,7 @@ async def test_r_reruns_into_a_new_directory(tmp_path: Path) -> None:
         assert len(launcher.sessions) == 2
         second = launcher.sessions[1]
         assert second.run_dir == tmp_path / "D-2" and second.run_dir != first.run_dir
-        assert app.session is second and app.source_path == str(second.run_dir)
+        assert app.job.session is second and app.browser.source_path == str(second.run_dir)
         assert len(app.screen_stack) == 1
         assert await until(pilot, lambda: second.done and "exited 0" in app.status_left)
         assert await until(pilot, lambda: bool(output_of(app)) and output_of(app) != shown)
@@ -261,14 +265,14 @@ async def test_r_while_running_says_why_not_and_R_cycles_the_pane(tmp_path: Path
         assert len(launcher.sessions) == 1
         assert any("still running" in str(n.message) for n in app._notifications)
         output = app.screen_stack[0].query_one(OutputView)
-        assert output.display and app.layout_mode == "split"
+        assert output.display and app.job.layout_mode == "split"
         await pilot.press("R")
-        assert app.layout_mode == "full" and app.focused is output
+        assert app.job.layout_mode == "full" and app.focused is output
         assert not app.screen_stack[0].query_one("#main").display
         await pilot.press("R")
-        assert app.layout_mode == "hidden" and not output.display
+        assert app.job.layout_mode == "hidden" and not output.display
         await pilot.press("R")
-        assert app.layout_mode == "split" and output.display
+        assert app.job.layout_mode == "split" and output.display
         session.kill()
         assert await until(pilot, lambda: session.done)
         await pilot.press("q")
@@ -300,7 +304,7 @@ async def test_real_job_live_tree_and_counts_match_the_trace(tmp_path: Path) -> 
         assert await until(pilot, lambda: app.status_left.startswith("exited 0 · live"))
         assert "done" in output_of(app)
         assert any(t.startswith("step 2 scale 3") for t in output_of(app))
-        with app.lock:
+        with app.model_session.lock:
             assert len(app.model.compiles) >= 3
         assert app.main_tree.root.children, "the live tree shows the run"
         await pilot.press("q")

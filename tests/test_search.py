@@ -168,6 +168,7 @@ def test_search_stops_at_its_limit_and_when_cancelled() -> None:
     assert len(rest) < 5 and s.stopped
 
 
+@pytest.mark.e2e
 def test_hostile_text_is_found_and_shown_literally() -> None:
     model = load_source(str(FIXTURES / "hostile" / "escapes.log"))
     hits = list(search(model, Query("pwned title")))
@@ -191,6 +192,7 @@ def _grep(*args: object) -> subprocess.CompletedProcess[str]:
     )
 
 
+@pytest.mark.e2e
 def test_grep_prints_compile_artifact_line_text() -> None:
     model = load_source(str(GPU_RUN / "trace"))
     kernel = model.kernels[0]
@@ -204,6 +206,7 @@ def test_grep_prints_compile_artifact_line_text() -> None:
     assert "\x1b[" not in out.stdout, "no colour into a pipe"
 
 
+@pytest.mark.e2e
 def test_grep_exit_status_json_and_flags() -> None:
     assert _grep("no-such-text-anywhere", CPU_RUN).returncode == 1
     bad = _grep("-E", "(", CPU_RUN)
@@ -227,6 +230,7 @@ def test_grep_exit_status_json_and_flags() -> None:
     assert first.stdout.count("\n") == 2
 
 
+@pytest.mark.e2e
 def test_grep_reads_stdin() -> None:
     capture = CPU_RUN / "torch_logs.txt"
     from_file = _grep("Recompiling function", capture)

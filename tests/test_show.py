@@ -16,6 +16,7 @@ from pathlib import Path
 import pytest
 from conftest import REPO, unpack_shared
 from ui_helpers import ready, settle, sync
+from waits import until
 
 from tcview.analysis.kernels import OUTPUT_CODES, fuses, group_kernels, launch_info
 from tcview.analysis.recompiles import CHANGES, diagnose, parse_guard_failure
@@ -150,6 +151,7 @@ def test_roles_without_aot_id_lines_come_from_record_order(tmp_path: Path) -> No
     assert roles["0/0"] == ["forward", "backward"] and roles["3/0"] == ["inference"]
 
 
+@pytest.mark.app
 @sync
 async def test_tree_labels_output_code_with_its_role() -> None:
     from tcview.ui.app import TcviewApp
@@ -318,6 +320,7 @@ def test_identical_kernels_across_recompiles_are_one_group(dim_model: Model) -> 
     ]
 
 
+@pytest.mark.app
 @sync
 async def test_kernels_view_collapses_identical_sources(dim: Path) -> None:
     from tcview.ui.app import TcviewApp
@@ -345,6 +348,7 @@ async def test_kernels_view_collapses_identical_sources(dim: Path) -> None:
         assert any(ln.startswith("same in   6 compiles: 1/0 (inference)") for ln in shown)
 
 
+@pytest.mark.app
 @sync
 async def test_kernels_view_shows_fwd_and_bwd() -> None:
     from tcview.ui.app import TcviewApp
@@ -517,6 +521,7 @@ def test_more_of_the_metrics() -> None:
 # ---------------------------------------------------------------------- 7. tcview show
 
 
+@pytest.mark.e2e
 def test_show_prints_the_diagnosis_as_text_and_json(dim: Path) -> None:
     out = show(str(dim), "0/13")
     assert out.returncode == 0, out.stderr
@@ -532,6 +537,7 @@ def test_show_prints_the_diagnosis_as_text_and_json(dim: Path) -> None:
     assert data == compile_detail(compile_of(model, "0/13"), model).to_json()
 
 
+@pytest.mark.e2e
 def test_show_a_frame_and_a_kernel(dim: Path) -> None:
     frame = show(str(dim), "frame", "1")
     assert frame.returncode == 0 and frame.stdout.startswith("frame scale (script.py:26)  [1]")
@@ -557,6 +563,7 @@ def test_show_a_frame_and_a_kernel(dim: Path) -> None:
     assert source["language"] == "python" and source["lines"][0].startswith("cpp_fused")
 
 
+@pytest.mark.e2e
 def test_show_asks_which_rank_when_an_id_is_in_several() -> None:
     ddp = shared("h200-torch2.11", "ddp2")
     out = show(str(ddp), "0/0")
@@ -570,6 +577,73 @@ def test_show_asks_which_rank_when_an_id_is_in_several() -> None:
         show_detail(model, "triton_nothing")
 
 
+@sync
+async def test_goto_resolves_like_show(fixture_runs: Path) -> None:
+    """`--goto` reads an item as `tcview show` does (one grammar): the same item for
+    `rank 1 0/0` and `rank 1 frame 0`, and for an id that both ranks have, show's question
+    (which rank?) instead of a silent pick of rank 0."""
+    from tcview.ui.app import TcviewApp
+    from tcview.ui.tree import TraceTree
+
+    def ident(obj: object) -> tuple[str, str, int | None]:
+        assert isinstance(obj, (Compile, Frame)), obj
+        return type(obj).__name__, obj.id_label, obj.file.rank
+
+    ddp = fixture_runs / "ranks_ddp2"
+    model = load_source(str(ddp))
+    for item in ("rank 1 0/0", "rank 1 frame 0", "rank 0 0/0"):
+        app = TcviewApp(str(ddp), goto=item)
+        async with app.run_test(size=(140, 40)) as pilot:
+            await ready(app, pilot)
+            node = app.query_one(TraceTree).cursor_node
+            assert node is not None and node.data is not None, item
+            assert ident(node.data.obj) == ident(find(model, item)), item
+    for item in ("0/0", "frame 0"):
+        printed = show(str(ddp), *item.split())
+        assert printed.returncode == 2 and "say which" in printed.stderr
+        question = printed.stderr.strip().removeprefix("tcview: ")
+        app = TcviewApp(str(ddp), goto=item)
+        async with app.run_test(size=(140, 40)) as pilot:
+            await ready(app, pilot)
+            shown = app._notifications
+            await until(pilot, lambda: list(shown), what="the --goto question")  # noqa: B023
+            assert [str(n.message) for n in shown] == [f"--goto {item}: {question}"]
+            node = app.query_one(TraceTree).cursor_node
+            assert node is None or node.data is None or node.data.kind not in ("compile", "frame")
+
+
+@sync
+async def test_palette_reads_an_item_like_show(fixture_runs: Path) -> None:
+    """ctrl+p, `rank 1 frame 0`: the first hit goes where `tcview show` and `--goto` go."""
+    from textual.command import CommandList
+
+    from tcview.ui.app import TcviewApp
+    from tcview.ui.tree import TraceTree
+
+    ddp = fixture_runs / "ranks_ddp2"
+    want = find(load_source(str(ddp)), "rank 1 frame 0")
+    app = TcviewApp(str(ddp))
+    async with app.run_test(size=(140, 40)) as pilot:
+        await ready(app, pilot)
+        await pilot.press("ctrl+p")
+        await pilot.press(*"rank 1 frame 0")
+        first = ""
+        for _ in range(100):  # the hits come from a worker: wait for the first one
+            hits = app.screen.query(CommandList)
+            if hits and hits.first().option_count:
+                first = str(hits.first().get_option_at_index(0).prompt)
+                if first.startswith("go to"):
+                    break
+            await pilot.pause(0.05)
+        assert first == "go to rank 1 frame 0"
+        await pilot.press("enter")
+        await settle(app, pilot)
+        node = app.query_one(TraceTree).cursor_node
+        assert node is not None and node.data is not None and node.data.kind == "frame"
+        assert isinstance(node.data.obj, Frame) and node.data.obj.file.rank == want.file.rank == 1
+
+
+@pytest.mark.e2e
 def test_show_an_episode(fixture_runs: Path) -> None:
     out = show(str(fixture_runs / "resets"), "1/0 #3")
     assert out.returncode == 0, out.stderr
@@ -580,12 +654,14 @@ def test_show_an_episode(fixture_runs: Path) -> None:
     assert out.stdout.startswith("compile 1/0 #3  ok")
 
 
+@pytest.mark.e2e
 def test_show_names_near_kernels(dim: Path) -> None:
     out = show(str(dim), "tanh")
     assert out.returncode == 2
     assert "cpp_fused_add_mul_tanh_0" in out.stderr
 
 
+@pytest.mark.app
 @sync
 async def test_pane_and_show_agree(dim: Path) -> None:
     """The detail pane shows the same lines `tcview show` prints, for a compile (styled lines)
@@ -608,6 +684,7 @@ async def test_pane_and_show_agree(dim: Path) -> None:
         assert pane == printed, item
 
 
+@pytest.mark.app
 @sync
 async def test_recompiles_view_says_why_per_frame(dim: Path) -> None:
     from tcview.ui.app import TcviewApp
@@ -652,6 +729,7 @@ def test_kernel_num_gb_where_inductor_wrote_it(fixture_runs: Path) -> None:
 HOSTILE = sorted((REPO / "tests" / "fixtures" / "hostile").glob("*.log"))
 
 
+@pytest.mark.e2e
 @pytest.mark.parametrize("path", HOSTILE + sorted((REPO / "sample_traces").iterdir()), ids=str)
 def test_every_detail_builds_on_hostile_and_sample_traces(path: Path) -> None:
     """Broken, hostile and odd inputs: every compile, frame and kernel still has a detail

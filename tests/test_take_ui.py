@@ -29,7 +29,7 @@ RECORDED_AT = "/work/main/sample_traces"
 
 
 def _select(app: TcviewApp, kind: str, obj: Any) -> None:
-    assert app.reveal(kind, obj)
+    assert app.browser.reveal(kind, obj)
     app.main_tree.focus()
 
 
@@ -123,7 +123,7 @@ async def test_y_on_a_break_copies_reason_and_location() -> None:
         app.main_tree.focus()
         node = app.main_tree.root.children[-1]  # records without a compile id
         app.main_tree.move_cursor(node)
-        app.show_item(node.data)
+        app.browser.show_item(node.data)
         await settle(app, pilot)
         app.screen.query_one(Reader).viewer.focus()
         await pilot.press("y")
@@ -220,7 +220,7 @@ async def test_e_on_a_break_location_runs_the_editor(
         # In the viewer: every location of the item (its stack too), to pick from.
         comp = gb.compile
         _select(app, "compile", comp)
-        app.show_item(app.main_tree.cursor_node.data)
+        app.browser.show_item(app.main_tree.cursor_node.data)
         await settle(app, pilot)
         app.screen.query_one(Reader).viewer.focus()
         await pilot.press("e")
@@ -268,6 +268,7 @@ async def test_e_says_when_the_file_is_not_here(
         assert argv.read_text().split("\n")[:2] == [f"+{user.line}", str(checkout / "tinyblock.py")]
 
 
+@pytest.mark.unit
 def test_path_map_longest_prefix_and_boundaries() -> None:
     paths = PathMap.parse(["/workspace=/a", "/workspace/deep=/b", "/ws=~/c"])
     assert paths.local("/workspace/x.py") == "/a/x.py"
@@ -278,6 +279,7 @@ def test_path_map_longest_prefix_and_boundaries() -> None:
         PathMap.parse(["nothing"])
 
 
+@pytest.mark.unit
 def test_editor_argv_has_no_shell_and_no_option_paths(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -296,6 +298,7 @@ def test_editor_argv_has_no_shell_and_no_option_paths(
     assert editor_call(Location(str(target), 1, "x")).argv[0] == "vi"
 
 
+@pytest.mark.unit
 def test_copied_kinds_of_model_objects() -> None:
     from tcview.ingest.source import load_source
     from tcview.ui.take import copy_text
@@ -309,6 +312,7 @@ def test_copied_kinds_of_model_objects() -> None:
     assert copy_text(object()) is None
 
 
+@pytest.mark.e2e
 def test_map_path_on_the_command_line() -> None:
     import subprocess
     import sys

@@ -107,6 +107,7 @@ def test_corpus_export_log_matches_tlparse(shared_traces: Path) -> None:
     assert all(g.title == "Guard Added" and not g.reported_by_tlparse for g in guards)
 
 
+@pytest.mark.e2e
 def test_summary_counts_export_issues(shared_traces: Path) -> None:
     assert summary_json(DRAFT / "trace")["export"] == {
         "guards": 1,
@@ -204,6 +205,7 @@ def test_md5_states_on_edited_copies(tmp_path: Path) -> None:
 # ---------------------------------------------------------------------- CLI and UI
 
 
+@pytest.mark.e2e
 def test_show_export_prints_the_report() -> None:
     out = subprocess.run(
         [sys.executable, "-m", "tcview.commands.cli", "show", str(DRAFT / "trace"), "export"],
@@ -219,6 +221,7 @@ def test_show_export_prints_the_report() -> None:
     assert "3. Missing Fake Kernel" in out.stdout and "4. Mismatched Fake Kernel" in out.stdout
 
 
+@pytest.mark.e2e
 def test_show_export_json_puts_each_issue_at_the_user_line(shared_traces: Path) -> None:
     """`tcview show PATH export --json`: one section per issue; a guard of the corpus's
     export.log has no user stack, and its place is the innermost frame of its framework
@@ -245,6 +248,7 @@ def test_show_export_json_puts_each_issue_at_the_user_line(shared_traces: Path) 
     assert "test_draft_export.py:279 in forward" in json.dumps(ref)
 
 
+@pytest.mark.app
 @sync
 async def test_export_view_from_the_overview() -> None:
     from tcview.ui.app import TcviewApp
@@ -280,6 +284,7 @@ async def test_export_view_from_the_overview() -> None:
         assert doc.title.startswith("guard_added")
 
 
+@pytest.mark.app
 @sync
 async def test_export_key_only_for_export_traces() -> None:
     from ui_helpers import GPU_SAMPLE
@@ -292,6 +297,7 @@ async def test_export_key_only_for_export_traces() -> None:
         assert not app.check_action("view", ("export",))
 
 
+@pytest.mark.app
 def test_snapshot_export_view(snap_compare, monkeypatch: pytest.MonkeyPatch) -> None:
     from tcview.ui.app import TcviewApp
 
@@ -305,6 +311,7 @@ def test_snapshot_export_view(snap_compare, monkeypatch: pytest.MonkeyPatch) -> 
     assert snap_compare(TcviewApp("trace"), terminal_size=(120, 40), run_before=before)
 
 
+@pytest.mark.app
 @sync
 async def test_an_export_without_issues_says_so_once(shared_traces: Path) -> None:
     from tcview.ui.app import TcviewApp

@@ -8,8 +8,19 @@ import shutil
 from pathlib import Path
 
 import pytest
+from textual.command import CommandPalette
 from textual.widgets import Static
-from ui_helpers import CPU_SAMPLE, GPU_SAMPLE, counts_text, ready, settle, summary_json, sync
+from ui_helpers import (
+    CPU_SAMPLE,
+    GPU_SAMPLE,
+    counts_text,
+    palette_lists,
+    ready,
+    settle,
+    summary_json,
+    sync,
+)
+from waits import until
 
 from tcview.model.objects import Compile
 from tcview.ui.app import TcviewApp
@@ -65,6 +76,7 @@ CPU_SAMPLE_TREE = [
 ]
 
 
+@pytest.mark.e2e
 @sync
 async def test_status_bar_counts_match_summary() -> None:
     app = TcviewApp(str(GPU_SAMPLE))
@@ -200,7 +212,7 @@ async def test_viewer_scrolls_sideways_and_pages() -> None:
         rec = app.model.kernels[0].output
         node = tree.reveal(rec, "record")
         tree.reveal_node(node)
-        app.show_item(node.data)
+        app.browser.show_item(node.data)
         await settle(app, pilot)
         view = viewer(app)
         view.focus()
@@ -214,6 +226,7 @@ async def test_viewer_scrolls_sideways_and_pages() -> None:
         assert view.scroll_offset.y == 0
 
 
+@pytest.mark.e2e
 @sync
 @pytest.mark.parametrize(
     ("key", "screen"),
@@ -307,7 +320,9 @@ async def test_time_view_sorts() -> None:
         await pilot.press("t")
         await settle(app, pilot)
         view = app.screen
-        times = [c.compile_time_s or 0 for c in view.objects]
+        from tcview.analysis.compiletime import compile_seconds
+
+        times = [compile_seconds(c) or 0 for c in view.objects]
         assert times == sorted(times, reverse=True)
         await pilot.press("s")
         assert [c.order for c in view.objects] != [] and not view.by_time
@@ -331,9 +346,9 @@ async def test_command_palette_jumps_to_kernel() -> None:
         await ready(app, pilot)
         name = app.model.kernels[1].name
         await pilot.press("ctrl+p")
-        await pilot.pause(0.2)
+        await until(pilot, lambda: isinstance(app.screen, CommandPalette), seen=lambda: app.screen)
         await pilot.press(*name)
-        await pilot.pause(0.8)
+        await palette_lists(app, pilot, name)
         await pilot.press("enter")
         await settle(app, pilot)
         item = cursor_item(app)
@@ -358,6 +373,7 @@ async def test_quit(keys: tuple[str, ...]) -> None:
 # ---------------------------------------------------------------- growth in place
 
 
+@pytest.mark.e2e
 @sync
 async def test_refresh_model_grows_tree_in_place(tmp_path: Path) -> None:
     src = next((GPU_SAMPLE / "trace").glob("dedicated_log_torch_trace*.log"))
@@ -435,7 +451,7 @@ async def test_trace_text_is_literal_and_safe(tmp_path: Path) -> None:
         rec = next(r for r in app.model.files[0].records if r.kind == "dynamo_output_graph")
         node = tree.reveal(rec, "record")
         tree.reveal_node(node)
-        app.show_item(node.data)
+        app.browser.show_item(node.data)
         await settle(app, pilot)
         view = viewer(app)
         rendered = "".join(view.render_line(y).text for y in range(view.doc.count))
@@ -447,6 +463,7 @@ async def test_trace_text_is_literal_and_safe(tmp_path: Path) -> None:
         assert "[bold red]boom[/]" in rendered and "\x1b" not in rendered
 
 
+@pytest.mark.unit
 def test_samples_exist() -> None:
     assert (GPU_SAMPLE / "trace").is_dir() and (CPU_SAMPLE / "trace").is_dir()
 
@@ -498,6 +515,7 @@ async def test_goto_before_the_first_layout_leaves_the_tree_unscrolled(
         assert tree.scroll_offset.y == 0, "the whole tree fits: nothing should be scrolled"
 
 
+@pytest.mark.unit
 def test_fit_path_cuts_the_path_from_the_left() -> None:
     line = "static · 2 ranks · /a/very/long/directory/name/of/the/run/trace"
     assert fit_path(line, 200) == line

@@ -41,8 +41,13 @@ async def test_the_overview_says_the_run_crashed_first(crash: str) -> None:
     async with app.run_test(size=SIZE) as pilot:
         await ready(app, pilot)
         lines = shown(app)
-        assert lines[1] == "The run crashed: 3 error(s)  (e for all)"
-        assert lines[2] == "  rank 0: AssertionError: rank 0: expected 2 gradient buckets, found 3"
+        # the findings lead, the worst first: the crash, at the user's line
+        assert lines[1] == "findings (6), worst first  (w: each with its evidence)"
+        assert lines[2].startswith("  error   The run crashed on rank 0 at ")
+        at = lines.index("The run crashed: 3 error(s)  (e for all)")
+        assert lines[at + 1] == (
+            "  rank 0: AssertionError: rank 0: expected 2 gradient buckets, found 3"
+        )
         assert app.check_action("view", ("errors",)) is True
 
 

@@ -11,11 +11,12 @@ from refcount import count
 from ui_helpers import CPU_SAMPLE, GPU_SAMPLE
 
 from tcview.commands.open import NO_INPUT_HELP, newest_trace_dir, open_app, resolve_path
+from tcview.ingest.session import ModelSession
 from tcview.ingest.source import load_source
+from tcview.report.items import ShowError, locate
 from tcview.report.summary import counts_line
-from tcview.ui.app import doc_for, resolve_target
+from tcview.ui.browser import doc_for
 from tcview.ui.content import kernel_doc, metrics_table, record_doc
-from tcview.ui.loader import Loader
 from tcview.ui.tree import Item
 from tcview.ui.viewer import highlight_line
 
@@ -52,7 +53,7 @@ def test_compile_detail_shows_the_fusion_decisions_of_the_text_log() -> None:
 
 @pytest.mark.parametrize("sample", [GPU_SAMPLE, CPU_SAMPLE], ids=lambda p: p.name)
 def test_loader_builds_the_counted_model(sample: Path) -> None:
-    loader = Loader(str(sample))
+    loader = ModelSession(str(sample))
     loader.run()
     assert loader.error is None and loader.finished
     counts = loader.model.counts()
@@ -90,14 +91,15 @@ def test_cpp_kernel_doc_is_cpp_inside() -> None:
     assert doc.language_at(entry) == "cpp"
 
 
-def test_resolve_target_forms() -> None:
+def test_locate_forms() -> None:
     ts = load_source(str(CPU_SAMPLE))
     first = ts.compiles[0]
     for text in (first.id_text, f"[{first.id_text}]", f" {first.id_text} "):
-        assert resolve_target(ts, text) == ("compile", first)
+        assert locate(ts, text) is first
     kernel = ts.kernels[1]
-    assert resolve_target(ts, kernel.name) == ("kernel", kernel)
-    assert resolve_target(ts, "no_such_thing_anywhere") is None
+    assert locate(ts, kernel.name) is kernel
+    with pytest.raises(ShowError):
+        locate(ts, "no_such_thing_anywhere")
 
 
 def test_output_code_is_python_with_cpp_regions() -> None:

@@ -14,13 +14,15 @@ from textual.binding import Binding
 from textual.dom import DOMNode
 from textual.widgets import Input
 from ui_helpers import CPU_SAMPLE, ready, sync
+from waits import until
 
 import tcview.ui
 from tcview.run.session import Launcher
 from tcview.run.spec import PythonInfo, RunOptions, build_spec
 from tcview.ui.app import BROWSE_BINDINGS, TcviewApp
 from tcview.ui.help import HelpRow, help_rows
-from tcview.ui.run_pane import RUN_KEYMAP, RunApp
+from tcview.ui.run_app import RunApp
+from tcview.ui.run_pane import RUN_KEYMAP
 
 SIZE = (120, 40)
 
@@ -129,6 +131,7 @@ async def _walk_browser(app: TcviewApp, pilot: Any, rows: list[HelpRow], views: 
     return missing
 
 
+@pytest.mark.app
 @sync
 async def test_help_lists_every_key_that_works() -> None:
     app = TcviewApp(str(CPU_SAMPLE))
@@ -143,6 +146,7 @@ async def test_help_lists_every_key_that_works() -> None:
     assert not missing, sorted(missing)
 
 
+@pytest.mark.e2e
 @pytest.mark.skipif(not sys.platform.startswith("linux"), reason="runs a job")
 @sync
 async def test_run_mode_help_lists_every_key_that_works(tmp_path: Path) -> None:
@@ -166,9 +170,27 @@ async def test_run_mode_help_lists_every_key_that_works(tmp_path: Path) -> None:
         app.action_output()  # the output pane, full screen and focused
         missing.update(await _missing_everywhere(app, pilot, rows))
         flag.touch()
-        while not session.done:
-            await pilot.pause(0.05)
-        await pilot.pause(0.3)
+        await until(
+            pilot,
+            lambda: session.done and "r" in app.screen.active_bindings,
+            what="the job to end and r (rerun) to be bound",
+            seen=lambda: (session.done, sorted(app.screen.active_bindings)),
+        )
         missing.update(await _missing_everywhere(app, pilot, rows))  # r reruns now
         await pilot.press("q")
     assert not missing, sorted(missing)
+
+
+def test_every_mark_the_tree_draws_is_in_the_help() -> None:
+    """The help's legend comes from the table the tree draws with: every status, mark and
+    CUDA graphs symbol a tree row can show is there, with its word."""
+    from tcview.analysis.cudagraphs import CUDAGRAPH_STATES, CudaGraphs
+    from tcview.model.objects import MARKS, STATUSES
+    from tcview.ui.content import cudagraphs_text, mark_text
+    from tcview.ui.help import help_text
+
+    legend = help_text([], lambda binding: binding.key).plain
+    drawn = [mark_text(name) for name in (*STATUSES, *MARKS)]
+    drawn += [cudagraphs_text(CudaGraphs(state)) for state in CUDAGRAPH_STATES]
+    for text in drawn:
+        assert text.plain and text.plain in legend, text.plain

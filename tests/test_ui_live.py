@@ -15,16 +15,17 @@ from typing import Any
 import pytest
 from conftest import FIXTURES, SAMPLES
 from ui_helpers import CPU_SAMPLE, counts_text, ready, settle, summary_json, sync
+from waits import holds, until
 
 import tcview.ingest.load
 from tcview.ingest.replay import replay
+from tcview.ingest.session import ModelSession
 from tcview.model.objects import Model
 from tcview.run.session import Launcher
 from tcview.run.spec import PythonInfo, RunOptions, build_spec
 from tcview.ui.app import TcviewApp
-from tcview.ui.loader import Loader
 from tcview.ui.reader import Reader
-from tcview.ui.run_pane import RunApp
+from tcview.ui.run_app import RunApp
 from tcview.ui.tree import TraceTree
 from tcview.ui.views import KernelsView
 
@@ -50,26 +51,20 @@ def overview_counts(app: TcviewApp) -> str | None:
     return next((t.plain for t in doc.styled if t.plain.startswith("compiles ")), None)
 
 
-async def until(pilot: Any, predicate: Any, timeout: float = 15.0) -> bool:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if predicate():
-            return True
-        await pilot.pause(0.05)
-    return bool(predicate())
-
-
 # ---------------------------------------------------------------- 10.1: empty and slow pipes
 
 
+@pytest.mark.e2e
 @sync
 async def test_slow_pipe_waits_then_grows_to_the_one_shot_counts() -> None:
     expected = counts_text(summary_json(CAPTURE))
     read_end, write_end = os.pipe()
     app = TcviewApp("-", stdin_fd=read_end)
     async with app.run_test(size=SIZE) as pilot:
-        await pilot.pause(0.5)  # nothing has come through the pipe yet
-        assert "waiting for input" in app.status_left
+        # nothing has come through the pipe yet
+        await until(
+            pilot, lambda: "waiting for input" in app.status_left, seen=lambda: app.status_left
+        )
         assert "waiting for input on stdin…" in doc_text(app)
         assert app.main_tree.last_line < 0, "no rows before the first log line"
         data = CAPTURE.read_bytes()
@@ -77,8 +72,11 @@ async def test_slow_pipe_waits_then_grows_to_the_one_shot_counts() -> None:
             os.write(write_end, data[start : start + 4096])
         os.close(write_end)
         assert await until(pilot, lambda: app.status_right == expected), app.status_right
-        assert "waiting" not in app.status_left
-        assert overview_counts(app) == expected
+        await until(
+            pilot,
+            lambda: "waiting" not in app.status_left and overview_counts(app) == expected,
+            seen=lambda: (app.status_left, overview_counts(app)),
+        )
         assert app.main_tree.last_line > 0
 
 
@@ -98,7 +96,7 @@ async def test_a_pipe_without_torch_lines_is_a_valid_state() -> None:
             await settle(app, pilot)
             await pilot.press("escape")
         await pilot.press("ctrl+p")
-        await pilot.pause(0.3)
+        await settle(app, pilot)
         await pilot.press("escape")
         assert app.is_running
 
@@ -106,6 +104,7 @@ async def test_a_pipe_without_torch_lines_is_a_valid_state() -> None:
 # ---------------------------------------------------------------- 10.2: one snapshot
 
 
+@pytest.mark.e2e
 @sync
 async def test_live_overview_and_status_bar_show_the_same_counts(tmp_path: Path) -> None:
     source = SAMPLES / "gpu_triton_user" / "trace"
@@ -131,24 +130,25 @@ async def test_live_overview_and_status_bar_show_the_same_counts(tmp_path: Path)
         assert len(seen) > 2, "the counts moved while the trace was written"
 
 
+@pytest.mark.e2e
 @sync
 async def test_overview_counts_move_with_the_status_bar_while_indexing(
     shared_traces: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     # Index in many small, slow steps, as a big trace would go.
     monkeypatch.setattr(tcview.ingest.load, "CHUNK", 16 << 10)
-    progress = Loader._progress
+    progress = ModelSession._progress
 
-    def slow(self: Loader, done: int, total: int) -> None:
+    def slow(self: ModelSession, done: int, total: int) -> None:
         time.sleep(0.004)
         progress(self, done, total)
 
-    monkeypatch.setattr(Loader, "_progress", slow)
+    monkeypatch.setattr(ModelSession, "_progress", slow)
     trace = shared_traces / "h200-torch2.11" / "gpt_train" / "trace"
     app = TcviewApp(str(trace))
     seen: set[str] = set()
     async with app.run_test(size=SIZE) as pilot:
-        while not app.loader.finished:
+        while not app.model_session.finished:
             await pilot.pause(0.01)
             assert overview_counts(app) == app.status_right
             seen.add(app.status_right)
@@ -203,7 +203,7 @@ async def test_first_row_is_highlighted_and_down_goes_to_the_second(
         await settle(app, pilot)
         assert tree.cursor_line == 1
         second = tree.get_node_at_line(1).data
-        assert second is not None and viewer(app).doc.title != app.source_path
+        assert second is not None and viewer(app).doc.title != app.browser.source_path
 
 
 @sync
@@ -241,7 +241,7 @@ async def test_detail_panes_wrap_long_lines_and_code_scrolls(shared_traces: Path
         # Code keeps one row per line and scrolls sideways.
         await pilot.press("escape")
         rec = next(r for r in app.model.files[0].records if r.kind == "inductor_output_code")
-        app.reveal("record", rec)
+        app.browser.reveal("record", rec)
         await settle(app, pilot)
         view = viewer(app)
         assert view.doc.styled is None and view.virtual_size.height == view.doc.count
@@ -279,13 +279,13 @@ async def test_overview_key_line_is_whole_at_120_columns() -> None:
 def count_redraws(app: TcviewApp) -> list[float]:
     """The times of the app's redraws from the model from now on."""
     calls: list[float] = []
-    original = app.refresh_model
+    original = app.browser.refresh_model
 
     def counting() -> None:
         calls.append(time.monotonic())
         original()
 
-    app.refresh_model = counting  # type: ignore[method-assign]
+    app.browser.refresh_model = counting  # type: ignore[method-assign]
     return calls
 
 
@@ -297,16 +297,22 @@ async def test_an_idle_followed_app_does_not_poll_the_model(tmp_path: Path) -> N
     async with app.run_test(size=SIZE) as pilot:
         await ready(app, pilot)
         calls = count_redraws(app)
-        await pilot.pause(1.0)
-        assert calls == [], "nothing changed: nothing to redraw"
+        await holds(
+            pilot,
+            lambda: calls == [],
+            1.0,
+            "nothing changed: nothing to redraw",
+            seen=lambda: calls,
+        )
         # A burst of updates from another thread becomes one or two redraws.
-        burst = threading.Thread(target=lambda: [app.model_moved() for _ in range(200)])
+        burst = threading.Thread(target=lambda: [app.browser.model_moved() for _ in range(200)])
         burst.start()
         burst.join()
-        await pilot.pause(0.3)
-        assert 1 <= len(calls) <= 3, len(calls)
+        await until(pilot, lambda: calls, what="a redraw after the burst")
+        await holds(pilot, lambda: len(calls) <= 3, 0.3, "one or two redraws", seen=lambda: calls)
 
 
+@pytest.mark.e2e
 @sync
 async def test_an_indexing_app_redraws_when_the_loader_says_so(
     monkeypatch: pytest.MonkeyPatch,
@@ -315,24 +321,33 @@ async def test_an_indexing_app_redraws_when_the_loader_says_so(
     chunk indexed is shown without waiting for the end."""
     monkeypatch.setattr(tcview.ingest.load, "CHUNK", 64 << 10)
     stalled, go_on = threading.Event(), threading.Event()
-    progress = Loader._progress
+    progress = ModelSession._progress
 
-    def stalling(self: Loader, done: int, total: int) -> None:
+    def stalling(self: ModelSession, done: int, total: int) -> None:
         progress(self, done, total)
         if done >= 3 * (64 << 10) and not go_on.is_set():
             stalled.set()
             go_on.wait(10)
 
-    monkeypatch.setattr(Loader, "_progress", stalling)
+    monkeypatch.setattr(ModelSession, "_progress", stalling)
     app = TcviewApp(str(CPU_SAMPLE))
     async with app.run_test(size=SIZE) as pilot:
         while not stalled.is_set():
             await pilot.pause(0.02)
-        await pilot.pause(0.3)  # the last chunk's redraw (INDEX_GAP) is through
-        assert "indexing" in app.status_left and app.records_shown() > 0  # shown mid-way
+        # the last chunk's redraw (INDEX_GAP) is through: shown mid-way
+        await until(
+            pilot,
+            lambda: "indexing" in app.status_left and app.browser.records_shown() > 0,
+            seen=lambda: (app.status_left, app.browser.records_shown()),
+        )
         calls = count_redraws(app)
-        await pilot.pause(0.8)
-        assert calls == [], "the load stalled: nothing to redraw"
+        await holds(
+            pilot,
+            lambda: calls == [],
+            0.8,
+            "the load stalled: nothing to redraw",
+            seen=lambda: calls,
+        )
         go_on.set()
         await ready(app, pilot)
         assert calls and app.status_right == counts_text(summary_json(CPU_SAMPLE))
@@ -371,6 +386,7 @@ print("bye", flush=True)
 """
 
 
+@pytest.mark.e2e
 @sync
 async def test_run_pane_is_told_about_output_and_the_end(tmp_path: Path) -> None:
     job = tmp_path / "job.py"
@@ -390,11 +406,13 @@ async def test_run_pane_is_told_about_output_and_the_end(tmp_path: Path) -> None
     session.lines_since = counting  # type: ignore[method-assign]
     app = RunApp(launcher, session)
     async with app.run_test(size=SIZE) as pilot:
-        shown = lambda: [text.plain for _, text in app.output.lines]  # noqa: E731
+        shown = lambda: [text.plain for _, text in app.job.lines]  # noqa: E731
         assert await until(pilot, lambda: "line 49" in shown())
         quiet_from = time.monotonic()
-        await pilot.pause(1.0)  # the job waits for the flag: no output, nothing to read
-        assert [t for t in calls if t > quiet_from] == []
+        # the job waits for the flag: no output, nothing to read
+        await holds(
+            pilot, lambda: [t for t in calls if t > quiet_from] == [], 1.0, seen=lambda: calls
+        )
         flag.touch()
         assert await until(pilot, lambda: "exited 0" in app.status_left)
         assert shown()[-1] == "bye"

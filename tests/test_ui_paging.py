@@ -6,6 +6,7 @@ import json
 from pathlib import Path
 
 from ui_helpers import ready, sync
+from waits import until
 
 from tcview.ui.app import TcviewApp
 from tcview.ui.tree import PAGE
@@ -34,14 +35,19 @@ async def test_children_are_paged_and_goto_reaches_any(tmp_path: Path) -> None:
         frame = next(n for n in tree.root.children if n.data.kind == "frame")
         tree.ensure_loaded(frame)
         frame.expand()
-        await pilot.pause(0.1)
-        assert len(frame.children) == PAGE + 1
+        await until(
+            pilot, lambda: len(frame.children) == PAGE + 1, seen=lambda: len(frame.children)
+        )
         assert frame.children[-1].data.kind == "page"
         assert f"{total - PAGE} more" in frame.children[-1].label.plain
         tree.select_node(frame.children[-1])
-        await pilot.pause(0.2)
-        assert len(frame.children) == 2 * PAGE + 1
-        assert app._goto(f"0/{total - 1}")
-        await pilot.pause(0.2)
-        assert tree.cursor_node.data.obj.id_text == f"0/{total - 1}"
+        await until(
+            pilot, lambda: len(frame.children) == 2 * PAGE + 1, seen=lambda: len(frame.children)
+        )
+        assert app.browser._goto(f"0/{total - 1}") is None
+        await until(
+            pilot,
+            lambda: tree.cursor_node.data.obj.id_text == f"0/{total - 1}",
+            seen=lambda: tree.cursor_node,
+        )
         assert frame.children[-1].data.kind != "page"

@@ -130,7 +130,7 @@ async def test_rank_filter_narrows_tree_views_and_counts(diverging: str) -> None
         assert isinstance(app.screen, RankDialog)
         await pilot.press("1", "enter")
         await ready(app, pilot)
-        assert app.rank_filter == frozenset({1})
+        assert app.browser.rank_filter == frozenset({1})
         assert [label.split("  ")[0] for label in tree_labels(app)] == ["rank 1"]
         assert "rank 1 of 2" in app.status_left
         model = TraceSet.load(diverging)
@@ -152,7 +152,7 @@ async def test_rank_filter_narrows_tree_views_and_counts(diverging: str) -> None
         assert app.screen.query_one("#rank-input", Input).value == "1"
         await pilot.press("backspace", "enter")
         await ready(app, pilot)
-        assert app.rank_filter is None
+        assert app.browser.rank_filter is None
         assert app.status_right == everything
         assert len(tree_labels(app)) == 2
 
@@ -201,12 +201,12 @@ async def test_rank_filter_dialog_picks_from_the_list_and_refuses_unknown_ranks(
         assert app.screen.query_one("#rank-input", Input).value == "0"
         await pilot.press("enter")
         await ready(app, pilot)
-        assert app.rank_filter == frozenset({0})
+        assert app.browser.rank_filter == frozenset({0})
         await pilot.press("number_sign")
         await ready(app, pilot)
         await pilot.press("escape")  # cancel: the filter stays
         await ready(app, pilot)
-        assert app.rank_filter == frozenset({0})
+        assert app.browser.rank_filter == frozenset({0})
 
 
 @sync
@@ -227,7 +227,7 @@ async def test_ranks_view_names_the_first_divergence(diverging: str) -> None:
         await pilot.press("j", "enter")
         await ready(app, pilot)
         assert not isinstance(app.screen, TableView)
-        assert app.rank_filter == frozenset({1})
+        assert app.browser.rank_filter == frozenset({1})
 
 
 @sync

@@ -11,6 +11,8 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from waits import until
+
 REPO = Path(__file__).resolve().parent.parent
 SAMPLES = REPO / "sample_traces"
 GPU_SAMPLE = SAMPLES / "gpu_tinyblock"
@@ -18,11 +20,42 @@ CPU_SAMPLE = SAMPLES / "cpu_breaks_recompiles"
 
 
 async def ready(app: Any, pilot: Any, limit: float = 30.0) -> None:
-    """Wait until indexing is done, the tree is built and shown content is on screen."""
-    waited = 0.0
-    while not (app.loader.finished and app.loaded_at is not None) and waited < limit:
-        await pilot.pause(0.05)
-        waited += 0.05
+    """Wait until indexing is done, the tree is built and shown content is on screen; fail
+    after `limit` seconds, saying how far the load got."""
+    await until(
+        pilot,
+        lambda: app.model_session.finished and app.browser.loaded_at is not None,
+        limit,
+        "the app to finish loading",
+        lambda: (
+            f"loader finished={app.model_session.finished}, loaded_at={app.browser.loaded_at},"
+            f" status={app.status_left!r}"
+        ),
+    )
+    await settle(app, pilot)
+
+
+def palette_options(app: Any) -> list[str]:
+    """The entries the command palette lists now ([] when it is not open)."""
+    from textual.command import CommandList, CommandPalette
+
+    if not isinstance(app.screen, CommandPalette):
+        return []
+    options = app.screen.query_one(CommandList)
+    return [str(options.get_option_at_index(i).prompt) for i in range(options.option_count)]
+
+
+async def palette_lists(app: Any, pilot: Any, text: str, last: bool = False) -> None:
+    """Wait until the command palette lists an entry with `text` (as its last entry, with
+    `last`) and its search is over."""
+
+    def listed() -> bool:
+        options = palette_options(app)
+        return bool(options) and (text in options[-1] if last else any(text in o for o in options))
+
+    await until(
+        pilot, listed, what=f"the palette to list {text!r}", seen=lambda: palette_options(app)
+    )
     await settle(app, pilot)
 
 

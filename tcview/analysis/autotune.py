@@ -331,8 +331,68 @@ def link_kernels(comp: Compile, ops: Sequence[AutotunedOp]) -> None:
             taken.add(id(pick[0]))
 
 
-def autotune_seconds(comp: Compile) -> float | None:
-    """The compile's autotuning time from its metrics (``compile_time_autotune_time_us``)."""
-    m = comp.metrics or {}
-    value = m.get("compile_time_autotune_time_us")
-    return value / 1e6 if _number(value) and value > 0 else None
+# The metrics records that time a compile's autotuning: the frame's, and the lazily compiled
+# backward's (its own metrics context; the same compile id).
+TIMED_METRICS = ("compilation_metrics", "bwd_compilation_metrics")
+FUSION_EVENT = "benchmark_fused_nodes"  # the scheduler benchmarking a fusion with a template
+
+
+def autotune_seconds(comp: Compile, kinds: Sequence[str] = TIMED_METRICS) -> float | None:
+    """The compile's autotuning time, its backward's included: ``compile_time_autotune_time_us``
+    of its metrics, into which torch adds each op's precompiling and benchmarking and the
+    benchmarking of fused kernels (``benchmark_fused_nodes``)."""
+    total: float | None = None
+    for rec in comp.metric_records:
+        meta = rec.meta
+        if rec.kind not in kinds or not isinstance(meta, dict):
+            continue
+        value = meta.get("compile_time_autotune_time_us")
+        if _number(value) and value > 0:
+            total = (total or 0.0) + value / 1e6
+    return total
+
+
+def fusion_seconds(comp: Compile) -> float | None:
+    """The time spent benchmarking fused kernels (``benchmark_fused_nodes`` spans, read from
+    disk); None when the trace has none."""
+    try:
+        events = comp.file.chromium_payloads(comp.chromium_at) if comp.chromium_at else []
+    except (OSError, ValueError):
+        return None
+    total: float | None = None
+    started: list[float] = []
+    for ev in events:
+        ts = ev.get("ts")
+        if ev.get("name") != FUSION_EVENT or not _number(ts):
+            continue
+        if ev.get("ph") == "B":
+            started.append(float(ts))
+        elif ev.get("ph") == "E" and started:
+            total = (total or 0.0) + max(0.0, (float(ts) - started.pop()) / 1e6)
+    return total
+
+
+@dataclass(frozen=True)
+class AutotuneTime:
+    """One compile's autotuning time, and what it is made of."""
+
+    total_s: float  # the metrics' total; the ops' times where no metrics say it
+    ops_s: float  # precompiling and benchmarking the autotuned ops' choices
+    fusions_s: float | None  # benchmarking fused kernels
+    from_metrics: bool
+    backward_s: float | None = None  # the part the backward's compile spent (its metrics)
+
+    @property
+    def other_s(self) -> float:
+        """What the metrics count that neither the ops nor the fusions' events show."""
+        return max(0.0, self.total_s - self.ops_s - (self.fusions_s or 0.0))
+
+
+def autotune_time(comp: Compile, ops: Sequence[AutotunedOp]) -> AutotuneTime:
+    ops_s = sum((op.autotune_s or 0.0) + (op.precompile_s or 0.0) for op in ops)
+    metric = autotune_seconds(comp)
+    fusions = fusion_seconds(comp)
+    if metric is None:
+        return AutotuneTime(ops_s + (fusions or 0.0), ops_s, fusions, False)
+    backward = autotune_seconds(comp, ("bwd_compilation_metrics",))
+    return AutotuneTime(metric, ops_s, fusions, True, backward)

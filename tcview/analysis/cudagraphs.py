@@ -15,11 +15,15 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
-from tcview.model.objects import Compile, CudagraphNote, Model
+from tcview.model.objects import RAN_EAGERLY, Compile, CudagraphNote, Model
 
 _GRAPHABLE = re.compile(r"(\d+) cudagraphable")
+# A compile whose graph CUDA graph trees ran as plain code (the cudagraphs log's "Running eager
+# function"): made for CUDA graphs, not replayed as one.
+EAGER_REASON = "ran eagerly at run time, not replayed as a CUDA graph"
 _PREFIXES = re.compile(r"^(?:skipping cudagraphs due to\s*)+")
 CudagraphState = Literal["used", "partly", "skipped"]
+CUDAGRAPH_STATES: tuple[CudagraphState, ...] = ("used", "partly", "skipped")
 # What the tree shows after a compile's status for each state.
 CUDAGRAPH_MARKS: dict[str, str] = {"used": "cudagraphs", "partly": "cudagraphs (partly)"}
 CUDAGRAPH_SKIPPED_MARK = "no cudagraphs"
@@ -28,13 +32,16 @@ CUDAGRAPH_SKIPPED_MARK = "no cudagraphs"
 @dataclass
 class CudaGraphs:
     """A compile's CUDA graphs: used (for all of its graph, or `partly`: some ops were left
-    out), or skipped, with the reasons."""
+    out, or one of its graphs was skipped while another was recorded: a training step's
+    forward and backward, graph partitions), or skipped, with the reasons."""
 
     state: CudagraphState
     reasons: list[str] = field(default_factory=list)  # why skipped, or why ops were left out
     cudagraphify_s: float | None = None  # time spent making them (runtime metrics)
     partitions: str = ""  # "2 graph partitions: 1 cudagraphable, 1 non-cudagraphable"
     sources: list[str] = field(default_factory=list)  # where it was read: trace, TORCH_LOGS
+    # `partly`: why some of its graphs were skipped while another was recorded
+    skips: list[str] = field(default_factory=list)
 
     @property
     def mark(self) -> str:
@@ -43,10 +50,11 @@ class CudaGraphs:
     @property
     def text(self) -> str:
         """``used``, ``skipped: mutated inputs (1 instances)``, ``partly: cpu ops``."""
-        if not self.reasons:
+        reasons = [*self.skips, *self.reasons]
+        if not reasons:
             return self.state
-        first = short_reason(self.reasons[0])
-        more = f" (+{len(self.reasons) - 1} more)" if len(self.reasons) > 1 else ""
+        first = short_reason(reasons[0])
+        more = f" (+{len(reasons) - 1} more)" if len(reasons) > 1 else ""
         return f"{self.state}: {first}{more}"
 
 
@@ -97,13 +105,17 @@ def cudagraphs_of(comp: Compile, notes: Iterable[CudagraphNote] = ()) -> CudaGra
             timed = True
     if reasons or timed:
         sources.append("trace")
-    recorded = False
+    recorded = False  # a graph was recorded (the log says so)
+    graphable = False  # Inductor made CUDA-graph partitions (the log of recording may be absent)
     partitions = ""
     left_out: list[str] = []
+    eager: list[str] = []  # it ran eagerly at run time instead of replaying: why, when said
     from_text = False
     for note in notes:
         from_text = True
-        if note.kind == "skipped":
+        if note.kind == RAN_EAGERLY:
+            eager.append(EAGER_REASON + (f": {note.text}" if note.text else ""))
+        elif note.kind == "skipped":
             reason = fold_reason(note.text)
             if reason not in reasons:
                 reasons.append(reason)
@@ -111,19 +123,24 @@ def cudagraphs_of(comp: Compile, notes: Iterable[CudagraphNote] = ()) -> CudaGra
             recorded = True
         elif note.kind == "partitions":
             partitions = note.text.removeprefix("Created ")
-            graphable = _GRAPHABLE.search(partitions)
-            # Inductor made CUDA-graph partitions (the log of their recording may be absent)
-            recorded = recorded or (graphable is not None and int(graphable.group(1)) > 0)
+            count = _GRAPHABLE.search(partitions)
+            graphable = graphable or (count is not None and int(count.group(1)) > 0)
         elif note.kind == "not cudagraphable" and note.text not in left_out:
             left_out.append(note.text)
     if from_text:
         sources.append("TORCH_LOGS")
     cudagraphify_s = cudagraphify_us / 1e6 if timed else None
+    if eager and not reasons:  # made for CUDA graphs, but its graph ran as plain code
+        if recorded:
+            return CudaGraphs("partly", left_out, cudagraphify_s, partitions, sources, eager)
+        return CudaGraphs("skipped", eager, cudagraphify_s, partitions, sources)
+    if reasons and recorded:  # one graph skipped, another recorded: partly used
+        return CudaGraphs("partly", left_out, cudagraphify_s, partitions, sources, reasons)
     if reasons:
         return CudaGraphs("skipped", reasons, cudagraphify_s, partitions, sources)
-    if left_out and (recorded or timed):
+    if left_out and (recorded or graphable or timed):
         return CudaGraphs("partly", left_out, cudagraphify_s, partitions, sources)
-    if recorded or timed:
+    if recorded or graphable or timed:
         return CudaGraphs("used", [], cudagraphify_s, partitions, sources)
     return None
 

@@ -19,7 +19,9 @@ from collections import Counter
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 
+from tcview.analysis.compiletime import BACKWARD_PHASE, backward_seconds
 from tcview.analysis.kernels import split_output_code
+from tcview.analysis.recompiles import input_name, parse_guard_failure
 from tcview.model.objects import Compile, Kernel, Model, Record
 
 # ---------------------------------------------------------------------- text
@@ -115,6 +117,15 @@ GUARD_RECORDS = ("dynamo_cpp_guards_str", "dynamo_guards")
 _GUARD_LINE = re.compile(r"^[|\s]*\+- ([A-Z][A-Z_]*): (.*)$")
 _MANAGER = re.compile(r"^([|\s]*)\+- (?:\w*GuardManager|GuardManager): source=([^,]*)")
 _COMMENT = re.compile(r"\s{2,}#.*$|\s+# \(.*$")
+# Globals Dynamo installs under a numbered name, numbered anew in each compile
+# (``G['__builtins_dict___24']``: OutputGraph.install_global's unique_id; ``…_<id>_c<n>``:
+# install_global_by_id): the same guard under another number is the same guard.
+_RENUMBERED = re.compile(r"(G\[(['\"])__\w*?)_\d+(?:_c\d+)?\2\]")
+
+
+def stable(text: str) -> str:
+    """A guard's text with renumbered globals' numbers replaced by ``#``."""
+    return _RENUMBERED.sub(r"\1_#\2]", text)
 
 
 @dataclass(frozen=True)
@@ -178,6 +189,17 @@ class GuardChange:
     status: str  # SAME, ADDED, REMOVED, CHANGED
     a: Guard | None
     b: Guard | None
+    decides: bool = False  # on the input whose guard failed (the recompile's reason)
+
+    @property
+    def renumbered(self) -> bool:
+        """The same guard on a global Dynamo numbered anew (`stable`)."""
+        return (
+            self.status == SAME
+            and self.a is not None
+            and self.b is not None
+            and (self.a.text != self.b.text)
+        )
 
     @property
     def guard(self) -> Guard:
@@ -191,25 +213,30 @@ def guard_diff(a: Sequence[Guard], b: Sequence[Guard]) -> list[GuardChange]:
     value may have changed), else by their whole text; in B's order, removed ones after
     the guard they followed."""
 
-    def key_counts(guards: Sequence[Guard]) -> Counter[tuple[str, str]]:
-        return Counter((g.source, g.kind) for g in guards)
+    def key(g: Guard) -> tuple[str, str]:
+        return (stable(g.source), g.kind)
 
-    ca, cb = key_counts(a), key_counts(b)
+    ca, cb = Counter(map(key, a)), Counter(map(key, b))
     unique = {k for k in ca if ca[k] == 1 and cb.get(k) == 1}
-    by_key = {(g.source, g.kind): g for g in a if (g.source, g.kind) in unique}
-    left = [g for g in a if (g.source, g.kind) not in unique]
+    by_key = {key(g): g for g in a if key(g) in unique}
+    left = [g for g in a if key(g) not in unique]
     out: list[GuardChange] = []
     used: set[int] = set()
     for g in b:
-        k = (g.source, g.kind)
+        k = key(g)
         if k in unique:
             old = by_key[k]
             used.add(id(old))
-            out.append(GuardChange(SAME if old.expr == g.expr else CHANGED, old, g))
+            same = stable(old.expr) == stable(g.expr)
+            out.append(GuardChange(SAME if same else CHANGED, old, g))
             continue
         # The same guard: source, kind and expression (the comment may differ).
         match = next(
-            (o for o in left if id(o) not in used and (o.source, o.kind, o.expr) == k + (g.expr,)),
+            (
+                o
+                for o in left
+                if id(o) not in used and key(o) + (stable(o.expr),) == k + (stable(g.expr),)
+            ),
             None,
         )
         if match is not None:
@@ -237,6 +264,30 @@ def _pair_by_source(changes: list[GuardChange]) -> list[GuardChange]:
         added.status, added.a = CHANGED, removed.a
         changes.remove(removed)
     return changes
+
+
+def _mentions(guard: Guard, name: str) -> bool:
+    """The guard checks the input `name` (``idx``, ``kwargs['input_ids']``): its source, or
+    its expression for a guard without one (``LAMBDA_GUARD: 2 <= L['idx'].size()[1]``)."""
+    source = input_name(guard.source) if guard.source else ""
+    if source == name or source.startswith((f"{name}[", f"{name}.")):
+        return True
+    head, _, rest = name.partition("[")
+    local = f"L['{head}']" + (f"[{rest}" if rest else "")
+    return local in guard.expr
+
+
+def decisive_first(changes: list[GuardChange], reasons: Sequence[str]) -> list[GuardChange]:
+    """The changes on the inputs whose guards failed (why B was compiled) first, marked
+    `decides`; the rest after them, in their order."""
+    names = {f.input for f in map(parse_guard_failure, reasons) if f.input}
+    for c in changes:
+        c.decides = c.status != SAME and any(
+            _mentions(g, n) for g in (c.a, c.b) if g is not None for n in names
+        )
+    order = {CHANGED: 0, REMOVED: 1, ADDED: 2}
+    deciding = sorted((c for c in changes if c.decides), key=lambda c: order.get(c.status, 3))
+    return deciding + [c for c in changes if not c.decides]
 
 
 # ---------------------------------------------------------------------- kernels
@@ -408,7 +459,11 @@ def compile_times(a: Compile, b: Compile) -> list[tuple[str, float | None, float
     pa = {label: v for label, v, _ in a.metric_phases()}
     pb = {label: v for label, v, _ in b.metric_phases()}
     labels = list(pa) + [k for k in pb if k not in pa]
-    return [(label, pa.get(label), pb.get(label)) for label in labels]
+    out = [(label, pa.get(label), pb.get(label)) for label in labels]
+    ba, bb = backward_seconds(a), backward_seconds(b)
+    if ba is not None or bb is not None:
+        out.append((BACKWARD_PHASE, ba, bb))
+    return out
 
 
 def compile_diff(a: Compile, b: Compile) -> CompileDiff:
@@ -424,6 +479,8 @@ def compile_diff(a: Compile, b: Compile) -> CompileDiff:
         )
     kernels = kernel_diff(compile_kernels(a), compile_kernels(b))
     reasons = b.recompile.reasons if b.recompile is not None else []
+    if guards is not None:
+        guards = decisive_first(guards, reasons)
     logged = (ga is not None, gb is not None)
     return CompileDiff(a, b, guards, logged, graphs, kernels, compile_times(a, b), reasons)
 

@@ -41,6 +41,7 @@ from collections.abc import Callable, Hashable, Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any, NamedTuple
 
+from tcview.analysis.compiletime import compile_seconds
 from tcview.analysis.recompiles import primary_failure
 from tcview.model.objects import Compile, JsonValue, LogSource, Model
 from tcview.model.ranks import LABEL_PARTS, ranks_label, ranks_text
@@ -217,7 +218,7 @@ def source_steps(source: LogSource) -> SourceSteps:
         if last is not None:
             order = tuple(execution_order(last.payload()))
     steps = tuple(step_of(c, collectives, tensor_meta) for c in comps)
-    return SourceSteps(steps, tuple(c.compile_time_s for c in comps), order)
+    return SourceSteps(steps, tuple(compile_seconds(c) for c in comps), order)
 
 
 def file_signature(source: LogSource) -> dict[str, JsonValue]:

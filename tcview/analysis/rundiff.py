@@ -14,6 +14,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from tcview.analysis.compiletime import compile_seconds, time_note
 from tcview.analysis.diff import (
     CHANGED,
     GONE,
@@ -25,8 +26,15 @@ from tcview.analysis.diff import (
     kernel_diff,
     model_kernels,
 )
-from tcview.model.facts import short_guard
-from tcview.model.objects import Frame, Model, short_location
+from tcview.analysis.findings import (
+    CacheKeyChange,
+    Finding,
+    cache_key_changes,
+    findings,
+    new_and_gone,
+)
+from tcview.analysis.recompiles import family_of, primary_failure
+from tcview.model.objects import Compile, Frame, Model, short_location
 
 
 @dataclass(frozen=True)
@@ -81,7 +89,7 @@ class Side:
             self.breaks += len(comp.breaks)
             self.failures += len(comp.failures)
             self.cache_hits += comp.cache_hit
-            self.time_s += comp.compile_time_s or 0.0
+            self.time_s += compile_seconds(comp) or 0.0
             self.statuses[comp.status] += 1
             for label, value, depth in comp.metric_phases():
                 if depth <= 2:
@@ -195,6 +203,10 @@ class RunDiff:
     kernels: list[KernelChange]
     cache: dict[str, tuple[int, int]]  # "fx_graph hit" -> (A, B)
     phases: dict[str, tuple[float, float]]
+    time_note: str = ""  # "incl. backward" when compile_time_s counts backward compiles
+    new_findings: list[Finding] = field(default_factory=list)  # B's that A does not have
+    gone_findings: list[Finding] = field(default_factory=list)  # A's that B no longer has
+    cache_keys: list[CacheKeyChange] = field(default_factory=list)  # B's misses A had cached
 
     @property
     def changed(self) -> bool:
@@ -210,6 +222,8 @@ class RunDiff:
         if any(c.status != SAME for items in lists for c in items):
             return True
         if any(k.status != SAME for k in self.kernels):
+            return True
+        if self.new_findings or self.gone_findings or self.cache_keys:
             return True
         return any(a != b for a, b in self.cache.values())
 
@@ -233,6 +247,8 @@ class RunDiff:
             "gone_kernels": kernels[GONE],
             "changed_kernels": kernels[CHANGED],
             "renamed_kernels": kernels[RENAMED],
+            "new_findings": len(self.new_findings),
+            "gone_findings": len(self.gone_findings),
         }
 
     def to_json(self) -> dict[str, Any]:
@@ -262,6 +278,11 @@ class RunDiff:
             ]
             + [{"status": SAME, "count": sum(1 for k in self.kernels if k.status == SAME)}],
             "cache": {k: {"a": a, "b": b} for k, (a, b) in self.cache.items()},
+            "findings": {
+                "new": [f.to_json() for f in self.new_findings],
+                "gone": [f.to_json() for f in self.gone_findings],
+            },
+            "cache_key_changes": [c.to_json() for c in self.cache_keys],
             "phases_s": {
                 k: {"a": round(a, 6), "b": round(b, 6)} for k, (a, b) in self.phases.items()
             },
@@ -273,13 +294,25 @@ def _break_counts(model: Model) -> Counter[tuple[str, str]]:
 
 
 def _reason_counts(model: Model) -> Counter[tuple[str, str]]:
+    """Recompiles per (cause, frame), each counted once: by the guard that failed against the
+    newest earlier compile (a recompile lists one failed guard per earlier compile)."""
     out: Counter[tuple[str, str]] = Counter()
     for rc in model.recompiles:
         frame = rc.compile.frame
         where = frame_sig(frame).text if frame is not None else ""
-        for reason in rc.reasons:
-            out[(_normal_guard(short_guard(reason)), where)] += 1
+        out[(_cause(rc.compile), where)] += 1
     return out
+
+
+def _cause(comp: Compile) -> str:
+    """``value: `n``` or the guard's text without its compile id, for a recompile."""
+    failure = primary_failure(comp)
+    if failure is None:
+        return "(no guard failure logged)"
+    family = family_of(comp, failure)
+    if family == "other" or not failure.input:
+        return _normal_guard(failure.text)
+    return f"{family}: `{failure.input}` {failure.what}"
 
 
 def _normal_guard(text: str) -> str:
@@ -335,8 +368,8 @@ def run_diff(
     cancelled: Callable[[], bool] | None = None,
 ) -> RunDiff:
     ca, cb = a.compile_counts(), b.compile_counts()
-    time_a = sum(c.compile_time_s or 0.0 for c in a.compiles)
-    time_b = sum(c.compile_time_s or 0.0 for c in b.compiles)
+    time_a = sum(compile_seconds(c) or 0.0 for c in a.compiles)
+    time_b = sum(compile_seconds(c) or 0.0 for c in b.compiles)
     totals: dict[str, tuple[float, float]] = {
         "compiles": (ca["compiles"], cb["compiles"]),
         "frames": (ca["frames"], cb["frames"]),
@@ -359,6 +392,7 @@ def run_diff(
         for label, value in f.b.phases.items():
             pa, pb = phases.get(label, (0.0, 0.0))
             phases[label] = (pa, pb + value)
+    new, gone = new_and_gone(findings(a), findings(b))
     return RunDiff(
         a_label,
         b_label,
@@ -371,6 +405,10 @@ def run_diff(
         kernels,
         cache,
         phases,
+        time_note([*a.compiles, *b.compiles]),
+        new,
+        gone,
+        cache_key_changes(a, b),
     )
 
 
@@ -387,18 +425,7 @@ FAIL_ON_CHECKS = (
     "new-kernels",
     "slower:N%",
 )
-_SLOWER = re.compile(r"^slower:(\d+(?:\.\d+)?)%?$")
-
-
-def parse_diff_fail_on(text: str | None) -> list[str]:
-    """The checks of ``--fail-on`` (comma-separated); ValueError names unknown ones."""
-    checks = [c.strip() for c in (text or "").split(",") if c.strip()]
-    unknown = [c for c in checks if c not in FAIL_ON_CHECKS[:-1] and not _SLOWER.match(c)]
-    if unknown:
-        raise ValueError(
-            f"--fail-on: unknown {', '.join(unknown)} (use {','.join(FAIL_ON_CHECKS)})"
-        )
-    return checks
+SLOWER = re.compile(r"^slower:(\d+(?:\.\d+)?)%?$")  # the one check with a parameter
 
 
 def diff_fail_on(diff: RunDiff, checks: Sequence[str]) -> list[str]:
@@ -420,7 +447,7 @@ def diff_fail_on(diff: RunDiff, checks: Sequence[str]) -> list[str]:
             if counts[key] > 0:
                 out.append(f"{check}: {counts[key]} {what}")
             continue
-        m = _SLOWER.match(check)
+        m = SLOWER.match(check)
         if m is None:
             continue
         limit = float(m.group(1))

@@ -12,7 +12,7 @@ import threading
 
 from tcview.commands.inputs import open_input
 from tcview.model.objects import Compile, Kernel, Model
-from tcview.report.show import ShowError, find
+from tcview.report.items import ShowError, find
 from tcview.run.bench import BenchJob, BenchPlan, BenchRefused, BenchResult, plan_bench
 from tcview.text.safe import safe_line, safe_text
 

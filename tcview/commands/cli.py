@@ -38,18 +38,13 @@ def _progress_printer(enabled: bool) -> Progress | None:
 
 
 def cmd_summary(args: argparse.Namespace) -> int:
+    from tcview.commands.failon import SUMMARY_CHECKS, fail_on_exit, found_message, parse_fail_on
     from tcview.commands.inputs import open_input
-    from tcview.report.summary import (
-        fail_on,
-        input_state,
-        parse_fail_on,
-        summary_json,
-        summary_text,
-    )
+    from tcview.report.summary import fail_on, input_state, summary_document, summary_text
 
     path = args.path
     try:
-        kinds = parse_fail_on(args.fail_on)
+        kinds = parse_fail_on(args.fail_on, SUMMARY_CHECKS)
     except ValueError as exc:
         print(f"tcview: {exc}", file=sys.stderr)
         return 2
@@ -58,7 +53,15 @@ def cmd_summary(args: argparse.Namespace) -> int:
     ts = open_input(path, _progress_printer(show), cache=not args.no_cache)
     if ts is None:
         return 2
-    data = summary_json(ts, verify=args.verify)
+    from tcview.commands.profile import ProfileMissing, joined
+
+    data = summary_document(ts, verify=args.verify)
+    try:
+        prof = joined(ts, path, args.profile)
+    except ProfileMissing:
+        return 2
+    if prof is not None:
+        data["profile"] = prof.json()
     state = input_state(ts, path, live=False, finished=True)
     if state is not None and not args.quiet:  # the counts below are all 0: say why
         print(f"tcview: {safe_line(state.text)}. {state.help}".rstrip(), file=sys.stderr)
@@ -66,13 +69,13 @@ def cmd_summary(args: argparse.Namespace) -> int:
         emit(json.dumps(data, indent=2, sort_keys=False))
     else:
         paint = Painter(use_color(args.color, sys.stdout))
-        emit(paint_summary(safe_text(summary_text(ts, verify=args.verify)), paint))
-    if kinds:
-        present = fail_on(data, kinds)
-        if present:
-            print(f"tcview: found {', '.join(present)}", file=sys.stderr)
-            return 1
-    return 0
+        text = summary_text(ts, verify=args.verify)
+        if prof is not None:
+            from tcview.report.detail import render_text
+
+            text += "\n\n" + render_text(prof.detail())
+        emit(paint_summary(safe_text(text), paint))
+    return fail_on_exit(0, found_message(fail_on(data, kinds)))
 
 
 def paint_summary(text: str, paint: Painter) -> str:
@@ -81,9 +84,14 @@ def paint_summary(text: str, paint: Painter) -> str:
     lines = text.split("\n")
     out = []
     for i, line in enumerate(lines):
-        if line.startswith("The run crashed"):
+        if line.startswith("The run crashed") or line.startswith("  ERROR "):
             line = paint(line, "bold red")
-        elif line and not line[0].isspace() and (i == 0 or not lines[i - 1]):
+        elif (
+            line.startswith("  WARNING ")
+            or line
+            and not line[0].isspace()
+            and (i == 0 or not lines[i - 1])
+        ):
             line = paint(line, "bold")
         out.append(line)
     return "\n".join(out)
@@ -93,14 +101,29 @@ def cmd_show(args: argparse.Namespace) -> int:
     """Print what the app shows for one item: a compile, frame or kernel (with its
     provenance), the kernels of FILE:LINE, or the export report."""
     from tcview.commands.inputs import open_input
+    from tcview.commands.profile import ProfileMissing, joined
+    from tcview.model.objects import Compile, Kernel
     from tcview.report.detail import render_json, render_text
-    from tcview.report.show import ShowError, show_detail
+    from tcview.report.profile import PROFILE_ITEM, measured_section
+    from tcview.report.show import ShowError, find, show_detail
 
     model = open_input(args.path)
     if model is None:
         return 2
+    text = " ".join(args.item)
     try:
-        detail = show_detail(model, " ".join(args.item))
+        prof = joined(model, args.path, args.profile)
+        if text.strip() == PROFILE_ITEM:
+            if prof is None:
+                raise ShowError("'profile' needs --profile P (or a run directory holding one)")
+            detail = prof.detail()
+        else:
+            detail = show_detail(model, text)
+            item = find(model, text) if prof is not None else None
+            if prof is not None and isinstance(item, (Compile, Kernel)):
+                measured_section(detail, prof.join, item)
+    except ProfileMissing:
+        return 2
     except ShowError as exc:
         print(f"tcview: {safe_line(str(exc))}", file=sys.stderr)
         return 2
@@ -150,6 +173,7 @@ NO_CACHE_HELP = "index every file again; keep nothing in the index cache (TCVIEW
 
 
 def build_parser() -> argparse.ArgumentParser:
+    from tcview.commands.profile import add_profile_arg
     from tcview.report.summary import FAIL_ON_KINDS
 
     parser = argparse.ArgumentParser(
@@ -172,6 +196,7 @@ def build_parser() -> argparse.ArgumentParser:
         metavar="FROM=TO",
         help="open trace paths under FROM from TO in $EDITOR (repeatable; longest wins)",
     )
+    add_profile_arg(p_open)
     p_open.set_defaults(func=cmd_open)
 
     p_sum = sub.add_parser("summary", help="print what the compiler did")
@@ -193,23 +218,27 @@ def build_parser() -> argparse.ArgumentParser:
     p_sum.add_argument(
         "--color", choices=COLOR_MODES, default="auto", help="colour (default: auto)"
     )
+    add_profile_arg(p_sum)
     p_sum.set_defaults(func=cmd_summary)
 
     p_show = sub.add_parser(
         "show",
-        help="print what the app shows for a compile, frame, kernel, FILE:LINE or export",
+        help="print what the app shows for a compile, frame, kernel, FILE:LINE, export or stacks",
         description="Print, as plain text or JSON, the detail the app shows for one item: a"
         " compile id (1/0, [1/0], 0/0 #2 for a later compile episode), 'frame N', a kernel"
         " name (NAME@ID for the one in compile ID; its provenance included) or a provenance"
         " mapping's key (extern_kernels.mm:4), FILE:LINE (the kernels of a user line), or"
-        " 'export' (the draft-export report). Start with 'rank N' or 'pid N' to pick a"
+        " 'export' (the draft-export report), 'stacks' (the tree of user stacks that led"
+        " to every compile), 'findings' (what went wrong, worst first), or 'profile' (with"
+        " --profile P: kernels by measured time). Start with 'rank N' or 'pid N' to pick a"
         " process.",
     )
     p_show.add_argument("path", help="trace dir/file, log file, or - for stdin")
     p_show.add_argument(
-        "item", nargs="+", help="compile id, 'frame N', kernel, FILE:LINE, or export"
+        "item", nargs="+", help="compile id, 'frame N', kernel, FILE:LINE, export or stacks"
     )
     p_show.add_argument("--json", action="store_true", help="the same as data")
+    add_profile_arg(p_show)
     p_show.set_defaults(func=cmd_show)
 
     p_diff = sub.add_parser("diff", help="what changed between two runs")
@@ -240,6 +269,9 @@ def build_parser() -> argparse.ArgumentParser:
         metavar="FROM=TO",
         help="open trace paths under FROM from TO in $EDITOR (repeatable; longest wins)",
     )
+    from tcview.commands.run import add_profile_args
+
+    add_profile_args(p_run)
     p_run.add_argument(
         "-m",
         dest="module",

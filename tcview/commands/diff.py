@@ -12,16 +12,17 @@ import json
 import sys
 
 from tcview.commands.pager import emit
-from tcview.text.safe import safe_line, safe_text
+from tcview.text.safe import safe_text
 
 
 def diff_command(args: argparse.Namespace) -> int:
-    from tcview.analysis.rundiff import diff_fail_on, parse_diff_fail_on, run_diff
+    from tcview.analysis.rundiff import diff_fail_on, run_diff
+    from tcview.commands.failon import DIFF_CHECKS, fail_on_exit, parse_fail_on
     from tcview.commands.inputs import open_input
     from tcview.report.diffreport import run_diff_lines
 
     try:
-        checks = parse_diff_fail_on(args.fail_on)
+        checks = parse_fail_on(args.fail_on, DIFF_CHECKS)
     except ValueError as exc:
         print(f"tcview: {exc}", file=sys.stderr)
         return 2
@@ -42,7 +43,4 @@ def diff_command(args: argparse.Namespace) -> int:
         from tcview.ui.diffview import DiffApp
 
         DiffApp(diff).run()
-    tripped = diff_fail_on(diff, checks)
-    for message in tripped:
-        print(f"tcview: diff --fail-on {safe_line(message)}", file=sys.stderr)
-    return 1 if tripped else 0
+    return fail_on_exit(0, [f"diff --fail-on {m}" for m in diff_fail_on(diff, checks)])

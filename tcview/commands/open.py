@@ -8,8 +8,8 @@ import sys
 from pathlib import Path
 
 from tcview.analysis.paths import PathMap
-from tcview.ingest.index import TRACE_NAME_PREFIX
-from tcview.ingest.source import describe_other, detect
+from tcview.ingest.index import is_trace_name
+from tcview.ingest.source import plan_input
 from tcview.text.safe import safe_line
 
 SEARCH_DEPTH = 4
@@ -39,7 +39,7 @@ def newest_trace_dir(start: Path, depth: int = SEARCH_DEPTH) -> Path | None:
         dirs[:] = sorted(d for d in dirs if d not in SKIP_DIRS and not d.startswith("."))
         newest = 0.0
         for name in files:
-            if name.startswith(TRACE_NAME_PREFIX) and name.endswith(".log"):
+            if is_trace_name(name):
                 try:
                     newest = max(newest, (here / name).stat().st_mtime)
                 except OSError:
@@ -81,23 +81,24 @@ def open_app(args: argparse.Namespace) -> int:
     if path is None:
         print(NO_INPUT_HELP, file=sys.stderr, end="")
         return 2
-    follow = bool(args.follow)
+    plan = plan_input(path, follow=bool(args.follow))
     stdin_fd = None
-    kind = detect(path)
-    if kind == "other":
-        print(f"tcview: {safe_line(path)}: {describe_other(Path(path))}", file=sys.stderr)
+    if plan.problem is not None and plan.kind == "missing":
+        print(f"tcview: {plan.problem}: {safe_line(path)}", file=sys.stderr)
         return 2
-    if path == "-":
+    if plan.problem is not None:
+        print(f"tcview: {safe_line(path)}: {plan.problem}", file=sys.stderr)
+        return 2
+    if plan.kind == "stdin":
         # The pipe carries the log; keys come from the terminal. Read the pipe live.
         stdin_fd = os.dup(0)
         if not _reattach_tty():
             print("tcview open -: no terminal to read keys from", file=sys.stderr)
             return 2
-        follow = True
-    elif kind == "stream":
-        follow = True  # a FIFO or <(...): read it as it comes, like a pipe on stdin
-    elif not os.path.exists(path) and not follow:
-        print(f"tcview: no such file or directory: {safe_line(path)}", file=sys.stderr)
+    if args.profile and not os.path.exists(args.profile):
+        print(
+            f"tcview: --profile {safe_line(args.profile)}: no such file or folder", file=sys.stderr
+        )
         return 2
     if not sys.stdout.isatty():
         print("tcview open: needs a terminal (try `tcview summary` for text)", file=sys.stderr)
@@ -107,12 +108,13 @@ def open_app(args: argparse.Namespace) -> int:
     app = TcviewApp(
         path,
         goto=args.goto,
-        follow=follow,
+        follow=plan.live,
         poll=bool(args.poll),
         stdin_fd=stdin_fd,
         no_exec=bool(args.no_exec),
         python=args.python,
         path_map=path_map,
+        profile=args.profile,
     )
     app.run()
     return app.return_code or 0

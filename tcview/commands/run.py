@@ -9,10 +9,18 @@ from dataclasses import replace
 from pathlib import Path
 
 from tcview.analysis.paths import PathMap
+from tcview.commands.failon import SUMMARY_CHECKS, fail_on_exit, found_message, parse_fail_on
+from tcview.ingest.profile import PROFILE_DIR
 from tcview.report.summary import fail_on as found_kinds
-from tcview.report.summary import parse_fail_on
 from tcview.run.cleanup import install_cleanup
-from tcview.run.report import finish_report
+from tcview.run.profiling import (
+    DEFAULT_SECONDS,
+    DEFAULT_SKIP_S,
+    ProfileOptions,
+    parse_activities,
+    parse_window,
+)
+from tcview.run.report import finish_report, load_counts
 from tcview.run.session import Launcher, RunSession, RunStatus
 from tcview.run.spec import DEFAULT_LOGS, LaunchError, RunOptions, build_spec
 
@@ -30,13 +38,14 @@ def run_command(args: argparse.Namespace) -> int:
         return 2
     if not args.no_tui:
         if sys.stdin.isatty() and sys.stdout.isatty():
-            from tcview.ui.run_pane import run_live  # Textual loads only for the TUI
+            from tcview.ui.run_app import run_live  # Textual loads only for the TUI
 
             # The TUI owns the terminal: the job must not read from it.
             launcher.options = replace(launcher.options, inherit_stdin=False)
             install_cleanup()
             try:
-                return run_live(launcher, fail_on, path_map, no_exec=bool(args.no_exec))
+                code = run_live(launcher, path_map, no_exec=bool(args.no_exec))
+                return _fail_on_live(launcher, fail_on, code)
             finally:
                 if launcher.sessions:
                     _print_quietly(launcher.sessions[-1].reopen_hint)
@@ -53,9 +62,10 @@ def launcher_from_args(args: argparse.Namespace) -> tuple[Launcher, list[str]]:
             raise LaunchError(f"--env wants K=V, got {item!r}")
         env[key] = value
     try:
-        fail_on = parse_fail_on(args.fail_on)
+        fail_on = parse_fail_on(args.fail_on, SUMMARY_CHECKS)
     except ValueError as exc:
         raise LaunchError(str(exc)) from exc
+    profile = profile_options(args)
     spec = build_spec(args.target or [], args.module, args.python)
     logs = args.logs if args.logs is not None else DEFAULT_LOGS
     options = RunOptions(
@@ -63,8 +73,47 @@ def launcher_from_args(args: argparse.Namespace) -> tuple[Launcher, list[str]]:
         logs=logs,
         env=env,
         inherit_stdin=True,
+        profile=profile,
     )
     return Launcher(spec, options), fail_on
+
+
+def profile_options(args: argparse.Namespace) -> ProfileOptions | None:
+    """--profile and its window and activities (LaunchError if bad)."""
+    if not getattr(args, "profile", False):
+        if args.profile_window or args.profile_activities:
+            raise LaunchError("--profile-window and --profile-activities go with --profile")
+        return None
+    try:
+        skip, seconds = (
+            parse_window(args.profile_window)
+            if args.profile_window
+            else (DEFAULT_SKIP_S, DEFAULT_SECONDS)
+        )
+        activities = parse_activities(args.profile_activities or "")
+    except ValueError as exc:
+        raise LaunchError(str(exc)) from exc
+    return ProfileOptions(skip, seconds, activities)
+
+
+def add_profile_args(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "--profile",
+        action="store_true",
+        help="record a torch.profiler window of the job (no change to its script) into the run"
+        f" directory's {PROFILE_DIR}/, and join it to the compiled kernels",
+    )
+    parser.add_argument(
+        "--profile-window",
+        metavar="SKIP,SECONDS",
+        help=f"start SKIP seconds after the first compile ends, record SECONDS"
+        f" (default {DEFAULT_SKIP_S:g},{DEFAULT_SECONDS:g})",
+    )
+    parser.add_argument(
+        "--profile-activities",
+        metavar="KINDS",
+        help="cpu,cuda (default: cpu, and cuda when the job has a GPU)",
+    )
 
 
 def run_headless(launcher: Launcher, fail_on: list[str]) -> int:
@@ -104,14 +153,17 @@ def run_headless(launcher: Launcher, fail_on: list[str]) -> int:
     report = finish_report(session, status)
     print(f"\n{report.text}")
     sys.stdout.flush()
-    if fail_on:
-        present = found_kinds(report.summary, fail_on)
-        if present:
-            print(f"tcview: found {', '.join(present)}", file=sys.stderr)
-            if code == 0:
-                code = 1
+    code = fail_on_exit(code, found_message(found_kinds(report.summary, fail_on)))
     print(session.reopen_hint)
     return code
+
+
+def _fail_on_live(launcher: Launcher, fail_on: list[str], code: int) -> int:
+    """The TUI's exit code under --fail-on (its summary read from the run directory)."""
+    if not fail_on or not launcher.sessions:  # none: it could not start
+        return code
+    _, summary, _ = load_counts(launcher.sessions[-1].run_dir)
+    return fail_on_exit(code, found_message(found_kinds(summary, fail_on)))
 
 
 def _print_quietly(text: str) -> None:

@@ -68,12 +68,22 @@ def sniff_trace(path: Path) -> str | None:
     return None
 
 
+def is_trace_name(name: str) -> bool:
+    """Named as torch names its trace files: read as one unsniffed (while torch creates it, it
+    may be empty)."""
+    return name.startswith(TRACE_NAME_PREFIX) and name.endswith(".log")
+
+
+def trace_reason(path: Path) -> str | None:
+    """None when the file `path` is read as a trace, else why not: the one rule of a one-shot
+    load, of follow mode and of `tcview.ingest.source.detect`."""
+    return None if is_trace_name(path.name) else sniff_trace(path)
+
+
 def discover(path: Path) -> tuple[list[Path], list[tuple[Path, str]]]:
     """Trace files under `path` (a file or a directory, recursively) and the skipped ones."""
     if path.is_file():
-        if path.name.startswith(TRACE_NAME_PREFIX):
-            return [path], []
-        why = sniff_trace(path)
+        why = trace_reason(path)
         return ([path], []) if why is None else ([], [(path, why)])
     found: list[Path] = []
     skipped: list[tuple[Path, str]] = []
@@ -87,14 +97,10 @@ def discover(path: Path) -> tuple[list[Path], list[tuple[Path, str]]]:
             if not p.is_file():
                 skipped.append((p, "not a regular file"))
                 continue
-            if name.startswith(TRACE_NAME_PREFIX) and name.endswith(".log"):
-                if not os.access(p, os.R_OK):
-                    skipped.append((p, "unreadable: permission denied"))
-                else:
-                    found.append(p)
-                continue
-            why = sniff_trace(p)
-            if why is None:
+            why = trace_reason(p)
+            if why is None and not os.access(p, os.R_OK):
+                skipped.append((p, "unreadable: permission denied"))
+            elif why is None:
                 found.append(p)
             else:
                 skipped.append((p, why))
@@ -124,6 +130,12 @@ def _takes(n: int, share: float) -> bool:
     shift = 1 - share + 1e-9
     return int((n + 1) * share + shift) > int(n * share + shift)
 
+
+
+def walk_key(path: Path) -> list[tuple[int, str]]:
+    """Where `discover`'s walk finds `path`: a folder's files (by name) before its subfolders."""
+    parts = path.parts
+    return [(1, d) for d in parts[:-1]] + [(0, parts[-1])]
 
 class TraceSet(Model):
     """All trace files of one input, with the facts derived from them."""
@@ -156,8 +168,18 @@ class TraceSet(Model):
 
     def add_file(self, path: Path) -> TraceFile:
         tf = self.new_file(path)
-        self.files.append(tf)
+        self._insert(tf)
         return tf
+
+    def _insert(self, tf: TraceFile) -> None:
+        """Files in discovery's order (a directory's files before its subdirectories, each by
+        name), whatever order a followed directory's files appeared in: every list made from
+        the model is the same as a load's."""
+        key = walk_key(tf.path)
+        at = len(self.files)
+        while at and walk_key(self.files[at - 1].path) > key:
+            at -= 1
+        self.files.insert(at, tf)
 
     def add_text(self, text: TextLog, skipped: list[tuple[Path, str]] | None = None) -> None:
         """Attach a run directory's TORCH_LOGS capture (and, when given, the skipped files
@@ -180,7 +202,7 @@ class TraceSet(Model):
         except snapshot.Invalid:
             return None
         with lock:
-            self.files.append(tf)
+            self._insert(tf)
             self.builder.adopt(facts)
             tf.settle()
             self.version += 1

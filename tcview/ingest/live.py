@@ -2,8 +2,9 @@
 
 A `Follower` owns the model it grows. Watchdog (inotify, or polling with --poll or when inotify
 cannot be used) marks paths dirty; one reader thread reads each dirty file from its last offset
-and feeds the appended bytes to the index, under the model's lock. Readers of the model (the UI)
-take the same lock and look at `version` to know when to redraw.
+and feeds the appended bytes to the index, under the model's lock (a model session's, given as
+`lock`: session.py). Readers of the model (the UI) take the same lock and look at `version` to
+know when to redraw.
 
 Files that shrink or are replaced (new inode) make the follower rebuild the whole model from
 disk, so the result stays identical to a one-shot read. Deleted files are marked, not dropped.
@@ -21,11 +22,12 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from tcview.ingest.cache import IndexCache
-from tcview.ingest.index import TRACE_NAME_PREFIX, TraceSet, sniff_trace
+from tcview.ingest.index import TraceSet, is_trace_name, trace_reason
 from tcview.ingest.load import CHUNK
-from tcview.ingest.source import detect, find_text_log
+from tcview.ingest.source import find_text_log, plan_input
 from tcview.ingest.textlog import TextLog
 from tcview.ingest.tracefile import TraceFile
+from tcview.model.objects import Lock
 
 if TYPE_CHECKING:
     from watchdog.observers.api import BaseObserver
@@ -42,12 +44,14 @@ class Follower:
         poll: bool = False,
         interval: float = 0.25,
         on_update: Callable[[], None] | None = None,
+        lock: Lock | None = None,
     ) -> None:
         self.path = path
         self.poll = poll
         self.interval = interval
         self.on_update = on_update
-        self.lock = threading.RLock()
+        # The lock of the model it grows (a model session's, shared with the model's readers).
+        self.lock: Lock = lock if lock is not None else threading.RLock()
         self.notices: list[str] = []
         self.version = 0
         self.rebuilds = 0
@@ -60,12 +64,10 @@ class Follower:
         self._stdin_fd: int | None = None
         self._identity: dict[str, tuple[int, int]] = {}
         self._not_traces: dict[str, tuple[int, int, int]] = {}
-        self.kind = detect(path) if path != "-" else "stdin"
+        self.kind = plan_input(path, follow=True).kind
         self._stream_path: str | None = None
         if self.kind == "stream":  # a FIFO or a <(...) pipe: read it like stdin
             self._stream_path, self.kind = path, "stdin"
-        if self.kind == "missing":
-            self.kind = "text" if _looks_like_log_name(path) else "trace-dir"
         self.model: TraceSet | TextLog = self._empty_model()
         self.cache = IndexCache.default(Path(path)) if self.kind not in ("text", "stdin") else None
 
@@ -231,7 +233,7 @@ class Follower:
             return False
         if self.kind == "run-dir" and p == find_text_log(self.root):
             return True
-        if p.name.startswith(TRACE_NAME_PREFIX):
+        if is_trace_name(p.name):
             return True
         try:
             st = p.stat()
@@ -243,7 +245,7 @@ class Follower:
         stamp = (st.st_ino, st.st_size, st.st_mtime_ns)
         if self._not_traces.get(str(p)) == stamp:
             return False
-        if sniff_trace(p) is None:
+        if trace_reason(p) is None:
             return True
         self._not_traces[str(p)] = stamp
         return False
@@ -397,8 +399,3 @@ class Follower:
         self.notices.append("input ended")
         if self.on_update is not None:
             self.on_update()
-
-
-def _looks_like_log_name(path: str) -> bool:
-    name = Path(path).name
-    return "." in name and not name.startswith(TRACE_NAME_PREFIX) and not name.endswith("trace")

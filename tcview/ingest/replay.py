@@ -91,7 +91,9 @@ def replay(
 
 
 def main(argv: list[str] | None = None) -> int:
-    ap = argparse.ArgumentParser(prog="python -m tcview.ingest.replay", description=__doc__.split("\n")[0])
+    ap = argparse.ArgumentParser(
+        prog="python -m tcview.ingest.replay", description=__doc__.split("\n")[0]
+    )
     ap.add_argument("src", type=Path)
     ap.add_argument("dest", type=Path)
     ap.add_argument("--speed", type=float, default=5.0, help="MB/s (0: as fast as possible)")

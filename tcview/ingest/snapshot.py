@@ -34,6 +34,7 @@ from itertools import repeat
 from operator import attrgetter
 from typing import Any, Literal, Union
 
+from tcview.ingest.linebuffer import LineBuffer
 from tcview.ingest.tracefile import LineRefs, TraceFile
 from tcview.model.compile_id import CompileKey, FrameKey, IdPart
 from tcview.model.objects import (
@@ -99,8 +100,6 @@ NOT_SAVED = frozenset(
 _INT, _BOOL, _OPT_STR, _STRS = "int", "bool", "str|None", "list[str]"
 FILE_SCALARS: dict[str, str] = {
     "pos": _INT,
-    "_more_len": _INT,
-    "_skipping": _BOOL,
     "_open_scan": _INT,
     "first_ts": _OPT_STR,
     "failure_count": _INT,
@@ -136,8 +135,7 @@ FILE_STRUCTURED = frozenset(
         "unparsed",
         "_marks",
         "_open",
-        "_pending",
-        "_more",
+        "_line",
         "_pid_b",
         "_last_ts_b",
         "bad_md5",
@@ -773,8 +771,9 @@ def encode(tf: TraceFile, facts: Facts) -> bytes:
         doc[name] = codec(cls).encode(tables[name], out)
     doc["file"] = _encode_file(tf, out)
     doc["values"] = out.values
-    raw = tf._pending + b"".join(tf._more)
-    doc["raw"] = [len(tf._pending), [len(m) for m in tf._more]]
+    line = tf._line
+    raw = b"".join(line.pieces)
+    doc["raw"] = [line.start, line.skipping, [len(p) for p in line.pieces]]
     flags = 0
     if fast:
         try:
@@ -1185,17 +1184,19 @@ def _decode_file(
 
 
 def _decode_raw(tf: TraceFile, layout: Any, raw: memoryview, pos: int) -> None:
-    _check(type(layout) is list and len(layout) == 2, "bad raw layout")
-    pending, more = layout
-    _check(type(pending) is int and pending >= 1 and type(more) is list, "bad raw layout")
-    _check(_all_ints(more) and all(m >= 0 for m in more), "bad raw layout")
-    _check(pending + sum(more) == len(raw), "raw bytes of a bad length")
-    _check(sum(more) == tf._more_len and len(raw) - 1 <= pos, "raw bytes do not match")
+    """The line the file ends in, held until its newline comes (`LineBuffer`)."""
+    _check(type(layout) is list and len(layout) == 3, "bad raw layout")
+    start, skipping, pieces = layout
+    _check(type(start) is int and type(skipping) is bool and type(pieces) is list, "bad raw")
+    _check(_all_ints(pieces) and all(m > 0 for m in pieces), "bad raw layout")
+    _check(sum(pieces) == len(raw), "raw bytes of a bad length")
+    _check(0 <= start <= pos and (not pieces or start + len(raw) == pos), "raw bytes do not match")
+    _check(not (skipping and pieces), "a skipped line that is held")
     data = bytes(raw)
-    tf._pending = data[:pending]
-    _check(tf._pending[:1] == b"\n", "a pending line that does not follow a newline")
-    at = pending
-    tf._more = []
-    for m in more:
-        tf._more.append(data[at : at + m])
+    line = LineBuffer()
+    line.start, line.skipping, line.size = start, skipping, len(data)
+    at = 0
+    for m in pieces:
+        line.pieces.append(data[at : at + m])
         at += m
+    tf._line = line

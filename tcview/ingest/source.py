@@ -10,12 +10,13 @@ import re
 import shutil
 import stat
 import tempfile
-from dataclasses import replace
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 from tcview.ingest.builder import Builder
-from tcview.ingest.index import TraceSet, discover, sniff_trace
+from tcview.ingest.index import TRACE_NAME_PREFIX, TraceSet, discover, trace_reason
 from tcview.ingest.load import Hooks, Progress
+from tcview.ingest.profile import PROFILE_DIR
 from tcview.ingest.textlog import TextLog
 from tcview.ingest.tracefile import HEADER
 from tcview.model.objects import Error, Model
@@ -62,9 +63,40 @@ def detect(path: str) -> str:
         return "run-dir" if find_text_log(p) is not None else "trace-dir"
     if not p.exists():
         return "missing"
-    if p.name.startswith("dedicated_log_torch_trace") or sniff_trace(p) is None:
+    if trace_reason(p) is None:
         return "trace-file"
     return "other" if looks_binary(_head(p, BINARY_SNIFF)) else "text"
+
+
+@dataclass(frozen=True)
+class InputPlan:
+    """What an input is and how it is read: the one answer for a load, follow mode and
+    `tcview open` (which files of a directory are traces is `index.trace_reason`'s)."""
+
+    path: str
+    kind: str  # detect()'s, but for a missing path that is followed: what it will be
+    live: bool  # read as it grows: a pipe or stream always, anything else when followed
+    problem: str | None  # why it cannot be opened; None when it can
+
+
+def plan_input(path: str, follow: bool = False) -> InputPlan:
+    """The plan for `path`; with `follow`, a path that does not exist yet is waited for (as
+    TORCH_LOGS text when it is named like a log file, else as a trace directory)."""
+    kind = detect(path)
+    live = follow or kind in ("stdin", "stream")
+    problem = None
+    if kind == "other":
+        problem = describe_other(Path(path))
+    elif kind == "missing" and live:
+        kind = "text" if _looks_like_log_name(path) else "trace-dir"
+    elif kind == "missing":
+        problem = "no such file or directory"
+    return InputPlan(path, kind, live, problem)
+
+
+def _looks_like_log_name(path: str) -> bool:
+    name = Path(path).name
+    return "." in name and not name.startswith(TRACE_NAME_PREFIX) and not name.endswith("trace")
 
 
 def looks_binary(head: bytes) -> bool:
@@ -151,7 +183,9 @@ def run_dir_skipped(
     return [
         (p, why)
         for p, why in skipped
-        if p != log and not (p.parent == root and p.name in RUN_FILES)
+        if p != log
+        and not (p.parent == root and p.name in RUN_FILES)
+        and p.parent != root / PROFILE_DIR  # `tcview run --profile` writes its window there
     ]
 
 
@@ -188,11 +222,12 @@ def load_source(
     `cache`: keep and use trace files' indexes in the index cache (unless $TCVIEW_NO_CACHE).
     """
     hooks = hooks or Hooks(progress)
-    kind = detect(path)
+    plan = plan_input(path)
+    kind = plan.kind
     if kind == "missing":
         raise FileNotFoundError(path)
-    if kind == "other":
-        raise NotATrace(describe_other(Path(path)))
+    if plan.problem is not None:
+        raise NotATrace(plan.problem)
     if kind == "stream":
         # A spooled copy is a new file each time: nothing to find in the cache again.
         return load_source(str(spool(path)), hooks=hooks, display=display or path, cache=False)
@@ -217,4 +252,4 @@ def load_source(
     return model
 
 
-__all__ = ["detect", "discover", "find_text_log", "load_source"]
+__all__ = ["detect", "discover", "find_text_log", "load_source", "plan_input"]

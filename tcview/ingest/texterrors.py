@@ -36,6 +36,10 @@ CHAIN_MARKS = (
     "During handling of the above exception, another exception occurred:",
     "The above exception was the direct cause of the following exception:",
 )
+# Dynamo's exceptions: their message has blank lines (before "from user code:" and the user's
+# frames) and ends with this line.
+DYNAMO_EXC = "torch._dynamo.exc."
+DYNAMO_LAST = "Set TORCHDYNAMO_VERBOSE=1"
 MAX_LINES = 2000  # a traceback longer than this is cut (the error keeps what was read)
 MESSAGE_LINES = 40  # lines of a multi-line exception message that are kept
 
@@ -90,6 +94,13 @@ class TracebackReader:
             self._message_line(st, text)
         elif text.strip() in CHAIN_MARKS:
             st.chained = True
+        elif st.error is not None and st.error.error_type.startswith(DYNAMO_EXC):
+            # Dynamo's message goes on after blank lines (its debug context, the user's frames)
+            # up to its last line
+            if text.strip() and st.error.message.count("\n") < MESSAGE_LINES:
+                st.error.message = f"{st.error.message}\n{text.rstrip()}"
+            if text.startswith(DYNAMO_LAST):
+                del self.reading[st.rank]
         elif text.strip():
             st.lines.pop()
             del self.reading[rank]  # the traceback ended before this line

@@ -22,6 +22,7 @@ from pathlib import Path
 from typing import Any
 
 from tcview.ingest.builder import Builder
+from tcview.ingest.linebuffer import LineBuffer
 from tcview.ingest.load import CHUNK, Hooks, Progress, file_size, read_chunks
 from tcview.ingest.texterrors import TracebackReader
 from tcview.ingest.textlines import PREFIX, TORCHISH, LogReader, OtherLines, clean_line, text_start
@@ -40,7 +41,9 @@ from tcview.ingest.textproc import ProcessLog
 from tcview.model.compile_id import CompileKey, parse_compile_id
 from tcview.model.objects import (
     AOT_ID_LINE,
+    CUDAGRAPH_EAGER_WARNING,
     KERNEL_DEF,
+    RAN_EAGERLY,
     TEXT_FORMAT,
     Compile,
     FusionDecision,
@@ -57,6 +60,7 @@ AOT_ID = re.compile(AOT_ID_LINE.encode())  # an output code's second line
 # The first line of an autotuning choice table, which torch writes to stderr unprefixed
 # (torch/_inductor/select_algorithm.py); a launcher may put ``[rank0]:`` before it.
 AUTOTUNE_TABLE = re.compile(rb"(?:\[rank\d+\]:)?AUTOTUNE \w+\(")
+_EAGER_WARNING = CUDAGRAPH_EAGER_WARNING.encode()
 
 CUSTOM_FORMAT_NOTICE = (
     "This capture uses a custom TORCH_LOGS_FORMAT: no line has torch's standard prefix "
@@ -88,8 +92,8 @@ class TextLog(Model):
         self.files = []
         self.other = OtherLines(self.reader)
         self.pos = 0  # bytes consumed
-        self._pending: list[bytes] = []
-        self._pending_len = 0
+        self._line = LineBuffer()  # the last line, until its newline comes
+        self.overlong_lines = 0  # lines past MAX_LINE: counted as unparsed, not read
         self._lines = 0
         self.finished = False
 
@@ -145,32 +149,35 @@ class TextLog(Model):
             spool = self.path is None
         if spool:
             self.reader.keep(data)
+        base = self.pos  # input offset of data[0]
         self.pos += len(data)
+        line = self._line
         cut = data.rfind(b"\n")
         if cut < 0:
-            self._pending.append(data)
-            self._pending_len += len(data)
+            line.hold(data, base)
             return
-        if self._pending:
-            head = b"".join(self._pending) + data[: cut + 1]
-            base = self.pos - len(data) - self._pending_len
-            self._pending, self._pending_len = [], 0
+        if line.size or line.skipping:
+            start = line.start
+            head = line.complete(data[: cut + 1])
+            if head is None:  # the end of an overlong line, then whole lines
+                first = data.find(b"\n")
+                self._overlong(start, base + first)
+                head, start = data[first + 1 : cut + 1], base + first + 1
         else:
-            head = data[: cut + 1]
-            base = self.pos - len(data)
-        self._scan(head, base)
-        rest = data[cut + 1 :]
-        if rest:
-            self._pending.append(rest)
-            self._pending_len = len(rest)
+            head, start = data[: cut + 1], base
+        if head:
+            self._scan(head, start)
+        line.hold(data[cut + 1 :], base + cut + 1)
         self.version += 1
 
     def finish(self) -> None:
         """The input is complete: index a last line without newline, close open messages."""
-        if self._pending:
-            tail = b"".join(self._pending)
-            self._pending, self._pending_len = [], 0
-            self._scan(tail + b"\n", self.pos - len(tail))
+        start = self._line.start
+        tail = self._line.take()
+        if tail is None:
+            self._overlong(start, self.pos)
+        elif tail:
+            self._scan(tail + b"\n", start)
         for proc in self.files:
             self._close(proc)
             proc.finished = True
@@ -179,7 +186,14 @@ class TextLog(Model):
 
     @property
     def pending_bytes(self) -> int:
-        return self._pending_len
+        return self._line.size
+
+    def _overlong(self, start: int, end: int) -> None:
+        """A line longer than MAX_LINE (from `start` to its newline at `end`): an unparsed
+        line, never read whole."""
+        self._lines += 1
+        self.overlong_lines += 1
+        self.other.append(self._lines, start, end)
 
     # ---------------------------------------------------------------- scanning
 
@@ -233,9 +247,20 @@ class TextLog(Model):
             self._kernel_line(proc, rec, line, n + 1)
         return True
 
+    def _eager_reason(self, line: bytes) -> None:
+        """torch's warning after CUDA graph trees ran a graph eagerly: why, for the compile whose
+        graph it was (the last one that ran eagerly)."""
+        comp = self._last_compile
+        notes = [n for n in comp.cudagraph_notes if n.kind == RAN_EAGERLY] if comp else []
+        if notes and not notes[0].text:
+            text = line.decode("utf-8", "replace")
+            notes[0].text = text[text.find(CUDAGRAPH_EAGER_WARNING) :].strip()
+
     def _other(self, line: bytes, lineno: int, offset: int, end: int) -> None:
         if b"AUTOTUNE " in line[:32] and AUTOTUNE_TABLE.match(line):
             self.autotune_lines.append(PlacedLine(len(self.other), lineno, self._last_compile))
+        elif _EAGER_WARNING in line:
+            self._eager_reason(line)
         self.other.append(lineno, offset, end)
         self.tracebacks.other_line(line, lineno, offset)
         if not line.strip():

@@ -16,7 +16,15 @@ from tcview.ingest.textlines import ts_seconds
 from tcview.ingest.textproc import ProcessLog, log_meta
 from tcview.model.compile_id import parse_compile_id
 from tcview.model.facts import BreakText, parse_graph_break
-from tcview.model.objects import Compile, CudagraphNote, Failure, FusionDecision, GraphBreak, Record
+from tcview.model.objects import (
+    RAN_EAGERLY,
+    Compile,
+    CudagraphNote,
+    Failure,
+    FusionDecision,
+    GraphBreak,
+    Record,
+)
 
 BREAK_MARKS = (
     b"Graph break in user code at",
@@ -286,6 +294,8 @@ _PARTITIONS = re.compile(
     rb"^Created \d+ graph partitions?: \d+ cudagraphable, \d+ non-cudagraphable"
 )
 _OP_REASON = re.compile(rb"^\s+op\d+: reason=(.*?)(?:, ir=.*)?$")
+# CUDA graph trees ran a compile's graph as plain code instead of replaying its CUDA graph.
+_EAGER = re.compile(rb"^\[(!?\d+(?:/\d+)*(?:_\d+)?)\] Running eager function=")
 
 
 def h_cudagraphs(b: Builder, proc: ProcessLog, rec: Record) -> None:
@@ -296,6 +306,13 @@ def h_cudagraphs(b: Builder, proc: ProcessLog, rec: Record) -> None:
         comp = rec.compile or proc.last_compile
         if comp is not None:
             proc.open_fact = b.cudagraph_note(comp, rec, "skipped", text.decode("utf-8", "replace"))
+        return
+    eager = _EAGER.match(text)
+    if eager is not None:
+        parsed = parse_compile_id(eager.group(1).decode("ascii"))
+        comp = proc.current.get(parsed[0]) if parsed is not None else None
+        if comp is not None and not any(n.kind == RAN_EAGERLY for n in comp.cudagraph_notes):
+            b.cudagraph_note(comp, rec, RAN_EAGERLY, "")  # why: torch's warning, if it comes
         return
     recording = _RECORDING.match(text)
     if recording is not None:

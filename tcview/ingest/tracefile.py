@@ -28,6 +28,7 @@ from typing import Any, Literal, NamedTuple, overload
 
 from tcview.ingest.builder import Builder
 from tcview.ingest.handlers import CLOSE_HANDLERS, HEADER_HANDLERS, KNOWN_KINDS
+from tcview.ingest.linebuffer import MAX_LINE, LineBuffer
 from tcview.ingest.load import CHUNK, Hooks, read_chunks
 from tcview.model.compile_id import PLAIN_TYPES, CompileKey, IdPart, id_part, key_from_header
 from tcview.model.objects import (
@@ -82,7 +83,6 @@ AOT_ID = re.compile(rb"\t" + AOT_ID_LINE.encode())  # an output code's first pay
 RANK_IN_NAME = re.compile(r"rank_(\d+)")
 HAS_PAYLOAD = b'"has_payload": "'
 MD5_HEX = re.compile(rb"[0-9a-f]{32}")
-MAX_LINE = 64 << 20  # longer lines are counted (as unparsed lines) but not kept or parsed
 PRESCAN_MAX = MAX_LINE // 2  # a longer range is read, not prescanned (no line in it is too long)
 
 _INVALID = object()
@@ -326,10 +326,7 @@ class TraceFile(LogSource):
         LogSource.__init__(self, display or str(path), Path(path))
         self.builder = builder if builder is not None else Builder()
         self.pos = 0  # bytes consumed from the file
-        self._pending = b"\n"  # a virtual newline before the first line
-        self._more: list[bytes] = []  # further pieces of a partial line (no copying per feed)
-        self._more_len = 0
-        self._skipping = False  # inside a line longer than MAX_LINE
+        self._line = LineBuffer()  # the last line, until its newline comes
         self._open: Record | None = None
         self._open_scan = 0  # offset up to which the open record's payload was scanned
         self._cache: dict[bytes, Derived] = {}
@@ -363,29 +360,26 @@ class TraceFile(LogSource):
             return
         start = self.pos  # file offset of data[0]
         self.pos += len(data)
+        line = self._line
         first = data.find(b"\n")
         if first < 0:
-            if not self._skipping:
-                self._more.append(data)
-                self._more_len += len(data)
-                if self._more_len + len(self._pending) > MAX_LINE:
-                    self._overlong()
+            dropped = line.hold(data, start)
+            if dropped is not None:
+                self._overlong(dropped)
         else:
-            if self._skipping:  # the rest of an overlong line: not kept
-                self._skipping = False
+            # The line cut at the last feed, completed without copying all of `data`; in
+            # front of it, the newline before it (a virtual one before the first line).
+            buf = line.complete(data[: first + 1], lead=b"\n")
+            if buf is None:  # the rest of an overlong line: not kept
                 self._open_scan = max(self._open_scan, start + first)
-            else:
-                # The line cut at the last feed, completed without copying all of `data`.
-                head = self._pending + b"".join(self._more) + data[:first]
-                if len(head) > 1:
-                    self._scan(head + b"\n", start - (len(head) - first), len(head))
-            self._more, self._more_len = [], 0
+            elif len(buf) > 2:
+                self._scan(buf, start + first - (len(buf) - 1), len(buf) - 1)
             cut = data.rfind(b"\n")
             if cut > first:
                 self._scan(data, start, cut, lo=first)
-            self._pending = data[cut:]
-            if len(self._pending) > MAX_LINE:
-                self._overlong()
+            dropped = line.hold(data[cut + 1 :], start + cut + 1)
+            if dropped is not None:
+                self._overlong(dropped)
         if settle:
             self._settle_open()
         self.version += 1
@@ -423,7 +417,7 @@ class TraceFile(LogSource):
         """Index the range `prescan` read, as feeding its bytes would: the stateful half of
         `_scan` (compiles, records, handlers, kernels), in the lines' order. This index must
         stand at the range's start with no partial line pending."""
-        if self.pos != lines.start or self._pending != b"\n" or self._more or self._skipping:
+        if self.pos != lines.start or not self._line.at_line_start:
             raise ValueError("the index does not stand at the range's start")
         self.pos = lines.end
         cache = self._chromium
@@ -493,24 +487,21 @@ class TraceFile(LogSource):
         rec.end = min(upto, self.pos)
         self._open_scan = upto
 
-    def _overlong(self) -> None:
-        """A line past MAX_LINE: counted (as unparsed unless a payload line), not kept."""
-        first = (self._pending[1:2] or (self._more[0][:1] if self._more else b"")) or b"\t"
-        start = self.pos - self._more_len - (len(self._pending) - 1)
+    def _overlong(self, first: bytes) -> None:
+        """A line past MAX_LINE (`first`: its first byte): counted (as unparsed unless a
+        payload line), not kept."""
+        start = self._line.start
         if first != b"\t":
             if self._open is not None:
                 self._close_open()
             self.unparsed.append((start, self.lineno_of(start)))
-        self._pending, self._more, self._more_len = b"\n", [], 0
-        self._skipping = True
 
     def finish(self) -> None:
         """The file is complete: index a trailing line that has no newline."""
-        tail = b"" if self._skipping else self._pending + b"".join(self._more)
-        if len(tail) > 1:
+        tail = self._line.take(lead=b"\n")
+        if tail is not None and len(tail) > 1:
             base = self.pos - len(tail)
             self._scan(tail + b"\n", base, len(tail), eof_line=True)
-        self._pending, self._more, self._more_len, self._skipping = b"\n", [], 0, False
         rec = self._open
         if rec is not None and rec.md5 and not rec.closed and rec.md5_ok() is False:
             self.truncated += 1
@@ -523,7 +514,7 @@ class TraceFile(LogSource):
 
     @property
     def pending_bytes(self) -> int:
-        return len(self._pending) - 1 + self._more_len
+        return self._line.size
 
     def _scan(self, buf: bytes, base: int, cut: int, eof_line: bool = False, lo: int = 0) -> None:
         """Index the complete lines of buf[lo:cut + 1]; buf[lo] and buf[cut] are newlines."""

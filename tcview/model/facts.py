@@ -121,6 +121,7 @@ def parse_recompile_reasons(text: str) -> list[str]:
 
 
 def short_guard(reason: str) -> str:
-    """First line of a guard failure without the source comment padding."""
+    """First line of a guard failure without its source comment (torch pads the comment to a
+    column, with two spaces at least: ``x == 0.00095  # (unknown source ...)``)."""
     first = reason.split("\n", 1)[0]
-    return re.sub(r"\s{3,}#.*$", "", first).strip()
+    return re.sub(r"\s{2,}#(?:\s.*)?$", "", first).strip()

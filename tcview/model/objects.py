@@ -315,6 +315,17 @@ def is_torch_internal(filename: str) -> bool:
 STATUSES = ("failed", "no metrics", "empty graph", "graph break", "ok")
 # What a compile is besides its status: a recompile (frame_compile_id > 0), a cache hit.
 MARKS = ("recompile", "cache hit")
+# Each status's and mark's symbol and style (a Rich style, and a name of `text.term.STYLES`).
+# The one table: the tree, the views, the help's legend and the overview's stack tree read it.
+MARK_TABLE: dict[str, tuple[str, str]] = {
+    "failed": ("✗", "bold red"),
+    "no metrics": ("?", "dim"),
+    "empty graph": ("∅", "magenta"),
+    "graph break": ("✂", "yellow"),
+    "ok": ("✓", "green"),
+    "recompile": ("↻", "cyan"),
+    "cache hit": ("●", "blue"),
+}
 
 
 @dataclass(eq=False)
@@ -797,7 +808,10 @@ class CudagraphNote:
 # What a `CudagraphNote` says: CUDA graphs skipped (and why), a graph recorded, how Inductor
 # split the graph ("Created 2 graph partitions: 1 cudagraphable, 1 non-cudagraphable"), and
 # why an op cannot be in a CUDA graph ("op0: reason=cpu ops, …").
-CUDAGRAPH_NOTES = ("skipped", "recorded", "partitions", "not cudagraphable")
+RAN_EAGERLY = "ran eagerly"  # its text: torch's warning saying why, when the capture has one
+CUDAGRAPH_NOTES = ("skipped", "recorded", "partitions", "not cudagraphable", RAN_EAGERLY)
+# torch's warning when CUDA graph trees run a graph eagerly instead of replaying it
+CUDAGRAPH_EAGER_WARNING = "Unable to hit fast path of CUDAGraphs"
 
 
 class PlacedLine(NamedTuple):
@@ -1077,7 +1091,11 @@ class Model(Facts, ABC):
         return [*self.errors, *(self.text.errors if self.text is not None else [])]
 
     def grouped_breaks(self) -> list[BreakGroup]:
-        return group_breaks(self.breaks)
+        # File by file (each in its own order): a followed directory's breaks arrive
+        # interleaved across its files, and the groups must not depend on it.
+        return group_breaks(
+            sorted(self.breaks, key=lambda b: str(b.compile.file.path) if b.compile else "")
+        )
 
     def unknown_kinds(self) -> Counter[str]:
         total: Counter[str] = Counter()

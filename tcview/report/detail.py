@@ -31,7 +31,14 @@ from collections.abc import Sequence
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
-from tcview.analysis.autotune import NO_TABLES, AutotunedOp, Choice, autotuned_ops
+from tcview.analysis.autotune import (
+    NO_TABLES,
+    AutotunedOp,
+    Choice,
+    autotune_time,
+    autotuned_ops,
+)
+from tcview.analysis.compiletime import BACKWARD_NOTE, CompileTime, compile_seconds, compile_time
 from tcview.analysis.cudagraphs import CudaGraphs, cudagraphs_of, model_cudagraphs
 from tcview.analysis.export import (
     FAKE_KERNEL_DOC,
@@ -42,6 +49,7 @@ from tcview.analysis.export import (
     export_report,
     is_export,
 )
+from tcview.analysis.findings import Finding, where_text
 from tcview.analysis.kernels import (
     OUTPUT_CODES,
     KernelSpan,
@@ -63,7 +71,14 @@ from tcview.analysis.provenance import (
     tracking_hint,
     unit_origin,
 )
-from tcview.analysis.recompiles import CompileConfig, compile_config, diagnose, parse_guard_failure
+from tcview.analysis.recompiles import (
+    CompileConfig,
+    Diagnosis,
+    Explanation,
+    compile_config,
+    diagnose,
+    explain_compile,
+)
 from tcview.model.compile_id import FIRST_EPISODE
 from tcview.model.facts import short_guard
 from tcview.model.objects import (
@@ -92,6 +107,8 @@ GROUP_ROWS = 50  # compiles listed for a kernel defined in several
 NODES_SHOWN = 40  # FX nodes listed in a row (the rest are counted)
 STACK_SHOWN = 12  # frames of an export issue's stacks shown (the Export view: more)
 GUARD_ROWS = 8  # guard failures listed for a recompile (one per older compile of its frame)
+# autotuning time the events do not account for, below which it is not worth a word
+OTHER_AUTOTUNE_S = 0.05
 CHOICE_ROWS = 20  # choices listed per autotuned op (torch prints its 10 fastest)
 TEXT_ROWS = 40  # lines of a long value (a failure's reason) shown under its row
 SHAPE_KINDS = (
@@ -252,9 +269,15 @@ def row_parts(row: Row, width: int = 0) -> tuple[str, str, str]:
     if not row.label:
         return (f"{indent}  ", "", row.value)
     if row.depth == 0 and not width:
-        return ("", row.label.ljust(LABEL_WIDTH - 1) + " ", row.value)
-    label = row.label.ljust(width) if width else row.label + " "
+        return ("", _pad(row.label, LABEL_WIDTH), row.value)
+    label = _pad(row.label, width) if width else row.label + " "
     return (f"{indent}  ", label, row.value)
+
+
+def _pad(label: str, width: int) -> str:
+    """A label padded to `width`; one as long or longer (a kernel's name past the section's
+    cap) is kept apart from its value by two spaces, so the two never run together."""
+    return label.ljust(width) if len(label) < width else label + "  "
 
 
 def row_text(row: Row, width: int = 0) -> str:
@@ -321,6 +344,14 @@ def fmt_seconds(value: float | None) -> str:
     return f"{value * 1000:.0f}ms" if value >= 0.001 else f"{value * 1e6:.0f}µs"
 
 
+def fmt_compile_time(t: CompileTime) -> str:
+    """``8.82s incl. backward 3.41s``, or the forward's time alone."""
+    text = fmt_seconds(t.total_s)
+    if t.backward_s is not None:
+        text += f" {BACKWARD_NOTE} {fmt_seconds(t.backward_s)}"
+    return text
+
+
 def record_name(rec: Record) -> str:
     """What a record is, in words; AOT graphs and output code with their role."""
     name = RECORD_NAMES.get(rec.label, rec.label)
@@ -374,9 +405,9 @@ def compile_detail(comp: Compile, model: Model | None = None) -> Detail:
     head.row("status", comp.status, f"status:{comp.status}")
     if comp.marks:
         head.row("marks", ", ".join(comp.marks), "marks")
-    t = comp.compile_time_s
-    if t is not None:
-        head.row("time", fmt_seconds(t), "duration")
+    t = compile_time(comp)
+    if t.total_s is not None:
+        head.row("time", fmt_compile_time(t), "duration")
     where = where_of(comp.file)
     if where:
         head.row("rank", where.split(" ", 1)[1])
@@ -418,7 +449,7 @@ def compile_detail(comp: Compile, model: Model | None = None) -> Detail:
         else cudagraphs_of(comp, comp.cudagraph_notes)
     )
     _cudagraphs_section(detail, cudagraphs, model)
-    _autotune_section(detail, *autotuned_ops(comp, model))
+    _autotune_section(detail, comp, *autotuned_ops(comp, model))
     _kernels_section(detail, comp)
     _graphs_section(detail, comp)
     _config_section(detail, config)
@@ -439,20 +470,29 @@ def _recompile_section(detail: Detail, comp: Compile, config: CompileConfig) -> 
     if comp.frame is not None:
         _diagnosis_section(detail, comp.frame, config, "why its frame recompiles")
     section = detail.section("recompiled because", "recompile")
+    explanation = explain_compile(comp, config)
+    if explanation is not None and explanation.failure is not None:
+        section.row("family", explanation.family, "strong")
+        section.row("changed", explanation.words, "diagnosis")
+        if len(explanation.values) > 1 and explanation.family != "identity":  # ids say nothing
+            section.row("values", ", ".join(explanation.values), "dim")
+        if explanation.fix:
+            section.row("fix", explanation.fix, "advice")
+        if explanation.doc:
+            section.row("doc", explanation.doc, "dim")
     reasons = rc.reasons or ["(no reason recorded)"]
     for i, reason in enumerate(reasons[:GUARD_ROWS]):
-        section.row("", short_guard(reason) or reason, "guard", bullet=True)
-        failure = parse_guard_failure(reason) if rc.reasons and i == 0 else None
-        if failure is not None and failure.input:
-            what = f"{failure.input} {failure.what}"
-            if failure.expected or failure.actual:
-                what += f": expected {failure.expected or '?'}, got {failure.actual or '?'}"
-            section.row("", what, "dim", depth=1)
+        label = "failed" if i == 0 and rc.reasons else ""
+        section.row(label, short_guard(reason) or reason, "guard", bullet=not label)
+        if i == 0 and rc.reasons and len(reasons) > 1:
+            section.row("", "against the newest earlier compile; below, against older ones", "dim")
     if len(reasons) > GUARD_ROWS:
         section.row("", f"… {len(reasons) - GUARD_ROWS} more (against older compiles)", "dim")
 
 
-def _diagnosis_section(detail: Detail, frame: Frame, config: CompileConfig, heading: str) -> None:
+def _diagnosis_section(
+    detail: Detail, frame: Frame, config: CompileConfig, heading: str
+) -> Diagnosis:
     diagnosis = diagnose(frame, config)
     section = detail.section(heading, "recompile")
     for sentence in diagnosis.sentences:
@@ -466,6 +506,7 @@ def _diagnosis_section(detail: Detail, frame: Frame, config: CompileConfig, head
             f"{cause.count}×", f"{cause.input or '?'} {cause.what}: {ids}{more}", "guard", depth=1
         )
     section.fit_labels()
+    return diagnosis
 
 
 def _breaks_section(detail: Detail, comp: Compile) -> None:
@@ -528,7 +569,15 @@ def _config_section(detail: Detail, config: CompileConfig) -> None:
     section = detail.section("config", "config")
     section.label_width = max(len(k) for k, _ in rows) + 2
     for key, value in rows:
-        section.row(key, value, "config")
+        changed = key.removeprefix("inductor.") in config.changed
+        section.row(key, value, "config:changed" if changed else "config")
+    if config.inductor and not config.effective:
+        section.row(
+            "",
+            "Inductor's global config: the trace records no FX graph cache details for this"
+            " compile, so what mode= or options= set for it is not shown",
+            "dim",
+        )
 
 
 def _metrics_section(detail: Detail, comp: Compile) -> None:
@@ -573,7 +622,7 @@ def _phases_section(detail: Detail, comp: Compile) -> None:
 
 CUDAGRAPH_STATES = {
     "used": "used",
-    "partly": "used for part of the graph (some ops cannot be in a CUDA graph)",
+    "partly": "used for part of the compile",
     "skipped": "skipped",
 }
 
@@ -584,6 +633,10 @@ def _cudagraphs_section(detail: Detail, found: CudaGraphs | None, model: Model |
     section = detail.section("CUDA graphs", "cudagraphs")
     section.label_width = 14
     section.row("state", CUDAGRAPH_STATES[found.state], f"cudagraphs:{found.state}")
+    for skip in found.skips:
+        section.text_row("skipped", f"a graph of this compile was not recorded: {skip}", "failure")
+    if found.skips:
+        section.row("recorded", "another graph of it ran as a CUDA graph (the log records it)")
     why = "why" if found.state == "skipped" else "left out"
     for reason in found.reasons:
         section.text_row(why, reason, "failure" if found.state == "skipped" else "")
@@ -606,11 +659,22 @@ def _cudagraphs_section(detail: Detail, found: CudaGraphs | None, model: Model |
         )
 
 
-def _autotune_section(detail: Detail, ops: list[AutotunedOp], tables: bool) -> None:
+def _autotune_section(detail: Detail, comp: Compile, ops: list[AutotunedOp], tables: bool) -> None:
     if not ops:
         return
-    spent = sum(op.autotune_s or 0.0 for op in ops) + sum(op.precompile_s or 0.0 for op in ops)
-    section = detail.section(f"autotuning ({len(ops)} op(s), {fmt_seconds(spent)})", "autotune")
+    spent = autotune_time(comp, ops)
+    section = detail.section(f"autotuning {fmt_seconds(spent.total_s)}", "autotune")
+    parts = [f"{len(ops)} op(s) {fmt_seconds(spent.ops_s)}"]
+    if spent.fusions_s is not None:
+        parts.append(f"benchmarking fused kernels {fmt_seconds(spent.fusions_s)}")
+    if spent.from_metrics and spent.other_s >= OTHER_AUTOTUNE_S:
+        parts.append(f"{fmt_seconds(spent.other_s)} the trace's events do not show")
+    section.row("time", " + ".join(parts), "autotune")
+    if spent.backward_s is not None:
+        forward = spent.total_s - spent.backward_s
+        section.row(
+            "", f"forward {fmt_seconds(forward)} · backward {fmt_seconds(spent.backward_s)}", "dim"
+        )
     for op in ops:
         section.row("", op.label, "autotune", bullet=True)
         if op.winner is not None:
@@ -753,16 +817,21 @@ def frame_detail(frame: Frame) -> Detail:
     where = where_of(frame.file)
     if where:
         head.row("rank", where.split(" ", 1)[1])
+    explained: dict[int, Explanation] = {}
     if any(c.key.is_recompile for c in frame.compiles):
         config = compile_config(frame.compiles[0]) if frame.compiles else CompileConfig()
-        _diagnosis_section(detail, frame, config, "why it recompiled")
+        diagnosis = _diagnosis_section(detail, frame, config, "why it recompiled")
+        explained = {id(e.compile): e for e in diagnosis.explanations}
     section = detail.section("compiles")
     for comp in frame.compiles[:SUMMARY_ROWS]:
-        value = f"{comp.status:<12}{fmt_seconds(comp.compile_time_s):>8}"
+        value = f"{comp.status:<12}{fmt_seconds(compile_seconds(comp)):>8}"
         if comp.marks:
             value += "  " + ", ".join(comp.marks)
         section.row(comp.id_label, value, f"status:{comp.status}")
-        if comp.recompile is not None:
+        e = explained.get(id(comp))
+        if e is not None and e.failure is not None:
+            section.row(f"{e.family}:", e.words, "guard", depth=2)
+        elif comp.recompile is not None:
             for reason in comp.recompile.reasons[:3]:
                 section.row("guard failed:", short_guard(reason), "guard", depth=2)
         for gb in comp.breaks[:3]:
@@ -1156,3 +1225,33 @@ def issue_section(
             )
             if at is not None:
                 section.row("", f"at {at.where}: {at.loc}", "dim", depth=2 + depth)
+
+
+# The tag of a finding's title row, by severity.
+SEVERITY_TAGS = {"error": "failure", "warning": "warn", "info": "strong"}
+
+
+def findings_detail(found: Sequence[Finding]) -> Detail:
+    """The run's findings, most important first (``tcview show PATH findings``): a section
+    each, with what, where, cost, fix, docs and evidence."""
+    detail = Detail("findings", f"Findings ({len(found)})", id="findings")
+    if not found:
+        detail.section().row("", "nothing wrong found", "ok")
+        return detail
+    for number, finding in enumerate(found, 1):
+        section = detail.section(f"{number}. {finding.severity}: {finding.kind}")
+        section.row("", finding.title, SEVERITY_TAGS[finding.severity])
+        section.text_row("what", finding.detail)
+        if finding.where:
+            section.row("where", where_text(finding.where), "where")
+        if finding.cost_s:
+            section.row("cost", f"{finding.cost_s:.2f}s of compile time")
+        if finding.fix:
+            section.row("fix", finding.fix, "advice")
+        if finding.doc:
+            section.row("doc", finding.doc, "dim")
+        for key, value in finding.evidence.items():
+            if value not in (None, "", [], {}):
+                section.row(key, json.dumps(value, ensure_ascii=False), "dim", depth=1)
+        section.fit_labels()
+    return detail

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
+from tcview.analysis.compiletime import compile_seconds, time_note
 from tcview.analysis.diff import (
     ADDED,
     CHANGED,
@@ -89,9 +90,11 @@ def compile_diff_lines(d: CompileDiff) -> list[Row]:
     elif fb:
         out.append(("field", f"frame     {fb}", []))
     out.append(("field", f"status    {a.status_text} → {b.status_text}", []))
-    ta, tb = a.compile_time_s, b.compile_time_s
+    ta, tb = compile_seconds(a), compile_seconds(b)
     if ta is not None or tb is not None:
-        out.append(("field", f"time      {_t(ta)} → {_t(tb)}{_pct(ta or 0, tb or 0)}", []))
+        note = time_note([a, b])
+        note = f"  ({note})" if note else ""
+        out.append(("field", f"time      {_t(ta)} → {_t(tb)}{_pct(ta or 0, tb or 0)}{note}", []))
     if d.reasons:
         out.append(("", "", []))
         out.append(("heading", f"why {b.id_label} was compiled (the guard that failed)", []))
@@ -107,16 +110,25 @@ def compile_diff_lines(d: CompileDiff) -> list[Row]:
         else:
             out.append(("heading", "guards: neither compile logged its guards", []))
     else:
+        renumbered = sum(1 for c in d.guards if c.renumbered)
         out.append(
             (
                 "heading",
                 f"guards: {counts[CHANGED]} changed, {counts[ADDED]} added, "
-                f"{counts[REMOVED]} removed, {counts[SAME]} same",
+                f"{counts[REMOVED]} removed, {counts[SAME]} same"
+                + (f" ({renumbered} on renumbered globals)" if renumbered else ""),
                 [],
             )
         )
-        rows = guard_rows(d.guards)
-        out.extend(rows or [("dim", "  (the same guards)", [])])
+        deciding = [c for c in d.guards if c.decides]
+        rest = [c for c in d.guards if not c.decides]
+        if deciding:
+            out.append(("dim", "  on the input whose guard failed:", []))
+            out.extend(guard_rows(deciding))
+            if any(c.status != SAME for c in rest):
+                out.append(("dim", "  the others:", []))
+        rows = guard_rows(rest)
+        out.extend(rows if rows or deciding else [("dim", "  (the same guards)", [])])
     kc = d.kernel_counts
     out.append(("", "", []))
     out.append(
@@ -165,6 +177,8 @@ def run_diff_lines(d: RunDiff) -> list[Row]:
     for key, (a, b) in d.totals.items():
         if key == "compile_time_s":
             row = f"{'compile time':<16}{_t(a):>10}{_t(b):>10}{_pct(a, b)}"
+            if d.time_note:
+                row += f"  ({d.time_note})"
         else:
             row = f"{key.replace('_', ' '):<16}{a:>10g}{b:>10g}"
         out.append(("field" if a == b else CHANGED, row, []))
@@ -207,6 +221,24 @@ def run_diff_lines(d: RunDiff) -> list[Row]:
             )
         return rows
 
+    findings_rows: list[Row] = [
+        *[(NEW, f"  new      {f.severity:<8} {f.title}", []) for f in d.new_findings],
+        *[(GONE, f"  gone     {f.severity:<8} {f.title}", []) for f in d.gone_findings],
+    ]
+    section("findings new in B or gone from it", findings_rows)
+    if d.cache_keys:
+        section(
+            "cache misses in B of graphs A had cached (the key components that changed)",
+            [
+                (
+                    CHANGED,
+                    f"  {c.cache:<12} {c.frame} {c.a_compile} → {c.b_compile}: "
+                    + ", ".join(c.changed),
+                    [],
+                )
+                for c in d.cache_keys
+            ],
+        )
     section("graph breaks (by cause and location)", counted(d.breaks))
     section("recompile reasons (the guard that failed, per frame)", counted(d.recompile_reasons))
     section("failures", counted(d.failures))

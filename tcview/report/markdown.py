@@ -13,15 +13,15 @@ import html
 import re
 from collections.abc import Callable
 
-from tcview.analysis.recompiles import diagnose
+from tcview.analysis.recompiles import diagnose, family_of
 from tcview.model.facts import short_guard
-from tcview.model.objects import Compile, Frame, Model, Recompile
+from tcview.model.objects import Frame, Model, Recompile
+from tcview.report.overview import build_overview
 from tcview.report.summary import summary_json
 from tcview.text.safe import safe_text
 
 TOP_BREAKS = 20
 ROWS = 50  # recompiles, failures, errors listed
-SLOWEST = 10
 STACK_LINES = 40
 
 # Punctuation that could start markup in running text (emphasis, links, HTML, code, tables,
@@ -72,16 +72,36 @@ def _seconds(value: float | None) -> str:
 
 
 def recompile_diagnosis(rc: Recompile) -> str:
-    """Why one compile was recompiled, in the recompiles table: the guard that failed (each
-    frame's diagnosis, from tcview.analysis.recompiles, follows the table)."""
+    """Why one compile was recompiled, in the recompiles table: its family and the guard that
+    failed against the newest earlier compile (each frame's diagnosis, from
+    tcview.analysis.recompiles, follows the table)."""
     if not rc.reasons:
         return "the trace does not say which guard failed"
     first = short_guard(rc.reasons[0]) or rc.reasons[0]
-    more = f" (and {len(rc.reasons) - 1} more)" if len(rc.reasons) > 1 else ""
-    return f"guard failed: {first}{more}"
+    more = f" (and {len(rc.reasons) - 1} against older compiles)" if len(rc.reasons) > 1 else ""
+    return f"{family_of(rc.compile)} · guard failed: {first}{more}"
 
 
 Diagnose = Callable[[Recompile], str]
+
+
+def _findings(found: list[dict[str, object]]) -> list[str]:
+    """The findings of `summary --json`, worst first: severity, title, where, fix."""
+    if not found:
+        return []
+    out = [f"### Findings ({len(found)})", ""]
+    for f in found[:ROWS]:
+        where = f.get("where")
+        at = ""
+        if isinstance(where, dict):
+            place = f"{where.get('file')}:{where.get('line')}"
+            at = "" if place in str(f["title"]) else f" at {md_code(place, cell=False)}"
+        out.append(f"- **{f['severity']}**: {md_text(f['title'])}{at}")
+        if f.get("fix"):
+            out.append(f"  fix: {md_text(f['fix'])}")
+    if len(found) > ROWS:
+        out.append(f"- … {len(found) - ROWS} more")
+    return [*out, ""]
 
 
 def markdown_report(model: Model, why: Diagnose = recompile_diagnosis) -> str:
@@ -90,6 +110,7 @@ def markdown_report(model: Model, why: Diagnose = recompile_diagnosis) -> str:
     errors = model.run_errors()
     if errors:
         out += [f"**The run crashed:** {len(errors)} error(s) (below).", ""]
+    out += _findings(s["findings"])
     counts = [
         ("compiles", s["compiles"]),
         ("frames", s["frames"]),
@@ -209,17 +230,16 @@ def _errors(model: Model) -> list[str]:
 
 
 def _slowest(model: Model) -> list[str]:
-    timed: list[Compile] = [c for c in model.compiles if c.compile_time_s is not None]
-    if not timed:
+    """The overview's slowest compiles (`tcview.report.overview`), as a table."""
+    slowest = build_overview(model).slowest
+    if not slowest:
         return []
-    timed.sort(key=lambda c: -(c.compile_time_s or 0))
-    out = ["", "### Slowest compiles", ""]
-    rows = []
-    for c in timed[:SLOWEST]:
-        frame = c.frame.label if c.frame is not None else ""
-        rows.append(
-            [_seconds(c.compile_time_s), md_code(c.id_label), md_text(frame), c.status_text]
-        )
+    note = build_overview(model).time_note
+    out = ["", "### Slowest compiles" + (f" ({note})" if note else ""), ""]
+    rows = [
+        [_seconds(row.seconds), md_code(row.compile), md_text(row.frame), row.status]
+        for row in slowest
+    ]
     out += _table(["time", "compile", "frame", "status"], ["---:", "---", "---", "---"], rows)
     return out
 

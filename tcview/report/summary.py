@@ -9,23 +9,28 @@ from typing import Any, NamedTuple
 from tcview.analysis.cudagraphs import cudagraph_counts, model_cudagraphs
 from tcview.analysis.divergence import CHECK_TITLES, CHECKS, Divergence, analyze, describe_groups
 from tcview.analysis.export import export_counts, is_export
+from tcview.analysis.findings import SEVERITIES, Finding, finding_lines, findings, findings_json
+from tcview.analysis.recompiles import explain, guard_families
 from tcview.ingest.textlog import TextLog
 from tcview.model.facts import short_guard
 from tcview.model.objects import KERNEL_KINDS, Model, short_location
-from tcview.model.ranks import rank_of, ranks_label, ranks_of
+from tcview.model.ranks import rank_of, ranks_label
+from tcview.report.overview import (
+    Overview,
+    build_overview,
+    stack_row_parts,
+    stacks_more,
+    stacks_title,
+)
+from tcview.report.stacks import model_stacks_json
 
-# What --fail-on can name: a count of summary --json, or "divergence" (its ranks compiled
-# differently: a check of its `divergence` has more than one group).
-FAIL_ON_KINDS = ("graph_breaks", "recompiles", "failures", "errors", "divergence")
-
-
-def parse_fail_on(text: str | None) -> list[str]:
-    """The kinds of a ``--fail-on`` value (comma-separated); ValueError names unknown ones."""
-    kinds = [k.strip() for k in (text or "").split(",") if k.strip()]
-    unknown = [k for k in kinds if k not in FAIL_ON_KINDS]
-    if unknown:
-        raise ValueError(f"--fail-on: unknown {', '.join(unknown)} (use {','.join(FAIL_ON_KINDS)})")
-    return kinds
+# What --fail-on can name: a count of summary --json, "divergence" (its ranks compiled
+# differently: a check of its `divergence` has more than one group), or a severity of its
+# `findings`: "errors" (a finding of severity error: a crash, a recompile limit hit, a compile
+# that failed), "warnings" (one of severity warning or error).
+FAIL_ON_KINDS = ("graph_breaks", "recompiles", "failures", "errors", "warnings", "divergence")
+FINDING_KINDS = {"errors": "error", "warnings": "warning"}
+# Parsed by tcview.commands.failon, the one --fail-on policy.
 
 
 def counts_line(counts: Mapping[str, int]) -> str:
@@ -37,24 +42,36 @@ def counts_line(counts: Mapping[str, int]) -> str:
 
 
 def summary_json(
-    ts: Model, verify: bool = False, divergence: Divergence | None = None
+    ts: Model,
+    verify: bool = False,
+    divergence: Divergence | None = None,
+    found: list[Finding] | None = None,
 ) -> dict[str, Any]:
-    """The counts, and how the ranks diverge (`divergence`: an `analyze` of `ts` already
-    made)."""
+    """The findings, the counts, and how the ranks diverge (`divergence`: an `analyze` of `ts`
+    already made; `found`: its `findings`, already made)."""
+    div = divergence if divergence is not None else analyze(ts)
     out = ts.summary_counts(verify=verify)
+    out["findings"] = findings_json(found if found is not None else findings(ts, div))
     out["kernels_by_kind"] = kernels_by_kind(ts)
     out["cudagraphs"] = cudagraph_counts(ts)
+    # Each recompile once, by the guard that failed against its frame's newest earlier compile.
+    out["guard_families"] = guard_families(ts.compiles)
     out["skipped"] = [{"path": str(p), "reason": why} for p, why in ts.skipped]
     unknown = ts.unknown_kinds()
     out["unknown_kinds"] = dict(sorted(unknown.items()))
     out["damage"] = damage(ts, out)
     out["export"] = export_counts(ts)
-    div = divergence if divergence is not None else analyze(ts)
     out["divergence"] = div.json()
     out["exec_order_groups"] = div.findings["exec_order"].groups
     out["rank_groups"] = div.groups
     out["first_divergence"] = div.first or None
+    out["stacks"] = model_stacks_json(ts)
     return out
+
+
+def summary_document(ts: Model, verify: bool = False) -> dict[str, Any]:
+    """`tcview summary --json`: `summary_json` and the overview the text report prints."""
+    return {**summary_json(ts, verify=verify), "overview": build_overview(ts).json()}
 
 
 def damage(ts: Model, counts: dict[str, Any]) -> dict[str, int]:
@@ -87,25 +104,40 @@ def fail_on(summary: dict[str, Any], kinds: list[str]) -> list[str]:
 
 
 def _present(summary: dict[str, Any], kind: str) -> bool:
+    if kind in FINDING_KINDS:
+        worst = SEVERITIES.index(FINDING_KINDS[kind])
+        return any(SEVERITIES.index(f["severity"]) <= worst for f in summary.get("findings", []))
     if kind == "divergence":
         checks = [*summary.get("divergence", {}).values(), summary.get("exec_order_groups", [])]
         return any(len(groups) > 1 for groups in checks)
     return bool(summary.get(kind))
 
 
-def crash_lines(ts: Model, limit: int = 20) -> list[str]:
-    """ "The run crashed" and its errors (rank, type, message, where), or nothing."""
-    errors = ts.run_errors()
-    if not errors:
+def crash_lines(ts: Model, overview: Overview | None = None) -> list[str]:
+    """ "The run crashed" and its first errors (rank, type, message, where), or nothing."""
+    o = overview if overview is not None else build_overview(ts)
+    if not o.errors_total:
         return []
-    lines = [f"The run crashed: {len(errors)} error(s)"]
-    for error in errors[:limit]:
+    lines = [f"The run crashed: {o.errors_total} error(s)"]
+    for error in o.errors:
         lines.append(f"  {error.headline}")
-        if error.stack:
-            lines.append(f"    at {error.stack[-1]}")
-    if len(errors) > limit:
-        lines.append(f"  … {len(errors) - limit} more")
+        if error.at:
+            lines.append(f"    at {error.at}")
+    if o.errors_total > len(o.errors):
+        lines.append(f"  … {o.errors_total - len(o.errors)} more")
     return lines
+
+
+def stack_tree_lines(overview: Overview) -> list[str]:
+    """The overview's stack tree under its heading, after a blank line (or nothing)."""
+    if not overview.stacks:
+        return []
+    title = stacks_title(overview)
+    lines = ["", title[:1].upper() + title[1:]]
+    for row in overview.stacks:
+        lines.append("".join(text for text, _style in stack_row_parts(row, overview.many_ranks)))
+    more = stacks_more(overview)
+    return [*lines, f"  {more}"] if more else lines
 
 
 def _fmt_s(value: float | None) -> str:
@@ -163,12 +195,17 @@ def divergence_lines(div: Divergence) -> list[str]:
 
 def summary_text(ts: Model, verify: bool = False, width: int = 100) -> str:
     div = analyze(ts)
-    s = summary_json(ts, verify=verify, divergence=div)
-    multi = len(ranks_of(ts)) > 1
-    lines: list[str] = crash_lines(ts)
+    overview = build_overview(ts)
+    ranked = findings(ts, div)
+    s = summary_json(ts, verify=verify, divergence=div, found=ranked)
+    multi = overview.many_ranks
+    lines: list[str] = finding_lines(ranked)
+    crashed = crash_lines(ts, overview)
+    if lines and crashed:
+        lines.append("")
+    lines.extend(crashed)
     add = lines.append
-    if lines:
-        add("")
+    add("")
     add(
         f"files {s['files']} · records {s['records']} · compiles {s['compiles']} · "
         f"frames {s['frames']} · breaks {s['graph_breaks']} · recompiles {s['recompiles']} · "
@@ -188,6 +225,7 @@ def summary_text(ts: Model, verify: bool = False, width: int = 100) -> str:
             f"{e['data_dependent_errors']} · fake-kernel problems {e['fake_kernel_problems']}"
             " (tcview show PATH export prints the report)"
         )
+    lines.extend(stack_tree_lines(overview))
     add("")
     add("Runs")
     for run in ts.runs:
@@ -233,9 +271,15 @@ def summary_text(ts: Model, verify: bool = False, width: int = 100) -> str:
         add("")
         add(f"Recompiles ({len(recompiles)})")
         recompile_lines = []
-        for rc in recompiles[:200]:
+        shown = recompiles[:200]
+        explained = {id(e.compile): e for e in explain([rc.compile for rc in shown])}
+        for rc in shown:
             where = rc.compile.frame.label if rc.compile.frame else "?"
-            why = "; ".join(short_guard(r) for r in rc.reasons[:3]) or "(reason not logged)"
+            e = explained.get(id(rc.compile))
+            if e is not None and e.failure is not None and e.family != "other":
+                why = f"{e.family}: {e.words}"
+            else:
+                why = "; ".join(short_guard(r) for r in rc.reasons[:3]) or "(reason not logged)"
             recompile_lines.append((rank_of(rc.compile), f"[{rc.compile.id_label}] {where}: {why}"))
         lines.extend(_folded(recompile_lines, multi))
     if ts.failures:
@@ -260,16 +304,14 @@ def summary_text(ts: Model, verify: bool = False, width: int = 100) -> str:
             found = model_cudagraphs(ts, comp)
             if found is not None and found.state != "used":
                 add(f"  [{comp.id_label}] {found.text}")
-    timed = [c for c in ts.compiles if c.compile_time_s is not None]
-    if timed:
+    if overview.slowest:
         add("")
-        add("Slowest compiles")
-        for c in sorted(timed, key=lambda c: -(c.compile_time_s or 0))[:10]:
-            where = c.frame.label if c.frame else ""
+        add("Slowest compiles" + (f" ({overview.time_note})" if overview.time_note else ""))
+        for row in overview.slowest:
             who = ""
             if multi:
-                who = "no rank  " if c.file.rank is None else f"rank {c.file.rank}  "
-            add(f"  {_fmt_s(c.compile_time_s)}  {who}[{c.id_label}] {where}  ({c.status_text})")
+                who = "no rank  " if row.rank is None else f"rank {row.rank}  "
+            add(f"  {_fmt_s(row.seconds)}  {who}[{row.compile}] {row.frame}  ({row.status})")
     hurt = {k: v for k, v in s["damage"].items() if v}
     if hurt:
         add("")
@@ -279,13 +321,13 @@ def summary_text(ts: Model, verify: bool = False, width: int = 100) -> str:
     if s["unknown_kinds"]:
         add("")
         add("Unknown event kinds: " + ", ".join(f"{k} ×{n}" for k, n in s["unknown_kinds"].items()))
-    if s["skipped"]:
+    if overview.skipped_total:
         add("")
-        add(f"Skipped files ({len(s['skipped'])})")
-        for item in s["skipped"][:50]:
-            add(f"  {item['path']}: {item['reason']}")
-        if len(s["skipped"]) > 50:
-            add(f"  … {len(s['skipped']) - 50} more")
+        add(f"Skipped files ({overview.skipped_total})")
+        for path, why in overview.skipped:
+            add(f"  {path}: {why}")
+        if overview.skipped_total > len(overview.skipped):
+            add(f"  … {overview.skipped_total - len(overview.skipped)} more (--json lists all)")
     return "\n".join(lines)
 
 

@@ -221,6 +221,13 @@ def peak_bandwidth(name: str | None) -> Peak | None:
     return table_peak(name)
 
 
+def datasheet_peak(name: str | None) -> tuple[float, str] | None:
+    """(GB/s, where the figure comes from) of the GPU a profile names: the datasheet table
+    only (the profile may come from another machine than this one)."""
+    found = table_peak(name)
+    return (found.gb_s, found.source) if found is not None else None
+
+
 def table_peak(name: str | None) -> Peak | None:
     if not name:
         return None

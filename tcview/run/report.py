@@ -11,8 +11,14 @@ from pathlib import Path
 from typing import Any
 
 from tcview.ingest.index import TraceSet
+from tcview.ingest.profile import ProfileError, run_profile
 from tcview.ingest.source import load_source
+from tcview.model.objects import Model
+from tcview.report.detail import render_text
+from tcview.report.profile import join_at
 from tcview.report.summary import counts_line, crash_lines, summary_json, summary_text
+from tcview.run.gpu import datasheet_peak
+from tcview.run.profiling import window_lines
 from tcview.run.session import RunSession, RunStatus
 from tcview.text.safe import safe_text
 
@@ -44,6 +50,7 @@ def load_counts(run_dir: Path) -> tuple[dict[str, int], dict[str, Any], str]:
     counts = ts.counts()
     if not has_trace:
         note = f"no trace was written to {trace_dir} (did the job run torch.compile?)"
+        note = "\n".join([note, *window_lines(run_dir)])
         try:  # its captured output and run.json may still say it crashed
             whole = load_source(str(run_dir))
         except Exception:  # noqa: BLE001 - the note is all there is to say then
@@ -55,5 +62,24 @@ def load_counts(run_dir: Path) -> tuple[dict[str, int], dict[str, Any], str]:
         whole = load_source(str(run_dir))
         summary, body = summary_json(whole), summary_text(whole)
     except Exception:  # noqa: BLE001 - a log we cannot read still leaves the trace's summary
+        whole = ts
         summary, body = summary_json(ts), summary_text(ts)
-    return counts, summary, safe_text(body)
+    profile, said = profile_report(run_dir, whole)
+    if profile is not None:
+        summary["profile"] = profile
+    return counts, summary, safe_text(f"{body}\n{said}" if said else body)
+
+
+def profile_report(run_dir: Path, model: Model) -> tuple[dict[str, Any] | None, str]:
+    """A run's profile (`tcview run --profile`) joined to its trace: the summary's
+    ``profile``, and the text: what each process said about its window, the top kernels."""
+    lines = window_lines(run_dir)
+    path = run_profile(run_dir)
+    if path is None:
+        return None, "\n".join(lines)
+    try:
+        found = join_at(model, path, str(path), datasheet_peak)
+    except (ProfileError, OSError) as exc:
+        lines.append(f"profile {path}: {exc}")
+        return None, "\n".join(lines)
+    return found.json(), "\n".join([*lines, "", render_text(found.detail())])

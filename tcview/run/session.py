@@ -28,13 +28,14 @@ import sys
 import threading
 import time
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, replace
+from dataclasses import asdict, dataclass, replace
 from pathlib import Path
 from typing import BinaryIO, Literal
 
 from tcview.run import cleanup
 from tcview.run._supervisor import group_members
 from tcview.run.gpu import GpuSample, GpuSampler
+from tcview.run.profiling import profile_env
 from tcview.run.spec import LaunchError, PythonInfo, RunOptions, RunSpec, probe_python
 from tcview.text.safe import safe_line
 
@@ -143,6 +144,8 @@ class Launcher:
         # Live output: Python block-buffers stdout on a pipe. Respect the user's own setting.
         env.setdefault("PYTHONUNBUFFERED", "1")
         env.update(self.options.env)
+        if self.options.profile is not None:
+            env.update(profile_env(self.options.profile, run_dir, env))
         return env
 
     def preflight(self) -> PythonInfo:
@@ -488,6 +491,8 @@ class RunSession:
                 **dict(launcher.options.env),
             },
             "host": socket.gethostname(),
+            # --profile: the window asked for (profile/ holds what each process recorded)
+            "profile": asdict(launcher.options.profile) if launcher.options.profile else None,
         }
         target = self.run_dir / "run.json"
         tmp = target.with_suffix(".json.tmp")

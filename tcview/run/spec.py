@@ -18,6 +18,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Literal
 
+from tcview.run.profiling import ProfileOptions
+
 DEFAULT_LOGS = "graph_breaks,recompiles"
 DEFAULT_GRACE_S = 5.0
 _PYTHON_NAME = re.compile(r"python(\d+(\.\d+)*)?[a-z]?(\.exe)?$")
@@ -53,6 +55,7 @@ class RunOptions:
     grace_s: float = DEFAULT_GRACE_S  # stop(): SIGINT, grace, SIGTERM, grace, SIGKILL
     cwd: Path | None = None
     inherit_stdin: bool = False  # headless runs may read the terminal; the TUI must not
+    profile: ProfileOptions | None = None  # --profile: record a profiler window
 
 
 @dataclass(frozen=True)

@@ -1,205 +1,40 @@
-"""The tcview browser: tree on the left, viewer on the right, views on keys."""
+"""The tcview app: the global keys and the help, over the browser screen.
+
+The browser screen (browser.py) owns the model session, the tree, the reader and the views;
+the app holds the keys that work everywhere (the browser's included: `b` opens the breaks view
+from any view) and hands them, and the messages views and dialogs post up, to the browser.
+`BrowserApp` is that part alone, over a browser screen it is given: `TcviewApp` (`tcview open`)
+composes one over its input; run_app.RunApp (`tcview run`) composes one over the job's run
+directory, with the job's pane in it.
+"""
 
 from __future__ import annotations
 
-import os
-import re
-import subprocess
-import threading
-import time
-from collections.abc import Callable
 from dataclasses import replace
-from threading import RLock
-from typing import Any, TypeAlias
 
-from rich.text import Text
-from textual import on, work
-from textual.app import App, ComposeResult, SuspendNotSupported
+from textual import on
+from textual.app import App
 from textual.binding import Binding
-from textual.containers import Horizontal, ScrollableContainer
-from textual.css.query import NoMatches
+from textual.containers import ScrollableContainer
 from textual.reactive import reactive
 from textual.screen import Screen
-from textual.timer import Timer
-from textual.widgets import Footer, Tree
-from textual.worker import get_current_worker
 
-from tcview.analysis.diff import predecessor
-from tcview.analysis.export import is_export
-from tcview.analysis.paths import Location, PathMap, locations_of
-from tcview.analysis.provenance import (
-    POST_GRAD_GRAPHS,
-    PRE_GRAD_GRAPHS,
-    graph_lines_of,
-    kernel_provenance,
-)
-from tcview.model.compile_id import parse_compile_id
-from tcview.model.objects import OUTPUT_CODE_KINDS, Compile, Frame, Kernel, LogSource, Model, Record
-from tcview.model.ranks import RankSet, counts_in, ranks_label, ranks_of
-from tcview.report.detail import (
-    compile_detail,
-    digest_namesakes,
-    frame_detail,
-    kernel_detail,
-    provenance_detail,
-)
-from tcview.report.search import Hit
-from tcview.report.summary import InputState, counts_line, input_state
-from tcview.run.bench import BenchResult, KernelTime
-from tcview.text.safe import safe_line
-from tcview.ui.bench import BENCH_BINDINGS, BenchDialog, Bencher, CancelBenchDialog, with_bench
-from tcview.ui.content import (
-    Document,
-    Marked,
-    detail_doc,
-    lit,
-    model_summary,
-    record_doc,
-    styled_doc,
-)
+from tcview.analysis.paths import PathMap
+from tcview.ingest.session import ModelSession
+from tcview.model.objects import Model
+from tcview.ui.bench import BENCH_BINDINGS, BenchDialog, CancelBenchDialog
+from tcview.ui.browser import BrowserScreen
 from tcview.ui.diffview import CompileDiffView
-from tcview.ui.editor import editor_call
 from tcview.ui.finder import ResultsTree, SearchScreen
 from tcview.ui.help import HelpPlace, HelpScreen, bindings_of
-from tcview.ui.loader import FollowLoader, Loader
-from tcview.ui.messages import ModelMoved
+from tcview.ui.messages import OpenHit, RanksPicked, Reveal, SearchAll, ShowSource
 from tcview.ui.palette import TraceCommands
-from tcview.ui.ranks_view import CompareView, Picked, RankDialog, RanksView, labels_of
-from tcview.ui.reader import Reader, SearchBox
-from tcview.ui.status import StatusBar
-from tcview.ui.take import OSC52_SAFE, LocationPicker, SaveScreen, Taken, copy_text, write_text
-from tcview.ui.tree import Item, TraceTree
+from tcview.ui.ranks_view import RankDialog, RanksView
+from tcview.ui.reader import SearchBox
+from tcview.ui.take import LocationPicker, SaveScreen
+from tcview.ui.tree import TraceTree
 from tcview.ui.viewer import CodeView
-from tcview.ui.views import (
-    VIEWS,
-    KernelsView,
-    OtherView,
-    ProvenanceView,
-    TableView,
-    TimeView,
-    ViewTable,
-)
-
-ALL_VIEWS: dict[str, type[Screen[None]]] = {**VIEWS, "ranks": RanksView}
-
-INDEX_GAP = 0.2  # while a one-shot load indexes: at most 5 redraws a second
-# Redraws from a growing model take at most about a tenth of the time: a redraw that took
-# 30 ms waits 0.3 s for the next (a big tree would otherwise slow the index it shows).
-REDRAW_SHARE = 0.1
-LIVE_GAP = 0.05  # follow mode: at most 20 redraws a second, however fast the data moves
-
-
-Target: TypeAlias = Compile | Kernel | Record  # what the tree can reveal
-
-
-def resolve_target(model: Model, target: str) -> tuple[str, Compile | Kernel] | None:
-    """A compile id (0/1, [0/1], !0/1/0) or a kernel name -> (kind, object)."""
-    target = target.strip()
-    parsed = parse_compile_id(target)
-    if parsed is not None:
-        key = parsed[0]
-        for tf in list(model.files):
-            comp = tf.compiles.get(key)
-            if comp is not None:
-                return "compile", comp
-    kernels = list(model.kernels)
-    for k in kernels:
-        if k.name == target:
-            return "kernel", k
-    low = target.lower()
-    for k in kernels:
-        if low in k.name.lower():
-            return "kernel", k
-    return None
-
-
-def doc_for(
-    item: Item,
-    model: Model | None,
-    source: str,
-    picked: Kernel | None = None,
-    bench: Callable[[Kernel], KernelTime | None] = lambda kernel: None,
-) -> Document:
-    """What the pane shows for a tree item; `picked`: the kernel whose nodes a graph marks;
-    `bench` gives a kernel's benchmark, if any."""
-    obj = item.obj
-    if isinstance(obj, Compile):
-        return detail_doc(compile_detail(obj, model))
-    if isinstance(obj, Frame):
-        return detail_doc(frame_detail(obj))
-    if isinstance(obj, Record):
-        return record_doc(obj, marked_nodes(obj, picked))
-    if isinstance(obj, Kernel):
-        return detail_doc(with_bench(kernel_detail(obj, model), bench(obj)))
-    if isinstance(obj, list) or (item.kind == "others" and isinstance(obj, LogSource)):
-        records = obj if isinstance(obj, list) else [r for r in obj.records if r.key is None]
-        lines = [Text(f"{len(records)} records", style="bold"), Text("")]
-        for rec in records[:2000]:
-            lines.append(lit(f"line {rec.lineno:>8}  {rec.label}  {rec.compile_text}"))
-        return styled_doc("records", lines)
-    if isinstance(obj, LogSource):
-        return styled_doc(obj.display, file_summary(obj))
-    summary = model.summary_counts() if model is not None else {}
-    return overview_doc(model, source, summary)
-
-
-def marked_nodes(rec: Record, kernel: Kernel | None) -> Marked | None:
-    """The lines of a pre- or post-grad graph that define the picked kernel's nodes."""
-    if kernel is None or kernel.compile is None or rec.compile is not kernel.compile:
-        return None
-    if rec.label not in (*PRE_GRAD_GRAPHS, *POST_GRAD_GRAPHS):
-        return None
-    unit, kp = kernel_provenance(kernel)
-    if unit is None or kp is None:
-        return None
-    nodes = kp.post_grad if rec is unit.post_graph else kp.pre_grad if rec is unit.pre_graph else []
-    lines = graph_lines_of(rec, nodes)
-    return Marked(kernel.name, tuple(lines)) if lines else None
-
-
-def provenance_doc(model: Model | None, obj: object) -> Document:
-    """What `i` shows: a kernel's provenance, or a compile's (each kernel's user lines)."""
-    if isinstance(obj, Record) and obj.compile is not None:
-        obj = obj.compile
-    if not isinstance(obj, (Kernel, Compile)):
-        return styled_doc("provenance", [lit("pick a kernel or a compile", "dim")])
-    return detail_doc(provenance_detail(obj, model))
-
-
-def overview_doc(
-    model: Model | None,
-    source: str,
-    summary: dict[str, Any],
-    state: InputState | None = None,
-    error: str = "",
-    ranks: RankSet = None,
-) -> Document:
-    """The right-hand pane when no item is picked: the counts of `summary` (the snapshot the
-    status bar shows), and what the input holds (waiting, nothing found, could not read)."""
-    source = "stdin" if source == "-" else source
-    if error:
-        lines = [lit(source, "bold"), lit(f"could not read: {error}", "bold red")]
-        return styled_doc(source, lines)
-    if model is None:
-        lines = [lit(source, "bold"), Text("indexing…"), Text(counts_line(summary), style="bold")]
-        return styled_doc(source, lines)
-    return styled_doc(source, model_summary(model, source, summary, state, ranks))
-
-
-def file_summary(tf: LogSource) -> list[Text]:
-    out = [lit(tf.display, "bold"), lit(f"path      {tf.path}")]
-    out.append(lit(f"records   {len(tf.records)}   compiles {len(tf.compiles)}"))
-    out.append(lit(f"unparsed  {len(tf.unparsed)} lines"))
-    for problem in tf.problems[:20]:
-        out.append(lit(f"problem   {problem}", "red"))
-    kinds = tf.kinds
-    if kinds:
-        out.append(Text(""))
-        out.append(Text("record kinds", style="bold underline"))
-        for kind, n in kinds.most_common():
-            out.append(lit(f"  {n:>8}  {kind}"))
-    return out
-
+from tcview.ui.views import KernelsView, OtherView, ProvenanceView, TableView, TimeView, ViewTable
 
 # Textual's own app keys (ctrl+q quits, ctrl+c says how), with ids like every tcview key.
 TEXTUAL_BINDINGS = [
@@ -211,6 +46,14 @@ QUIT = Binding("q", "quit", "Quit", id="app.quit", tooltip="quit (tcview run: as
 # The browser's keys, in footer order. A binding's tooltip is its line in the help (`?`).
 BROWSE_BINDINGS = [
     Binding("question_mark", "help", "Help", key_display="?", id="app.help", tooltip="this help"),
+    Binding(
+        "w",
+        "view('findings')",
+        "Findings",
+        show=False,  # the overview leads with them and names the key
+        id="view.findings",
+        tooltip="findings: what went wrong, worst first; enter goes to a finding's evidence",
+    ),
     Binding(
         "b",
         "view('breaks')",
@@ -388,7 +231,10 @@ BROWSE_BINDINGS = [
 ]
 
 
-class TcviewApp(App[int]):
+class BrowserApp(App[int]):
+    """The keys that work everywhere, handed to `browser`, the messages it gets from below,
+    and the help: what `tcview open` and `tcview run` share. It makes no screen of its own."""
+
     CSS_PATH = "app.tcss"
     TITLE = "tcview"
     ENABLE_COMMAND_PALETTE = True
@@ -396,634 +242,112 @@ class TcviewApp(App[int]):
 
     BINDINGS = [QUIT, *BROWSE_BINDINGS, *TEXTUAL_BINDINGS]
 
+    # What every screen's StatusBar shows: the browser's status, mirrored.
     status_left: reactive[str] = reactive("")
     status_right: reactive[str] = reactive("")
 
-    def __init__(
-        self,
-        path: str,
-        goto: str | None = None,
-        follow: bool = False,
-        model: Model | None = None,
-        poll: bool = False,
-        stdin_fd: int | None = None,
-        path_map: PathMap | None = None,
-        no_exec: bool = False,
-        python: str | None = None,
-    ) -> None:
+    def __init__(self, browser: BrowserScreen) -> None:
         super().__init__()
-        # The bench key: runs a trace's output code only after a yes, never with --no-exec.
-        self.bencher = Bencher(self, python, no_exec)
-        self.path_map = path_map or PathMap()
-        # A global search's hit being opened: (object, pattern, label, line) until its
-        # document is shown, then the viewer marks the line.
-        self._pending_mark: tuple[object, re.Pattern[str], str, int] | None = None
-        self._search_screen: SearchScreen | None = None
         self.animation_level = "none"
-        self.source_path = path
-        self.goto_target = goto
-        self.follow = follow or path == "-"
-        self.follow_newest = False
-        self.poll = poll
-        self.auto_preview = preview_as_you_move()
-        self.loader: Loader | FollowLoader = (
-            FollowLoader(path, poll=poll, stdin_fd=stdin_fd, on_update=self.model_moved)
-            if self.follow
-            else Loader(path, model, on_update=self.model_moved)
-        )
-        self._newest: Compile | None = None
-        self._records_shown = 0
-        self._input_state: InputState | None = None
-        self._status_state: tuple = ()
-        self._errors_shown = 0  # errors in the last counts snapshot
-        self._ranks_shown = 0  # ranks in the last counts snapshot
-        self.rank_filter: RankSet = None  # the ranks picked with `#` (None: all)
-        self._export = False  # the input is a torch.export trace (the Export key shows)
-        # The kernel picked last (a graph marks its nodes), the compile marked for a diff,
-        # and the object whose provenance the pane shows (`i` again goes back).
-        self.picked_kernel: Kernel | None = None
-        self.diff_mark: Compile | None = None
-        self._provenance_of: object = None
-        self._versions: tuple = ()
-        self._show_timer: Timer | None = None
-        self._indexing = False  # the loader's first read is still going
-        self._live_timer: Timer | None = None  # a redraw held back by LIVE_GAP or INDEX_GAP
-        self._live_at = 0.0
-        self._redraw_s = 0.0  # what the last redraw from the model took
-        self._last_item: Item | None = None
-        # The cursor is still where _first_row put it: highlights there keep the overview.
-        self._cursor_placed = False
-        self.loaded_at: float | None = None
-        self.first_frame_at: float | None = None
-        self.started_at = time.monotonic()
+        self.browser = browser
+
+    def get_default_screen(self) -> Screen[None]:
+        return self.browser
+
+    def on_mount(self) -> None:
+        self.watch(self.browser, "status_left", self._mirror_left)
+        self.watch(self.browser, "status_right", self._mirror_right)
+
+    def _mirror_left(self, value: str) -> None:
+        self.status_left = value
+
+    def _mirror_right(self, value: str) -> None:
+        self.status_right = value
+
+    @property
+    def model_session(self) -> ModelSession:
+        """The browser's model session (the palette reads the model through it)."""
+        return self.browser.session
 
     @property
     def model(self) -> Model | None:
-        return self.loader.model
-
-    @property
-    def lock(self) -> RLock:
-        return self.loader.lock
+        return self.browser.model
 
     @property
     def main_tree(self) -> TraceTree:
-        """The tree of the main screen, also while a view's screen is on top."""
-        return self.screen_stack[0].query_one(TraceTree)
-
-    # ------------------------------------------------------------ layout
-
-    def compose(self) -> ComposeResult:
-        with Horizontal(id="main"):
-            yield TraceTree(id="tree")
-            yield Reader(id="reader")
-        yield StatusBar(id="status")
-        yield Footer()
-
-    def on_mount(self) -> None:
-        tree = self.main_tree
-        tree.stable = self.follow
-        tree.border_title = "compiles"
-        tree.focus()
-        self._last_item = tree.root.data  # the overview, until an item is picked
-        if self.loader.finished:
-            self._model_ready()
-        else:
-            self.refresh_counts()
-            self._update_status()
-            self._indexing = True
-            self._index()
-        self.call_after_refresh(self._first_frame)
-        self._warm_up()
-
-    @work(thread=True, group="warm", exit_on_error=False, description="warm up")
-    def _warm_up(self) -> None:
-        """Import the lexers now, so the first highlighted item does not wait for them."""
-        from tcview.ui.viewer import highlight_line
-
-        for language in ("python", "cpp", "json"):
-            highlight_line("x = 1", language)
-
-    def _first_frame(self) -> None:
-        self.first_frame_at = time.monotonic()
-
-    @work(thread=True, group="index", exit_on_error=False, description="index")
-    def _index(self) -> None:
-        self.loader.run()
-        self.model_moved()  # done: show it now, not at the next tick
-
-    def model_moved(self) -> None:
-        """Tell the app that the model moved; callable from any thread. Bursts merge."""
-        self.post_message(ModelMoved())
-
-    @on(ModelMoved)
-    def _schedule_redraw(self) -> None:
-        if self._indexing and self.loader.finished:
-            if self._live_timer is not None:
-                self._live_timer.stop()
-            self._live_refresh()  # the first read is done: show it all now
-            return
-        if self._live_timer is not None:
-            return  # a redraw is already due
-        gap = max(INDEX_GAP if self._indexing else LIVE_GAP, self._redraw_s / REDRAW_SHARE)
-        wait = self._live_at + gap - time.monotonic()
-        if wait > 0:
-            self._live_timer = self.set_timer(wait, self._live_refresh)
-        else:
-            self._live_refresh()
-
-    def switch_source(self, path: str) -> None:
-        """Show another source from now on (e.g. a rerun's directory): a new loader, tree
-        and status; the old loader stops in the background."""
-        old = self.loader
-        old.cancelled = True
-        threading.Thread(target=old.stop, name="tcview-loader-stop", daemon=True).start()
-        self.source_path = path
-        self.loader = (
-            FollowLoader(path, poll=self.poll, on_update=self.model_moved)
-            if self.follow
-            else Loader(path, on_update=self.model_moved)
-        )
-        while len(self.screen_stack) > 1:
-            self.pop_screen()
-        self._forget_search()
-        tree = self.main_tree
-        tree.mark_new = False  # what the new source has at first is not "new"
-        tree.new_keys.clear()
-        with self.lock:
-            tree.set_model(self.model)
-        self._versions = ()
-        self._last_item = None
-        self._newest = None
-        self.loaded_at = None
-        self._indexing = True
-        self._index()
-        self.refresh_bindings()
-        self.refresh_counts()
-        self._update_status()
-
-    def _live_refresh(self) -> None:
-        self._live_timer = None
-        self._live_at = time.monotonic()
-        if not self.screen_stack:
-            return
-        try:
-            self.refresh_model()
-            self._redraw_s = time.monotonic() - self._live_at
-            if self._indexing and self.loader.finished:
-                self._indexing = False
-                self._model_ready()
-            if self.follow_newest:
-                self._select_newest()
-        except NoMatches:
-            pass  # shutting down: the main screen is already gone
-
-    def _select_newest(self) -> None:
-        with self.lock:
-            compiles = self.model.compiles if self.model is not None else []
-            newest = compiles[-1] if compiles else None
-        if newest is not None and newest is not self._newest:
-            self._newest = newest
-            self.reveal("compile", newest)
+        """The browser's tree, also while a view's screen is on top."""
+        return self.browser.main_tree
 
     def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
-        if action == "toggle_follow" and not self.follow:
-            return False  # only meaningful, and only in the footer, when following
-        if action == "view" and parameters == ("errors",):
-            return self._errors_shown > 0  # in the footer only when the run crashed
-        if (action == "view" and parameters == ("ranks",)) or action == "filter_ranks":
-            return self._ranks_shown > 1 or self.rank_filter is not None
-        if action == "view" and parameters == ("export",):
-            return self._export  # in the footer only for a torch.export trace
-        return True
+        return self.browser.allows(action, parameters)
 
-    def action_toggle_follow(self) -> None:
-        self.follow_newest = not self.follow_newest
-        self._newest = None
-        if self.follow_newest:
-            self._select_newest()
-        self.notify(
-            markup=False,
-            message="following the newest compile" if self.follow_newest else "view stays put",
-        )
-        self._update_status()
+    # ------------------------------------------------------------ messages up
 
-    def records_shown(self) -> int:
-        """Records in the model as the status bar last showed it (for benchmarks)."""
-        return self._records_shown
+    @on(Reveal)
+    def _reveal(self, message: Reveal) -> None:
+        self.browser.reveal(message.kind, message.obj)
 
-    def _model_ready(self) -> None:
-        self.loaded_at = time.monotonic()
-        self.main_tree.mark_new = self.follow  # from now on, what arrives is marked as new
-        tree = self.main_tree
-        with self.lock:
-            if tree.root.data is None or tree.root.data.obj is not self.model:
-                tree.set_model(self.model)
-            else:
-                tree.refresh_model()
-        if self._last_item is None:
-            self._last_item = tree.root.data
-        self.refresh_counts()
-        self._update_status()
-        if self.loader.error:
-            self.notify(
-                markup=False,
-                message=safe_line(self.loader.error),
-                title="could not read",
-                severity="error",
-            )
-        if self.goto_target:
-            if not self._goto(self.goto_target):
-                self.notify(
-                    markup=False,
-                    message=f"--goto {safe_line(self.goto_target)}: not found",
-                    severity="warning",
-                )
-            self.goto_target = None
-        self._first_row()
+    @on(ShowSource)
+    def _show_source(self, message: ShowSource) -> None:
+        self.browser.show_source(message.source)
 
-    def _first_row(self) -> None:
-        """Put the cursor on the first row (so that ↓ goes to the second), without showing it:
-        the overview stays until the user moves."""
-        tree = self.main_tree
-        if tree.cursor_line >= 0 or tree.last_line < 0:
-            return
-        self._cursor_placed = True
-        tree.cursor_line = 0
+    @on(OpenHit)
+    def _open_hit(self, message: OpenHit) -> None:
+        self.browser.open_hit(message.hit, message.pattern, message.label)
 
-    def refresh_model(self) -> None:
-        """Pick up what the model gained since the last call; the tree grows in place."""
-        model = self.model
-        tree = self.main_tree
-        if model is None:
-            self._update_status()
-            return
-        with self.lock:
-            text = model.text
-            versions = (
-                id(model),
-                model.version,
-                len(model.files),
-                sum(f.version for f in model.files),
-                text.version if text is not None else 0,
-            )
-            changed = versions != self._versions
-            if changed:
-                self._versions = versions
-                if tree.root.data is None or tree.root.data.obj is not model:
-                    tree.set_model(model)
-                else:
-                    tree.refresh_model()
-        # The counts walk every compile: only when something moved.
-        state = (versions, len(self.loader.notices), self.loader.finished)
-        if changed or state != self._status_state:
-            self._status_state = state
-            self.refresh_counts()
-            self._update_status()
-        if self.goto_target and self._goto(self.goto_target):
-            self.goto_target = None
-        self._first_row()
+    @on(SearchAll)
+    def _search_all(self, message: SearchAll) -> None:
+        self.browser.action_global_search(message.text)
 
-    @property
-    def overview_shown(self) -> bool:
-        """The reader shows the overview (no item picked since the start)."""
-        return self._last_item is not None and self._last_item.kind == "root"
+    @on(RanksPicked)
+    def _ranks_picked(self, message: RanksPicked) -> None:
+        self.browser.set_rank_filter(message.ranks)
 
-    def awaits_input(self) -> bool:
-        """Whether more input may come (follow mode): an empty input is then "waiting"."""
-        return self.follow
-
-    def refresh_counts(self) -> None:
-        """The status bar's counts and, when it is shown, the overview: from one snapshot of
-        the model, updated in the same refresh so that they never disagree."""
-        model = self.model
-        overview = self.overview_shown
-        loader = self.loader
-        with self.lock:
-            summary = model.summary_counts() if model is not None else {}
-            ranks = len(ranks_of(model)) if model is not None else 0
-            picked = self.rank_filter
-            counts = counts_in(model, picked) if model is not None and picked is not None else None
-            done = loader.finished
-            state = input_state(model, self.source_path, self.awaits_input(), done)
-            doc = None
-            if overview:
-                error = loader.error if done and loader.error else ""
-                doc = overview_doc(model, self.source_path, summary, state, error, picked)
-        self._records_shown = summary.get("records", 0)
-        self._input_state = state
-        self.status_right = counts_line(counts if counts is not None else summary)
-        errors = summary.get("errors", 0)
-        if errors != self._errors_shown or ranks != self._ranks_shown:
-            self._errors_shown = errors
-            self._ranks_shown = ranks
-            self.refresh_bindings()  # the Errors and Ranks keys show once they mean something
-        with self.lock:
-            export = model is not None and is_export(model)
-        if export != self._export:
-            self._export = export
-            self.refresh_bindings()  # the Export key shows for an export trace
-        if doc is not None:
-            self.workers.cancel_group(self, "content")  # an older item must not replace it
-            self._show_doc(doc, keep_position=True)
-
-    def _update_status(self) -> None:
-        # Mode and progress first: the path is what gets cut on a narrow terminal.
-        parts = ["live" if self.follow else "static"]
-        if self.follow_newest:
-            parts.append("following newest")
-        notices = self.loader.notices
-        if notices:
-            parts.append(notices[-1])
-        if self._input_state is not None:
-            parts.append(self._input_state.brief)
-        if self.rank_filter is not None:
-            parts.append(f"{ranks_label(self.rank_filter)} of {self._ranks_shown}")
-        elif self._ranks_shown > 1:
-            parts.append(f"{self._ranks_shown} ranks")
-        loader = self.loader
-        if not loader.finished:
-            if loader.total:
-                parts.append(
-                    f"indexing {100 * loader.fraction:.0f}%"
-                    f" ({loader.done / 1e6:.0f}/{loader.total / 1e6:.0f} MB)"
-                )
-            else:
-                parts.append("indexing…")
-        elif loader.error:
-            parts.append("error")
-        parts.append(self.source_path)
-        left = " · ".join(parts)
-        self.status_left = safe_line(left)
-
-    # ------------------------------------------------------------ showing items
-
-    @on(Tree.NodeHighlighted, "#tree")
-    def _highlighted(self, event: Tree.NodeHighlighted[Item]) -> None:
-        # The event's own tree: it may come while the app closes, its screens already gone.
-        tree = event.node.tree
-        if self._cursor_placed:
-            # The first row, highlighted at start (perhaps again, as the tree grew in place):
-            # the overview stays until the cursor leaves it.
-            if tree.cursor_line == 0:
-                return
-            self._cursor_placed = False
-        if self._show_timer is not None:
-            self._show_timer.stop()
-        item = event.node.data
-        if isinstance(tree, TraceTree):
-            tree.unmark(event.node)
-        if self.auto_preview:
-            self._show_timer = self.set_timer(0.04, lambda: self._show_now(item))
-
-    @on(Tree.NodeSelected, "#tree")
-    def _selected(self, event: Tree.NodeSelected[Item]) -> None:
-        if not event.node.allow_expand:
-            self._show_now(event.node.data)
-            self.screen_stack[0].query_one("#reader", Reader).viewer.focus()
-        elif not self.auto_preview or self.overview_shown:
-            self._show_now(event.node.data)  # also the first row, highlighted but not yet shown
-
-    def action_toggle_preview(self) -> None:
-        self.auto_preview = not self.auto_preview
-        if self.auto_preview:
-            node = self.main_tree.cursor_node
-            if node is not None:
-                self._show_now(node.data)
-        self.notify(
-            markup=False, message="preview as you move" if self.auto_preview else "preview on enter"
-        )
-
-    def _show_now(self, item: Item | None) -> None:
-        if item is None or item is self._last_item:
-            return
-        self._last_item = item
-        self._provenance_of = None
-        if isinstance(item.obj, Kernel):
-            self.picked_kernel = item.obj
-        if item.kind == "root":
-            self.refresh_counts()  # the overview comes with the counts it shows
-        else:
-            self._build_doc(item)
-
-    @work(thread=True, group="content", exclusive=True, exit_on_error=False, description="show")
-    def _build_doc(self, item: Item) -> None:
-        try:
-            if isinstance(item.obj, Kernel) and self.model is not None:
-                digest_namesakes(self.model, item.obj, self.lock)
-            with self.lock:
-                doc = doc_for(
-                    item, self.model, self.source_path, self.picked_kernel, self.bencher.time_of
-                )
-        except Exception as exc:  # noqa: BLE001 - a broken record must not end the app
-            doc = styled_doc("error", [lit(f"could not show this item: {exc!r}", "red")])
-        if not get_current_worker().is_cancelled:
-            self.call_from_thread(self._show_doc, doc, False, item)
-
-    def _show_doc(
-        self, doc: Document, keep_position: bool = False, item: Item | None = None
-    ) -> None:
-        reader = self.screen_stack[0].query_one("#reader", Reader)
-        reader.show(doc, keep_position)
-        mark = self._pending_mark
-        if mark is not None and item is not None and item.obj is mark[0]:
-            self._pending_mark = None
-            _obj, pattern, label, line = mark
-            reader.viewer.mark(pattern, label, line)
-            reader.viewer.focus()
-
-    def show_item(self, item: Item) -> None:
-        """Show now, bypassing the highlight debounce."""
-        self._last_item = None
-        self._show_now(item)
-
-    # ------------------------------------------------------------ navigation
-
-    def _goto(self, target: str) -> bool:
-        with self.lock:
-            found = resolve_target(self.model, target) if self.model is not None else None
-        if found is None:
-            return False
-        self.reveal(*found)
-        return True
-
-    def reveal(self, kind: str, obj: Target) -> bool:
-        """Select a compile, kernel or record in the tree and show it."""
-        tree = self.main_tree
-        with self.lock:
-            node = tree.reveal(obj, kind)
-        if node is None:
-            hidden = self._hidden_rank(obj)
-            if hidden is not None:
-                self.notify(
-                    markup=False,
-                    message=f"rank {hidden} is not shown: # picks the ranks shown",
-                    severity="warning",
-                )
-            return False
-        self._cursor_placed = False
-        while len(self.screen_stack) > 1:
-            self.pop_screen()
-        tree.reveal_node(node)
-        if node.data is not None:
-            self.show_item(node.data)
-        tree.focus()
-        return True
-
-    def _hidden_rank(self, obj: Target) -> int | None:
-        """The rank of `obj` when the rank filter hides it."""
-        if self.rank_filter is None:
-            return None
-        if isinstance(obj, Compile):
-            rank = obj.file.rank
-        elif isinstance(obj, Kernel):
-            rank = obj.output.source.rank
-        else:
-            rank = obj.source.rank
-        return rank if rank not in self.rank_filter else None
-
-    def action_filter_ranks(self) -> None:
-        model = self.model
-        if model is None:
-            return
-        with self.lock:
-            labels = labels_of(model)
-        self.push_screen(
-            RankDialog("Show only these ranks", labels, self.rank_filter), self._picked_ranks
-        )
-
-    def _picked_ranks(self, picked: Picked | None) -> None:
-        if picked is not None:
-            self.set_rank_filter(picked.ranks)
-
-    def set_rank_filter(self, ranks: RankSet) -> None:
-        """Show only `ranks` (None: all) in the tree, the views and the status bar's counts."""
-        self.rank_filter = ranks
-        tree = self.main_tree
-        tree.ranks = ranks
-        tree.border_title = "compiles" if ranks is None else f"compiles · {ranks_label(ranks)}"
-        with self.lock:
-            tree.refresh_model()
-        self.refresh_counts()
-        self._update_status()
-        self.refresh_bindings()
-        for screen in self.screen_stack[1:]:
-            if isinstance(screen, TableView) and not isinstance(screen, CompareView):
-                screen.reload()
-        self.notify(
-            markup=False,
-            message="all ranks shown" if ranks is None else f"showing {ranks_label(ranks)} only",
-        )
-
-    # ------------------------------------------------------------ provenance and diffs
-
-    def _shown_object(self) -> object:
-        item = self._last_item
-        return item.obj if item is not None and item.kind != "root" else None
-
-    def action_provenance(self) -> None:
-        """A kernel's (or compile's) provenance in the pane; again: the item itself."""
-        obj = self._shown_object()
-        if not isinstance(obj, (Kernel, Compile, Record)):
-            self.action_view("provenance")
-            return
-        item = self._last_item
-        if self._provenance_of is obj and item is not None:
-            self.show_item(item)
-            return
-        self._provenance_of = obj
-        self._build_provenance(obj)
-
-    @work(thread=True, group="content", exclusive=True, exit_on_error=False, description="why")
-    def _build_provenance(self, obj: Kernel | Compile | Record) -> None:
-        try:
-            doc = provenance_doc(self.model, obj)
-        except Exception as exc:  # noqa: BLE001 - a broken artifact must not end the app
-            doc = styled_doc("error", [lit(f"could not read the provenance: {exc!r}", "red")])
-        if not get_current_worker().is_cancelled:
-            self.call_from_thread(self._show_doc, doc)
-
-    def _shown_compile(self) -> Compile | None:
-        obj = self._shown_object()
-        if isinstance(obj, Compile):
-            return obj
-        if isinstance(obj, (Kernel, Record)):
-            return obj.compile
-        return None
-
-    def action_mark(self) -> None:
-        comp = self._shown_compile()
-        if comp is None:
-            self.notify(markup=False, message="pick a compile to mark it", severity="warning")
-            return
-        if self.diff_mark is comp:
-            self.diff_mark = None
-            self.notify(markup=False, message=f"{comp.id_label} is no longer marked")
-            return
-        self.diff_mark = comp
-        self.notify(
-            markup=False, message=f"marked {comp.id_label}: d on another compile diffs the two"
-        )
-
-    def action_diff(self) -> None:
-        comp = self._shown_compile()
-        if comp is None:
-            self.notify(markup=False, message="pick a compile to diff", severity="warning")
-            return
-        mark = self.diff_mark
-        other = mark if mark is not None and mark is not comp else predecessor(comp)
-        if other is None:
-            self.notify(
-                markup=False,
-                message=f"{comp.id_label} replaced no compile: m marks one to diff it with",
-                severity="warning",
-            )
-            return
-        self.push_screen(CompileDiffView(other, comp))
+    # ------------------------------------------------------------ the browser's keys, anywhere
 
     def action_view(self, name: str) -> None:
-        screen_cls = ALL_VIEWS[name]
-        if len(self.screen_stack) > 1:
-            current = self.screen
-            if isinstance(current, screen_cls):
-                return
-            self.switch_screen(screen_cls())
-        else:
-            self.push_screen(screen_cls())
+        self.browser.action_view(name)
 
     async def action_back(self) -> None:
-        if len(self.screen_stack) > 1:
-            self.pop_screen()
-        else:
-            self.main_tree.focus()
+        self.browser.action_back()
+
+    def action_filter_ranks(self) -> None:
+        self.browser.action_filter_ranks()
+
+    def action_search(self) -> None:
+        self.browser.action_search()
+
+    def action_global_search(self, text: str = "") -> None:
+        self.browser.action_global_search(text)
+
+    def action_provenance(self) -> None:
+        self.browser.action_provenance()
+
+    def action_diff(self) -> None:
+        self.browser.action_diff()
+
+    def action_mark(self) -> None:
+        self.browser.action_mark()
 
     def action_bench(self) -> None:
-        self.bencher.start(self.bench_target())
+        self.browser.action_bench()
 
-    def bench_target(self) -> Compile | Kernel | Record | None:
-        """What the bench key benchmarks: the kernels view's highlighted kernel, the time
-        view's compile, or the tree's compile, output code or kernel."""
-        screen = self.screen
-        if isinstance(screen, TableView):
-            return screen.bench_target()
-        if len(self.screen_stack) > 1:
-            return None
-        node = self.main_tree.cursor_node
-        obj = node.data.obj if node is not None and node.data is not None else None
-        if isinstance(obj, (Compile, Kernel)):
-            return obj
-        if isinstance(obj, Record) and obj.kind in OUTPUT_CODE_KINDS:
-            return obj
-        return None
+    def action_copy(self) -> None:
+        self.browser.action_copy()
 
-    def bench_finished(self, result: BenchResult, doc: Document) -> None:
-        """A benchmark ended: show its result where the user is; the kernels view shows the
-        times in a column."""
-        screen = self.screen
-        if isinstance(screen, TableView):
-            screen.reload()
-        reader = self._reader()
-        if reader is not None:
-            reader.show(doc)
+    def action_save(self) -> None:
+        self.browser.action_save()
+
+    def action_edit(self) -> None:
+        self.browser.action_edit()
+
+    def action_toggle_follow(self) -> None:
+        self.browser.action_toggle_follow()
+
+    def action_toggle_preview(self) -> None:
+        self.browser.action_toggle_preview()
+
+    # ------------------------------------------------------------ help
 
     def action_help(self) -> None:
         self.push_screen(HelpScreen(self.help_places()))
@@ -1110,214 +434,34 @@ class TcviewApp(App[int]):
             HelpPlace("Help", bindings_of(HelpScreen)),
         ]
 
-    def _reader(self) -> Reader | None:
-        readers = list(self.screen.query(Reader))
-        return readers[0] if readers else None
 
-    def action_search(self) -> None:
-        reader = self._reader()
-        if reader is not None:
-            reader.open_search()
+class TcviewApp(BrowserApp):
+    """The browser over one input (`tcview open`)."""
 
-    # ------------------------------------------------------------ global search
-
-    def action_global_search(self, text: str = "") -> None:
-        """Show the global search (its last results stay); with `text`, search for it."""
-        screen = self._search_screen
-        if screen is None:
-            screen = self._search_screen = SearchScreen()
-            self.install_screen(screen, "global-search")
-        if self.screen is not screen:
-            while len(self.screen_stack) > 1:
-                self.pop_screen()
-            self.push_screen(screen)  # its query line takes the focus (AUTO_FOCUS)
-        elif not text:
-            screen.focus_query()
-        if text:
-            screen.start(text)
-
-    def _forget_search(self) -> None:
-        screen = self._search_screen
-        if screen is not None:
-            screen.cancel()
-            self._search_screen = None
-            self.uninstall_screen(screen)
-
-    def open_hit(self, hit: Hit, pattern: re.Pattern[str], label: str) -> None:
-        """Show a hit's artifact (its kernel, for a line inside one) at the matching line."""
-        if hit.record is None:
-            self._open_other(hit, pattern, label)
-            return
-        target: Kernel | Record = hit.kernel if hit.kernel is not None else hit.record
-        self._pending_mark = (target, pattern, label, hit.line)
-        while len(self.screen_stack) > 1:
-            self.pop_screen()
-        if isinstance(target, Kernel):
-            item = Item("kernel", target, ("kernel", id(target)))
-        else:
-            item = Item("record", target, ("record", id(target)))
-        if not self.reveal(item.kind, target):
-            # Not in the tree (a run directory's TORCH_LOGS text): shown all the same.
-            self.show_item(item)
-
-    def _open_other(self, hit: Hit, pattern: re.Pattern[str], label: str) -> None:
-        """Other output and unparsed lines: the Other view, at the line."""
-        model = self.model
-        display = hit.source.display if hit.source is not None else ""
-        if hit.source is None and model is not None:
-            logs = [m for m in (model, model.text) if m is not None and m.root == hit.path]
-            display = logs[0].display if logs else model.display
-        while len(self.screen_stack) > 1:
-            self.pop_screen()
-        self.push_screen(OtherView(target=(f"{display}:{hit.line}: ", pattern, label)))
-
-    # ------------------------------------------------------------ take it with you
-
-    def selected_object(self) -> object | None:
-        """What `y`, `Y` and `e` act on: the row of a view, the hit of the global search,
-        the tree's item, or (the viewer focused) the item it shows."""
-        screen = self.screen
-        if isinstance(screen, TableView):
-            return screen.selected()
-        if isinstance(screen, SearchScreen):
-            hit = screen.selected()
-            if hit is None:
-                return None
-            return hit.kernel or hit.record
-        if screen is not self.screen_stack[0]:
-            return None
-        if isinstance(self.focused, CodeView):
-            item = self._last_item
-        else:
-            node = self.main_tree.cursor_node
-            item = node.data if node is not None else None
-        return item.obj if item is not None else None
-
-    def _taken(self) -> Taken | None:
-        """The selected item's text, else the text the focused viewer shows."""
-        try:
-            with self.lock:
-                taken = copy_text(self.selected_object(), self.model)
-        except OSError as exc:
-            self.notify(markup=False, message=f"could not read it: {exc}", severity="error")
-            return None
-        if taken is None:
-            viewer = self.focused if isinstance(self.focused, CodeView) else None
-            if viewer is None:
-                reader = self._reader()
-                viewer = reader.viewer if reader is not None else None
-            if viewer is not None and viewer.doc.count:
-                doc = viewer.doc
-                text = "\n".join(doc.plain(i) for i in range(doc.count))
-                taken = Taken(doc.title or "text shown", text, doc.title or "tcview")
-        if taken is None or not taken.text:
-            self.notify(markup=False, message="nothing to copy here", severity="warning")
-            return None
-        return taken
-
-    def action_copy(self) -> None:
-        taken = self._taken()
-        if taken is None:
-            return
-        self.copy_to_clipboard(taken.text)
-        note = (
-            " (long: some terminals drop clipboard sequences this long; Y saves to a file)"
-            if taken.size > OSC52_SAFE
-            else ""
-        )
-        self.notify(
-            markup=False,
-            message=f"copied {taken.size} bytes ({safe_line(taken.what)}) to the clipboard"
-            f" (OSC 52){note}",
-        )
-
-    def action_save(self) -> None:
-        taken = self._taken()
-        if taken is None:
-            return
-
-        def save(path: str | None) -> None:
-            if path is None:
-                return
-            try:
-                size = write_text(path, taken.text)
-            except OSError as exc:
-                self.notify(
-                    markup=False,
-                    message=f"could not save {safe_line(path)}: {exc.strerror or exc}",
-                    severity="error",
-                )
-                return
-            self.notify(
-                markup=False,
-                message=f"saved {size} bytes ({safe_line(taken.what)}) to {safe_line(path)}",
+    def __init__(
+        self,
+        path: str,
+        goto: str | None = None,
+        follow: bool = False,
+        model: Model | None = None,
+        poll: bool = False,
+        stdin_fd: int | None = None,
+        path_map: PathMap | None = None,
+        no_exec: bool = False,
+        python: str | None = None,
+        profile: str | None = None,
+    ) -> None:
+        super().__init__(
+            BrowserScreen(
+                path,
+                goto=goto,
+                follow=follow,
+                model=model,
+                poll=poll,
+                stdin_fd=stdin_fd,
+                path_map=path_map,
+                no_exec=no_exec,
+                python=python,
+                profile=profile,
             )
-
-        self.push_screen(SaveScreen(taken, self.model), save)
-
-    def action_edit(self) -> None:
-        try:
-            with self.lock:
-                locations = locations_of(self.selected_object())
-        except OSError:
-            locations = []
-        if not locations:
-            self.notify(markup=False, message="no source location here", severity="warning")
-            return
-        if len(locations) == 1 or not isinstance(self.focused, CodeView):
-            self.open_location(locations[0])
-            return
-        self.push_screen(
-            LocationPicker(locations),
-            lambda loc: self.open_location(loc) if loc is not None else None,
         )
-
-    def open_location(self, location: Location) -> None:
-        """Run the editor at the location (the app suspended meanwhile), if the file is here."""
-        call = editor_call(location, self.path_map)
-        if not call.argv:
-            self.notify(markup=False, message=safe_line(call.problem), severity="warning")
-            return
-        try:
-            try:
-                with self.suspend():
-                    result = subprocess.run(call.argv, check=False)
-            except SuspendNotSupported:
-                if not self.is_headless:
-                    self.notify(
-                        markup=False,
-                        message="this terminal cannot hand itself to an editor",
-                        severity="error",
-                    )
-                    return
-                # Headless (tests): no terminal to hand over; the editor runs as it is.
-                result = subprocess.run(call.argv, check=False, stdin=subprocess.DEVNULL)
-        except OSError as exc:
-            self.notify(
-                markup=False,
-                message=f"could not run {safe_line(call.argv[0])}: {exc.strerror or exc}",
-                severity="error",
-            )
-            return
-        if result.returncode:
-            self.notify(
-                markup=False,
-                message=f"{safe_line(call.argv[0])} exited with {result.returncode}",
-                severity="warning",
-            )
-
-    def on_unmount(self) -> None:
-        self.loader.stop()
-
-
-def preview_as_you_move() -> bool:
-    """Show the highlighted item as the cursor moves, except over SSH.
-
-    A preview repaints a page of highlighted code (10-15 KB of terminal output); over SSH
-    the viewer waits for Enter instead, so that a tree move costs well under 5 KB.
-    TCVIEW_PREVIEW=auto or =enter overrides; `p` toggles.
-    """
-    setting = os.environ.get("TCVIEW_PREVIEW", "")
-    if setting in ("auto", "enter"):
-        return setting == "auto"
-    return not (os.environ.get("SSH_CONNECTION") or os.environ.get("SSH_TTY"))

@@ -7,15 +7,15 @@ shows in a column (and sorts by) for as long as the app runs.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
-
 from rich.text import Text
 from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import Vertical
+from textual.dom import DOMNode
 from textual.screen import ModalScreen
 from textual.widgets import Static
 
+from tcview.ingest.session import ModelSession
 from tcview.model.objects import Compile, Kernel, Record
 from tcview.report.detail import Detail, Section
 from tcview.run.bench import (
@@ -29,9 +29,7 @@ from tcview.run.bench import (
 )
 from tcview.text.safe import safe_line
 from tcview.ui.content import lit, styled_doc
-
-if TYPE_CHECKING:
-    from tcview.ui.app import TcviewApp
+from tcview.ui.messages import BenchFinished
 
 BENCH_BINDINGS = [
     Binding(
@@ -132,10 +130,14 @@ def result_doc(result: BenchResult) -> list[Text]:
 
 
 class Bencher:
-    """The bench key's state: the running job, and the times of every kernel benchmarked."""
+    """The bench key's state: the running job, and the times of every kernel benchmarked.
 
-    def __init__(self, app: TcviewApp, python: str | None, no_exec: bool) -> None:
-        self.app = app
+    It works for `host` (the browser screen): its dialogs and notes go to host's app, and
+    `BenchFinished` is posted to host when a benchmark ends.
+    """
+
+    def __init__(self, host: DOMNode, python: str | None, no_exec: bool) -> None:
+        self.host = host
         self.python = python
         self.no_exec = no_exec
         self.job: BenchJob | None = None
@@ -146,8 +148,8 @@ class Bencher:
     def time_of(self, kernel: Kernel) -> KernelTime | None:
         return self.times.get(id(kernel))
 
-    def start(self, target: Compile | Kernel | Record | None) -> None:
-        app = self.app
+    def start(self, target: Compile | Kernel | Record | None, session: ModelSession) -> None:
+        app = self.host.app
         refusal = exec_refusal(self.no_exec)
         if refusal is not None:
             app.notify(
@@ -163,7 +165,7 @@ class Bencher:
         if self.planning:
             app.notify(markup=False, message="a benchmark is being prepared")
             return
-        if target is None or app.model is None:
+        if target is None or session.model is None:
             app.notify(
                 markup=False,
                 message="select a compile, an output code or a kernel to benchmark",
@@ -172,20 +174,20 @@ class Bencher:
             return
         self.planning = True
         app.run_worker(
-            lambda: self._plan(target),
+            lambda: self._plan(target, session),
             thread=True,
             group="bench",
             exit_on_error=False,
             description="bench plan",
         )
 
-    def _plan(self, target: Compile | Kernel | Record) -> None:
-        app = self.app
+    def _plan(self, target: Compile | Kernel | Record, session: ModelSession) -> None:
+        app = self.host.app
         try:
-            model = app.model
+            model = session.model
             if model is None:
                 raise BenchRefused("nothing is loaded")
-            plan = plan_bench(model, target, self.python, lock=app.lock)
+            plan = plan_bench(model, target, self.python, lock=session.lock)
         except BenchRefused as exc:
             app.call_from_thread(self._refused, str(exc))
             return
@@ -196,7 +198,7 @@ class Bencher:
 
     def _refused(self, why: str) -> None:
         self.planning = False
-        self.app.notify(
+        self.host.app.notify(
             markup=False,
             message=safe_line(why),
             title="not benchmarked",
@@ -205,21 +207,21 @@ class Bencher:
         )
 
     def _ask(self, plan: BenchPlan) -> None:
-        self.app.push_screen(BenchDialog(plan), lambda yes: self._answered(plan, bool(yes)))
+        self.host.app.push_screen(BenchDialog(plan), lambda yes: self._answered(plan, bool(yes)))
 
     def _answered(self, plan: BenchPlan, yes: bool) -> None:
         self.planning = False
         if not yes:
             plan.discard()
-            self.app.notify(markup=False, message="not benchmarked: nothing was run")
+            self.host.app.notify(markup=False, message="not benchmarked: nothing was run")
             return
         self.job = BenchJob(plan)
         labels = "; ".join(g.label for g in plan.graphs)
-        self.app.notify(
+        self.host.app.notify(
             markup=False, message=safe_line(f"benchmarking {labels}… (B again to cancel)")
         )
         job = self.job
-        self.app.run_worker(
+        self.host.app.run_worker(
             lambda: self._run(job),
             thread=True,
             group="bench",
@@ -229,7 +231,7 @@ class Bencher:
 
     def _run(self, job: BenchJob) -> None:
         result = job.run()
-        self.app.call_from_thread(self._finished, result)
+        self.host.app.call_from_thread(self._finished, result)
 
     def _finished(self, result: BenchResult) -> None:
         self.job = None
@@ -237,7 +239,7 @@ class Bencher:
         for time in result.kernel_times():
             if time.kernel is not None:
                 self.times[id(time.kernel)] = time
-        app = self.app
+        app = self.host.app
         if result.ok:
             graphs = result.graphs
             summary = "; ".join(
@@ -254,7 +256,7 @@ class Bencher:
                 severity="error",
                 timeout=12,
             )
-        app.bench_finished(result, styled_doc("benchmark", result_doc(result)))
+        self.host.post_message(BenchFinished(result, styled_doc("benchmark", result_doc(result))))
 
     def _cancel_answered(self, yes: bool | None) -> None:
         if yes:
@@ -263,9 +265,9 @@ class Bencher:
     def cancel(self) -> None:
         job = self.job
         if job is None:
-            self.app.notify(markup=False, message="no benchmark is running")
+            self.host.app.notify(markup=False, message="no benchmark is running")
             return
         job.cancel()
-        self.app.notify(
+        self.host.app.notify(
             markup=False, message="cancelling the benchmark (killing its process group)"
         )

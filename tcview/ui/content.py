@@ -15,9 +15,11 @@ from rich.text import Text
 
 from tcview.analysis.cudagraphs import CudaGraphs
 from tcview.analysis.export import export_counts, is_export
+from tcview.analysis.findings import Finding
 from tcview.analysis.kernels import OUTPUT_CODES, KernelSpan
 from tcview.model.objects import (
     GRAPH_KINDS,
+    MARK_TABLE,
     MD5_BLANK_LINES,
     MD5_MISMATCH,
     Compile,
@@ -25,10 +27,9 @@ from tcview.model.objects import (
     Kernel,
     Model,
     Record,
-    group_breaks,
     stack_frames,
 )
-from tcview.model.ranks import RankSet, counts_in, ranks_label, ranks_of, wanted
+from tcview.model.ranks import RankSet, counts_in, ranks_label
 from tcview.report.detail import (
     Detail,
     Row,
@@ -39,6 +40,13 @@ from tcview.report.detail import (
     kernel_detail,
     record_name,
     row_parts,
+)
+from tcview.report.overview import (
+    Overview,
+    build_overview,
+    stack_row_parts,
+    stacks_more,
+    stacks_title,
 )
 from tcview.report.summary import InputState, counts_line
 from tcview.text.safe import safe_line
@@ -52,25 +60,9 @@ METRIC_KINDS = frozenset(
     ]
 )
 JSON_LIMIT = 32 << 20
-# A compile's status (model.STATUSES) and its marks (model.MARKS): a style and a symbol each.
-STATUS_STYLE = {
-    "ok": "green",
-    "no metrics": "dim",
-    "empty graph": "magenta",
-    "graph break": "yellow",
-    "failed": "bold red",
-    "recompile": "cyan",
-    "cache hit": "blue",
-}
-STATUS_MARK = {
-    "ok": "✓",
-    "no metrics": "?",
-    "empty graph": "∅",
-    "graph break": "✂",
-    "failed": "✗",
-    "recompile": "↻",
-    "cache hit": "●",
-}
+# The tree's marks (model.MARK_TABLE, the one table): a symbol and a style by name.
+STATUS_MARK = {name: symbol for name, (symbol, _style) in MARK_TABLE.items()}
+STATUS_STYLE = {name: style for name, (_symbol, style) in MARK_TABLE.items()}
 # A compile's CUDA graphs (trace.cudagraphs.CudaGraphs.state): a style and a symbol each.
 CUDAGRAPH_STYLE = {"used": "green", "partly": "yellow", "skipped": "yellow"}
 CUDAGRAPH_SYMBOL = {"used": "◆", "partly": "◈", "skipped": "◇"}
@@ -453,14 +445,21 @@ def status_text(status: str) -> Text:
     return Text(status, style=STATUS_STYLE.get(status, ""))
 
 
+def mark_text(name: str) -> Text:
+    """``✓ ok``, ``? no metrics``, ``↻ recompile``: a status or mark with its word."""
+    return Text(f"{STATUS_MARK.get(name, '?')} {name}", style=STATUS_STYLE.get(name, ""))
+
+
 def marks_text(marks: Sequence[str], words: bool = True) -> Text:
     """A compile's or frame's marks: ``↻ recompile  ● cache hit`` (symbols only: ``↻●``)."""
     text = Text()
     for mark in marks:
         if words and text:
             text.append("  ")
-        shown = f"{STATUS_MARK.get(mark, '?')} {mark}" if words else STATUS_MARK.get(mark, "?")
-        text.append(shown, style=STATUS_STYLE.get(mark, ""))
+        if words:
+            text.append_text(mark_text(mark))
+        else:
+            text.append(STATUS_MARK.get(mark, "?"), style=STATUS_STYLE.get(mark, ""))
     return text
 
 
@@ -491,21 +490,65 @@ def bar(value: float, top: float, width: int, style: str) -> Text:
     return Text(text.ljust(width), style=style)
 
 
-ERROR_ROWS = 5  # errors the overview lists (e lists them all)
+FINDING_ROWS = 5  # findings the overview lists
+SEVERITY_STYLES = {"error": "bold red", "warning": "bold yellow", "info": "cyan"}
 
 
-def crash_summary(model: Model) -> list[Text]:
-    """ "The run crashed" and its first errors, for the top of the overview (or nothing)."""
-    errors = model.run_errors()
-    if not errors:
+def findings_summary(found: Sequence[Finding] | None) -> list[Text]:
+    """The worst findings first, for the top of the overview (nothing until they are made)."""
+    if not found:
         return []
-    out = [Text(f"The run crashed: {len(errors)} error(s)  (e for all)", style="bold red")]
-    for error in errors[:ERROR_ROWS]:
+    out = [
+        Text.assemble(
+            (f"findings ({len(found)}), worst first", "bold underline"),
+            ("  (w: each with its evidence)", "dim"),
+        )
+    ]
+    for finding in found[:FINDING_ROWS]:
+        out.append(
+            Text.assemble(
+                "  ",
+                lit(finding.severity.ljust(8), SEVERITY_STYLES[finding.severity]),
+                lit(finding.title, "bold"),
+            )
+        )
+        if finding.fix:
+            out.append(Text.assemble("          fix: ", lit(finding.fix, "dim")))
+    if len(found) > FINDING_ROWS:
+        out.append(Text(f"  … {len(found) - FINDING_ROWS} more (w lists them all)"))
+    out.append(Text(""))
+    return out
+
+
+def stacks_summary(overview: Overview) -> list[Text]:
+    """The stack tree (tlparse's stack trie), its first rows, for the overview (or nothing)."""
+    if not overview.stacks:
+        return []
+    out = [Text(""), Text(stacks_title(overview), style="bold underline")]
+    for row in overview.stacks:
+        out.append(
+            Text.assemble(
+                *(lit(text, style) for text, style in stack_row_parts(row, overview.many_ranks))
+            )
+        )
+    more = stacks_more(overview)
+    if more:
+        out.append(lit(f"  {more}", "dim"))
+    return out
+
+
+def crash_summary(overview: Overview) -> list[Text]:
+    """ "The run crashed" and its first errors, for the top of the overview (or nothing)."""
+    if not overview.errors_total:
+        return []
+    total = overview.errors_total
+    out = [Text(f"The run crashed: {total} error(s)  (e for all)", style="bold red")]
+    for error in overview.errors:
         out.append(Text.assemble("  ", lit(error.headline, "red")))
-        if error.stack:
-            out.append(Text.assemble("    at ", lit(error.stack[-1], "dim")))
-    if len(errors) > ERROR_ROWS:
-        out.append(Text(f"  … {len(errors) - ERROR_ROWS} more", style="dim"))
+        if error.at:
+            out.append(Text.assemble("    at ", lit(error.at, "dim")))
+    if total > len(overview.errors):
+        out.append(Text(f"  … {total - len(overview.errors)} more", style="dim"))
     return out
 
 
@@ -546,13 +589,16 @@ def model_summary(
     summary: dict[str, Any] | None = None,
     state: InputState | None = None,
     ranks: RankSet = None,
+    found: Sequence[Finding] | None = None,
 ) -> list[Text]:
-    """The overview: `summary` (model.summary_counts(), the status bar's snapshot), the top
-    breaks and slowest compiles; `state` says the input is empty (see `input_state`); `ranks`,
-    the ranks picked with `#` (None: all)."""
+    """The overview: the worst `found` findings first, `summary` (model.summary_counts(), the
+    status bar's snapshot), the top breaks and slowest compiles; `state` says the input is
+    empty (see `input_state`); `ranks`, the ranks picked with `#` (None: all)."""
     s = model.summary_counts() if summary is None else summary
+    overview = build_overview(model, ranks)
     out = [Text(safe_line(title), style="bold")]
-    out.extend(crash_summary(model))
+    out.extend(findings_summary(found))
+    out.extend(crash_summary(overview))
     if state is not None:
         out.append(lit(state.text, "bold yellow"))
         if state.help:
@@ -576,44 +622,36 @@ def model_summary(
                 style="bold magenta",
             )
         )
+    out.extend(stacks_summary(overview))
     out.append(Text(""))
     if state is None:
         for key, value in s.items():
             out.append(Text.assemble(lit(str(key).ljust(16), "dim"), lit(value_text(value))))
-    groups = (
-        model.grouped_breaks()
-        if ranks is None
-        else group_breaks([b for b in model.breaks if wanted(ranks, b)])
-    )
-    if groups:
+    if overview.breaks:
         out.append(Text(""))
         out.append(Text("top graph breaks  (b for all)", style="bold yellow underline"))
-        for g in groups[:5]:
+        for g in overview.breaks:
             out.append(Text.assemble(f"  {g.count:>4}× ", lit(g.reason, "bold")))
             if g.location:
-                out.append(Text.assemble("        at ", lit(g.first.short_location, "yellow")))
-    timed = [c for c in model.compiles if c.compile_time_s and wanted(ranks, c)]
-    many_ranks = len(ranks_of(model)) > 1
-    if timed:
+                out.append(Text.assemble("        at ", lit(g.location, "yellow")))
+    if overview.slowest:
         out.append(Text(""))
-        out.append(Text("slowest compiles  (t for all)", style="bold underline"))
-        for comp in sorted(timed, key=lambda c: -(c.compile_time_s or 0))[:5]:
-            label = comp.frame.label if comp.frame is not None else ""
-            if many_ranks:
-                label = f"rank {comp.file.rank}  {label}"
+        note = f" ({overview.time_note})" if overview.time_note else ""
+        out.append(Text(f"slowest compiles{note}  (t for all)", style="bold underline"))
+        for row in overview.slowest:
+            label = f"rank {row.rank}  {row.frame}" if overview.many_ranks else row.frame
             out.append(
                 Text.assemble(
-                    f"  {fmt_seconds(comp.compile_time_s):>8}  ",
-                    lit(comp.id_label.ljust(8), "bold"),
+                    f"  {fmt_seconds(row.seconds):>8}  ",
+                    lit(row.compile.ljust(8), "bold"),
                     " ",
                     lit(label),
                 )
             )
-    skipped = model.skipped
-    if skipped:
+    if overview.skipped_total:
         out.append(Text(""))
-        out.append(Text(f"skipped files ({len(skipped)})", style="bold underline"))
-        for path, why in skipped[:20]:
+        out.append(Text(f"skipped files ({overview.skipped_total})", style="bold underline"))
+        for path, why in overview.skipped:
             out.append(Text.assemble("  ", lit(path), "  ", lit(why, "dim")))
     out.append(Text(""))
     out.append(

@@ -7,8 +7,6 @@ output code from disk).
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, cast
-
 from rich.text import Text
 from textual import work
 from textual.app import App, ComposeResult
@@ -23,9 +21,6 @@ from tcview.report.diffreport import compile_diff_lines, run_diff_lines
 from tcview.ui.content import rows_doc, tagged_text
 from tcview.ui.reader import Reader
 from tcview.ui.status import StatusBar
-
-if TYPE_CHECKING:
-    from tcview.ui.app import TcviewApp
 
 
 class CompileDiffView(Screen[None]):
@@ -66,12 +61,11 @@ class CompileDiffView(Screen[None]):
 
     @work(thread=True, group="diff", exclusive=True, exit_on_error=False, description="diff")
     def _load(self) -> None:
-        app = cast("TcviewApp", self.app)
         try:
             rows = compile_diff_lines(compile_diff(self.a, self.b))
         except (OSError, ValueError) as exc:
             rows = [("warn", f"could not diff: {exc}", [])]
-        app.call_from_thread(self._show, rows)
+        self.app.call_from_thread(self._show, rows)
 
     def _show(self, rows: list[tuple[str, str, list[tuple[int, int]]]]) -> None:
         if not self.is_attached:

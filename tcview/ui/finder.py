@@ -12,7 +12,6 @@ import re
 import threading
 import time
 from collections.abc import Hashable
-from typing import TYPE_CHECKING, cast
 
 from rich.text import Text
 from textual import on, work
@@ -23,14 +22,12 @@ from textual.timer import Timer
 from textual.widgets import Footer, Input, Static, Tree
 from textual.widgets.tree import TreeNode
 
+from tcview.ingest.session import ModelSession
 from tcview.model.objects import Compile, Model
 from tcview.report.search import SKIPPED_NOTE, Hit, Query, QueryError, Search, place_of
 from tcview.text.safe import safe_line
-from tcview.ui.messages import Merging
+from tcview.ui.messages import Merging, OpenHit
 from tcview.ui.status import StatusBar
-
-if TYPE_CHECKING:
-    from tcview.ui.app import TcviewApp
 
 MAX_RESULTS = 2000  # matching lines listed; the search stops there (grep prints all)
 # Batches reach the screen at most every POST_GAP seconds, then, once many hits are listed
@@ -142,8 +139,9 @@ class SearchScreen(Screen[None]):
         ),
     ]
 
-    def __init__(self) -> None:
+    def __init__(self, session: ModelSession) -> None:
         super().__init__()
+        self.session = session
         self.regex = False
         self.query_: Query | None = None
         self.text_pattern: re.Pattern[str] | None = None
@@ -160,10 +158,6 @@ class SearchScreen(Screen[None]):
         self._ticker: Timer | None = None
         self._initial: str | None = None  # a query given before the screen was mounted
         self.partial = False  # the search started while the input was still being indexed
-
-    @property
-    def browser(self) -> TcviewApp:
-        return cast("TcviewApp", self.app)
 
     def compose(self) -> ComposeResult:
         yield Static(id="global-head", classes="view-head")
@@ -245,7 +239,7 @@ class SearchScreen(Screen[None]):
         self.shown = 0
         self.first_at = self.done_at = None
         self.search = None
-        model = self.browser.model
+        model = self.session.model
         self.model = model
         if not text or model is None:
             self._state(Text("type a query, then enter" if model else "nothing loaded yet"))
@@ -253,9 +247,9 @@ class SearchScreen(Screen[None]):
         query = Query(text, regex=self.regex)
         try:
             self.text_pattern = query.text_pattern()
-            with self.browser.lock:  # what the model holds now is what is searched
+            with self.session.lock:  # what the model holds now is what is searched
                 search = Search(model, query, limit=MAX_RESULTS)
-            self.partial = not self.browser.loader.finished
+            self.partial = not self.session.finished
         except QueryError as exc:
             self._state(Text(safe_line(str(exc)), style="bold red"))
             return
@@ -389,4 +383,4 @@ class SearchScreen(Screen[None]):
         hit = event.node.data
         if hit is None or self.text_pattern is None or self.query_ is None:
             return
-        self.browser.open_hit(hit, self.text_pattern, self.query_.label)
+        self.post_message(OpenHit(hit, self.text_pattern, self.query_.label))

@@ -3,7 +3,8 @@
 The app names the places its keys live (`TcviewApp.help_places`): the app itself, the tree,
 the viewer, the views, and in `tcview run` the Run pane. Each binding's line is its tooltip
 (else its description), under the key it has now (run mode's keymap included). What no
-binding says (status marks, mouse, the status bar) is text kept here.
+binding says (mouse, the status bar) is text kept here; the status marks come from the
+table the tree draws with.
 """
 
 from __future__ import annotations
@@ -19,19 +20,11 @@ from textual.dom import DOMNode
 from textual.screen import ModalScreen
 from textual.widgets import Static
 
+from tcview.analysis.cudagraphs import CUDAGRAPH_STATES, CudaGraphs
+from tcview.model.objects import MARKS, STATUSES
+from tcview.ui.content import cudagraphs_text, mark_text
+
 KEY_WIDTH = 14
-# A compile's status (one of these, worst first as tlparse orders them) ...
-STATUS_MARKS = (
-    ("✗", "failed", "red"),
-    ("∅", "empty graph", "magenta"),
-    ("✂", "graph break", "yellow"),
-    ("✓", "ok", "green"),
-)
-# ... and the marks it may have beside it.
-EXTRA_MARKS = (
-    ("↻", "recompile", "cyan"),
-    ("●", "cache hit", "blue"),
-)
 
 
 @dataclass(frozen=True)
@@ -111,13 +104,23 @@ def help_text(places: Sequence[HelpPlace], key_display: Callable[[Binding], str]
         for what, explanation in place.notes:
             text.append(f"  {what:<{KEY_WIDTH}}", style="cyan")
             text.append(f"{explanation}\n")
-    text.append("\nStatus: ", style="dim")
-    for mark, what, style in STATUS_MARKS:
-        text.append(f"{mark} {what}  ", style=style)
-    text.append(" marks beside it: ", style="dim")
-    for mark, what, style in EXTRA_MARKS:
-        text.append(f"{mark} {what}  ", style=style)
+    text.append_text(legend())
     text.append("\n\nPress escape, q or ? to close.", style="dim")
+    return text
+
+
+def legend() -> Text:
+    """What the tree's marks mean: from the table the tree draws with (`content.MARK_TABLE`)."""
+    text = Text()
+    for title, marks in (
+        ("\nStatus: ", [mark_text(s) for s in STATUSES]),
+        ("\nBeside it: ", [mark_text(m) for m in MARKS]),
+        ("\nCUDA graphs: ", [cudagraphs_text(CudaGraphs(s)) for s in CUDAGRAPH_STATES]),
+    ):
+        text.append(title, style="dim")
+        for mark in marks:
+            text.append_text(mark)
+            text.append("  ")
     return text
 
 

@@ -6,17 +6,15 @@ import asyncio
 import time
 from collections.abc import Iterable, Sequence
 from functools import partial
-from typing import TYPE_CHECKING, cast
 
 from textual.command import DiscoveryHit, Hit, Hits, Provider
 from textual.content import Content
 from textual.markup import escape
 
-from tcview.model.objects import Compile, Kernel, LogSource
+from tcview.model.objects import Compile, Frame, Kernel, LogSource
+from tcview.report.items import Place, ShowError, locate, names_by_id
 from tcview.text.safe import safe_line
-
-if TYPE_CHECKING:
-    from tcview.ui.app import TcviewApp
+from tcview.ui.messages import Reveal, SearchAll, SessionHost, ShowSource
 
 SEARCH_BUDGET_S = 0.3
 MAX_HITS = 200
@@ -32,19 +30,19 @@ def _content(text: str, offsets: Iterable[int] = ()) -> Content:
 
 
 class TraceCommands(Provider):
-    """Compiles, kernels and files of the loaded model."""
-
-    @property
-    def browser(self) -> TcviewApp:
-        return cast("TcviewApp", self.app)
+    """Compiles, kernels and files of the loaded model (of the app's model session). A pick
+    posts a message up (`Reveal`, `ShowSource`, `SearchAll`) for the app to act on."""
 
     async def startup(self) -> None:
         self.candidates: list[tuple[str, str, str, Compile | Kernel | LogSource]] = []
-        app = self.browser
-        model = app.model
+        host = self.app
+        if not isinstance(host, SessionHost):
+            return
+        session = host.model_session
+        model = session.model
         if model is None:
             return
-        with app.lock:
+        with session.lock:
             for tf in list(model.files):
                 for comp in list(tf.compiles.values()):
                     frame = comp.frame.label if comp.frame is not None else ""
@@ -57,19 +55,28 @@ class TraceCommands(Provider):
                     (safe_line(f"kernel {k.name}"), "kernel", f"{k.kind} · compile {cid}", k)
                 )
 
-    def _open(self, kind: str, obj: Compile | Kernel | LogSource) -> None:
-        app = self.browser
-        if isinstance(obj, (Compile, Kernel)):
-            app.reveal(kind, obj)
-            return
-        tree = app.main_tree
-        node = tree.node_showing(obj)
-        if node is not None and node.data is not None:
-            tree.reveal_node(node)
-            app.show_item(node.data)
+    def _locate(self, query: str) -> Place | None:
+        """The item `query` names by id, as `--goto` and `tcview show` read it."""
+        host = self.app
+        if not isinstance(host, SessionHost) or not names_by_id(query):
+            return None
+        session = host.model_session
+        if session.model is None:
+            return None
+        try:
+            with session.lock:
+                return locate(session.model, query)
+        except ShowError:
+            return None
+
+    def _open(self, kind: str, obj: Compile | Frame | Kernel | LogSource) -> None:
+        if isinstance(obj, (Compile, Frame, Kernel)):
+            self.app.post_message(Reveal(kind, obj))
+        else:
+            self.app.post_message(ShowSource(obj))
 
     def _search_all(self, text: str = "") -> None:
-        self.browser.action_global_search(text)
+        self.app.post_message(SearchAll(text))
 
     async def discover(self) -> Hits:
         yield DiscoveryHit(
@@ -89,6 +96,11 @@ class TraceCommands(Provider):
         deadline = time.monotonic() + SEARCH_BUDGET_S
         low = query.lower()
         hits = 0
+        place = self._locate(query)
+        if place is not None:  # `rank 1 0/0`, `frame 3`: what --goto and show would pick
+            go = safe_line(f"go to {query.strip()}")
+            kind = type(place).__name__.lower()
+            yield Hit(1.0, Content(go), partial(self._open, kind, place), go, "")
         # Last in the list: search every payload for what was typed.
         search_all = f"Search everything for {safe_line(query)}"
         yield Hit(

@@ -27,11 +27,14 @@ from tcview.analysis.divergence import (
     combine,
     describe_groups,
 )
+from tcview.ingest.session import ModelSession
 from tcview.model.compile_id import parse_compile_id
 from tcview.model.objects import Compile, Model
 from tcview.model.ranks import LABEL_PARTS, RankSet, parse_ranks, ranks_label, ranks_text
 from tcview.report.detail import compile_detail, fmt_seconds
+from tcview.run.bench import KernelTime
 from tcview.ui.content import STATUS_MARK, STATUS_STYLE, Document, detail_lines, lit, styled_doc
+from tcview.ui.messages import RanksPicked
 from tcview.ui.views import Row, TableView
 
 
@@ -279,8 +282,13 @@ class RanksView(TableView[list[int]]):
         ),
     ]
 
-    def __init__(self) -> None:
-        super().__init__()
+    def __init__(
+        self,
+        session: ModelSession,
+        ranks: RankSet = None,
+        times: dict[int, KernelTime] | None = None,
+    ) -> None:
+        super().__init__(session, ranks, times)
         self.analysis: Divergence | None = None
 
     def rows(self, model: Model) -> list[Row[list[int]]]:
@@ -369,7 +377,7 @@ class RanksView(TableView[list[int]]):
         return styled_doc(ranks_label(group), lines)
 
     def activate(self, group: list[int]) -> None:
-        self.browser.set_rank_filter(frozenset(group))
+        self.app.post_message(RanksPicked(frozenset(group)))  # up: this screen closes now
         self.app.pop_screen()
 
     def action_compare(self) -> None:
@@ -394,7 +402,7 @@ class RanksView(TableView[list[int]]):
         if picked is None or picked.ranks is None:
             return
         left, right = sorted(picked.ranks)
-        self.app.push_screen(CompareView(left, right))
+        self.app.push_screen(CompareView(self.session, left, right))
 
 
 def _differs_in(div: Divergence, group: Sequence[int], ref: Sequence[int]) -> list[str]:
@@ -426,8 +434,8 @@ class CompareView(TableView[Pair]):
     HELP = "≠: the compiles differ · enter: go to the compile · esc: back"
     RANK_COLUMN = False
 
-    def __init__(self, left: int, right: int) -> None:
-        super().__init__()
+    def __init__(self, session: ModelSession, left: int, right: int) -> None:
+        super().__init__(session)
         self.left = left
         self.right = right
         self.sides: tuple[RankSteps, RankSteps] | None = None
@@ -523,7 +531,7 @@ class CompareView(TableView[Pair]):
     def activate(self, pair: Pair) -> None:
         comp = self._compile(pair)
         if comp is not None:
-            self.browser.reveal("compile", comp)
+            self.reveal("compile", comp)
 
 
 _ASPECT_TITLES = {

@@ -8,15 +8,8 @@ A one-second timer runs the status bar's clock while the job runs; nothing polls
 
 from __future__ import annotations
 
-import os
-import signal
-import sys
-import threading
-from collections.abc import Callable, Iterator, Sequence
-from contextlib import contextmanager
+from collections.abc import Sequence
 from dataclasses import replace
-from types import FrameType
-from typing import Any, TypeAlias
 
 from rich.segment import Segment
 from rich.style import Style
@@ -24,34 +17,23 @@ from rich.text import Text
 from textual import events, on, work
 from textual.app import ComposeResult
 from textual.binding import Binding
-from textual.containers import Horizontal, Vertical
+from textual.containers import Vertical
 from textual.geometry import Size
 from textual.screen import ModalScreen
 from textual.scroll_view import ScrollView
 from textual.strip import Strip
 from textual.timer import Timer
-from textual.widgets import Footer, Static
+from textual.widgets import Static
 
-from tcview.analysis.paths import PathMap
-from tcview.report.summary import fail_on as found_kinds
-from tcview.run.cleanup import kill_all
 from tcview.run.gpu import GpuSample
-from tcview.run.report import load_counts, status_line
 from tcview.run.session import Launcher, OutputLine, RunSession
 from tcview.run.spec import LaunchError
 from tcview.text.safe import colours_only, safe_line
-from tcview.ui.app import BROWSE_BINDINGS, QUIT, TEXTUAL_BINDINGS, TcviewApp
-from tcview.ui.help import HelpPlace, bindings_of
-from tcview.ui.messages import GpuSampled, JobEnded, OutputArrived
-from tcview.ui.reader import Reader
-from tcview.ui.status import StatusBar
-from tcview.ui.tree import TraceTree
+from tcview.ui.messages import GpuSampled, JobEnded, JobMoved, JobRestarted, OutputArrived
 from tcview.ui.viewer import SCROLL_BINDINGS, text_strip
 
-SignalHandler: TypeAlias = Callable[[int, FrameType | None], Any] | int | signal.Handlers | None
 MAX_LINES = 20_000  # lines kept in the pane, as many as the session keeps
 QUIT_KILL_AFTER_S = 3.0  # after the stop escalation's own time, when quitting
-SIGNAL_EXIT_DEADLINE_S = 5.0  # a signalled tcview ends this long after the job, at the latest
 CLOCK_S = 1.0  # the status bar's elapsed time while the job runs
 _STDERR = Style(color="dark_orange")
 _STDERR_MARK = Segment("▎", Style(color="dark_orange"))
@@ -252,37 +234,20 @@ def run_mode(bindings: list[Binding]) -> list[Binding]:
     return out
 
 
-class RunApp(TcviewApp, inherit_bindings=False):
-    """The browser following a job's run directory, plus the job's output and controls."""
+class JobPane(OutputView):
+    """The job beside the browser: its output, its status (which leads the status bar), its
+    end, stop, rerun, the pane's layout and quitting while it runs.
 
-    # Run keys first: the footer shows bindings in this order (it has 120 columns for them).
-    # Textual's own keymap (App.set_keymap) would do the key change at run time, but it drops
-    # every binding that shares a remapped key (the rerun on `r`) and moves remapped keys to
-    # the end of the footer, so the keymap is applied here, by binding id.
-    BINDINGS = [QUIT, *RUN_BINDINGS, *run_mode(BROWSE_BINDINGS), *TEXTUAL_BINDINGS]
+    The launcher's threads only post messages to it; it tells the browser what changed with
+    messages up (`JobMoved`, `JobRestarted`).
+    """
 
-    def __init__(
-        self,
-        launcher: Launcher,
-        session: RunSession,
-        poll: bool = False,
-        path_map: PathMap | None = None,
-        no_exec: bool = False,
-    ) -> None:
-        super().__init__(
-            str(session.run_dir),
-            follow=True,
-            poll=poll,
-            path_map=path_map,
-            no_exec=no_exec,
-            python=launcher.spec.python,
-        )
+    def __init__(self, launcher: Launcher, session: RunSession) -> None:
+        super().__init__(id="run-output")
         self.launcher = launcher
         self.session = session
         self.layout_mode = "split"
         self.quitting = False
-        self.signalled: int | None = None  # 128 + signal when SIGTERM/SIGHUP ended tcview
-        self.final_counts: dict[str, int] = {}
         self._seq = 0
         self._ended = False
         self._run_text = ""
@@ -290,44 +255,30 @@ class RunApp(TcviewApp, inherit_bindings=False):
         self._clock: Timer | None = None
         self.gpu_text = ""  # the job's GPU use (NVML), while it runs
 
-    @classmethod
-    def help_places(cls) -> list[HelpPlace]:
-        run_ids = {binding.id for binding in RUN_BINDINGS}
-        places = super().help_places()
-        anywhere = places[0]
-        app_keys = bindings_of(cls)
-        run = HelpPlace(
-            "Run (tcview run)",
-            [
-                *[b for b in app_keys if b.id in run_ids],
-                *bindings_of(OutputView),
-                *bindings_of(ConfirmStop, inherited=False),
-            ],
-            [
-                ("output", "the viewer's keys; stderr lines marked orange; G follows the end"),
-                ("colours", "the job's colours are shown; other escape codes are not sent"),
-            ],
-        )
-        places[0] = replace(
-            anywhere, bindings=[b for b in anywhere.bindings if b.id not in run_ids]
-        )
-        return [*places[:-2], run, *places[-2:]]  # before the status bar and the help
+    # ------------------------------------------------------------ for the browser (Job)
 
-    @property
-    def output(self) -> OutputView:
-        return self.screen_stack[0].query_one("#run-output", OutputView)
+    def status_text(self) -> str:
+        """The status bar's first part: the job's status, and its GPU use while it runs."""
+        self._run_text = self.run_status_text()
+        return f"{self._run_text} · {self.gpu_text}" if self.gpu_text else self._run_text
 
-    def compose(self) -> ComposeResult:
-        with Horizontal(id="main"):
-            yield TraceTree(id="tree")
-            yield Reader(id="reader")
-        yield OutputView(id="run-output")
-        yield StatusBar(id="status")
-        yield Footer()
+    def running(self) -> bool:
+        return not self.session.done
 
-    # Textual calls on_mount / on_unmount of every class in the MRO, this one first: no super().
+    def run_status_text(self) -> str:
+        status = self.session.status
+        text = status.text
+        if status.stopping:
+            text = text.replace(" · stopping", " · stopping…")
+        return text
+
+    def _moved(self, ended: bool = False) -> None:
+        self.post_message(JobMoved(ended))
+
+    # ------------------------------------------------------------ told by the job's threads
+
     def on_mount(self) -> None:
-        self._title_output()
+        self._title()
         self.launcher.on_line = self._line_written
         self.launcher.on_exit = self._session_ended
         self.launcher.on_gpu = self._gpu_sampled
@@ -337,10 +288,13 @@ class RunApp(TcviewApp, inherit_bindings=False):
         if self.session.done:
             self._session_ended(self.session)
 
-    def _title_output(self) -> None:
-        self.output.border_title = Text(safe_line(f"output · {self.launcher.spec.display}"))
+    def on_unmount(self) -> None:
+        self.launcher.on_line = None
+        self.launcher.on_exit = None
+        self.launcher.on_gpu = None
 
-    # ------------------------------------------------------------ told by the job's threads
+    def _title(self) -> None:
+        self.border_title = Text(safe_line(f"output · {self.launcher.spec.display}"))
 
     def _line_written(self, line: OutputLine | None) -> None:
         """A launcher thread delivered a line: one message until the UI has read them."""
@@ -358,23 +312,27 @@ class RunApp(TcviewApp, inherit_bindings=False):
 
     @on(GpuSampled)
     def _show_gpu(self, message: GpuSampled) -> None:
+        message.stop()
         if self.session.done:
             return
         text = message.sample.text
         if text != self.gpu_text:
             self.gpu_text = text
-            self._update_status()
+            self._moved()
 
     @on(OutputArrived)
-    def _read_output(self) -> None:
+    def _read_output(self, message: OutputArrived | None = None) -> None:
+        if message is not None:
+            message.stop()
         # Cleared before reading: a line delivered from now on posts again, or is read here.
         self._output_pending = False
         lines, self._seq = self.session.lines_since(self._seq)
         if lines:
-            self.output.append(lines)
+            self.append(lines)
 
     @on(JobEnded)
     def _ended_message(self, message: JobEnded) -> None:
+        message.stop()
         if message.session is not self.session or self._ended:
             return  # a previous run's session, or already handled
         self._read_output()
@@ -383,8 +341,14 @@ class RunApp(TcviewApp, inherit_bindings=False):
         if self._clock is not None:
             self._clock.stop()
             self._clock = None
-        self.refresh_counts()  # no longer waiting for traces
-        self._job_ended()
+        self._moved(ended=True)  # the counts too: no longer waiting for traces
+        if not self.quitting:
+            status = self.session.status
+            self.notify(
+                markup=False,
+                message=f"job {status.text}: r reruns it, q quits",
+                severity="information" if status.exit_code == 0 else "warning",
+            )
 
     def _start_clock(self) -> None:
         if self._clock is None:
@@ -392,47 +356,19 @@ class RunApp(TcviewApp, inherit_bindings=False):
 
     def _tick_clock(self) -> None:
         if self.run_status_text() != self._run_text:
-            self._update_status()
+            self._moved()
 
-    def awaits_input(self) -> bool:
-        return not self.session.done
+    # ------------------------------------------------------------ keys (the app's, handed here)
 
-    def run_status_text(self) -> str:
-        status = self.session.status
-        text = status.text
-        if status.stopping:
-            text = text.replace(" · stopping", " · stopping…")
-        return text
-
-    def _update_status(self) -> None:
-        super()._update_status()
-        self._run_text = self.run_status_text()
-        gpu = f"{self.gpu_text} · " if self.gpu_text else ""
-        self.status_left = safe_line(f"{self._run_text} · {gpu}{self.status_left}")
-
-    def _job_ended(self) -> None:
-        status = self.session.status
-        self.refresh_bindings()
-        self._update_status()
-        if not self.quitting:
-            self.notify(
-                markup=False,
-                message=f"job {status.text}: r reruns it, q quits",
-                severity="information" if status.exit_code == 0 else "warning",
-            )
-
-    def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
-        if action == "stop":
+    def allows(self, action: str) -> bool | None:
+        """Whether a run key applies now (None: not a run key)."""
+        if action in ("stop", "rerun_busy"):
             return not self.session.done
         if action == "rerun":
             return self.session.done
-        if action == "rerun_busy":
-            return not self.session.done
-        return super().check_action(action, parameters)
+        return None
 
-    # ------------------------------------------------------------ keys
-
-    def action_stop(self) -> None:
+    def stop_job(self) -> None:
         session = self.session
         if session.done:
             return
@@ -446,14 +382,14 @@ class RunApp(TcviewApp, inherit_bindings=False):
                 markup=False,
                 message=f"stopping the job: SIGINT, then SIGTERM and SIGKILL {grace:g}s apart",
             )
-        self._update_status()
+        self._moved()
 
-    def action_rerun_busy(self) -> None:
+    def rerun_busy(self) -> None:
         self.notify(markup=False, message="the job is still running: x stops it, then r reruns it")
 
-    def action_rerun(self) -> None:
+    def rerun(self) -> None:
         if not self.session.done:
-            self.action_rerun_busy()
+            self.rerun_busy()
             return
         try:
             fresh = self.session.rerun()
@@ -462,59 +398,58 @@ class RunApp(TcviewApp, inherit_bindings=False):
                 markup=False, message=safe_line(str(exc)), title="cannot rerun", severity="error"
             )
             return
-        self._follow_session(fresh)
-        self.notify(markup=False, message=safe_line(f"rerunning into {fresh.run_dir}"))
-
-    def _follow_session(self, session: RunSession) -> None:
-        """Point the browser, the output and the status at a new session."""
-        self.session = session
+        self.session = fresh
         self._seq = 0
         self._ended = False
-        self.output.clear()
-        self._title_output()
-        self.switch_source(str(session.run_dir))
+        self.clear()
+        self._title()
+        self.post_message(JobRestarted(str(fresh.run_dir)))  # the browser follows it
         self._start_clock()
         self._read_output()
+        self.notify(markup=False, message=safe_line(f"rerunning into {fresh.run_dir}"))
 
-    def action_output(self) -> None:
+    def cycle_layout(self) -> None:
         """Cycle the Run pane: beside the browser, full screen, hidden."""
-        on_view = len(self.screen_stack) > 1
-        while len(self.screen_stack) > 1:
-            self.pop_screen()
+        app = self.app
+        on_view = app.screen is not self.screen
+        while app.screen is not self.screen and len(app.screen_stack) > 1:
+            app.pop_screen()
         mode = "full" if on_view else LAYOUTS[(LAYOUTS.index(self.layout_mode) + 1) % len(LAYOUTS)]
         self.set_layout(mode)
 
     def set_layout(self, mode: str) -> None:
-        screen = self.screen_stack[0]
+        screen = self.screen
         for name in LAYOUTS:
             screen.set_class(name == mode, f"-run-{name}")
         self.layout_mode = mode
         if mode == "full":
-            self.output.focus()
-        elif mode == "hidden" or self.focused is self.output:
-            self.main_tree.focus()
+            self.focus()
+        elif mode == "hidden" or self.app.focused is self:
+            screen.query_one("#tree").focus()
 
-    async def action_quit(self) -> None:
+    def quit(self) -> None:
+        """Quit; while the job runs, ask first, then stop it (q again: kill it now)."""
         session = self.session
+        app = self.app
         if session.done:
-            self.exit()
+            app.exit()
             return
         if self.quitting:  # q again while stopping: do not wait for the escalation
             session.kill()
             return
-        if isinstance(self.screen, ConfirmStop):
+        if isinstance(app.screen, ConfirmStop):
             return
         question = f"The job is still running (pid {session.pid}). Stop it and quit?"
-        self.push_screen(ConfirmStop(question), self._quit_answer)
+        app.push_screen(ConfirmStop(question), self._quit_answer)
 
     def _quit_answer(self, yes: bool | None) -> None:
         if not yes or self.session.done:
             if yes:
-                self.exit()
+                self.app.exit()
             return
         self.quitting = True
         self.session.stop()
-        self._update_status()
+        self._moved()
         self._stop_then_exit(self.session)
 
     @work(thread=True, group="quit", exit_on_error=False, description="stop the job")
@@ -523,85 +458,4 @@ class RunApp(TcviewApp, inherit_bindings=False):
         if session.wait(escalation) is None:
             session.kill()
             session.wait(QUIT_KILL_AFTER_S)
-        self.call_from_thread(self.exit)
-
-    def on_unmount(self) -> None:
-        self.launcher.on_line = None
-        self.launcher.on_exit = None
-        self.launcher.on_gpu = None
-        model = self.model
-        if model is not None:
-            with self.lock:
-                self.final_counts = dict(model.counts())
-
-
-@contextmanager
-def _signals_end(app: RunApp) -> Iterator[None]:
-    """SIGTERM and SIGHUP: take every job group down first, then close the TUI cleanly.
-
-    Textual installs no handlers for these; without this, the launcher's handler would raise
-    SystemExit in the middle of the event loop and leave the terminal in raw mode.
-    """
-    if threading.current_thread() is not threading.main_thread():
-        yield
-        return
-    previous: dict[signal.Signals, SignalHandler] = {}
-
-    def on_signal(signum: int, frame: FrameType | None) -> None:
-        kill_all()
-        code = 128 + signum
-        app.signalled = code
-        # If the terminal is gone (SIGHUP) the UI may not manage to close: do not hang there.
-        timer = threading.Timer(SIGNAL_EXIT_DEADLINE_S, os._exit, args=(code,))
-        timer.daemon = True
-        timer.start()
-        app.exit()
-
-    for sig in (signal.SIGTERM, signal.SIGHUP):
-        old = signal.getsignal(sig)
-        if old is signal.SIG_IGN:
-            continue  # e.g. under nohup
-        previous[sig] = old
-        signal.signal(sig, on_signal)
-    try:
-        yield
-    finally:
-        for sig, old in previous.items():
-            signal.signal(sig, old)
-
-
-def run_live(
-    launcher: Launcher, fail_on: list[str], path_map: PathMap | None = None, no_exec: bool = False
-) -> int:
-    """Run the job with the TUI; the job's exit code (1 with --fail-on problems, 2 if it
-    could not start, 128 + signal if tcview was signalled)."""
-    try:
-        if launcher.python_info is None:
-            launcher.preflight()
-        session = launcher.start()
-    except LaunchError as exc:
-        print(f"tcview: {exc}", file=sys.stderr)
-        return 2
-    app = RunApp(launcher, session, path_map=path_map, no_exec=no_exec)
-    try:
-        with _signals_end(app):
-            app.run()
-    finally:
-        for running in launcher.sessions:
-            if not running.done:
-                running.kill()
-                running.wait(5.0)
-    if app.signalled is not None:
-        return app.signalled
-    session = launcher.sessions[-1]
-    status = session.wait(5.0) or session.status
-    code = status.exit_code if status.exit_code is not None else 1
-    print(status_line(status, app.final_counts))
-    if fail_on:
-        _, summary, _ = load_counts(session.run_dir)
-        present = found_kinds(summary, fail_on)
-        if present:
-            print(f"tcview: found {', '.join(present)}", file=sys.stderr)
-            if code == 0:
-                code = 1
-    return code
+        self.app.call_from_thread(self.app.exit)

@@ -7,6 +7,7 @@ expansion and cursor. A rank filter (`TraceTree.ranks`) keeps the nodes of the r
 
 from __future__ import annotations
 
+import threading
 from collections.abc import Callable, Hashable
 from dataclasses import dataclass, field
 from typing import Literal, TypeAlias
@@ -17,13 +18,24 @@ from textual.binding import Binding
 from textual.widgets import Tree
 from textual.widgets.tree import TreeNode
 
+from tcview.analysis.compiletime import compile_seconds
 from tcview.analysis.cudagraphs import CudaGraphs, model_cudagraphs
 from tcview.ingest.handlers import KNOWN_KINDS
 from tcview.ingest.index import TraceSet
 from tcview.ingest.textlog import TextLog
 from tcview.model.compile_id import FIRST_EPISODE, episode_suffix
 from tcview.model.facts import short_guard
-from tcview.model.objects import Compile, Frame, Kernel, LogSource, Model, Rank, Record, Run
+from tcview.model.objects import (
+    Compile,
+    Frame,
+    Kernel,
+    Lock,
+    LogSource,
+    Model,
+    Rank,
+    Record,
+    Run,
+)
 from tcview.model.ranks import RankSet
 from tcview.ui.content import (
     KIND_STYLE,
@@ -32,6 +44,7 @@ from tcview.ui.content import (
     cudagraphs_text,
     fmt_seconds,
     lit,
+    mark_text,
     marks_text,
     record_name,
 )
@@ -128,11 +141,7 @@ def frame_label(frame: Frame) -> Text:
 
 def compile_label(comp: Compile, cudagraphs: CudaGraphs | None = None) -> Text:
     status = comp.status
-    text = Text.assemble(
-        lit(comp.id_label, "bold"),
-        "  ",
-        (STATUS_MARK.get(status, "?") + " " + status, STATUS_STYLE.get(status, "")),
-    )
+    text = Text.assemble(lit(comp.id_label, "bold"), "  ", mark_text(status))
     if comp.marks:
         text.append("  ")
         text.append_text(marks_text(comp.marks))
@@ -141,7 +150,7 @@ def compile_label(comp: Compile, cudagraphs: CudaGraphs | None = None) -> Text:
     if cudagraphs is not None:
         text.append("  ")
         text.append_text(cudagraphs_text(cudagraphs))
-    t = comp.compile_time_s
+    t = compile_seconds(comp)
     if t is not None:
         text.append(f"  {fmt_seconds(t)}", style="dim")
     if comp.frame is None and comp.metrics:
@@ -426,6 +435,8 @@ class TraceTree(Tree[Item]):
         self.stable = False  # follow mode: keep levels that a growing model could add
         self.new_keys: set[Hashable] = set()
         self.ranks: RankSet = None  # the app's rank filter: only these ranks are shown
+        # The model's lock (its session's, set by the browser): expanding a node reads it.
+        self.model_lock: Lock = threading.RLock()
 
     # ------------------------------------------------------------ building
 
@@ -452,11 +463,12 @@ class TraceTree(Tree[Item]):
         item = node.data
         if item is None or item.loaded:
             return
-        specs = children_of(item, self.stable, self.model, self.ranks)
-        if len(specs) > PAGE:
-            item.limit = PAGE
-        for spec in specs[: item.limit or None]:
-            self._add(node, spec)
+        with self.model_lock:
+            specs = children_of(item, self.stable, self.model, self.ranks)
+            if len(specs) > PAGE:
+                item.limit = PAGE
+            for spec in specs[: item.limit or None]:
+                self._add(node, spec)
         self._page_node(node, len(specs))
         item.loaded = True
 
@@ -548,7 +560,8 @@ class TraceTree(Tree[Item]):
         if item is None or not item.limit:
             return
         item.limit += PAGE
-        self._sync(node)
+        with self.model_lock:
+            self._sync(node)
 
     def on_tree_node_selected(self, event: Tree.NodeSelected[Item]) -> None:
         node = event.node
@@ -607,19 +620,25 @@ class TraceTree(Tree[Item]):
         """A loaded node that stands for `obj` (a trace file, say), if there is one."""
         return next((n for n in self._by_key.values() if n.data and n.data.obj is obj), None)
 
-    def reveal(self, target: Compile | Kernel | Record, kind: str = "") -> TreeNode[Item] | None:
-        """Expand the path to a compile, kernel or record and return its node. (`kind`, the
-        caller's name for the target, is not needed: the target's type says it.)"""
+    def reveal(
+        self, target: Compile | Frame | Kernel | Record, kind: str = ""
+    ) -> TreeNode[Item] | None:
+        """Expand the path to a compile, frame, kernel or record and return its node. (`kind`,
+        the caller's name for the target, is not needed: the target's type says it.)"""
         comp: Compile | None
         tf: LogSource | None
         if isinstance(target, Compile):
             comp = target
         elif isinstance(target, Kernel):
             comp = target.compile
+        elif isinstance(target, Frame):
+            comp = None
         else:
             comp = _compile_of_record(target)
         if comp is not None:
             tf = comp.file
+        elif isinstance(target, Frame):
+            tf = target.file
         elif isinstance(target, Kernel):
             tf = target.output.source
         elif isinstance(target, Record):
@@ -631,6 +650,8 @@ class TraceTree(Tree[Item]):
             if comp.frame is not None:
                 chain.append(_is("frame", comp.frame))
             chain.append(_is("compile", comp))
+        if isinstance(target, Frame):
+            chain.append(_is("frame", target))
         if isinstance(target, Kernel):
             chain.append(_is("record", target.output))
             chain.append(_is("kernel", target))

@@ -12,7 +12,7 @@ from __future__ import annotations
 import re
 from collections import Counter
 from collections.abc import Iterable
-from typing import TYPE_CHECKING, Generic, TypeAlias, TypeVar, cast
+from typing import Any, Generic, TypeAlias, TypeVar
 
 from rich.text import Text
 from textual import events, on, work
@@ -24,10 +24,13 @@ from textual.widgets import DataTable, Footer, Input, Static
 from textual.worker import get_current_worker
 
 from tcview.analysis.autotune import autotune_seconds
+from tcview.analysis.compiletime import compile_seconds, time_note
 from tcview.analysis.export import ExportIssue, ExportReport, export_report
 from tcview.analysis.kernels import KernelGroup, group_kernels, needs_digests, source_digests
+from tcview.analysis.profile import RuntimeJoin
 from tcview.analysis.provenance import KernelProvenance, Provenance, ProvenanceRow, model_provenance
 from tcview.analysis.recompiles import diagnose
+from tcview.ingest.session import ModelSession
 from tcview.model.facts import short_guard
 from tcview.model.objects import (
     ROLE_SHORT,
@@ -38,6 +41,7 @@ from tcview.model.objects import (
     Frame,
     Kernel,
     Model,
+    Record,
     group_breaks,
 )
 from tcview.model.ranks import (
@@ -61,6 +65,7 @@ from tcview.report.detail import (
     phase_times,
     report_summary,
 )
+from tcview.report.profile import fmt_us, measured_section
 from tcview.run.bench import KernelTime
 from tcview.ui.bench import with_bench
 from tcview.ui.content import (
@@ -77,11 +82,9 @@ from tcview.ui.content import (
     tag_style,
     verdict_text,
 )
+from tcview.ui.messages import Reveal
 from tcview.ui.reader import Reader
 from tcview.ui.status import StatusBar
-
-if TYPE_CHECKING:
-    from tcview.ui.app import TcviewApp
 
 ROW_LIMIT = 5000
 T = TypeVar("T")
@@ -141,12 +144,21 @@ class TableView(Screen[None], Generic[T]):
         Binding("G", "edge(1)", "Last", show=False, id="view.last", tooltip="last row"),
     ]
 
-    def __init__(self) -> None:
+    def __init__(
+        self,
+        session: ModelSession,
+        ranks: RankSet = None,
+        times: dict[int, KernelTime] | None = None,
+    ) -> None:
+        """`session`: the model's; `ranks`: the rank filter (the browser sets it anew before
+        a reload); `times`: the benchmarked kernels' times (by id), which the browser keeps."""
         super().__init__()
+        self.session = session
+        self.times = times if times is not None else {}
         self.objects: list[T] = []
-        # Read on the UI thread before each reload: the app's rank filter; and, from the rows
-        # worker, whether the input has several ranks (the rows then carry a rank cell).
-        self.ranks: RankSet = None
+        # The rank filter; and, from the rows worker, whether the input has several ranks
+        # (the rows then carry a rank cell).
+        self.ranks = ranks
         self.ranked = False
         self.shown_columns: tuple[str, ...] = ()
 
@@ -207,12 +219,12 @@ class TableView(Screen[None], Generic[T]):
         return self.objects[row] if 0 <= row < len(self.objects) else None
 
     @property
-    def browser(self) -> TcviewApp:
-        return cast("TcviewApp", self.app)
-
-    @property
     def model(self) -> Model | None:
-        return self.browser.model
+        return self.session.model
+
+    def reveal(self, kind: str, obj: Compile | Kernel | Record) -> None:
+        """Go to `obj` in the browser's tree (the browser closes the view)."""
+        self.post_message(Reveal(kind, obj))
 
     def rows(self, model: Model) -> list[Row[T]]:
         return []
@@ -225,7 +237,6 @@ class TableView(Screen[None], Generic[T]):
 
     def reload(self) -> None:
         """Rebuild the rows off the UI thread; a newer reload replaces one still running."""
-        self.ranks = self.browser.rank_filter
         self._build_rows()
 
     @work(thread=True, group="rows", exclusive=True, exit_on_error=False, description="rows")
@@ -234,7 +245,7 @@ class TableView(Screen[None], Generic[T]):
         rows: list[Row[T]] = []
         if model is not None and not self.prepare(model):
             return  # replaced by a newer reload
-        with self.browser.lock:
+        with self.session.lock:
             if model is not None:
                 self.ranked = len(ranks_of(model)) > 1
                 rows = self.rows(model)
@@ -297,7 +308,7 @@ class TableView(Screen[None], Generic[T]):
     @work(thread=True, group="detail", exclusive=True, exit_on_error=False, description="detail")
     def _build_detail(self, obj: T) -> None:
         """Build the highlighted row's detail off the UI thread (it reads from disk)."""
-        with self.browser.lock:
+        with self.session.lock:
             try:
                 doc = self.detail(obj)
             except Exception as exc:  # noqa: BLE001 - never end the app on a bad record
@@ -378,7 +389,7 @@ class BreaksView(TableView[BreakGroup]):
     def activate(self, group: BreakGroup) -> None:
         comp = group.first.compile
         if comp is not None:
-            self.browser.reveal("compile", comp)
+            self.reveal("compile", comp)
 
     def detail(self, group: BreakGroup) -> Document:
         gb = group.first
@@ -445,9 +456,13 @@ class RecompilesView(TableView[Compile | Frame]):
                 lit(_cut(why, 110), "bold"),
             ]
             out.append((self.ranked_cells(cells, [frame]), frame))
+            explained = {id(e.compile): e for e in diagnosis.explanations}
             for i, comp in enumerate(frame.compiles):
                 reasons = comp.recompile.reasons if comp.recompile is not None else []
-                if reasons:
+                e = explained.get(id(comp))
+                if e is not None and e.failure is not None:
+                    why = f"{e.family}: {e.words}"
+                elif reasons:
                     why = short_guard(reasons[0])
                     if len(reasons) > 1:
                         why += f"  (+{len(reasons) - 1} more)"
@@ -459,7 +474,7 @@ class RecompilesView(TableView[Compile | Frame]):
                         lit(comp.id_label, "bold"),
                     ),
                     verdict_text(comp),
-                    Text(fmt_seconds(comp.compile_time_s), style="dim"),
+                    Text(fmt_seconds(compile_seconds(comp)), style="dim"),
                     lit(_cut(why, 110), "cyan" if reasons else "dim"),
                 ]
                 if self.ranked:
@@ -478,7 +493,7 @@ class RecompilesView(TableView[Compile | Frame]):
     def activate(self, obj: Compile | Frame) -> None:
         comp = obj.compiles[0] if isinstance(obj, Frame) and obj.compiles else obj
         if isinstance(comp, Compile):
-            self.browser.reveal("compile", comp)
+            self.reveal("compile", comp)
 
 
 # ---------------------------------------------------------------- kernels
@@ -495,6 +510,9 @@ class KernelsView(TableView[KernelGroup]):
     )
     COLUMNS = ("kernel", "kind", "compiles", "graph")
     BENCH_COLUMN = "bench (ms · share · GB/s)"
+    MEASURED_COLUMN = "measured (time · share · calls)"
+    SORTS = ("order", "measured", "bench")  # what `s` goes through, where there are numbers
+    measured: RuntimeJoin | None = None  # the profile joined (--profile), read in prepare
     AUTO_FOCUS = "#kernel-filter"
     BINDINGS = [
         Binding(
@@ -502,29 +520,53 @@ class KernelsView(TableView[KernelGroup]):
             "sort",
             "Sort",
             id="kernels.sort",
-            tooltip="in the list: sort by benchmarked time (slowest first), or by order",
+            tooltip="in the list: sort by measured time (a profile), by benchmarked time"
+            " (slowest first), or by order",
         ),
     ]
-    by_bench = False
+    sort = "order"
 
     def own_columns(self) -> tuple[str, ...]:
-        return (*self.COLUMNS, self.BENCH_COLUMN) if self.browser.bencher.times else self.COLUMNS
+        extra: tuple[str, ...] = (self.MEASURED_COLUMN,) if self.measured is not None else ()
+        if self.times:
+            extra += (self.BENCH_COLUMN,)
+        return (*self.COLUMNS, *extra)
+
+    def measured_time(self, group: KernelGroup) -> tuple[float, float, int] | None:
+        """(µs, share, calls) the profile measured for the group's kernels, if any ran."""
+        join = self.measured
+        if join is None:
+            return None
+        ids = {id(k) for k in group.kernels}
+        rows = [r for r in join.rows if r.kernel is not None and id(r.kernel) in ids]
+        if not rows:
+            return None
+        us = sum(r.time_us for r in rows)
+        return us, us / (join.total_us or 1.0), sum(r.calls for r in rows)
 
     def bench_time(self, group: KernelGroup) -> KernelTime | None:
         """The benchmark of the group's kernels (the same source: any of them), if any."""
-        bench = self.browser.bencher
-        return next((t for k in group.kernels if (t := bench.time_of(k)) is not None), None)
+        times = self.times
+        return next((t for k in group.kernels if (t := times.get(id(k))) is not None), None)
 
     def bench_target(self) -> Compile | Kernel | None:
         group = self.highlighted()
         return group.first if group is not None else None
 
     def action_sort(self) -> None:
-        self.by_bench = not self.by_bench
-        self.notify(
-            markup=False,
-            message="sorted by benchmarked time" if self.by_bench else "in the order compiled",
+        have = {"order", *(["measured"] if self.measured is not None else [])}
+        if self.times:
+            have.add("bench")
+        order = [s for s in self.SORTS if s in have]
+        self.sort = (
+            order[(order.index(self.sort) + 1) % len(order)] if self.sort in order else "order"
         )
+        said = {
+            "order": "in the order compiled",
+            "measured": "sorted by measured time (the profile)",
+            "bench": "sorted by benchmarked time",
+        }
+        self.notify(markup=False, message=said[self.sort])
         self.reload()
 
     def compose_top(self) -> ComposeResult:
@@ -545,7 +587,8 @@ class KernelsView(TableView[KernelGroup]):
     def prepare(self, model: Model) -> bool:
         """Identical sources are told apart by a digest of each kernel's text: the output codes
         not read yet are read once, without the model lock (the UI goes on meanwhile)."""
-        with self.browser.lock:
+        self.measured = self.session.measured(model)
+        with self.session.lock:
             pending = needs_digests(model.kernels)
         if pending:
             self.say(f"reading {len(pending)} output code(s) to group identical kernels…")
@@ -558,9 +601,11 @@ class KernelsView(TableView[KernelGroup]):
     def rows(self, model: Model) -> list[Row[KernelGroup]]:
         groups = group_kernels([k for k in list(model.kernels) if self.wants(k)])
         self.distinct = len(groups)
-        timed = bool(self.browser.bencher.times)
-        if timed and self.by_bench:
+        timed = bool(self.times)
+        if timed and self.sort == "bench":
             groups.sort(key=lambda g: -(t.ms if (t := self.bench_time(g)) is not None else -1.0))
+        if self.measured is not None and self.sort == "measured":
+            groups.sort(key=lambda g: -(m[0] if (m := self.measured_time(g)) else -1.0))
         words = self.words
         out: list[Row[KernelGroup]] = []
         for i, g in enumerate(groups):
@@ -584,6 +629,8 @@ class KernelsView(TableView[KernelGroup]):
                 Text.assemble(count, lit(shown)),
                 lit(", ".join(roles), "magenta"),
             ]
+            if self.measured is not None:
+                cells.append(measured_cell(self.measured_time(g)))
             if timed:
                 cells.append(bench_cell(self.bench_time(g)))
             out.append((self.ranked_cells(cells, g.kernels), g))
@@ -625,12 +672,23 @@ class KernelsView(TableView[KernelGroup]):
             event.stop()
 
     def detail(self, group: KernelGroup) -> Document:
-        return detail_doc(
-            with_bench(kernel_detail(group.first, self.model), self.bench_time(group))
-        )
+        detail = with_bench(kernel_detail(group.first, self.model), self.bench_time(group))
+        if self.measured is not None:
+            measured_section(detail, self.measured, group.first)
+        return detail_doc(detail)
 
     def activate(self, group: KernelGroup) -> None:
-        self.browser.reveal("kernel", group.first)
+        self.reveal("kernel", group.first)
+
+
+def measured_cell(measured: tuple[float, float, int] | None) -> Text:
+    """``1.23ms · 12% · ×300``: what a profile measured for a kernel (blank: did not run)."""
+    if measured is None:
+        return Text("")
+    us, share, calls = measured
+    text = Text(f"{fmt_us(us)} · {share:.0%}", style="bold")
+    text.append(f" · ×{calls}", style="dim")
+    return text
 
 
 def bench_cell(time: KernelTime | None) -> Text:
@@ -671,7 +729,7 @@ class FailuresView(TableView[Failure]):
 
     def activate(self, f: Failure) -> None:
         if f.compile is not None:
-            self.browser.reveal("compile", f.compile)
+            self.reveal("compile", f.compile)
 
     def detail(self, f: Failure) -> Document:
         lines = [
@@ -746,11 +804,11 @@ class TimeView(TableView[Compile]):
     def rows(self, model: Model) -> list[Row[Compile]]:
         comps = [c for c in list(model.compiles) if self.wants(c)]
         if self.by_time:
-            comps.sort(key=lambda c: -(c.compile_time_s or 0))
-        top = max((c.compile_time_s or 0.0 for c in comps), default=0.0)
+            comps.sort(key=lambda c: -(compile_seconds(c) or 0))
+        top = max((compile_seconds(c) or 0.0 for c in comps), default=0.0)
         out: list[Row[Compile]] = []
         for c in comps:
-            t = c.compile_time_s
+            t = compile_seconds(c)
             cells = [
                 Text.assemble(
                     lit(c.id_label, "bold"),
@@ -773,9 +831,12 @@ class TimeView(TableView[Compile]):
         if model is None:
             return head
         comps = [c for c in list(model.compiles) if self.wants(c)]
-        total = sum(c.compile_time_s or 0 for c in comps)
+        total = sum(compile_seconds(c) or 0 for c in comps)
         head.append("\n")
-        head.append(f"total {fmt_seconds(total)} in {len(comps)} compiles", style="bold")
+        head.append(
+            f"total {fmt_seconds(total)} in {len(comps)} compiles {time_note(comps)}".rstrip(),
+            style="bold",
+        )
         sums: dict[str, float] = {}
         order: list[str] = []
         for c in comps:
@@ -797,7 +858,7 @@ class TimeView(TableView[Compile]):
         return detail_doc(compile_detail(comp, self.model))
 
     def activate(self, comp: Compile) -> None:
-        self.browser.reveal("compile", comp)
+        self.reveal("compile", comp)
 
     def bench_target(self) -> Compile | Kernel | None:
         return self.highlighted()
@@ -837,9 +898,17 @@ class OtherView(Screen[None]):
     BINDINGS = [Binding("escape", "close", "Back to tree", id="view.close")]
     AUTO_FOCUS = "Reader CodeView"
 
-    def __init__(self, target: tuple[str, re.Pattern[str], str] | None = None) -> None:
-        """`target`: go to the line that starts so, marking a global search's matches."""
+    def __init__(
+        self,
+        session: ModelSession,
+        ranks: RankSet = None,
+        times: dict[int, KernelTime] | None = None,
+        target: tuple[str, re.Pattern[str], str] | None = None,
+    ) -> None:
+        """`target`: go to the line that starts so, marking a global search's matches (the
+        other output is every rank's: `ranks` and `times` are for a view's common signature)."""
         super().__init__()
+        self.session = session
         self.target = target
 
     def compose(self) -> ComposeResult:
@@ -855,13 +924,12 @@ class OtherView(Screen[None]):
     @work(thread=True, group="other", exclusive=True, exit_on_error=False, description="other")
     def _load(self) -> None:
         """Read the lines off the UI thread (they come from disk, one read each)."""
-        app = cast("TcviewApp", self.app)
-        model = app.model
+        model = self.session.model
         lines: list[str] = []
         if model is not None:
-            with app.lock:
+            with self.session.lock:
                 lines = other_output(model)
-        app.call_from_thread(self._show, lines)
+        self.app.call_from_thread(self._show, lines)
 
     def _show(self, lines: list[str]) -> None:
         head = Text.assemble(
@@ -941,7 +1009,7 @@ class ExportView(TableView[ExportIssue]):
         return detail_doc(issue_detail(number, issue, stacks=40))
 
     def activate(self, issue: ExportIssue) -> None:
-        self.browser.reveal("record", issue.record)
+        self.reveal("record", issue.record)
 
 
 # ---------------------------------------------------------------- provenance
@@ -1112,16 +1180,16 @@ class ProvenanceView(TableView[ProvenanceRow]):
         if kp is None:
             return
         if kp.kernel is not None:
-            self.browser.reveal("kernel", kp.kernel)
+            self.reveal("kernel", kp.kernel)
         elif kp.unit is not None and kp.unit.code is not None:
-            self.browser.reveal("record", kp.unit.code)
+            self.reveal("record", kp.unit.code)
 
     def action_toggle_nodes(self) -> None:
         self.by_node = not self.by_node
         self.reload()
 
 
-VIEWS: dict[str, type[Screen[None]]] = {
+VIEWS: dict[str, type[TableView[Any]] | type[OtherView]] = {
     "breaks": BreaksView,
     "recompiles": RecompilesView,
     "kernels": KernelsView,

@@ -93,7 +93,7 @@ async def bench_ui(recs: list[bytes], poll: bool, interval: float, pause: float)
                     want_records = i + 1
                     while time.monotonic() - t0 < 5:
                         await asyncio.sleep(0.005)
-                        if app.records_shown() >= want_records and app.status_right != "":
+                        if app.browser.records_shown() >= want_records and app.status_right != "":
                             break
                     lat.append((time.monotonic() - t0) * 1000)
                     del before

@@ -31,7 +31,7 @@ async def idle_cpu(source: Path, seconds: float) -> tuple[float, float]:
         shutil.copytree(source, root)
         app = TcviewApp(str(root), follow=True)
         async with app.run_test(size=(120, 40)) as pilot:
-            while app.loaded_at is None:
+            while app.browser.loaded_at is None:
                 await pilot.pause(0.05)
             await pilot.pause(1.0)
             cpu0, wall0 = time.process_time(), time.monotonic()

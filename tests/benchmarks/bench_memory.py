@@ -75,11 +75,11 @@ async def _browse(path: str, trace_malloc: bool) -> dict[str, Any]:
         await settle(app, pilot)
         steps["kernels view"] = time.perf_counter() - start
 
-        with app.lock:
+        with app.model_session.lock:
             kernels = list(app.model.kernels)
         picks = [kernels[i * (len(kernels) - 1) // 5] for i in range(6)] if kernels else []
         for kernel in picks:
-            app.reveal("kernel", kernel)
+            app.browser.reveal("kernel", kernel)
             await settle(app, pilot)
             await pilot.press("h")  # up to the output code that holds the kernel
             await settle(app, pilot)
@@ -92,7 +92,7 @@ async def _browse(path: str, trace_malloc: bool) -> dict[str, Any]:
         await pilot.press("home")
         await settle(app, pilot)
         steps["paged"] = time.perf_counter() - start
-        with app.lock:
+        with app.model_session.lock:
             counts = app.model.counts()
         result: dict[str, Any] = {"steps": steps, "kernels": len(kernels), "counts": counts}
         if trace_malloc:  # while the app and its model are still alive

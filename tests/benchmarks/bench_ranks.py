@@ -153,18 +153,18 @@ def ui_child(path: str) -> None:
         app = TcviewApp(path)
         out: dict[str, float] = {}
         async with app.run_test(size=(120, 40)) as pilot:
-            while app.first_frame_at is None:
+            while app.browser.first_frame_at is None:
                 await pilot.pause(0.001)
-            out["first_frame_s"] = app.first_frame_at - t0
+            out["first_frame_s"] = app.browser.first_frame_at - t0
             tree = app.query_one(TraceTree)
             while not tree.root.children:
                 await pilot.pause(0.005)
             out["first_tree_rows_s"] = time.monotonic() - t0
             model = app.model
             out["files_at_first_rows"] = float(len(model.files)) if model is not None else 0.0
-            while app.loaded_at is None:
+            while app.browser.loaded_at is None:
                 await pilot.pause(0.05)
-            out["index_complete_s"] = app.loaded_at - t0
+            out["index_complete_s"] = app.browser.loaded_at - t0
         return out
 
     print(json.dumps({"method": "pilot", **asyncio.run(run())}))

@@ -89,7 +89,7 @@ async def ui(trace: Path, text: str) -> tuple[float, float, float, int]:
     app = TcviewApp(str(trace))
     async with app.run_test(size=(140, 42)) as pilot:
         t = time.monotonic()
-        while app.loaded_at is None:
+        while app.browser.loaded_at is None:
             await pilot.pause(0.05)
         indexed = time.monotonic() - t
         await pilot.press("S")

@@ -115,9 +115,9 @@ async def bench_open(path: Path) -> dict[str, float]:
     app = TcviewApp(str(path))
     out: dict[str, float] = {}
     async with app.run_test(size=(120, 40)) as pilot:
-        while app.first_frame_at is None:
+        while app.browser.first_frame_at is None:
             await pilot.pause(0.001)
-        out["first_frame_s"] = app.first_frame_at - t0
+        out["first_frame_s"] = app.browser.first_frame_at - t0
         tree = app.query_one(TraceTree)
         while not tree.root.children:
             await pilot.pause(0.01)
@@ -128,9 +128,9 @@ async def bench_open(path: Path) -> dict[str, float]:
         lag = [await key_to_redraw(app, key) for key in ("down", "up") * 10]
         out["keypress_while_indexing_ms"] = statistics.median(lag) * 1000
         out["keypress_while_indexing_max_ms"] = max(lag) * 1000
-        while app.loaded_at is None:
+        while app.browser.loaded_at is None:
             await pilot.pause(0.05)
-        out["index_complete_s"] = app.loaded_at - t0
+        out["index_complete_s"] = app.browser.loaded_at - t0
         out["counts"] = app.status_right  # type: ignore[assignment]
     return out
 
@@ -138,7 +138,7 @@ async def bench_open(path: Path) -> dict[str, float]:
 async def bench_output_code(path: Path) -> dict[str, float]:
     app = TcviewApp(str(path))
     async with app.run_test(size=(120, 40)) as pilot:
-        while app.loaded_at is None:
+        while app.browser.loaded_at is None:
             await pilot.pause(0.01)
         rec = app.model.files[0].records[1]
         tree = app.query_one(TraceTree)
@@ -151,7 +151,7 @@ async def bench_output_code(path: Path) -> dict[str, float]:
         reader.viewer.show(Document("empty"))
         await pilot.pause()
         t0 = time.monotonic()
-        app.show_item(node.data)
+        app.browser.show_item(node.data)
         while reader.viewer.doc.count < 50_000:
             await pilot.pause(0.001)
         await pilot.pause()
@@ -174,7 +174,7 @@ async def bench_output_code(path: Path) -> dict[str, float]:
 async def bench_tree(path: Path) -> dict[str, float]:
     app = TcviewApp(str(path))
     async with app.run_test(size=(120, 40)) as pilot:
-        while app.loaded_at is None:
+        while app.browser.loaded_at is None:
             await pilot.pause(0.01)
         tree = app.query_one(TraceTree)
         frame = tree.root.children[0]
@@ -206,7 +206,7 @@ async def bench_kernels(path: Path) -> dict[str, float]:
 
     app = TcviewApp(str(path))
     async with app.run_test(size=(120, 40)) as pilot:
-        while app.loaded_at is None:
+        while app.browser.loaded_at is None:
             await pilot.pause(0.05)
         await app.workers.wait_for_complete()
         out: dict[str, float] = {}

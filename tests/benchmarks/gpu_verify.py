@@ -286,11 +286,11 @@ async def pilot_bench(out: Out, run: Path) -> dict[str, Any]:
         assert isinstance(app.screen, BenchDialog), [n.message for n in app._notifications]
         await pilot.press("y")
         deadline = time.monotonic() + left(240)
-        while not app.bencher.results and time.monotonic() < deadline:
+        while not app.browser.bencher.results and time.monotonic() < deadline:
             await pilot.pause(0.2)
         await settle(app, pilot)
-        assert app.bencher.results, "no result in time"
-        result = app.bencher.results[-1]
+        assert app.browser.bencher.results, "no result in time"
+        result = app.browser.bencher.results[-1]
         out.log("the result:", *result.lines())
         if not result.ok:
             out.log(result.output[-4000:])
@@ -326,7 +326,7 @@ async def watch_gpu(out: Out, work: Path, cpu: bool) -> dict[str, Any]:
     from tcview.run.gpu import load_nvml
     from tcview.run.session import Launcher
     from tcview.run.spec import RunOptions, build_spec
-    from tcview.ui.run_pane import RunApp
+    from tcview.ui.run_app import RunApp
 
     nvml = load_nvml()
     out.log(f"NVML: {'loaded' if nvml is not None else 'absent'}")
@@ -353,8 +353,8 @@ async def watch_gpu(out: Out, work: Path, cpu: bool) -> dict[str, Any]:
         start = time.monotonic()
         limit = left(240)
         while not session.done and time.monotonic() - start < limit:
-            if not seen or seen[-1][1] != app.gpu_text:
-                seen.append((round(time.monotonic() - start, 1), app.gpu_text, app.status_left))
+            if not seen or seen[-1][1] != app.job.gpu_text:
+                seen.append((round(time.monotonic() - start, 1), app.job.gpu_text, app.status_left))
             await pilot.pause(0.1)
         await pilot.pause(0.5)
     out.log("status bar (seconds · GPU text · whole left part):")

@@ -1,0 +1,1282 @@
+"""Findings: one list of what went wrong in a run, most important first, each in words a user
+understands, with its evidence, the user's line, what it cost and what to do.
+
+`findings(model)` builds the list once as plain data; ``tcview summary`` (text and JSON),
+``tcview show PATH findings``, ``--fail-on errors,warnings`` and ``tcview diff`` print it.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from tcview.analysis.autotune import autotune_seconds
+from tcview.analysis.cudagraphs import EAGER_REASON, model_cudagraphs, short_reason
+from tcview.analysis.divergence import Divergence, analyze, describe_groups
+from tcview.analysis.recompiles import compile_config, diagnose, family_of
+from tcview.model.objects import (
+    Compile,
+    Error,
+    Frame,
+    Model,
+    Record,
+    is_torch_internal,
+    stack_frames,
+)
+from tcview.model.ranks import ranks_label
+
+SEVERITIES = ("error", "warning", "info")  # worst first
+_PATH = re.compile(r"(?:[\w.~-]*[/\\])+([\w.-]+)")
+_DIGITS = re.compile(r"\d+")
+
+# Kinds, in the order they rank within one severity when their cost is equal.
+CRASH = "crash"
+COMPILE_FAILED = "compile_failed"
+RECOMPILE_LIMIT = "recompile_limit"
+RECOMPILE_STORM = "recompile_storm"
+RECOMPILES = "recompiles"
+GRAPH_BREAK = "graph_break"
+CUDAGRAPHS = "cudagraphs"
+CACHE_MISS = "cache_miss"
+SAME_GRAPHS = "same_graphs"
+SPECIALIZATION = "specialization"
+UNBACKED = "unbacked"
+COMPILE_TIME = "compile_time"
+DIVERGENCE = "divergence"
+KINDS = (
+    CRASH,
+    COMPILE_FAILED,
+    RECOMPILE_LIMIT,
+    RECOMPILE_STORM,
+    DIVERGENCE,
+    GRAPH_BREAK,
+    CUDAGRAPHS,
+    CACHE_MISS,
+    SAME_GRAPHS,
+    RECOMPILES,
+    COMPILE_TIME,
+    SPECIALIZATION,
+    UNBACKED,
+)
+
+# A frame that recompiled this many times (without hitting the limit) is a storm.
+STORM_RECOMPILES = 3
+# One frame, phase or autotuning taking this share of all compile time "dominates" it, when
+# the run spent at least DOMINANT_MIN_S compiling.
+DOMINANT_SHARE = 0.5
+DOMINANT_MIN_S = 5.0
+# Crash stacks: at most this many lines, from the user's line outward; the rest are counted.
+STACK_SHOWN = 8
+
+DOCS = {
+    "recompiles": "https://docs.pytorch.org/docs/stable/compile/programming_model.recompilation.html",
+    "graph_breaks": "https://docs.pytorch.org/docs/stable/compile/programming_model.fullgraph_true.html",
+    "cudagraphs": "https://docs.pytorch.org/docs/stable/torch.compiler_cudagraph_trees.html",
+    "mark_step": "https://docs.pytorch.org/docs/stable/generated/torch.compiler.cudagraph_mark_step_begin.html",
+    "cache": "https://docs.pytorch.org/tutorials/recipes/torch_compile_caching_configuration_tutorial.html",
+    "dynamic": "https://docs.pytorch.org/docs/stable/torch.compiler_dynamic_shapes.html",
+}
+
+
+@dataclass
+class Finding:
+    """One problem: what (`kind`, `severity`, `title`, `detail`), the `evidence`, the user's
+    line (`where`: ``{"file", "line"}``), the compile seconds it cost (`cost_s`, backward
+    compiles included), what to do (`fix`) and a docs page (`doc`)."""
+
+    kind: str
+    severity: str
+    title: str
+    detail: str
+    evidence: dict[str, Any] = field(default_factory=dict)
+    where: dict[str, Any] | None = None
+    cost_s: float | None = None
+    fix: str = ""
+    doc: str = ""
+    compiles: list[Compile] = field(default_factory=list, repr=False, compare=False)
+
+    @property
+    def key(self) -> tuple[str, str]:
+        """What identifies the finding across runs (`tcview diff`): its kind and its title
+        without directories and numbers (counts, compile ids and line numbers change)."""
+        title = _PATH.sub(lambda m: m.group(1), self.title)
+        return (self.kind, _DIGITS.sub("#", title))
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "kind": self.kind,
+            "severity": self.severity,
+            "title": self.title,
+            "detail": self.detail,
+            "evidence": self.evidence,
+            "where": self.where,
+            "cost_s": None if self.cost_s is None else round(self.cost_s, 6),
+            "fix": self.fix,
+            "doc": self.doc,
+        }
+
+
+# ---------------------------------------------------------------------- the user's line
+
+_LIBRARY = re.compile(
+    r"(?:^|[/\\])(?:site|dist)-packages[/\\]"  # installed packages
+    r"|(?:^|[/\\])lib[/\\](?:pypy|python)\d+(?:\.\d+)?[/\\]"  # the standard library
+    r"|(?:^|[/\\])torch[/\\]"  # torch, also from a source checkout
+    r"|(?:^|[/\\])bin[/\\][^/\\.]+$"  # a launcher's console script (torchrun)
+    r"|^<frozen "
+)
+_FRAME_TEXT = re.compile(r"^(?P<file>.+?):(?P<line>\d+)(?: in (?P<name>.*))?$")
+_TRACEBACK_LINE = re.compile(r'File "(?P<file>[^"]+)", line (?P<line>\d+)(?:, in (?P<name>\S+))?')
+
+
+def is_user_file(filename: str) -> bool:
+    """A file of the user's program: not in site-packages, the standard library or torch."""
+    return bool(filename) and not _LIBRARY.search(filename)
+
+
+def user_line(frames: Sequence[tuple[str, Any]]) -> dict[str, Any] | None:
+    """The innermost frame of `frames` ((file, line), outermost first) outside site-packages,
+    the standard library and torch, as ``{"file", "line"}``; None when every frame is a
+    library's."""
+    for filename, line in reversed(frames):
+        if is_user_file(filename):
+            return {"file": filename, "line": line if isinstance(line, int) else None}
+    return None
+
+
+def text_frames(lines: Iterable[str]) -> list[tuple[str, int]]:
+    """(file, line) of ``file:line in name`` texts (an `Error`'s stack)."""
+    out = []
+    for text in lines:
+        m = _FRAME_TEXT.match(text.strip())
+        if m is not None:
+            out.append((m.group("file"), int(m.group("line"))))
+    return out
+
+
+def traceback_frames(text: str) -> list[tuple[str, int]]:
+    """(file, line) of each ``File "x.py", line 3, in f`` line of a traceback or message."""
+    return [(m.group("file"), int(m.group("line"))) for m in _TRACEBACK_LINE.finditer(text)]
+
+
+def _frame_where(frame: Frame | None) -> dict[str, Any] | None:
+    if frame is None:
+        return None
+    found = user_line([(f.filename, f.line) for f in frame.stack])
+    if found is None and frame.co_filename and is_user_file(frame.co_filename):
+        line = frame.co_firstlineno
+        found = {"file": frame.co_filename, "line": line if isinstance(line, int) else None}
+    return found
+
+
+def where_text(where: dict[str, Any] | None) -> str:
+    if not where:
+        return ""
+    line = where.get("line")
+    return f"{where.get('file')}:{'?' if line is None else line}"
+
+
+# ---------------------------------------------------------------------- cost
+
+
+def compile_cost_s(comp: Compile) -> float | None:
+    """The compile's seconds: its frame compile and its backward compile (compiled lazily on
+    the first backward, logged as ``bwd_compilation_metrics``); None when neither is timed."""
+    total = comp.compile_time_s
+    for rec in comp.metric_records:
+        if rec.kind != "bwd_compilation_metrics" or not isinstance(rec.meta, dict):
+            continue
+        bwd = rec.meta.get("inductor_compile_time_s")
+        if isinstance(bwd, (int, float)) and not isinstance(bwd, bool):
+            total = (total or 0.0) + float(bwd)
+    return total
+
+
+def _cost(compiles: Iterable[Compile]) -> float | None:
+    times = [t for t in map(compile_cost_s, compiles) if t is not None]
+    return sum(times) if times else None
+
+
+def _ids(compiles: Iterable[Compile]) -> list[str]:
+    return [c.id_label for c in compiles]
+
+
+def _who(compiles: Sequence[Compile]) -> list[int]:
+    return sorted({c.file.rank for c in compiles if c.file.rank is not None})
+
+
+def _plural(n: int, word: str) -> str:
+    return f"{n} {word}{'' if n == 1 else 's'}"
+
+
+def _frame_name(frame: Frame | None) -> str:
+    """The function a user knows the frame by: a compiled module's ``forward`` rather than
+    torch's ``inner`` wrapper."""
+    if frame is None:
+        return "?"
+    code = frame.code_frame
+    if code is not None and is_torch_internal(code.filename):
+        return frame.label  # ``<module> (train.py:14) → inner``: the call site and the wrapper
+    if frame.co_name:
+        return frame.co_name
+    return code.name if code is not None else f"frame {frame.id_text}"
+
+
+# ---------------------------------------------------------------------- crashes
+
+# Torch's own advice inside an error message: a "Hint:" line, or the sentence that says what
+# to do or names a torch call.
+_ADVICE = re.compile(r"^(?:To prevent|To avoid|Consider|Try|You can|Use |Call |Please)")
+_TORCH_CALL = re.compile(r"\btorch\.[\w.]+\(")
+_EXPLANATION = re.compile(r"^\s*Explanation:(.*)$", re.M)
+_URL = re.compile(r"https://\S+")
+_SENTENCE_END = re.compile(r"(?<=\.)\s+")
+
+
+def torch_hint(message: str) -> str:
+    """The advice torch put in an exception's message (``To prevent overwriting, … call
+    torch.compiler.cudagraph_mark_step_begin() before each model invocation.``), or ""."""
+    lines = [ln.strip() for ln in message.split("\n")]
+    for line in lines:
+        if line.startswith("Hint:") and "TORCH_LOGS" not in line:
+            return line.removeprefix("Hint:").strip()
+    sentences = [
+        sentence
+        for line in lines
+        for sentence in _SENTENCE_END.split(line)
+        if "TORCH_LOGS" not in sentence and "TORCHDYNAMO_VERBOSE" not in sentence
+    ]
+    for sentence in sentences:  # advice first: a torch call may also be quoted user code
+        if _ADVICE.match(sentence):
+            return sentence
+    for sentence in sentences:
+        if _TORCH_CALL.search(sentence) and not sentence.startswith("return "):
+            return sentence
+    return ""
+
+
+def _crash_stack(error: Error) -> tuple[list[tuple[str, int]], list[str], int, int]:
+    """All frames (outermost first, the compiled code's "from user code:" frames innermost);
+    the lines to show, from the user's line outward, with each run of torch and library frames
+    between user frames counted in one line; the frames left out beyond `STACK_SHOWN` lines;
+    and the frames inside torch and libraries below the user's line."""
+    frames = text_frames(error.stack)
+    texts = list(error.stack)
+    block = error.message.partition("from user code:")[2]
+    for m in _TRACEBACK_LINE.finditer(block):
+        frames.append((m.group("file"), int(m.group("line"))))
+        texts.append(f"{m.group('file')}:{m.group('line')} in {m.group('name') or '?'}")
+    user = next((i for i in range(len(frames) - 1, -1, -1) if is_user_file(frames[i][0])), None)
+    if user is None:
+        return frames, texts[::-1][:STACK_SHOWN], max(0, len(texts) - STACK_SHOWN), 0
+    below = len(texts) - 1 - user
+    lines: list[str] = []
+    library = 0
+    i = user
+    while i >= 0 and len(lines) < STACK_SHOWN:
+        if is_user_file(frames[i][0]):
+            if library:
+                lines.append(f"… {library} frames in torch and libraries")
+                library = 0
+            lines.append(texts[i])
+        else:
+            library += 1
+        i -= 1
+    outer = i + 1 + library
+    return frames, lines, outer, below
+
+
+def _crashes(model: Model, failures: list[Finding]) -> list[Finding]:
+    """The run's uncaught errors, alike ones (several ranks) as one; a compile failure that
+    is the crash (same exception and message) is folded into it."""
+    groups: dict[tuple[str, str], list[Error]] = {}
+    for error in model.run_errors():
+        groups.setdefault((error.error_type, error.first_line), []).append(error)
+    out = []
+    for (etype, first), errors in groups.items():
+        error = errors[0]
+        frames, shown, outer, below = _crash_stack(error)
+        where = user_line(frames)
+        hint = torch_hint(error.message)
+        ranks = sorted({e.rank for e in errors if e.rank is not None})
+        who = f" on {ranks_label(ranks)}" if ranks else ""
+        at = f" at {where_text(where)}" if where else ""
+        lines = [f"{etype}: {first}" if first else etype]
+        explanation = _EXPLANATION.search(error.message)
+        if explanation is not None:
+            lines.append(explanation.group(1).strip())
+        url = _URL.search(error.message)
+        if shown:
+            lines.append("Stack, from the user's line outward:")
+            lines += [f"  {t}" for t in shown]
+            if outer:
+                lines.append(f"  … {outer} outer frames")
+            if below:
+                lines.append(f"  ({below} frames inside torch and libraries below the first line)")
+        # a CUDA graph's overwritten output: torch names where the tensor was made
+        created = traceback_frames(error.message.partition("Stack trace:")[2].split(". To ")[0])
+        evidence: dict[str, Any] = {
+            "exception": etype,
+            "message": first,
+            "ranks": ranks,
+            "errors": len(errors),
+            "stack": shown,
+            "outer_frames": outer,
+            "frames_below": below,
+        }
+        made = user_line(created)
+        if made is not None:
+            evidence["tensor_created_at"] = made
+            lines.insert(1, f"The tensor read was made at {where_text(made)}.")
+        compiles: list[Compile] = []
+        for failure in list(failures):
+            ftype = failure.evidence.get("fail_type", "")
+            if (
+                ftype
+                and etype.rsplit(".", 1)[-1] == ftype
+                and failure.evidence.get("reason") == first
+            ):
+                failures.remove(failure)
+                compiles += failure.compiles
+                where = where or failure.where
+        if compiles:
+            evidence["compiles"] = _ids(compiles)
+        out.append(
+            Finding(
+                CRASH,
+                "error",
+                f"The run crashed{who}{at}: {etype}",
+                "\n".join(lines),
+                evidence,
+                where,
+                None,
+                hint or "Fix the error at the user's line (the first line of the stack).",
+                DOCS["mark_step"]
+                if "cudagraph_mark_step_begin" in hint
+                else (url.group(0).rstrip(".") if url is not None else ""),
+                compiles,
+            )
+        )
+    return out
+
+
+def _first_line(text: str) -> str:
+    """A message's first line that says something, with the next one when it ends in a colon
+    (``backend='x' raised:`` and then the exception)."""
+    lines = [ln.strip() for ln in text.split("\n") if ln.strip()]
+    if not lines:
+        return ""
+    if lines[0].endswith(":") and len(lines) > 1:
+        return f"{lines[0]} {lines[1]}"
+    return lines[0]
+
+
+def _doc_in(message: str) -> str:
+    """The docs page a torch message links to (a graph break's gbNNNN page), or ""."""
+    url = _URL.search(message)
+    return url.group(0).rstrip(".") if url is not None else ""
+
+
+def _compile_failures(model: Model) -> list[Finding]:
+    out = []
+    by: dict[tuple[str, str], list[Compile]] = {}
+    reasons: dict[tuple[str, str], str] = {}
+    for failure in model.failures:
+        if failure.is_recompile_limit or failure.compile is None:
+            continue
+        first = _first_line(failure.reason)
+        key = (failure.fail_type, first)
+        by.setdefault(key, [])
+        if failure.compile not in by[key]:
+            by[key].append(failure.compile)
+        reasons.setdefault(key, failure.reason)
+    for (ftype, first), compiles in by.items():
+        frame = compiles[0].frame
+        where = user_line(traceback_frames(reasons[(ftype, first)])) or _frame_where(frame)
+        hint = torch_hint(reasons[(ftype, first)])
+        out.append(
+            Finding(
+                COMPILE_FAILED,
+                "error",
+                f"Compiling `{_frame_name(frame)}` failed: {ftype}",
+                f"{ftype}: {first} ({_plural(len(compiles), 'compile')}: "
+                f"{', '.join(_ids(compiles))}).",
+                {"compiles": _ids(compiles), "fail_type": ftype, "reason": first},
+                where,
+                _cost(compiles),
+                hint or "Read the reason at the user's line; the frame did not compile.",
+                _doc_in(reasons[(ftype, first)]),
+                compiles,
+            )
+        )
+    return out
+
+
+# ---------------------------------------------------------------------- recompiles
+
+
+def recompile_explanation(frame: Frame) -> tuple[list[str], list[str], list[dict[str, Any]]]:
+    """Why a frame recompiled, as recompiles.py says it today: (sentences, fixes, causes).
+
+    The one place findings read recompiles.py, so that its guard families drop in here."""
+    d = diagnose(frame, compile_config(frame.compiles[-1]))
+    facts = [s for s in d.sentences if not _is_advice(s)]
+    advice = [s for s in d.sentences if _is_advice(s)]
+    causes = [
+        {
+            "input": c.input,
+            "what": c.what,
+            "count": c.count,
+            "values": c.values or c.guarded,
+            "compiles": _ids(c.compiles),
+        }
+        for c in d.causes
+    ]
+    return facts, advice, causes
+
+
+def _is_advice(sentence: str) -> bool:
+    return not (
+        sentence.startswith("The recompile limit")
+        or re.match(r"^\d+ recompiles?\b", sentence) is not None
+        or sentence.startswith("No recompiles")
+    )
+
+
+def _guard_where(recompiled: Sequence[Compile]) -> dict[str, Any] | None:
+    """The user's line a failed guard came from (its ``User stack trace:``), when logged."""
+    for comp in recompiled:
+        if comp.recompile is not None and comp.recompile.reasons:
+            found = user_line(traceback_frames(comp.recompile.reasons[0]))
+            if found is not None:
+                return found
+    return None
+
+
+_CODE_FILE = re.compile(r'<code object \S+ at 0x[0-9a-f]+, file "(?P<file>[^"]+)", line (?P<line>\d+)>')
+
+
+def _object_where(recompiled: Sequence[Compile]) -> dict[str, Any] | None:
+    """Where the object an identity guard names was defined (``<code object causal ..., file
+    "train.py", line 11>``), when that is the user's file: the frame itself may be torch's."""
+    for comp in recompiled:
+        if comp.recompile is not None and comp.recompile.reasons:
+            m = _CODE_FILE.search(comp.recompile.reasons[0])
+            if m is not None and is_user_file(m.group("file")):
+                return {"file": m.group("file"), "line": int(m.group("line"))}
+    return None
+
+
+def _recompiles(model: Model) -> list[Finding]:
+    out = []
+    for source in model.files:
+        for frame in source.frames.values():
+            recompiled = [c for c in frame.compiles if c.key.is_recompile]
+            limit = next(
+                (c for c in frame.compiles if any(f.is_recompile_limit for f in c.failures)), None
+            )
+            if not recompiled and limit is None:
+                continue
+            facts, advice, causes = recompile_explanation(frame)
+            name = _frame_name(frame)
+            n = len(recompiled)
+            evidence: dict[str, Any] = {
+                "frame": frame.id_label,
+                "recompiles": n,
+                "compiles": _ids(recompiled),
+                "causes": causes,
+            }
+            if source.rank is not None:
+                evidence["rank"] = source.rank
+            named = [c for c in causes if c["input"]]
+            because = ""
+            if len(named) == 1:
+                because = f" on `{named[0]['input']}` {named[0]['what']}"
+            elif named:  # each cause, most recompiles first (as `causes` is ordered)
+                shown = ", ".join(f"`{c['input']}` {c['what']}" for c in named[:3])
+                because = f" on {shown}" + (f" and {len(named) - 3} more" if len(named) > 3 else "")
+            if limit is not None:
+                kind, severity = RECOMPILE_LIMIT, "error"
+                title = f"`{name}` hit the recompile limit{because}: it runs eagerly from then on"
+                evidence["limit_compile"] = limit.id_label
+            elif n >= STORM_RECOMPILES:
+                kind, severity = RECOMPILE_STORM, "warning"
+                title = f"`{name}` recompiled {n} times{because}"
+            else:
+                kind, severity = RECOMPILES, "info"
+                title = f"`{name}` recompiled {'once' if n == 1 else f'{n} times'}{because}"
+            fix = " ".join(advice) or (
+                "Find the input that changes between calls (the guards of the recompile) and "
+                "keep it the same, or make it dynamic."
+            )
+            if limit is not None and not advice:
+                fix += " Raising torch._dynamo.config.recompile_limit only hides the cause."
+            out.append(
+                Finding(
+                    kind,
+                    severity,
+                    title,
+                    " ".join(facts),
+                    evidence,
+                    _guard_where(recompiled) or _frame_where(frame) or _object_where(recompiled),
+                    _cost(recompiled),
+                    fix,
+                    DOCS["recompiles"],
+                    recompiled or ([limit] if limit is not None else []),
+                )
+            )
+    return out
+
+
+# ---------------------------------------------------------------------- graph breaks
+
+
+def _break_where(location: str, user_stack: Sequence[str]) -> dict[str, Any] | None:
+    found = user_line(text_frames(user_stack)) if user_stack else None
+    if found is None and location:
+        found = user_line(text_frames([location]))
+    return found
+
+
+def _graph_breaks(model: Model) -> list[Finding]:
+    out = []
+    for group in model.grouped_breaks():
+        first = group.first
+        compiles: list[Compile] = []
+        for b in group.breaks:
+            if b.compile is not None and b.compile not in compiles:
+                compiles.append(b.compile)
+        cost = _cost(compiles)
+        where = _break_where(group.location, first.user_stack)
+        at = f" at {where_text(where)}" if where else ""
+        spent = f"; the compiles that broke here took {cost:.2f}s" if cost else ""
+        fix = (
+            first.hints[0]
+            if first.hints
+            else (
+                "Rewrite the line so Dynamo can trace it, or move it out of the compiled region "
+                "(torch.compiler.disable on a helper): each break splits the graph in two."
+            )
+        )
+        out.append(
+            Finding(
+                GRAPH_BREAK,
+                "warning",
+                f"Graph break{at}: {group.reason} ({group.count}×)",
+                (first.explanation or group.reason)
+                + f" — {_plural(group.count, 'break')} in {_plural(len(compiles), 'compile')}"
+                + spent
+                + ".",
+                {
+                    "count": group.count,
+                    "reason": group.reason,
+                    "location": group.location,
+                    "compiles": _ids(compiles),
+                    "ranks": _who(compiles),
+                },
+                where,
+                cost,
+                fix,
+                first.url or DOCS["graph_breaks"],
+                compiles,
+            )
+        )
+    return out
+
+
+# ---------------------------------------------------------------------- CUDA graphs
+
+
+def _cudagraphs(model: Model) -> list[Finding]:
+    used: list[Compile] = []
+    by: dict[tuple[str, str], list[Compile]] = {}
+    raw: dict[tuple[str, str], str] = {}
+    for comp in model.compiles:
+        found = model_cudagraphs(model, comp)
+        if found is None:
+            continue
+        if found.state != "skipped":
+            used.append(comp)
+        if found.state != "used" and found.reasons:
+            key = (found.state, short_reason(found.reasons[0]))
+            by.setdefault(key, []).append(comp)
+            raw.setdefault(key, found.reasons[0])
+    total = len(used) + sum(len(v) for (state, _), v in by.items() if state == "skipped")
+    out = []
+    for (state, reason), compiles in by.items():
+        where = user_line(traceback_frames(raw[(state, reason)])) or _frame_where(compiles[0].frame)
+        share = f"{len(used)} of {total} CUDA-graph compiles ran as CUDA graphs"
+        if reason.startswith(EAGER_REASON):
+            said = raw[(state, reason)].removeprefix(EAGER_REASON).lstrip(": ")
+            title = "CUDA graphs not replayed: the graph ran eagerly at run time"
+            detail = (
+                f"{_plural(len(compiles), 'compile')} ({', '.join(_ids(compiles))}) made for CUDA "
+                "graphs ran as plain code at run time: each call pays the kernel launches "
+                "again. " + (f"torch said: {said}. " if said else "") + f"{share}."
+            )
+            fix = _cudagraph_fix(reason, raw[(state, reason)])
+        elif state == "skipped":
+            title = f"CUDA graphs skipped: {reason}"
+            detail = (
+                f"{_plural(len(compiles), 'compile')} ({', '.join(_ids(compiles))}) ran without "
+                f"CUDA graphs because of {reason}: each call pays the kernel launches again. "
+                f"{share}."
+            )
+            fix = _cudagraph_fix(reason, raw[(state, reason)])
+        else:
+            title = f"CUDA graphs partial: {reason} left out"
+            detail = (
+                f"{_plural(len(compiles), 'compile')} ({', '.join(_ids(compiles))}) ran as CUDA "
+                f"graphs except for {reason}, which run outside them. {share}."
+            )
+            fix = _cudagraph_fix(reason, raw[(state, reason)])
+        out.append(
+            Finding(
+                CUDAGRAPHS,
+                "warning" if state == "skipped" else "info",
+                title,
+                detail,
+                {
+                    "state": state,
+                    "reason": reason,
+                    "compiles": _ids(compiles),
+                    "used": len(used),
+                    "total": total,
+                },
+                where,
+                None,
+                fix,
+                DOCS["cudagraphs"],
+                compiles,
+            )
+        )
+    return out
+
+
+def _cudagraph_fix(reason: str, raw: str = "") -> str:
+    hint = torch_hint(raw) if raw.startswith(EAGER_REASON) else ""
+    if hint:
+        return hint  # torch's own advice, from its warning
+    if reason.startswith(EAGER_REASON):
+        return (
+            "The trace does not say why; torch warns why on stderr when CUDA graph trees fall "
+            "back (run with TORCH_LOGS=cudagraphs and keep the job's stderr)."
+        )
+    low = reason.lower()
+    if "mutated inputs" in low or "mutation" in low:
+        return (
+            "The compiled code writes into an input in place (at the line named): return the "
+            "new value instead, or make that tensor a module buffer or parameter (CUDA graphs "
+            "allow mutating those)."
+        )
+    if "cpu" in low:
+        return "Keep the tensors on the GPU inside the compiled region (no .cpu() / CPU tensors)."
+    if "dynamic shape" in low:
+        return "Make the shapes static (pad to a few sizes) so each size gets its own graph."
+    return "Remove what the reason names from the compiled region."
+
+
+# ---------------------------------------------------------------------- cache misses
+
+_COMPONENT = re.compile(r"^\[(?P<hash>[^\]]*)\] (?P<name>[^:]+):")
+
+
+def cache_components(rec: Record) -> dict[str, str]:
+    """{component: hash} of a ``fx_graph_cache_*`` / ``aotautograd_cache_*`` artifact's cache
+    key (its ``components`` list: ``[hash] name: value``)."""
+    try:
+        value = json.loads(rec.payload())
+    except ValueError:
+        return {}
+    if not isinstance(value, dict):
+        return {}
+    comps = value.get("components")
+    out: dict[str, str] = {}
+    if isinstance(comps, list):
+        for item in comps:
+            m = _COMPONENT.match(str(item))
+            if m is not None:
+                out[m.group("name").strip()] = m.group("hash")
+    return out
+
+
+def changed_components(a: dict[str, str], b: dict[str, str]) -> list[str]:
+    """The cache key components whose value differs between two keys (or that only one has)."""
+    return sorted(k for k in set(a) | set(b) if a.get(k) != b.get(k))
+
+
+def _nearest(miss: dict[str, str], others: list[dict[str, str]]) -> dict[str, str] | None:
+    best, best_n = None, -1
+    for other in others:
+        same = sum(1 for k, v in miss.items() if other.get(k) == v)
+        if same > best_n:
+            best, best_n = other, same
+    return best
+
+
+def _cache_misses(model: Model) -> list[Finding]:
+    """Compiles whose graph missed a cache that held the same graph (its ``gm`` component)
+    from another compile of the same process, one finding each, with the key components that
+    differ from that entry's key. A miss that differs only in its inputs (a new shape) needs
+    an entry of its own and is none; so is a graph the cache never saw (a cold cache)."""
+    results: dict[tuple[int, str], set[str]] = {}
+    for event in model.cache_events:
+        if event.compile is not None:
+            results.setdefault((id(event.compile.file), event.cache), set()).add(event.result)
+    warm = {k for k, seen in results.items() if {"hit", "miss"} <= seen}
+    events = [  # only caches that both hit and missed in one process: their keys are read
+        e
+        for e in model.cache_events
+        if e.compile is not None and (id(e.compile.file), e.cache) in warm
+    ]
+    hits: dict[tuple[int, str, str], list[dict[str, str]]] = {}
+    hit_ids: dict[int, str] = {}  # id of a hit's key -> its compile
+    for event in events:
+        if event.result == "hit" and event.compile is not None:
+            key = cache_components(event.record)
+            if GRAPH_COMPONENT in key:
+                where = (id(event.compile.file), event.cache, key[GRAPH_COMPONENT])
+                hits.setdefault(where, []).append(key)
+                hit_ids[id(key)] = event.compile.id_label
+    missed: dict[int, tuple[Compile, list[str], list[str]]] = {}
+    against: dict[int, str] = {}  # a missed compile -> the compile whose entry it missed
+    for event in events:
+        comp = event.compile
+        if event.result != "miss" or comp is None:
+            continue
+        entry = missed.setdefault(id(comp), (comp, [], []))
+        if event.cache not in entry[1]:
+            entry[1].append(event.cache)
+        key = cache_components(event.record)
+        same = hits.get((id(comp.file), event.cache, key.get(GRAPH_COMPONENT, "")), [])
+        near = _nearest(key, same)
+        if near is not None:
+            entry[2].extend(c for c in changed_components(near, key) if c not in entry[2])
+            against.setdefault(id(comp), hit_ids[id(near)])
+    out = []
+    for comp, caches, changed in missed.values():
+        if not any(_avoidable(c) for c in changed):
+            continue  # another graph or other inputs: an entry of its own, by design
+        what = ", ".join(changed[:6]) + (" …" if len(changed) > 6 else "")
+        caches = sorted(caches)
+        hit = against[id(comp)]
+        out.append(
+            Finding(
+                CACHE_MISS,
+                "warning",
+                f"Cache miss on a warm cache at {comp.id_label} ({', '.join(caches)}): "
+                f"{what} changed",
+                f"The cache held this graph: {hit} hit it, yet {comp.id_label} missed "
+                f"({' and '.join(caches)}) and compiled from scratch; its cache key differs "
+                f"from {hit}'s in {what}.",
+                {
+                    "caches": caches,
+                    "compile": comp.id_label,
+                    "hit": hit,
+                    "changed_components": changed,
+                },
+                _frame_where(comp.frame),
+                compile_cost_s(comp),
+                cache_fix(changed),
+                DOCS["cache"],
+                [comp],
+            )
+        )
+    return out
+
+
+def _avoidable(component: str) -> bool:
+    """A key component that differs by a choice (config, versions), not by what is compiled
+    (the graph, its inputs' shapes and dtypes)."""
+    return component != GRAPH_COMPONENT and not component.startswith("example_inputs")
+
+
+def cache_fix(changed: Sequence[str]) -> str:
+    """What to do about a cache key whose `changed` components differ."""
+    configs = [c for c in changed if c.startswith(("inductor_config[", "fx_kwargs["))]
+    if configs:
+        return (
+            f"Set {', '.join(configs[:3])} the same way wherever this graph compiles (a config "
+            "patched for one call gets its own cache entry)."
+        )
+    if any(c.startswith("example_inputs") for c in changed):
+        return (
+            "The inputs' shapes, strides or dtypes differ: feed the same ones to share the entry."
+        )
+    if any(
+        c in ("torch_version", "system_info[hash]") or c.startswith("system_info") for c in changed
+    ):
+        return "Entries from another torch version or machine are not reused: warm the cache again."
+    return (
+        "Keep what changed the same between compiles (config, inputs, torch version) so the "
+        "cached entry is reused."
+    )
+
+
+GRAPH_COMPONENT = "gm"  # the component that holds the graph's code
+
+
+@dataclass
+class CacheKeyChange:
+    """A graph that run A had a cache entry for and run B missed: the key components that
+    differ (`tcview diff`)."""
+
+    cache: str
+    a_compile: str
+    b_compile: str
+    frame: str
+    changed: list[str]
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "cache": self.cache,
+            "a_compile": self.a_compile,
+            "b_compile": self.b_compile,
+            "frame": self.frame,
+            "changed_components": self.changed,
+        }
+
+
+def cache_key_changes(a: Model, b: Model) -> list[CacheKeyChange]:
+    """Each miss of run B whose graph (the ``gm`` component) run A also cached under another
+    key, with the key components that differ: against A's compile of the same id when it has
+    one, else against A's nearest key. A miss whose key A had as it is says nothing here (B's
+    cache was cold)."""
+    seen: dict[tuple[str, str], list[tuple[str, dict[str, str]]]] = {}
+    for event in a.cache_events:
+        key = cache_components(event.record)
+        if GRAPH_COMPONENT in key and event.compile is not None:
+            seen.setdefault((event.cache, key[GRAPH_COMPONENT]), []).append(
+                (event.compile.id_label, key)
+            )
+    out = []
+    for event in b.cache_events:
+        comp = event.compile
+        if event.result != "miss" or comp is None:
+            continue
+        key = cache_components(event.record)
+        entries = seen.get((event.cache, key.get(GRAPH_COMPONENT, "")), [])
+        if not entries or any(k == key for _id, k in entries):
+            continue
+        same_id = [e for e in entries if e[0] == comp.id_label]
+        if same_id:
+            a_id, a_key = same_id[0]
+        else:
+            a_key = _nearest(key, [k for _id, k in entries]) or entries[0][1]
+            a_id = next(i for i, k in entries if k is a_key)
+        out.append(
+            CacheKeyChange(
+                event.cache,
+                a_id,
+                comp.id_label,
+                _frame_name(comp.frame),
+                changed_components(a_key, key),
+            )
+        )
+    return out
+
+
+# ---------------------------------------------------------------------- same graphs
+
+_NUMBER = re.compile(r"(?<![\w.])-?\d+(?:\.\d+)?(?:e-?\d+)?")
+
+
+def graph_shape(payload: str) -> str:
+    """A graph's code with its numbers (sizes, constants) blanked out."""
+    return _NUMBER.sub("#", payload)
+
+
+SHAPE_FAMILIES = frozenset({"size", "stride", "symbolic_shape", "dynamic_marking", "not_logged"})
+
+
+def _recompiled_on_shapes(compiles: Sequence[Compile]) -> bool:
+    """Whether these compiles' recompiles came from sizes (what a dynamic graph would cover),
+    not from a value, a module flag or an object, whose own fix the recompile finding gives."""
+    families = {family_of(c) for c in compiles if c.key.is_recompile}
+    return not families or bool(families & SHAPE_FAMILIES)
+
+
+def _same_graphs(model: Model) -> list[Finding]:
+    out = []
+    for source in model.files:
+        for frame in source.frames.values():
+            if len(frame.compiles) < 2:
+                continue
+            groups: dict[str, list[Compile]] = {}
+            texts: dict[str, set[str]] = {}
+            for comp in frame.compiles:
+                rec = next((r for r in comp.records if r.kind == "dynamo_output_graph"), None)
+                if rec is None:
+                    continue
+                payload = rec.payload()
+                shape = graph_shape(payload)
+                groups.setdefault(shape, []).append(comp)
+                texts.setdefault(shape, set()).add(payload)
+            for shape, compiles in groups.items():
+                if len(compiles) < 2 or len(texts[shape]) < 2:
+                    continue
+                if not _recompiled_on_shapes(compiles):
+                    continue  # a value, flag or object changed: its recompile finding says so
+                n = len(compiles)
+                out.append(
+                    Finding(
+                        SAME_GRAPHS,
+                        "warning" if n >= STORM_RECOMPILES else "info",
+                        f"These {n} graphs of `{_frame_name(frame)}` would be one dynamic graph",
+                        f"{', '.join(_ids(compiles))} captured the same graph except for sizes or "
+                        "constants: each value got its own compile.",
+                        {"frame": frame.id_label, "compiles": _ids(compiles)},
+                        _frame_where(frame),
+                        _cost(compiles[1:]),  # the first compile was needed anyway
+                        "Mark the changing size dynamic (torch._dynamo.mark_dynamic(x, dim), or "
+                        "torch.compile(dynamic=True)), or pass a changing number as a tensor.",
+                        DOCS["dynamic"],
+                        compiles,
+                    )
+                )
+    return out
+
+
+# ---------------------------------------------------------------------- dynamic shapes
+
+
+def _stack_where(source: Any, value: Any) -> dict[str, Any] | None:
+    return user_line([(f.filename, f.line) for f in stack_frames(source, value)])
+
+
+SYMBOL_KINDS = ("symbolic_shape_specialization", "create_unbacked_symbol")
+
+
+def _symbols(model: Model) -> list[Finding]:
+    by: dict[int, tuple[Compile, list[Record]]] = {}
+    for source in model.files:
+        for rec in source.records:
+            if rec.kind in SYMBOL_KINDS and rec.compile is not None:
+                by.setdefault(id(rec.compile), (rec.compile, []))[1].append(rec)
+    out = []
+    for comp, records in by.values():
+        specs: list[dict[str, Any]] = []
+        unbacked: list[dict[str, Any]] = []
+        for rec in records:
+            body = rec.full_meta()  # the event's value
+            if not isinstance(body, dict):
+                continue
+            if rec.kind == "symbolic_shape_specialization":
+                sources = body.get("sources")
+                specs.append(
+                    {
+                        "symbol": str(body.get("symbol", "?")),
+                        "sources": [str(s) for s in sources] if isinstance(sources, list) else [],
+                        "value": str(body.get("value", "?")),
+                        "reason": str(body.get("reason", "")),
+                        "where": _stack_where(rec.source, body.get("user_stack"))
+                        or _stack_where(rec.source, body.get("stack")),
+                    }
+                )
+            else:
+                unbacked.append(
+                    {
+                        "symbol": str(body.get("symbol", "?")),
+                        "range": str(body.get("vr", "")),
+                        "where": _stack_where(rec.source, body.get("user_stack"))
+                        or _stack_where(rec.source, body.get("stack")),
+                    }
+                )
+        if specs:
+            specs = list({(s["symbol"], s["value"]): s for s in specs}.values())
+            names = ", ".join(
+                f"{(s['sources'] or [s['symbol']])[0]} = {s['value']}" for s in specs[:4]
+            )
+            floats = all(s["symbol"].startswith("zf") for s in specs)
+            what = "number" if floats else "size"
+            out.append(
+                Finding(
+                    SPECIALIZATION,
+                    "info",
+                    f"`{_frame_name(comp.frame)}` ({comp.id_label}): a dynamic {what} was "
+                    f"specialised to a constant ({names})",
+                    f"Dynamo had made this {what} dynamic, then fixed it to the value seen: "
+                    "other values will recompile. "
+                    + "; ".join(
+                        f"{s['symbol']} ({', '.join(s['sources'])}) = {s['value']}: {s['reason']}"
+                        for s in specs
+                    ),
+                    {"compile": comp.id_label, "specializations": specs},
+                    specs[0]["where"] or _frame_where(comp.frame),
+                    None,
+                    (
+                        "Pass the number as a tensor (a float learning rate: "
+                        "`lr=torch.tensor(...)`), so that its value is data, not a constant; "
+                        "if it never changes, this costs nothing."
+                        if floats
+                        else "Avoid comparing the size with a constant inside the compiled code "
+                        "(at the line named); if the size never changes, this costs nothing."
+                    ),
+                    DOCS["dynamic"],
+                    [comp],
+                )
+            )
+        if unbacked:
+            lines = [
+                f"{u['symbol']}"
+                + (f" from {where_text(u['where'])}" if u["where"] else "")
+                + f" (range {u['range']})"
+                for u in unbacked
+            ]
+            out.append(
+                Finding(
+                    UNBACKED,
+                    "info",
+                    f"`{_frame_name(comp.frame)}` ({comp.id_label}): "
+                    f"{_plural(len(unbacked), 'data-dependent symbol')}",
+                    "Sizes or values that depend on tensor data (.item(), nonzero()): "
+                    + "; ".join(lines[:8])
+                    + (f"; … {len(lines) - 8} more" if len(lines) > 8 else "")
+                    + ".",
+                    {"compile": comp.id_label, "symbols": unbacked},
+                    unbacked[0]["where"] or _frame_where(comp.frame),
+                    None,
+                    "Where code branches on them or uses them as sizes, tell the compiler what "
+                    "holds with torch._check(...) (e.g. torch._check(n >= 0)); otherwise it "
+                    "raises a data-dependent error there.",
+                    DOCS["dynamic"],
+                    [comp],
+                )
+            )
+    return _fold_specializations(out)
+
+
+def _fold_specializations(found: list[Finding]) -> list[Finding]:
+    """One finding for the same value specialised in several compiles of one frame (a float
+    that changes every call is specialised again in each recompile)."""
+    out: list[Finding] = []
+    by: dict[tuple[int, str], Finding] = {}
+    for f in found:
+        specs = f.evidence.get("specializations") if f.kind == SPECIALIZATION else None
+        frame = f.compiles[0].frame if f.compiles else None
+        if not specs or frame is None:
+            out.append(f)
+            continue
+        names = tuple(sorted({(s["sources"] or [s["symbol"]])[0] for s in specs}))
+        key = (id(frame), "|".join(names))
+        first = by.get(key)
+        if first is None:
+            by[key] = f
+            out.append(f)
+            continue
+        first.compiles.extend(f.compiles)
+        first.evidence["specializations"] = [*first.evidence["specializations"], *specs]
+        ids = _ids(first.compiles)
+        first.evidence["compile"] = ids[0]
+        first.evidence["compiles"] = ids
+        values = ", ".join(dict.fromkeys(s["value"] for s in first.evidence["specializations"]))
+        floats = all(s["symbol"].startswith("zf") for s in first.evidence["specializations"])
+        first.title = (
+            f"`{_frame_name(frame)}` ({len(ids)} compiles): a dynamic "
+            f"{'number' if floats else 'size'} was specialised to a constant in each "
+            f"({', '.join(names)})"
+        )
+        first.detail = (
+            f"{', '.join(ids)} each fixed {', '.join(names)} to the value seen ({values}): "
+            "every other value recompiles."
+        )
+    return out
+
+
+# ---------------------------------------------------------------------- compile time
+
+
+def _compile_time(model: Model) -> list[Finding]:
+    timed = [(c, compile_cost_s(c)) for c in model.compiles]
+    total = sum(t for _c, t in timed if t is not None)
+    if total < DOMINANT_MIN_S:
+        return []
+    out = []
+    # a frame of several ranks or episodes is one: its function, file and first line
+    by_frame: dict[tuple[str, str, object], tuple[Frame, float, list[Compile]]] = {}
+    for comp, t in timed:
+        if comp.frame is None or t is None:
+            continue
+        code = comp.frame.code_frame
+        key = (_frame_name(comp.frame), code.filename if code else "", comp.frame.co_firstlineno)
+        frame, seconds, compiles = by_frame.get(key, (comp.frame, 0.0, []))
+        by_frame[key] = (frame, seconds + t, [*compiles, comp])
+    if len(by_frame) > 1:
+        frame, seconds, compiles = max(by_frame.values(), key=lambda v: v[1])
+        if seconds >= DOMINANT_SHARE * total:
+            out.append(
+                Finding(
+                    COMPILE_TIME,
+                    "info",
+                    f"`{_frame_name(frame)}` took {seconds / total:.0%} of the compile time",
+                    f"{seconds:.1f}s of {total:.1f}s compiling went to `{_frame_name(frame)}` "
+                    f"({_plural(len(compiles), 'compile')}){_top_phase(compiles)}.",
+                    {
+                        "frame": frame.id_label,
+                        "seconds": round(seconds, 3),
+                        "total_s": round(total, 3),
+                    },
+                    _frame_where(frame),
+                    seconds,
+                    "Start with this frame: its recompiles and graph breaks (above) add compiles; "
+                    "a FX graph cache kept warm between runs (the same TORCHINDUCTOR_CACHE_DIR) "
+                    "saves most of the Inductor time of the next run.",
+                    DOCS["cache"],
+                    compiles,
+                )
+            )
+    tuned = [(c, autotune_seconds(c)) for c in model.compiles]
+    tuning = sum(t for _c, t in tuned if t)
+    if tuning >= DOMINANT_SHARE * total:
+        compiles = [c for c, t in tuned if t]
+        out.append(
+            Finding(
+                COMPILE_TIME,
+                "info",
+                f"Autotuning took {tuning / total:.0%} of the compile time",
+                f"{tuning:.1f}s of {total:.1f}s compiling went to autotuning (max-autotune) in "
+                f"{_plural(len(compiles), 'compile')}.",
+                {"autotune_s": round(tuning, 3), "total_s": round(total, 3)},
+                _frame_where(compiles[0].frame) if compiles else None,
+                tuning,
+                "Autotuning results are cached under TORCHINDUCTOR_CACHE_DIR: later runs on this "
+                "machine skip most of it when the cache is kept; compile the parts that do not "
+                "need tuning with the default mode.",
+                DOCS["cache"],
+                compiles,
+            )
+        )
+    return out
+
+
+def _seconds(metrics: dict[str, Any] | None, key: str) -> float:
+    value = (metrics or {}).get(key)
+    if isinstance(value, (int, float)) and not isinstance(value, bool):
+        return float(value)
+    return 0.0
+
+
+def _top_phase(compiles: Sequence[Compile]) -> str:
+    """``; most of it in Inductor (6.1s)``: which of Dynamo's tracing, AOTAutograd and
+    Inductor took most of the compiles' time (their metrics nest: each is the rest of the
+    one above it)."""
+    phases = {"Dynamo tracing": 0.0, "AOTAutograd": 0.0, "Inductor": 0.0}
+    for comp in compiles:
+        m = comp.metrics
+        frame = _seconds(m, "entire_frame_compile_time_s")
+        backend = _seconds(m, "backend_compile_time_s")
+        inductor = _seconds(m, "inductor_compile_time_s")
+        phases["Dynamo tracing"] += max(0.0, frame - backend)
+        phases["AOTAutograd"] += max(0.0, backend - inductor)
+        phases["Inductor"] += inductor
+    label, seconds = max(phases.items(), key=lambda kv: kv[1])
+    return f"; most of it in {label} ({seconds:.1f}s)" if seconds > 0 else ""
+
+
+# ---------------------------------------------------------------------- ranks
+
+
+def _divergence(div: Divergence) -> list[Finding]:
+    if not div.diverges:
+        return []
+    return [
+        Finding(
+            DIVERGENCE,
+            "warning",
+            f"Ranks compiled differently: {len(div.groups)} groups ({describe_groups(div.groups)})",
+            div.first or "The ranks' compiles differ (tcview summary lists each check).",
+            {"groups": div.groups, "first": div.first},
+            None,
+            None,
+            "Make every rank see the same inputs, shapes and control flow; a rank that compiles "
+            "differently can hang the collectives.",
+            "",
+        )
+    ]
+
+
+# ---------------------------------------------------------------------- all
+
+
+def rank_key(f: Finding) -> tuple[int, float, int]:
+    """Most important first: severity, then compile seconds, then kind."""
+    return (SEVERITIES.index(f.severity), -(f.cost_s or 0.0), KINDS.index(f.kind))
+
+
+def findings(model: Model, divergence: Divergence | None = None) -> list[Finding]:
+    """Every finding of the model, most important first (`divergence`: an `analyze` of the
+    model already made)."""
+    found: list[Finding] = []
+    failures = _compile_failures(model)
+    found += _crashes(model, failures)
+    found += failures
+    found += _recompiles(model)
+    found += _graph_breaks(model)
+    found += _cudagraphs(model)
+    found += _cache_misses(model)
+    found += _same_graphs(model)
+    found += _symbols(model)
+    found += _compile_time(model)
+    found += _divergence(divergence if divergence is not None else analyze(model))
+    return sorted(_fold_ranks(found), key=rank_key)
+
+
+def _fold_ranks(found: list[Finding]) -> list[Finding]:
+    """Findings alike on several ranks (the same kind, title and user's line) as one, with
+    their ranks, compiles and cost together."""
+    by: dict[tuple[str, str, str], Finding] = {}
+    out: list[Finding] = []
+    for finding in found:
+        key = (finding.kind, finding.title, where_text(finding.where))
+        first = by.get(key)
+        if first is None or not finding.compiles:
+            by[key] = finding
+            out.append(finding)
+            continue
+        first.compiles += [c for c in finding.compiles if c not in first.compiles]
+        if finding.cost_s is not None:
+            first.cost_s = (first.cost_s or 0.0) + finding.cost_s
+    for finding in out:
+        ranks = _who(finding.compiles)
+        if len(ranks) > 1:
+            finding.evidence["ranks"] = ranks
+            finding.evidence.pop("rank", None)
+            finding.detail = f"On {ranks_label(ranks)}: {finding.detail}"
+    return out
+
+
+def new_and_gone(a: Sequence[Finding], b: Sequence[Finding]) -> tuple[list[Finding], list[Finding]]:
+    """The findings of run B that run A does not have, and those of A that B no longer has
+    (matched by `Finding.key`)."""
+    keys_a = {f.key for f in a}
+    keys_b = {f.key for f in b}
+    return [f for f in b if f.key not in keys_a], [f for f in a if f.key not in keys_b]
+
+
+def findings_json(found: Sequence[Finding]) -> list[dict[str, Any]]:
+    return [f.to_json() for f in found]
+
+
+def finding_lines(found: Sequence[Finding], limit: int = 30) -> list[str]:
+    """The findings as text: a head line each, then what, where, cost and fix, indented."""
+    if not found:
+        return ["Findings: none"]
+    lines = [f"Findings ({len(found)})"]
+    for f in found[:limit]:
+        lines.append(f"  {f.severity.upper():7} {f.title}")
+        for text in f.detail.split("\n"):
+            lines.append(f"          {text}")
+        if f.where:
+            lines.append(f"          where: {where_text(f.where)}")
+        if f.cost_s:
+            lines.append(f"          cost: {f.cost_s:.2f}s of compile time")
+        if f.fix:
+            lines.append(f"          fix: {f.fix}")
+        if f.doc:
+            lines.append(f"          doc: {f.doc}")
+    if len(found) > limit:
+        lines.append(f"  … {len(found) - limit} more findings")
+    return lines

@@ -1,0 +1,174 @@
+"""A model session: one input read into one model, by one loader, under one lock.
+
+The session owns the model, the lock every reader and writer of it takes, and the loader that
+grows it: a one-shot index (`run` in a worker thread, chunk by chunk) or follow mode (a
+`Follower` that keeps growing it in its own threads). The model, its run directory's text log
+and the follower share the session's lock, so a reader that takes `session.lock` reads a model
+that nothing changes meanwhile. `on_update` is called (from the loading thread) each time the
+model moved; `versions` says whether it did since the last look.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Callable
+from typing import Any
+
+from tcview.analysis.profile import RuntimeJoin, join_profile
+from tcview.ingest.live import Follower
+from tcview.ingest.load import Hooks
+from tcview.ingest.profile import Profile, ProfileError, load_profile, profile_path, profile_stamp
+from tcview.ingest.source import load_source
+from tcview.model.objects import Model
+
+
+class ModelSession:
+    """One input's model, its lock and its loader (one-shot, or follow with `follow`).
+
+    `model`: a model read already (the session adopts it: it takes the session's lock).
+    """
+
+    def __init__(
+        self,
+        path: str,
+        *,
+        follow: bool = False,
+        model: Model | None = None,
+        poll: bool = False,
+        stdin_fd: int | None = None,
+        on_update: Callable[[], None] | None = None,
+        profile: str | None = None,
+    ) -> None:
+        """`profile`: a torch.profiler trace to join (--profile; a run directory brings its
+        own once written)."""
+        self.path = path
+        self.profile_arg = profile
+        self._measured: tuple[tuple[Any, ...], RuntimeJoin | None] | None = None
+        self._profile: tuple[tuple[Any, ...], Profile | None] | None = None
+        self._profile_seen: tuple[Any, ...] = ()  # the profile files last seen
+        self.follow = follow
+        self.on_update = on_update
+        self.lock = threading.RLock()
+        self.stdin_fd = stdin_fd
+        self.done = 0  # bytes indexed (one-shot)
+        self.total = 0  # bytes to index (one-shot; 0 when unknown)
+        self.error: str | None = None
+        self.cancelled = False
+        self.follower: Follower | None = (
+            Follower(path, poll=poll, on_update=self._moved, lock=self.lock) if follow else None
+        )
+        self._model: Model | None = None
+        self.finished = False
+        if model is not None:
+            self._adopt(model)
+            self.finished = True
+
+    # ------------------------------------------------------------ the measured profile
+
+    def profile_written(self) -> bool:
+        """Whether a profile appeared or changed since the last call (follow mode polls)."""
+        path = profile_path(self.path, self.profile_arg)
+        stamp = profile_stamp(path) if path is not None else ()
+        if stamp == self._profile_seen:
+            return False
+        self._profile_seen = stamp
+        return bool(stamp)
+
+    def measured(self, model: Model) -> RuntimeJoin | None:
+        """The profile joined to `model`: read again only when its files change, joined again
+        when the model moves. Called off the UI thread (a view's prepare)."""
+        path = profile_path(self.path, self.profile_arg)
+        if path is None:
+            return None
+        stamp = profile_stamp(path)
+        key = (id(model), model.version, stamp)
+        if self._measured is None or self._measured[0] != key:
+            if self._profile is None or self._profile[0] != stamp:  # read once per version
+                try:
+                    self._profile = (stamp, load_profile(path))
+                except (ProfileError, OSError):
+                    self._profile = (stamp, None)
+            prof = self._profile[1]
+            joined: RuntimeJoin | None = None
+            if prof is not None:
+                with self.lock:
+                    joined = join_profile(model, prof)
+            self._measured = (key, joined)
+        return self._measured[1]
+
+    # ------------------------------------------------------------ what it holds
+
+    @property
+    def model(self) -> Model | None:
+        """The model (the follower's own in follow mode: a rebuild replaces it)."""
+        if self.follower is not None:
+            return self.follower.model
+        return self._model
+
+    @property
+    def fraction(self) -> float:
+        if self.follower is not None:
+            return 1.0 if self.finished else 0.0
+        return self.done / self.total if self.total else 0.0
+
+    @property
+    def notices(self) -> list[str]:
+        """What the user must know about the input (follow mode's notes; none one-shot)."""
+        return self.follower.notices if self.follower is not None else []
+
+    def versions(self) -> tuple[int, ...]:
+        """What changes whenever the model moves (call under `lock`)."""
+        model = self.model
+        if model is None:
+            return ()
+        text = model.text
+        return (
+            id(model),
+            model.version,
+            len(model.files),
+            sum(f.version for f in model.files),
+            text.version if text is not None else 0,
+        )
+
+    # ------------------------------------------------------------ loading
+
+    def run(self) -> None:
+        """Read the input (call it in a worker thread). One-shot: index it all; follow: read
+        what exists now, then keep following in the background."""
+        try:
+            if self.follower is None:
+                hooks = Hooks(self._progress, self.lock, lambda: self.cancelled, self._adopt)
+                self._adopt(load_source(self.path, hooks=hooks))
+            elif self.path != "-":
+                self.follower.step()
+        except Exception as exc:  # noqa: BLE001 - shown in the UI instead of a crash
+            self.error = f"{type(exc).__name__}: {exc}"
+        finally:
+            self.finished = True
+        if self.follower is not None and not self.cancelled:
+            self.follower.start(stdin_fd=self.stdin_fd)
+
+    def stop(self) -> None:
+        """Ask the load to end at its next chunk; stop following."""
+        self.cancelled = True
+        if self.follower is not None:
+            self.follower.stop()
+
+    def _adopt(self, model: Model) -> None:
+        """Publish `model`: from now on it (and its text log) is guarded by this lock."""
+        with self.lock:
+            model.lock = self.lock
+            if model.text is not None:
+                model.text.lock = self.lock
+            self._model = model
+
+    def _progress(self, done: int, total: int) -> None:
+        self.done, self.total = done, total
+        self._moved()
+
+    def _moved(self) -> None:
+        if self.on_update is not None:
+            self.on_update()
+
+
+__all__ = ["ModelSession"]

@@ -1,0 +1,25 @@
+"""`tcview show` keeps a long label apart from its value: a kernel's name past the kernels
+section's 60-column cap ran into its kind (``…_rsub_sqrt_0cpp``)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from tcview.ingest.source import load_source
+from tcview.report.detail import Row, compile_detail, render_text, row_text
+from tcview.report.show import find
+
+LONG = "cpp_fused_add_addcdiv_copy__div_fma_lerp_mul_neg_pow_reciprocal_rsub_sqrt_0"
+
+
+def test_a_label_longer_than_its_column_is_kept_apart() -> None:
+    assert row_text(Row(LONG, "cpp", "kind:cpp"), 62) == f"  {LONG}  cpp"
+    assert row_text(Row("short", "cpp", "kind:cpp"), 12) == "  short       cpp"
+    assert row_text(Row("output code", "lines 1-2"), 0) == "output code  lines 1-2"
+    assert row_text(Row("kind", "cpp"), 0) == "kind      cpp"
+
+
+def test_show_prints_a_long_kernel_name_and_its_kind_apart(shared_traces: Path) -> None:
+    model = load_source(str(shared_traces / "cpu-torch2.13" / "e_training"))
+    text = render_text(compile_detail(find(model, "3/0"), model))  # type: ignore[arg-type]
+    assert f"  {LONG}  cpp         inference" in text.splitlines()
