@@ -148,6 +148,7 @@ MODULE_TIERS = {
     "test_session": "app",
     "test_show": "unit",
     "test_show_layout": "unit",
+    "test_split": "unit",
     "test_ssh": "e2e",
     "test_stacks": "e2e",
     "test_take_ui": "app",

@@ -361,6 +361,23 @@ def test_the_cache_never_lives_in_the_trace_directory(
     assert sorted(os.listdir(trace)) == sorted(os.listdir(many_ranks))
 
 
+def test_a_file_beside_its_cache_directory_is_cached(
+    many_ranks: Path, monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    """`tcview open ~/trace.log` with the cache in ~/.cache/tcview: the file's folder holds
+    the cache, the file does not; the reopen comes from the cache and equals the first open."""
+    trace = tmp_path / "trace.log"
+    shutil.copy(next(many_ranks.glob("*.log")), trace)
+    cache = tmp_path / ".cache" / "tcview"
+    monkeypatch.setenv(cache_mod.DIR_ENV, str(cache))
+    monkeypatch.delenv(cache_mod.NO_CACHE_ENV, raising=False)
+    first = _load(trace, 1, cache=True)
+    assert first.load_stats.cache_written == 1 and len(_entries(cache)) == 1
+    again = _load(trace, 1, cache=True)
+    assert again.load_stats.from_cache == 1 and again.load_stats.indexed_here == 0
+    _same(first, again)
+
+
 def test_no_cache_flag_and_environment(
     many_ranks: Path, own_cache: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import gc
 import json
 import os
 import sys
@@ -327,7 +328,9 @@ def _no_exec(parser: argparse.ArgumentParser) -> None:
 
 
 def main(argv: list[str] | None = None) -> int:
+    """The `tcview` command; without `argv`, the process's entry point (it exits after)."""
     parser = build_parser()
+    entry = argv is None
     if argv is None:
         argv = sys.argv[1:]
     # Bare `tcview` opens what `tcview open` would: $TORCH_TRACE or the newest trace under `.`.
@@ -338,6 +341,11 @@ def main(argv: list[str] | None = None) -> int:
         return 130
     except BrokenPipeError:
         return 0
+    finally:
+        if entry:
+            # The process ends now: its last garbage collection would walk the whole model
+            # (a 541 MB trace's reopen: 85 ms of about 0.5 s, 14 ms frozen; medians of 6).
+            gc.freeze()
 
 
 if __name__ == "__main__":

@@ -307,14 +307,17 @@ class IndexCache:
 
 
 def _inside(root: Path, inputs: Path) -> bool:
-    """True when the cache directory is the input or lies inside it."""
+    """True when the cache directory is the input directory or lies inside it. Only a directory
+    can contain the cache: a single file's folder may hold it (`~/trace.log` beside
+    `~/.cache/tcview`), and then the file is cached as any other."""
     try:
         r = root.resolve()
         i = inputs.resolve()
     except OSError:
         return True
-    base = i if i.is_dir() else i.parent
-    return r == base or base in r.parents
+    if not i.is_dir():
+        return False
+    return r == i or i in r.parents
 
 
 def _matches(header: dict[str, Any], path: Path, now: Stamp) -> bool | None:

@@ -14,10 +14,20 @@ from tcview.ingest import signatures, snapshot
 from tcview.ingest.builder import Builder
 from tcview.ingest.cache import Entry, IndexCache, stamp
 from tcview.ingest.load import Hooks, Progress
-from tcview.ingest.parallel import PARALLEL_MIN_BYTES, Done, Job, Workers, job_count, own_share
+from tcview.ingest.parallel import (
+    PARALLEL_MIN_BYTES,
+    RANGE_BYTES,
+    SPLIT_MIN_BYTES,
+    Done,
+    Job,
+    Workers,
+    idle_workers,
+    own_share,
+    split_share,
+)
 from tcview.ingest.snapshot import FACT_LISTS
 from tcview.ingest.textlog import TextLog
-from tcview.ingest.tracefile import HEADER, TraceFile
+from tcview.ingest.tracefile import HEADER, PRESCAN_MAX, TraceFile, boundaries
 from tcview.model.objects import Facts, JsonValue, Lock, LogSource, Model, Run
 
 TRACE_NAME_PREFIX = "dedicated_log_torch_trace"
@@ -110,6 +120,8 @@ class LoadStats:
     snapshot_errors: int = 0  # snapshots that did not restore (the file was indexed again)
     worker_errors: list[str] = field(default_factory=list)  # jobs a worker could not do
     cache_written: int = 0  # entries the loading thread wrote (workers write their own)
+    ranges: int = 0  # ranges a big file was split into (one file, indexed by all cores)
+    prescanned: int = 0  # of those, the ranges a worker prescanned (the rest: read here)
 
 
 def _takes(n: int, share: float) -> bool:
@@ -237,8 +249,15 @@ class TraceSet(Model):
         )
         stats = self.load_stats = LoadStats()
         workers = None
-        count = min(job_count(), len(work)) - 1  # this thread is one of the indexers
-        if count >= 1 and left >= PARALLEL_MIN_BYTES:
+        count = min(idle_workers(), len(work) - 1)  # this thread is one of the indexers
+        split = None  # workers for the ranges of one big file
+        if len(work) == 1 and entries[work[0]] is None and left >= SPLIT_MIN_BYTES:
+            helpers = idle_workers()
+            if helpers >= 1:
+                with contextlib.suppress(OSError, ValueError, RuntimeError):
+                    split = Workers(helpers)
+                    stats.workers, stats.start_method = split.count, split.method
+        elif count >= 1 and left >= PARALLEL_MIN_BYTES:
             try:
                 workers = Workers(count)
             except (OSError, ValueError, RuntimeError):
@@ -288,14 +307,15 @@ class TraceSet(Model):
                 resume = entry if entry is not None and entry.grown else None
                 stats.indexed_here += 1
                 tf = self.new_file(p)
-                done = self.read_file(tf, hooks, done, total, store, resume)
+                done = self.read_file(tf, hooks, done, total, store, resume, split)
                 if len(found) > 1:
                     # As the restored files do (many ranks, one program); in one process too:
                     # less memory (128 ranks: 52 -> 40 MB), no slower.
                     shared.share(tf)
         finally:
-            if workers is not None:
-                workers.close()
+            for pool in (workers, split):
+                if pool is not None:
+                    pool.close()
         if store is not None and store.written:
             store.evict()
 
@@ -331,9 +351,11 @@ class TraceSet(Model):
         total: int = 0,
         store: IndexCache | None = None,
         resume: Entry | None = None,
+        split: Workers | None = None,
     ) -> int:
-        """Index a file here (from a cache entry of its beginning when `resume`), add it, and
-        keep its snapshot in `store`."""
+        """Index a file here (from a cache entry of its beginning when `resume`; with `split`,
+        in ranges, most of them prescanned by those workers), add it, and keep its snapshot
+        in `store`."""
         before = stamp(tf.path)
         start = 0
         resumed: Facts | None = None
@@ -350,7 +372,10 @@ class TraceSet(Model):
             self.files.append(tf)
             if resumed is not None:
                 self.builder.adopt(resumed)
-        done = tf.feed_from(hooks, start, done, total)
+        if split is not None and start == 0 and before is not None:
+            done = self._feed_split(tf, hooks, split, before.size, done, total)
+        else:
+            done = tf.feed_from(hooks, start, done, total)
         body = None
         pos, pending = tf.pos, tf.pending_bytes
         if store is not None and before is not None and pos == before.size:
@@ -369,6 +394,57 @@ class TraceSet(Model):
             and store.store(tf.path, before, pos, body, tf.signatures, pos - pending)
         ):
             self.load_stats.cache_written += 1
+        return done
+
+    def _feed_split(
+        self, tf: TraceFile, hooks: Hooks, workers: Workers, size: int, done: int, total: int
+    ) -> int:
+        """Feed a big file in ranges cut at record boundaries: the workers prescan theirs
+        (`prescan`: lines found, headers parsed) while this thread reads its own share, and
+        each range is applied in file order, so that the index is the one a single read
+        makes. The last range is read here, to the file's end as it is now."""
+        n = max(2, -(-size // RANGE_BYTES))
+        try:
+            cuts = boundaries(tf.path, [size * k // n for k in range(1, n)], size)
+        except OSError:
+            cuts = []
+        edges = [0, *cuts]
+        ranges = list(zip(edges, [*cuts, size], strict=True))
+        share = split_share(workers.count)
+        own = {
+            i
+            for i, (lo, hi) in enumerate(ranges)
+            if _takes(i, share) or hi - lo > PRESCAN_MAX or i == len(ranges) - 1
+        }
+        jobs = [
+            Job(str(tf.path), start=lo, end=hi) for i, (lo, hi) in enumerate(ranges) if i not in own
+        ]
+        results = workers.map(jobs)
+        stats = self.load_stats
+        stats.ranges, stats.prescanned = len(ranges), len(jobs)
+        for i, (lo, hi) in enumerate(ranges):
+            if hooks.stop():
+                break
+            if tf.pos != lo or i == len(ranges) - 1:  # the last range, or the file changed
+                return tf.feed_from(hooks, tf.pos, done, total)
+            if i in own:
+                tf.feed_range(hooks, lo, hi)
+            else:
+                result = next(results)
+                if result is not None and result.lines is not None:
+                    try:
+                        with hooks.lock:
+                            tf.apply_lines(result.lines)
+                    except ValueError:  # a line cut at `lo`: the file changed under us
+                        return tf.feed_from(hooks, tf.pos, done, total)
+                else:
+                    stats.prescanned -= 1
+                    why = result.error if result is not None else "worker died"
+                    stats.worker_errors.append(f"{tf.path} [{lo}, {hi}): {why}")
+                    tf.feed_range(hooks, lo, hi)
+            done += tf.pos - lo
+            if hooks.progress is not None:
+                hooks.progress(done, total)
         return done
 
     def _fact_marks(self) -> list[int]:

@@ -19,6 +19,11 @@ class LineBuffer:
         self.skipping = False  # inside a line longer than MAX_LINE: its bytes are not kept
         self.start = 0  # input offset of the held (or skipped) line's first byte
 
+    @property
+    def at_line_start(self) -> bool:
+        """Nothing held or skipped: the input so far ends with a newline (or is empty)."""
+        return not self.size and not self.skipping
+
     def hold(self, piece: bytes, offset: int) -> bytes | None:
         """Keep `piece` (no newline in it, at input `offset`). When the line has just gone
         past MAX_LINE, it is dropped (the rest of it is skipped) and this is its first byte;

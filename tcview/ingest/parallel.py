@@ -35,7 +35,7 @@ from typing import Any
 from tcview.ingest import signatures, snapshot
 from tcview.ingest.cache import IndexCache, stamp
 from tcview.ingest.load import Hooks
-from tcview.ingest.tracefile import TraceFile
+from tcview.ingest.tracefile import Lines, TraceFile, prescan
 from tcview.model.objects import JsonValue
 
 # Below this many bytes to index, one process is faster than starting workers (~0.1-0.2 s).
@@ -73,11 +73,50 @@ def own_share(workers: int) -> float:
     return max(0.0, (per_worker - RESTORE_COST) / (1 - RESTORE_COST + per_worker))
 
 
+# One big file is split into ranges of about this many bytes (record boundaries) when it has
+# this many bytes at least; the workers prescan most ranges (see `split_share`).
+SPLIT_MIN_BYTES = 48 << 20
+RANGE_BYTES = 16 << 20
+# What prescanning a range costs a worker (read whole, pickled to send), and applying it costs
+# the loading thread, relative to the loading thread reading the range itself. Measured on a
+# 16 MB range of bench_index.py's trace (tests/benchmarks/PROFILE.md): 43 ms read here, 62 ms
+# prescanned and 10 ms pickled, 6 ms unpickled and 8 ms applied.
+PRESCAN_COST = 1.6
+APPLY_COST = 0.33
+
+
+def idle_workers() -> int:
+    """Worker processes worth starting beside this one: the cores that are idle besides this
+    process's (1-minute load average, this process counted as one), at most $TCVIEW_JOBS - 1
+    (which, when set, is taken as it is). A worker that must share its core makes the loading
+    thread wait, since results are merged in order: on the 2-core VM with two other jobs
+    running, a big file split took 1.8 s where one process took 1.5 s, and 128 ranks in two
+    processes 1.8-3.0 s where one took 1.6-2.6 s."""
+    cores = job_count()
+    if JOBS_ENV in os.environ:
+        return cores - 1
+    try:
+        busy = max(0.0, os.getloadavg()[0] - 1)
+    except OSError:
+        busy = 0.0
+    return max(0, min(cores - 1, int(cores - busy) - 1))
+
+
+def split_share(workers: int) -> float:
+    """The share of a big file's ranges the loading thread reads itself beside `workers`
+    prescanning the others, so that it is as busy as each of them (it applies theirs too):
+    x + (1 - x) * APPLY_COST = (1 - x) * PRESCAN_COST / workers."""
+    each = PRESCAN_COST / workers
+    return max(0.0, (each - APPLY_COST) / (1 - APPLY_COST + each))
+
+
 @dataclass(frozen=True)
 class Job:
     path: str
     cache_root: str | None = None  # None: no cache
     cache_max: int = 0
+    start: int = 0  # with `end`: prescan bytes [start, end) of the file (see `prescan`)
+    end: int = 0
 
 
 @dataclass
@@ -86,13 +125,19 @@ class Done:
 
     body: bytes | None
     signatures: dict[str, JsonValue] = field(default_factory=dict)
-    how: str = "indexed"  # "hit", "resumed", "indexed" or "error"
+    how: str = "indexed"  # "hit", "resumed", "indexed", "prescanned" or "error"
     error: str = ""
+    lines: Lines | None = None  # a prescanned range
 
 
 def run_job(job: Job) -> Done:
     """Index one file (in a worker; the tests call it in-process too)."""
     path = Path(job.path)
+    if job.end:
+        try:
+            return Done(None, how="prescanned", lines=prescan(path, job.start, job.end))
+        except (OSError, ValueError) as exc:
+            return Done(None, {}, "error", f"{type(exc).__name__}: {exc}")
     cache = IndexCache(Path(job.cache_root), job.cache_max) if job.cache_root else None
     before = stamp(path)
     entry = cache.lookup(path, before) if cache is not None and before is not None else None

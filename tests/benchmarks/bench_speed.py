@@ -1,0 +1,184 @@
+"""Issue 24's goals side by side in one run: one big file, its reopen, and 128 ranks.
+
+    python tests/benchmarks/bench_speed.py [--dir DIR] [--size-mb 500] [--repeat 3]
+        [--ranks 128] [--rank-mb 1.64] [--out FILE]
+
+In DIR (a temporary folder unless given; kept when given, the inputs reused), builds
+`trace.log` as bench_index.py builds its trace and `ranks/` as bench_ranks.py builds its small
+directory. The index cache is DIR/.cache/tcview: the file sits in the folder that holds the
+cache directory, as `~/trace.log` beside `~/.cache/tcview` does. Byte-code caching is on (the
+children run without PYTHONDONTWRITEBYTECODE), as users have it. Each round, each a fresh
+process, in this order:
+
+1. `tcview summary --json --no-cache FILE` as users run it (split into ranges over the idle
+   cores, if any), with one process (TCVIEW_JOBS=1), and split over every core whatever the
+   load (TCVIEW_JOBS=cores): the same JSON;
+2. `tlparse FILE -p`; the compile folders it wrote against tcview's compiles;
+3. the first open with the cache emptied (the entry written), then the reopen: the same JSON;
+4. `tcview summary --json --no-cache ranks/` (divergence included), then
+   `tlparse ranks/ --all-ranks-html`.
+
+Prints each round, the medians with the ratios, the load average before each round, and one
+JSON line.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import re
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+HERE = Path(__file__).resolve()
+REPO = HERE.parents[2]
+sys.path.insert(0, str(REPO / "tests"))
+sys.path.insert(0, str(HERE.parent))
+
+import bench_index  # noqa: E402
+from rankdir import build as build_ranks  # noqa: E402
+from rankdir import templates  # noqa: E402
+
+COMPILE_DIR = re.compile(r"^-_\d+_\d+_\d+$")  # tlparse: one folder a compile id
+
+
+def timed(cmd: list[str], env: dict[str, str]) -> tuple[float, str]:
+    t = time.perf_counter()
+    proc = subprocess.run(cmd, capture_output=True, env=env, cwd=REPO)
+    dt = time.perf_counter() - t
+    if proc.returncode != 0:
+        raise SystemExit(
+            f"{' '.join(cmd[:5])} failed ({proc.returncode}):\n{proc.stderr[-3000:]!r}"
+        )
+    return dt, proc.stdout.decode(errors="replace")
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--dir", type=Path)
+    ap.add_argument("--size-mb", type=int, default=500)
+    ap.add_argument("--ranks", type=int, default=128)
+    ap.add_argument("--rank-mb", type=float, default=1.64)
+    ap.add_argument("--repeat", type=int, default=3)
+    ap.add_argument("--out", type=Path)
+    args = ap.parse_args()
+
+    work = args.dir or Path(tempfile.mkdtemp(prefix="tcview-bench-speed-"))
+    work.mkdir(parents=True, exist_ok=True)
+    trace = work / "trace.log"
+    ranks = work / "ranks"
+    cache = work / ".cache" / "tcview"
+    if not trace.exists():
+        bench_index.build(trace, bench_index.source_files(None), args.size_mb << 20)
+    if not ranks.exists():
+        from conftest import unpack_shared
+
+        build_ranks(
+            ranks,
+            args.ranks,
+            int(args.rank_mb * (1 << 20)),
+            templates(unpack_shared(), REPO / "sample_traces"),
+        )
+    tl = shutil.which("tlparse")
+    env = {k: v for k, v in os.environ.items() if k != "PYTHONDONTWRITEBYTECODE"}
+    env["PYTHONPATH"] = os.pathsep.join(p for p in (str(REPO), env.get("PYTHONPATH")) if p)
+    env["TCVIEW_CACHE_DIR"] = str(cache)
+    env.pop("TCVIEW_JOBS", None)
+    env.pop("TCVIEW_NO_CACHE", None)
+    tc = [sys.executable, "-m", "tcview.commands.cli", "summary", "--json", "-q"]
+    rows: dict[str, list[float]] = {}
+    facts: dict[str, Any] = {"cores": os.cpu_count(), "file_mb": trace.stat().st_size >> 20}
+    loads = []
+
+    def add(name: str, value: float) -> None:
+        rows.setdefault(name, []).append(value)
+
+    for r in range(args.repeat):
+        loads.append(os.getloadavg()[0])
+        dt, out = timed([*tc, "--no-cache", str(trace)], env)
+        add("file: tcview", dt)
+        dt1, out1 = timed([*tc, "--no-cache", str(trace)], {**env, "TCVIEW_JOBS": "1"})
+        add("file: tcview, one process", dt1)
+        cores = str(os.cpu_count() or 1)
+        dt2, out2 = timed([*tc, "--no-cache", str(trace)], {**env, "TCVIEW_JOBS": cores})
+        add("file: tcview, split forced", dt2)
+        assert out1 == out == out2, "one process and a split disagree"
+        counts = json.loads(out)
+        if tl:
+            tl_out = work / "tl"
+            dt, _ = timed(
+                [tl, str(trace), "-p", "-o", str(tl_out), "--no-browser", "--overwrite"], env
+            )
+            add("file: tlparse -p", dt)
+            facts["tlparse_compile_dirs"] = sum(
+                1 for p in tl_out.iterdir() if p.is_dir() and COMPILE_DIR.match(p.name)
+            )
+        facts["counts"] = {
+            k: counts[k] for k in ("records", "compiles", "recompiles", "kernels", "ranks")
+        }
+        shutil.rmtree(cache, ignore_errors=True)
+        dt, first = timed([*tc, str(trace)], env)
+        add("file: first open (cache written)", dt)
+        dt, again = timed([*tc, str(trace)], env)
+        add("file: reopen", dt)
+        assert first == again == out, "the reopen differs"
+        dt, rout = timed([*tc, "--no-cache", str(ranks)], env)
+        add("128 ranks: tcview", dt)
+        facts["divergence"] = "divergence" in json.loads(rout)
+        if tl:
+            dt, _ = timed(
+                [
+                    tl,
+                    str(ranks),
+                    "--all-ranks-html",
+                    "-o",
+                    str(work / "tlr"),
+                    "--no-browser",
+                    "--overwrite",
+                ],
+                env,
+            )
+            add("128 ranks: tlparse --all-ranks-html", dt)
+        print(
+            f"round {r + 1} (load {loads[-1]:.2f}): "
+            + ", ".join(f"{k} {v[-1]:.2f} s" for k, v in rows.items()),
+            flush=True,
+        )
+
+    med = {k: statistics.median(v) for k, v in rows.items()}
+    print(
+        f"\nmedians of {args.repeat} (load average before each round: {', '.join(f'{x:.2f}' for x in loads)})"
+    )
+    for k, v in med.items():
+        print(f"  {k:40} {v:7.2f} s   ({', '.join(f'{x:.2f}' for x in rows[k])})")
+    ratios = {}
+    if "file: tlparse -p" in med:
+        ratios["file vs tlparse -p"] = med["file: tlparse -p"] / med["file: tcview"]
+    ratios["reopen vs first open"] = med["file: first open (cache written)"] / med["file: reopen"]
+    if "128 ranks: tlparse --all-ranks-html" in med:
+        ratios["128 ranks vs tlparse"] = (
+            med["128 ranks: tlparse --all-ranks-html"] / med["128 ranks: tcview"]
+        )
+    ratios["file: split forced vs one process"] = (
+        med["file: tcview, one process"] / med["file: tcview, split forced"]
+    )
+    for k, x in ratios.items():
+        print(f"  {k:40} x{x:.1f}")
+    print("  " + json.dumps(facts))
+    line = json.dumps({"medians": med, "rounds": rows, "ratios": ratios, "loads": loads, **facts})
+    print(line)
+    if args.out:
+        args.out.write_text(line + "\n")
+    if args.dir is None:
+        shutil.rmtree(work, ignore_errors=True)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,217 @@
+"""One big file indexed in ranges (issue 24): the file is cut at record boundaries, workers
+prescan ranges (lines found, headers parsed, kernels found) and the loading thread applies them
+in file order, reading the other ranges itself. The index must be the one a single read makes,
+whatever the cut points and whichever ranges were prescanned: compiles open at a cut, string
+tables, episode counters (torch._dynamo.reset) and header caches included."""
+
+from __future__ import annotations
+
+import os
+import pickle
+from pathlib import Path
+
+import pytest
+from conftest import FIXTURES, SAMPLES
+from hypothesis import HealthCheck, example, given, settings
+from hypothesis import strategies as st
+from model_equal import differences
+
+from tcview.ingest import index, parallel, tracefile
+from tcview.ingest.index import TraceSet
+from tcview.ingest.load import Hooks
+from tcview.ingest.source import load_source
+from tcview.ingest.tracefile import BOUNDARY, KERNEL_LINE, boundaries, kernel_defs, prescan
+
+# Real traces with output code, graph breaks, recompiles, resets, and the hostile fixtures
+# (junk lines, bad JSON, wrong types, missing strings, truncation, long lines).
+FILES = [
+    next((SAMPLES / "cpu_breaks_recompiles" / "trace").iterdir()),
+    next((SAMPLES / "gpu_triton_user" / "trace").iterdir()),
+    *sorted((FIXTURES / "hostile").glob("*.log")),
+]
+
+IGNORE = ("version",)  # a count of changes (for redraws): one per feed, and a split feeds more
+
+
+@pytest.fixture(scope="module")
+def files(fixture_runs: Path) -> list[Path]:
+    return [*FILES, *sorted((fixture_runs / "resets" / "trace").glob("*.log"))]
+
+
+def _serial(path: Path) -> TraceSet:
+    ts = TraceSet(path)
+    tf = ts.add_file(path)
+    tf.feed_from(Hooks())
+    tf.finish()
+    return ts
+
+
+def _in_ranges(path: Path, targets: list[int], prescanned: list[bool]) -> tuple[TraceSet, int]:
+    """Indexed as `_feed_split` does, with these cut targets; range i is prescanned (and sent
+    through pickle, as from a worker) when prescanned[i] says so, the last one never."""
+    ts = TraceSet(path)
+    tf = ts.add_file(path)
+    size = path.stat().st_size
+    cuts = boundaries(path, targets, size)
+    ranges = list(zip([0, *cuts], [*cuts, size], strict=True))
+    applied = 0
+    for i, (lo, hi) in enumerate(ranges):
+        if i < len(ranges) - 1 and prescanned[i % len(prescanned)]:
+            tf.apply_lines(pickle.loads(pickle.dumps(prescan(path, lo, hi))))
+            applied += 1
+        else:
+            tf.feed_range(Hooks(), lo, hi)
+    tf.finish()
+    return ts, applied
+
+
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(
+    st.integers(0, 100),
+    st.lists(st.floats(0, 1), min_size=1, max_size=30),
+    st.lists(st.booleans(), min_size=1, max_size=8),
+)
+def test_any_split_into_prescanned_ranges_equals_one_read(
+    files: list[Path], which: int, targets: list[float], prescanned: list[bool]
+) -> None:
+    path = files[which % len(files)]
+    size = path.stat().st_size
+    split, _ = _in_ranges(path, [int(t * size) for t in targets], prescanned)
+    assert differences(_serial(path), split, IGNORE) == []
+
+
+def test_every_record_boundary_cut_equals_one_read(files: list[Path]) -> None:
+    """Each range one line long, every one prescanned: every record crosses a cut."""
+    for path in files:
+        data = path.read_bytes()
+        cuts = [m.start() + 1 for m in BOUNDARY.finditer(data)]
+        split, applied = _in_ranges(path, cuts, [True])
+        assert applied >= min(len(cuts), 1), path
+        assert differences(_serial(path), split, IGNORE) == [], path.name
+
+
+def test_boundaries_are_line_starts_of_records(tmp_path: Path) -> None:
+    path = tmp_path / "t.log"
+    path.write_bytes(b"H1\n\tpay\n\tload\n\nH2\n\tx\nH3\n")
+    size = path.stat().st_size
+    # Inside H1's payload, on the empty line, on H2 itself, past H3: the next header or none.
+    assert boundaries(path, [4, 15, 17, 30], size) == [15, 21]
+    assert boundaries(path, [0], size) == [15]  # 0 is no cut: the first record starts there
+    assert boundaries(path, [size - 1], size) == []
+
+
+def test_a_big_file_is_split_across_worker_processes(
+    files: list[Path], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Through the loader and real workers (fork and spawn): ranges of 4 KB."""
+    monkeypatch.setattr(index, "SPLIT_MIN_BYTES", 1)
+    monkeypatch.setattr(index, "RANGE_BYTES", 4096)
+    for path in (files[0], files[-1]):
+        monkeypatch.setenv(parallel.JOBS_ENV, "1")
+        serial = load_source(str(path), cache=False)
+        assert isinstance(serial, TraceSet) and serial.load_stats.ranges == 0
+        monkeypatch.setenv(parallel.JOBS_ENV, "3")
+        for method in ("fork", "spawn"):
+            monkeypatch.setattr(parallel, "start_method", lambda m=method: m)
+            split = load_source(str(path), cache=False)
+            assert isinstance(split, TraceSet)
+            stats = split.load_stats
+            assert stats.start_method == method and stats.worker_errors == []
+            assert stats.ranges > 3 and 0 < stats.prescanned < stats.ranges
+            assert differences(serial, split, IGNORE) == []
+            assert split.summary_counts() == serial.summary_counts()
+
+
+def test_a_range_too_long_to_prescan_is_read_here(
+    files: list[Path], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Ranges past PRESCAN_MAX (a record longer than the range size) are not sent."""
+    monkeypatch.setattr(index, "SPLIT_MIN_BYTES", 1)
+    monkeypatch.setattr(index, "RANGE_BYTES", 2048)
+    monkeypatch.setattr(index, "PRESCAN_MAX", 6000)
+    monkeypatch.setattr(tracefile, "PRESCAN_MAX", 6000)  # the forked workers' limit too
+    monkeypatch.setattr(parallel, "start_method", lambda: "fork")
+    monkeypatch.setenv(parallel.JOBS_ENV, "1")
+    serial = load_source(str(files[0]), cache=False)
+    monkeypatch.setenv(parallel.JOBS_ENV, "3")
+    split = load_source(str(files[0]), cache=False)
+    assert isinstance(split, TraceSet)
+    stats = split.load_stats
+    assert stats.worker_errors == [] and 0 < stats.prescanned < stats.ranges
+    assert differences(serial, split, IGNORE) == []
+
+
+def test_cuts_inside_lines_still_give_one_reads_index(
+    files: list[Path], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A file that changed between cutting and reading: a range that does not start at a
+    line is refused by `apply_lines`, and the rest is read here."""
+    monkeypatch.setattr(index, "SPLIT_MIN_BYTES", 1)
+    monkeypatch.setattr(index, "RANGE_BYTES", 4096)
+    monkeypatch.setattr(parallel, "start_method", lambda: "fork")
+
+    def cuts(path: Path, targets: list[int], size: int) -> list[int]:
+        # every other cut 5 bytes into a line: ranges that start there end at a boundary
+        return [c + 5 * (i % 2) for i, c in enumerate(boundaries(path, targets, size))]
+
+    monkeypatch.setattr(index, "boundaries", cuts)
+    monkeypatch.setenv(parallel.JOBS_ENV, "1")
+    serial = load_source(str(files[0]), cache=False)
+    monkeypatch.setenv(parallel.JOBS_ENV, "3")
+    split = load_source(str(files[0]), cache=False)
+    assert isinstance(split, TraceSet) and split.load_stats.ranges > 3
+    assert differences(serial, split, IGNORE) == []
+
+
+def test_small_files_and_one_core_stay_serial(files: list[Path]) -> None:
+    os.environ[parallel.JOBS_ENV] = "4"
+    try:
+        model = load_source(str(files[0]), cache=False)
+    finally:
+        del os.environ[parallel.JOBS_ENV]
+    assert isinstance(model, TraceSet)
+    assert model.load_stats.ranges == 0 and model.load_stats.workers == 0
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    st.lists(
+        st.sampled_from(
+            [
+                b"\tbuf0 = async_compile.triton(",  # a whole definition, and its pieces
+                b"\n",
+                b"\t",
+                b" = async_compile.",
+                b"cpp_pybinding(",
+                b"buf0",
+                b" ",
+            ]
+        ),
+        max_size=40,
+    ),
+    st.integers(0, 60),
+    st.integers(0, 400),
+)
+@example([b"\t", b"\tbuf0 = async_compile.triton(", b"\tbuf0 = async_compile.triton("], 0, 400)
+@example([b"\tbuf0 = async_compile.triton(", b" = async_compile."], 0, 400)
+def test_kernel_definitions_found_from_their_mark_are_the_regexs(
+    parts: list[bytes], lo: int, upto: int
+) -> None:
+    buf = b"".join(parts)
+    lo, upto = min(lo, len(buf)), min(upto, len(buf))
+    want = [(m.start(), m.groups()) for m in KERNEL_LINE.finditer(buf, lo, upto)]
+    assert [(m.start(), m.groups()) for m in kernel_defs(buf, lo, upto)] == want
+
+
+def test_workers_use_idle_cores_only(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Ranges are applied in order: a worker without a core of its own only makes the
+    loading thread wait. This process counts as one of the load; TCVIEW_JOBS overrides."""
+    monkeypatch.delenv(parallel.JOBS_ENV, raising=False)
+    monkeypatch.setattr(os, "process_cpu_count", lambda: 2, raising=False)
+    for load, workers in ((0.0, 1), (1.0, 1), (1.5, 0), (4.0, 0)):
+        monkeypatch.setattr(os, "getloadavg", lambda load=load: (load, load, load))
+        assert parallel.idle_workers() == workers, load
+    monkeypatch.setattr(os, "process_cpu_count", lambda: 16, raising=False)
+    assert parallel.idle_workers() == 12  # load 4: 3 other busy cores
+    monkeypatch.setenv(parallel.JOBS_ENV, "2")
+    assert parallel.idle_workers() == 1
