@@ -684,9 +684,14 @@ def _cudagraph_fix(reason: str, raw: str = "") -> str:
 _COMPONENT = re.compile(r"^\[(?P<hash>[^\]]*)\] (?P<name>[^:]+):")
 
 
-def cache_components(rec: Record) -> dict[str, str]:
+def cache_components(rec: Record, memo: dict[str, dict[str, str]] | None = None) -> dict[str, str]:
     """{component: hash} of a ``fx_graph_cache_*`` / ``aotautograd_cache_*`` artifact's cache
-    key (its ``components`` list: ``[hash] name: value``)."""
+    key (its ``components`` list: ``[hash] name: value``). `memo`: keys already parsed, by the
+    payload's md5 (a warm cache's hits log the same key again and again)."""
+    if memo is not None and rec.md5:
+        known = memo.get(rec.md5)
+        if known is not None:
+            return known
     try:
         value = json.loads(rec.payload())
     except ValueError:
@@ -700,6 +705,8 @@ def cache_components(rec: Record) -> dict[str, str]:
             m = _COMPONENT.match(str(item))
             if m is not None:
                 out[m.group("name").strip()] = m.group("hash")
+    if memo is not None and rec.md5:
+        memo[rec.md5] = out
     return out
 
 
@@ -709,11 +716,15 @@ def changed_components(a: dict[str, str], b: dict[str, str]) -> list[str]:
 
 
 def _nearest(miss: dict[str, str], others: list[dict[str, str]]) -> dict[str, str] | None:
+    """The key among `others` (distinct keys) that shares the most components with `miss`."""
     best, best_n = None, -1
+    mine = set(miss.items())
     for other in others:
-        same = sum(1 for k, v in miss.items() if other.get(k) == v)
+        same = len(mine.intersection(other.items()))
         if same > best_n:
             best, best_n = other, same
+            if same == len(mine):
+                break
     return best
 
 
@@ -732,12 +743,13 @@ def _cache_misses(model: Model) -> list[Finding]:
         for e in model.cache_events
         if e.compile is not None and (id(e.compile.file), e.cache) in warm
     ]
+    memo: dict[str, dict[str, str]] = {}
     hits: dict[tuple[int, str, str], list[dict[str, str]]] = {}
-    hit_ids: dict[int, str] = {}  # id of a hit's key -> its compile
+    hit_ids: dict[int, str] = {}  # id of a hit's key -> its (first) compile
     for event in events:
         if event.result == "hit" and event.compile is not None:
-            key = cache_components(event.record)
-            if GRAPH_COMPONENT in key:
+            key = cache_components(event.record, memo)
+            if GRAPH_COMPONENT in key and id(key) not in hit_ids:  # each distinct key once
                 where = (id(event.compile.file), event.cache, key[GRAPH_COMPONENT])
                 hits.setdefault(where, []).append(key)
                 hit_ids[id(key)] = event.compile.id_label
@@ -750,7 +762,7 @@ def _cache_misses(model: Model) -> list[Finding]:
         entry = missed.setdefault(id(comp), (comp, [], []))
         if event.cache not in entry[1]:
             entry[1].append(event.cache)
-        key = cache_components(event.record)
+        key = cache_components(event.record, memo)
         same = hits.get((id(comp.file), event.cache, key.get(GRAPH_COMPONENT, "")), [])
         near = _nearest(key, same)
         if near is not None:

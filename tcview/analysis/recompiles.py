@@ -32,6 +32,7 @@ Every recompile explained (the API the findings build on):
 from __future__ import annotations
 
 import ast
+import functools
 import json
 import re
 from dataclasses import dataclass, field, replace
@@ -527,13 +528,21 @@ def _value(text: Any) -> Any:
     """A config value as Python wrote it (``True``, ``(2, 1, 1)``), or JSON gave it, as data:
     tuples as lists, so that the two compare."""
     if isinstance(text, str):
-        try:
-            text = ast.literal_eval(text)
-        except (ValueError, SyntaxError, MemoryError, RecursionError):
-            return text
+        return _literal(text)
     if isinstance(text, (tuple, list)):
         return [_value(v) for v in text]
     return text
+
+
+@functools.lru_cache(maxsize=4096)
+def _literal(text: str) -> Any:
+    """`_value` of a string (each compile's config repeats the same few hundred values; the
+    lists it returns are shared, and only compared)."""
+    try:
+        value = ast.literal_eval(text)
+    except (ValueError, SyntaxError, MemoryError, RecursionError):
+        return text
+    return _value(value) if isinstance(value, (tuple, list)) else value
 
 
 def _same(a: Any, b: Any) -> bool:
