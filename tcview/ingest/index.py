@@ -131,11 +131,11 @@ def _takes(n: int, share: float) -> bool:
     return int((n + 1) * share + shift) > int(n * share + shift)
 
 
-
 def walk_key(path: Path) -> list[tuple[int, str]]:
     """Where `discover`'s walk finds `path`: a folder's files (by name) before its subfolders."""
     parts = path.parts
     return [(1, d) for d in parts[:-1]] + [(0, parts[-1])]
+
 
 class TraceSet(Model):
     """All trace files of one input, with the facts derived from them."""
