@@ -346,7 +346,7 @@ def test_markup_in_names_titles_search_and_palette_does_not_break_the_app(
 LITERAL_ON_SCREEN = {
     "bidi.log": "user<U+202E>exe.txt<U+202C>",
     "escapes.log": "␛]0;PWNED TITLE␇",
-    "markup.log": "[bold red]not bold[/] [link=https:",
+    "markup.log": "[bold red]not bold[/]",
     "wrong_types.log": "abc/[1]",
 }
 

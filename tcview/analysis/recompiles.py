@@ -35,6 +35,7 @@ import ast
 import functools
 import json
 import re
+import threading
 from dataclasses import dataclass, field, replace
 from functools import lru_cache
 from typing import Any
@@ -539,10 +540,18 @@ def _literal(text: str) -> Any:
     """`_value` of a string (each compile's config repeats the same few hundred values; the
     lists it returns are shared, and only compared)."""
     try:
-        value = ast.literal_eval(text)
-    except (ValueError, SyntaxError, MemoryError, RecursionError):
+        with _AST_LOCK:
+            value = ast.literal_eval(text)
+    except (ValueError, SyntaxError, MemoryError, RecursionError, SystemError):
         return text
     return _value(value) if isinstance(value, (tuple, list)) else value
+
+
+# CPython 3.11's AST construction checks a recursion depth kept per interpreter; the findings
+# worker's parse raised "SystemError: AST constructor recursion depth mismatch" while another
+# thread parsed too (python/cpython#106905 is one cause). Parses here take turns, and a
+# SystemError leaves the value as text.
+_AST_LOCK = threading.Lock()
 
 
 def _same(a: Any, b: Any) -> bool:
