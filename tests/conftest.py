@@ -119,6 +119,7 @@ MODULE_TIERS = {
     "test_crashes": "unit",
     "test_cudagraphs_partly": "e2e",
     "test_diff": "unit",
+    "test_diff_app": "app",
     "test_effective_config": "e2e",
     "test_export": "e2e",
     "test_find_tmux": "e2e",

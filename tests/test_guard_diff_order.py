@@ -42,3 +42,26 @@ def test_the_diff_leads_with_the_guard_that_failed(fixture_runs: Path) -> None:
         lines[at + 3].startswith("  + L['x']: TENSOR_MATCH:") and "size=[None, 16]" in lines[at + 3]
     )
     assert not any("__builtins_dict__" in t for t in lines)
+
+
+def test_two_processes_guards_differ_not_in_object_ids(fixture_runs: Path) -> None:
+    """guards_one_batch is the same script in another process: its first compile has the same
+    guards as guards_renumbered's, under other object and type ids (addresses)."""
+    a = find(load_source(str(fixture_runs / "guards_one_batch")), "0/0")
+    b = find(load_source(str(fixture_runs / "guards_renumbered")), "0/0")
+    d = compile_diff(a, b)  # type: ignore[arg-type]
+    assert d.other_process and d.guards is not None
+    assert [c for c in d.guards if c.status != SAME] == []
+    ids = [c for c in d.guards if c.renumbered]
+    assert ids and all("___check_" in c.guard.expr for c in ids)
+    lines = [text for _, text, _ in compile_diff_lines(d, ("A 0/0", "B 0/0"))]
+    assert lines[0] == "compile A 0/0 → B 0/0"
+    assert (
+        f"guards: 0 changed, 0 added, 0 removed, 67 same ({len(ids)} only other object ids"
+        " or renumbered globals)" in lines
+    )
+    # One process: an object's other id is another object, a changed guard.
+    assert stable("___check_obj_id(G['torch'], 1403)") != stable("___check_obj_id(G['torch'], 9)")
+    assert stable("___check_obj_id(G['torch'], 1403)", ids=True) == stable(
+        "___check_obj_id(G['torch'], 9)", ids=True
+    )

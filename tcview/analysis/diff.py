@@ -123,9 +123,16 @@ _COMMENT = re.compile(r"\s{2,}#.*$|\s+# \(.*$")
 _RENUMBERED = re.compile(r"(G\[(['\"])__\w*?)_\d+(?:_c\d+)?\2\]")
 
 
-def stable(text: str) -> str:
-    """A guard's text with renumbered globals' numbers replaced by ``#``."""
-    return _RENUMBERED.sub(r"\1_#\2]", text)
+# Object and type ids (``___check_obj_id(G['torch'], 140367125840416)``): addresses, so
+# another process (another run, another rank) has other numbers for the same objects.
+_IDS = re.compile(r"(___check_(?:obj|type)_id\(.*?, )\d+\)")
+
+
+def stable(text: str, ids: bool = False) -> str:
+    """A guard's text with renumbered globals' numbers replaced by ``#``; with `ids`, the
+    object and type ids it checks too (to compare the guards of two processes)."""
+    text = _RENUMBERED.sub(r"\1_#\2]", text)
+    return _IDS.sub(r"\1#)", text) if ids else text
 
 
 @dataclass(frozen=True)
@@ -193,7 +200,8 @@ class GuardChange:
 
     @property
     def renumbered(self) -> bool:
-        """The same guard on a global Dynamo numbered anew (`stable`)."""
+        """The same guard under other numbers: a global Dynamo numbered anew, or (between
+        processes) an object's id (`stable`)."""
         return (
             self.status == SAME
             and self.a is not None
@@ -208,13 +216,16 @@ class GuardChange:
         return guard
 
 
-def guard_diff(a: Sequence[Guard], b: Sequence[Guard]) -> list[GuardChange]:
+def guard_diff(a: Sequence[Guard], b: Sequence[Guard], ids: bool = False) -> list[GuardChange]:
     """Guards matched by (source, kind) where that pair is one guard on each side (its
     value may have changed), else by their whole text; in B's order, removed ones after
-    the guard they followed."""
+    the guard they followed. `ids`: the guards of two processes (object ids not compared)."""
 
     def key(g: Guard) -> tuple[str, str]:
         return (stable(g.source), g.kind)
+
+    def expr(g: Guard) -> str:
+        return stable(g.expr, ids)
 
     ca, cb = Counter(map(key, a)), Counter(map(key, b))
     unique = {k for k in ca if ca[k] == 1 and cb.get(k) == 1}
@@ -227,16 +238,12 @@ def guard_diff(a: Sequence[Guard], b: Sequence[Guard]) -> list[GuardChange]:
         if k in unique:
             old = by_key[k]
             used.add(id(old))
-            same = stable(old.expr) == stable(g.expr)
+            same = expr(old) == expr(g)
             out.append(GuardChange(SAME if same else CHANGED, old, g))
             continue
         # The same guard: source, kind and expression (the comment may differ).
         match = next(
-            (
-                o
-                for o in left
-                if id(o) not in used and key(o) + (stable(o.expr),) == k + (stable(g.expr),)
-            ),
+            (o for o in left if id(o) not in used and key(o) + (expr(o),) == k + (expr(g),)),
             None,
         )
         if match is not None:
@@ -425,6 +432,7 @@ class CompileDiff:
     kernels: list[KernelChange]
     times: list[tuple[str, float | None, float | None]]  # (phase, A seconds, B seconds)
     reasons: list[str]  # why B was compiled (its recompile reasons)
+    other_process: bool = False  # A and B from two log files: their object ids not compared
 
     @property
     def guard_counts(self) -> Counter[str]:
@@ -468,7 +476,9 @@ def compile_times(a: Compile, b: Compile) -> list[tuple[str, float | None, float
 
 def compile_diff(a: Compile, b: Compile) -> CompileDiff:
     ga, gb = compile_guards(a), compile_guards(b)
-    guards = guard_diff(ga, gb) if ga is not None and gb is not None else None
+    # Two log files: two processes (runs or ranks), whose object ids differ.
+    ids = a.file is not b.file
+    guards = guard_diff(ga, gb, ids) if ga is not None and gb is not None else None
     graphs = []
     for kind, label in GRAPH_RECORDS:
         la, lb = _payload_lines(a, kind), _payload_lines(b, kind)
@@ -482,7 +492,8 @@ def compile_diff(a: Compile, b: Compile) -> CompileDiff:
     if guards is not None:
         guards = decisive_first(guards, reasons)
     logged = (ga is not None, gb is not None)
-    return CompileDiff(a, b, guards, logged, graphs, kernels, compile_times(a, b), reasons)
+    times = compile_times(a, b)
+    return CompileDiff(a, b, guards, logged, graphs, kernels, times, reasons, ids)
 
 
 def model_kernels(model: Model, cancelled: Callable[[], bool] | None = None) -> list[KernelInfo]:

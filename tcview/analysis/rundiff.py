@@ -25,6 +25,7 @@ from tcview.analysis.diff import (
     KernelChange,
     kernel_diff,
     model_kernels,
+    predecessor,
 )
 from tcview.analysis.findings import (
     CacheKeyChange,
@@ -80,10 +81,12 @@ class Side:
     time_s: float = 0.0
     phases: dict[str, float] = field(default_factory=dict)
     statuses: Counter[str] = field(default_factory=Counter)
+    comps: list[Compile] = field(default_factory=list, repr=False)  # in frame order
 
     def add(self, frame: Frame) -> None:
         self.frames += 1
         for comp in frame.compiles:
+            self.comps.append(comp)
             self.compiles += 1
             self.recompiles += comp.key.is_recompile
             self.breaks += len(comp.breaks)
@@ -134,6 +137,34 @@ class FrameDiff:
         if not self.b.frames:
             return GONE
         return SAME if self.a.shape == self.b.shape else CHANGED
+
+
+@dataclass(frozen=True)
+class CompilePair:
+    """A frame's n-th compile in each run (None: that run compiled the frame fewer times)."""
+
+    a: Compile | None
+    b: Compile | None
+
+    def sides(self) -> tuple[Compile, Compile, str, str] | None:
+        """What to diff, with each side's name: A's compile against B's; a compile only one
+        run has, against the compile it replaced in that run (why that run recompiled)."""
+        if self.a is not None and self.b is not None:
+            return self.a, self.b, f"A {self.a.id_label}", f"B {self.b.id_label}"
+        run, comp = ("A", self.a) if self.a is not None else ("B", self.b)
+        before = predecessor(comp) if comp is not None else None
+        if comp is None or before is None:
+            return None
+        return before, comp, f"{run} {before.id_label}", f"{run} {comp.id_label}"
+
+
+def compile_pairs(f: FrameDiff) -> list[CompilePair]:
+    """The frame's compiles side by side, by their order in the frame."""
+    a, b = f.a.comps, f.b.comps
+    return [
+        CompilePair(a[i] if i < len(a) else None, b[i] if i < len(b) else None)
+        for i in range(max(len(a), len(b)))
+    ]
 
 
 @dataclass

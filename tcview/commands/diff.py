@@ -1,6 +1,7 @@
 """``tcview diff RUN_A RUN_B``: what changed between two runs (trace dirs or captures).
 
-Interactive on a terminal (a view of the report); ``--text`` (or a pipe) prints the report,
+Interactive on a terminal (the frames of both runs side by side, leading to their compiles and
+the compile diffs, above the rest of the report); ``--text`` (or a pipe) prints the report,
 ``--json`` the same as data (both through `pager.emit`, as the other commands' text), and
 ``--fail-on CHECKS`` makes it a CI gate (exit 1, naming what tripped).
 """

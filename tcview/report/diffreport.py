@@ -29,9 +29,16 @@ from tcview.model.facts import short_guard
 # CHANGED, NEW, GONE, RENAMED, MOVED) for lines that are one.
 Row = tuple[str, str, list[tuple[int, int]]]
 LIST_LIMIT = 500  # rows of one list in a report
+# The same guards under other numbers (`GuardChange.renumbered`), by whether A and B come
+# from two processes (whose object ids differ).
+_RENUMBERED = {
+    False: "on renumbered globals",
+    True: "only other object ids or renumbered globals",
+}
 
 
-def _t(seconds: float | None) -> str:
+def secs(seconds: float | None) -> str:
+    """``1.25s``, ``38ms``, ``12µs``; ``-`` for none."""
     if seconds is None:
         return "-"
     if seconds >= 1:
@@ -39,7 +46,8 @@ def _t(seconds: float | None) -> str:
     return f"{seconds * 1000:.0f}ms" if seconds >= 0.001 else f"{seconds * 1e6:.0f}µs"
 
 
-def _pct(a: float, b: float) -> str:
+def pct(a: float, b: float) -> str:
+    """B's change from A, ``  (+12%)`` ("" when A is 0)."""
     if a <= 0:
         return ""
     return f"  ({(b - a) / a * 100:+.0f}%)"
@@ -80,10 +88,12 @@ def guard_rows(changes: Sequence[GuardChange], all_guards: bool = False) -> list
     return out
 
 
-def compile_diff_lines(d: CompileDiff) -> list[Row]:
-    """The compile diff as report lines: what the pane shows."""
+def compile_diff_lines(d: CompileDiff, names: tuple[str, str] | None = None) -> list[Row]:
+    """The compile diff as report lines: what the pane shows. `names`: what to call the two
+    compiles (``A 0/1``, ``B 0/1`` for compiles of two runs); their ids by default."""
     a, b = d.a, d.b
-    out: list[Row] = [("title", f"compile {a.id_label} → {b.id_label}", [])]
+    na, nb = names or (a.id_label, b.id_label)
+    out: list[Row] = [("title", f"compile {na} → {nb}", [])]
     fa, fb = (c.frame.label if c.frame is not None else "" for c in (a, b))
     if fa != fb:  # two compiles of different functions: name both
         out.append(("field", f"frames    {fa or '?'} → {fb or '?'}", []))
@@ -94,17 +104,17 @@ def compile_diff_lines(d: CompileDiff) -> list[Row]:
     if ta is not None or tb is not None:
         note = time_note([a, b])
         note = f"  ({note})" if note else ""
-        out.append(("field", f"time      {_t(ta)} → {_t(tb)}{_pct(ta or 0, tb or 0)}{note}", []))
+        out.append(("field", f"time      {secs(ta)} → {secs(tb)}{pct(ta or 0, tb or 0)}{note}", []))
     if d.reasons:
         out.append(("", "", []))
-        out.append(("heading", f"why {b.id_label} was compiled (the guard that failed)", []))
+        out.append(("heading", f"why {nb} was compiled (the guard that failed)", []))
         out.extend(("warn", f"  • {short_guard(r)}", []) for r in d.reasons)
     out.append(("", "", []))
     counts = d.guard_counts
     if d.guards is None:
-        logged = [c.id_label for c, yes in zip((a, b), d.guards_logged, strict=True) if yes]
-        missing = [c for c, yes in zip((a, b), d.guards_logged, strict=True) if not yes]
-        why = " · ".join(f"{c.id_label}: {c.status}" for c in missing)
+        sides = list(zip((na, nb), (a, b), d.guards_logged, strict=True))
+        logged = [name for name, _, yes in sides if yes]
+        why = " · ".join(f"{name}: {c.status}" for name, c, yes in sides if not yes)
         if logged:
             out.append(("heading", f"guards: only {logged[0]} logged its guards ({why})", []))
         else:
@@ -116,7 +126,7 @@ def compile_diff_lines(d: CompileDiff) -> list[Row]:
                 "heading",
                 f"guards: {counts[CHANGED]} changed, {counts[ADDED]} added, "
                 f"{counts[REMOVED]} removed, {counts[SAME]} same"
-                + (f" ({renumbered} on renumbered globals)" if renumbered else ""),
+                + (f" ({renumbered} {_RENUMBERED[d.other_process]})" if renumbered else ""),
                 [],
             )
         )
@@ -149,13 +159,13 @@ def compile_diff_lines(d: CompileDiff) -> list[Row]:
         out.append(("heading", "compile time", []))
         for label, ta, tb in d.times:
             out.append(
-                ("field", f"  {label:<28}{_t(ta):>9} → {_t(tb):<9}{_pct(ta or 0, tb or 0)}", [])
+                ("field", f"  {label:<28}{secs(ta):>9} → {secs(tb):<9}{pct(ta or 0, tb or 0)}", [])
             )
     for g in d.graphs:
         removed, added = diff_counts(g.lines)
         out.append(("", "", []))
         if not g.in_a or not g.in_b:
-            where = b.id_label if g.in_b else a.id_label
+            where = nb if g.in_b else na
             out.append(("heading", f"{g.label}: only in {where}", []))
         else:
             out.append(("heading", f"{g.label}: {removed} line(s) removed, {added} added", []))
@@ -163,8 +173,9 @@ def compile_diff_lines(d: CompileDiff) -> list[Row]:
     return out
 
 
-def run_diff_lines(d: RunDiff) -> list[Row]:
-    """The run diff as report lines: what ``tcview diff`` prints and its view shows."""
+def run_diff_lines(d: RunDiff, frames: bool = True) -> list[Row]:
+    """The run diff as report lines: what ``tcview diff`` prints and its app shows below its
+    list of frames (without `frames`, the report's own list of them)."""
     out: list[Row] = [("title", f"tcview diff  A: {d.a_label}  →  B: {d.b_label}", [])]
     c = d.counts()
     if not d.changed:
@@ -176,7 +187,7 @@ def run_diff_lines(d: RunDiff) -> list[Row]:
     out.append(("heading", f"{'':<16}{'A':>10}{'B':>10}", []))
     for key, (a, b) in d.totals.items():
         if key == "compile_time_s":
-            row = f"{'compile time':<16}{_t(a):>10}{_t(b):>10}{_pct(a, b)}"
+            row = f"{'compile time':<16}{secs(a):>10}{secs(b):>10}{pct(a, b)}"
             if d.time_note:
                 row += f"  ({d.time_note})"
         else:
@@ -190,8 +201,8 @@ def run_diff_lines(d: RunDiff) -> list[Row]:
         if len(rows) > LIST_LIMIT:
             out.append(("dim", f"  … {len(rows) - LIST_LIMIT} more", []))
 
-    frames: list[Row] = []
-    for f in d.frames:
+    frame_rows: list[Row] = []
+    for f in d.frames if frames else ():
         sa, sb = f.a, f.b
         text = (
             f"  {f.status:<8} {f.sig.text}  compiles {_arrow(sa.compiles, sb.compiles)}"
@@ -199,14 +210,15 @@ def run_diff_lines(d: RunDiff) -> list[Row]:
             f" · breaks {_arrow(sa.breaks, sb.breaks)}"
         )
         ta, tb = (side.time_s if side.compiles else None for side in (sa, sb))  # None: no frame
-        change = _pct(ta, tb) if ta is not None and tb is not None else ""
-        text += f" · time {_t(ta)} → {_t(tb)}{change}"
+        change = pct(ta, tb) if ta is not None and tb is not None else ""
+        text += f" · time {secs(ta)} → {secs(tb)}{change}"
         if sa.failures or sb.failures:
             text += f" · failures {_arrow(sa.failures, sb.failures)}"
         if sa.cache_hits or sb.cache_hits:
             text += f" · cache hits {_arrow(sa.cache_hits, sb.cache_hits)}"
-        frames.append((f.status, text, []))
-    section("frames (matched by function, file and first line)", frames)
+        frame_rows.append((f.status, text, []))
+    if frames:
+        section("frames (matched by function, file and first line)", frame_rows)
 
     def counted(items: Sequence[CountChange]) -> list[Row]:
         rows: list[Row] = []
@@ -258,7 +270,7 @@ def run_diff_lines(d: RunDiff) -> list[Row]:
     section(
         "compile time by phase (summed over compiles)",
         [
-            ("field", f"  {label:<28}{_t(a):>9} → {_t(b):<9}{_pct(a, b)}", [])
+            ("field", f"  {label:<28}{secs(a):>9} → {secs(b):<9}{pct(a, b)}", [])
             for label, (a, b) in d.phases.items()
         ],
     )
