@@ -133,6 +133,7 @@ MODULE_TIERS = {
     "test_scale": "unit",
     "test_search": "unit",
     "test_show": "unit",
+    "test_show_layout": "unit",
     "test_ssh": "e2e",
     "test_take_ui": "app",
     "test_textlog": "unit",

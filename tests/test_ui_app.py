@@ -16,6 +16,7 @@ from ui_helpers import (
     counts_text,
     palette_lists,
     ready,
+    screen_text,
     settle,
     summary_json,
     sync,
@@ -105,14 +106,37 @@ async def test_goto_kernel_shows_def_line() -> None:
         await ready(app, pilot)
         item = cursor_item(app)
         assert item.kind == "kernel" and item.obj.name == kernel.name
-        # The detail opens on what the kernel is (kind, graph, what it fuses, its launch),
-        # with its source below: the def line is in it.
+        # The detail opens on the kernel's source, at its def; its kind and compile are the
+        # first lines above (scroll up), what it fuses and its launch come after the source.
         view = viewer(app)
         lines = view.visible_text()
-        assert lines[0] == f"kernel {kernel.name}"
-        assert any(ln.startswith("kind      ") for ln in lines)
+        assert any(ln.startswith(f"def {kernel.name}(") for ln in lines), lines
         doc = view.doc
-        assert any(doc.plain(i).startswith(f"def {kernel.name}(") for i in range(doc.count))
+        assert doc.plain(0) == f"kernel {kernel.name}  {kernel.kind}"
+        assert doc.plain(1).startswith("compile 0/0 · graph inference")
+        assert any(t.plain.startswith("  ATen ops") for t in doc.tail)
+
+
+H100_KERNELS = [
+    ("h100_autotune_train", "triton_tem_fused_addmm_gelu_t_0"),
+    ("h100_gpt2_profile", "triton_red_fused__log_softmax_prepare_softmax_online_19"),
+]
+
+
+@sync
+@pytest.mark.parametrize(("run", "kernel"), H100_KERNELS)
+async def test_goto_kernel_shows_its_def_on_the_first_screen(
+    fixture_runs: Path, run: str, kernel: str
+) -> None:
+    """--goto a Triton kernel of a real H100 run at 120x40: its ``def`` line is on the
+    first screen, with the status bar's counts (a ~30-row header pushed it off before)."""
+    trace = fixture_runs / run
+    app = TcviewApp(str(trace), goto=kernel)
+    async with app.run_test(size=SIZE) as pilot:
+        await ready(app, pilot)
+        screen = screen_text(app)
+        assert f"def {kernel}(" in screen, screen
+        assert counts_text(summary_json(trace)) in screen, screen
 
 
 @sync
@@ -309,7 +333,8 @@ async def test_kernels_view_filters_as_you_type() -> None:
         await settle(app, pilot)
         item = cursor_item(app)
         assert item.kind == "kernel" and item.obj.kind == "persistent"
-        assert "kind      persistent" in viewer(app).visible_text()
+        assert viewer(app).doc.plain(0) == f"kernel {item.obj.name}  persistent"
+        assert f"def {item.obj.name}(" in "\n".join(viewer(app).visible_text())
 
 
 @sync
