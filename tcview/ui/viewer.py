@@ -248,10 +248,23 @@ class CodeView(ScrollView, can_focus=True):
         if not keep_position:
             # From the top when the focus line and a few after it are on the first screen.
             row = self.row_of(doc.focus)
-            height = self.scrollable_content_region.height
+            # The height under a horizontal scrollbar, there yet or not: the same every time.
+            height = self.content_region.height - self.styles.scrollbar_size_horizontal
             top = max(0, row - 2) if doc.focus and row + FOCUS_ROOM > height else 0
             self.scroll_to(0, top, animate=False, immediate=True, force=True)
+            if top:  # a scrollbar that appears now is laid out later: set it then
+                self.call_after_refresh(self._scroll_down_to, doc, top, self.scroll_offset.y)
         self.refresh()
+
+    def _scroll_down_to(self, doc: Document, top: int, was: int) -> None:
+        """Scroll to `top` once laid out, unless another document or a scroll (a search's
+        match) came meanwhile."""
+        if self.doc is not doc or self.scroll_offset.y != was:
+            return
+        if self.scroll_offset.y < top:
+            self.scroll_to(0, top, animate=False, immediate=True, force=True)
+        if self.show_vertical_scrollbar:
+            self.vertical_scrollbar.position = self.scroll_offset.y
 
     @property
     def row_count(self) -> int:
