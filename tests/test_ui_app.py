@@ -117,6 +117,27 @@ async def test_goto_kernel_shows_def_line() -> None:
         assert any(t.plain.startswith("  ATen ops") for t in doc.tail)
 
 
+@sync
+async def test_other_view_says_each_log_path_once(fixture_runs: Path) -> None:
+    """The Other view of a real H100 run: the TORCH_LOGS file's path once, as the heading of
+    its lines (each with its line number), not repeated on every line."""
+    run = fixture_runs / "h100_cudagraph_crash"
+    app = TcviewApp(str(run))
+    async with app.run_test(size=SIZE) as pilot:
+        await ready(app, pilot)
+        await pilot.press("o")
+        await settle(app, pilot)
+        assert isinstance(app.screen, OtherView)
+        await until(pilot, lambda: viewer(app).doc.title == "other output", what="the lines")
+        screen = screen_text(app)
+        path = str(run / "torch_logs.txt")
+        assert screen.count(path) == 1, screen
+        lines = viewer(app).visible_text()
+        assert lines[0] == f"{path} · 4 lines that are not log messages"
+        assert lines[1].startswith("    2  ") and "UserWarning" in lines[1]
+        assert lines[3].startswith("  111  ")
+
+
 H100_KERNELS = [
     ("h100_autotune_train", "triton_tem_fused_addmm_gelu_t_0"),
     ("h100_gpt2_profile", "triton_red_fused__log_softmax_prepare_softmax_online_19"),
