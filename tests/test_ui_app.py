@@ -138,6 +138,22 @@ async def test_other_view_says_each_log_path_once(fixture_runs: Path) -> None:
         assert lines[3].startswith("  111  ")
 
 
+@sync
+async def test_failure_message_shows_its_line_breaks(shared_traces: Path) -> None:
+    """A real Dynamo failure's message has several lines: the Failures view's pane shows
+    them as lines (the ones after the first indented), never as ␤ marks."""
+    app = TcviewApp(str(shared_traces / "h200-torch2.11" / "breaks" / "trace"))
+    async with app.run_test(size=SIZE) as pilot:
+        await ready(app, pilot)
+        await pilot.press("f")
+        await settle(app, pilot)
+        lines = viewer(app).visible_text()
+        assert lines[:2] == ["Unsupported", "Failed to trace builtin operator"], lines
+        assert lines[2].startswith("    Explanation: Dynamo does not know how to trace")
+        assert any(ln.startswith("    Hint: Please report an issue") for ln in lines)
+        assert "\u2424" not in screen_text(app)
+
+
 H100_KERNELS = [
     ("h100_autotune_train", "triton_tem_fused_addmm_gelu_t_0"),
     ("h100_gpt2_profile", "triton_red_fused__log_softmax_prepare_softmax_online_19"),

@@ -173,3 +173,14 @@ def test_open_missing_path(capsys: pytest.CaptureFixture) -> None:
     )
     assert open_app(args) == 2
     assert "no such file" in capsys.readouterr().err
+
+
+def test_multi_line_text_keeps_its_lines_and_stays_safe() -> None:
+    """A message's line breaks become lines (the rest indented); control characters in a line
+    are still made safe, and trailing blank lines go."""
+    from tcview.text.safe import safe_line
+    from tcview.ui.content import lit_lines
+
+    lines = [t.plain for t in lit_lines("boom\n\x1b[2Jwiped\n\nmore\n\n")]
+    assert lines == ["boom", "  " + safe_line("\x1b[2Jwiped"), "", "  more"]
+    assert not any("\x1b" in ln or "\u2424" in ln for ln in lines)

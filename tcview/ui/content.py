@@ -183,6 +183,15 @@ def lit(text: object, style: str = "") -> Text:
     return Text(safe_line(str(text)), style=style)
 
 
+def lit_lines(text: str, style: str = "", indent: str = "  ") -> list[Text]:
+    """Trace text of several lines (a failure's message) as real lines, the ones after the
+    first indented by `indent`; each made safe like `lit`. Trailing blank lines are dropped."""
+    first, *rest = text.rstrip("\n").split("\n")
+    out = [lit(first, style)]
+    out.extend(lit(indent + line if line.strip() else "", style) for line in rest)
+    return out
+
+
 def styled_doc(title: str, lines: list[Text]) -> Document:
     return Document(title, styled=lines, numbered=False)
 
@@ -578,7 +587,7 @@ def error_doc(error: Error) -> Document:
     rank = "-" if error.rank is None else str(error.rank)
     lines = [
         Text.assemble(lit(error.error_type, "bold red")),
-        lit(error.message),
+        *lit_lines(error.message),
         Text.assemble(
             ("rank ", "dim"), lit(rank), ("  from ", "dim"), lit(error.where), " ", (where, "dim")
         ),

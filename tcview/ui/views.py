@@ -78,6 +78,7 @@ from tcview.ui.content import (
     detail_lines,
     error_doc,
     lit,
+    lit_lines,
     record_doc,
     styled_doc,
     tag_style,
@@ -394,8 +395,10 @@ class BreaksView(TableView[BreakGroup]):
 
     def detail(self, group: BreakGroup) -> Document:
         gb = group.first
+        first, *rest = lit_lines(group.reason, "bold", " " * (len(f"{group.count}× ") + 2))
         lines = [
-            Text.assemble((f"{group.count}× ", "bold yellow"), lit(group.reason, "bold")),
+            Text.assemble((f"{group.count}× ", "bold yellow"), first),
+            *rest,
             Text.assemble(("at        ", "dim"), lit(group.location or "?", "yellow")),
         ]
         if gb.explanation:
@@ -738,7 +741,7 @@ class FailuresView(TableView[Failure]):
                 lit(f.fail_type, "bold red"),
                 ("  recompile limit" if f.is_recompile_limit else "", "red"),
             ),
-            lit(f.reason),
+            *lit_lines(f.reason),
         ]
         if f.location:
             lines.append(Text.assemble(("at ", "dim"), lit(f.location)))
