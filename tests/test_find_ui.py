@@ -170,7 +170,9 @@ async def test_other_output_opens_the_other_view_at_the_line() -> None:
         assert isinstance(app.screen, OtherView)
         viewer = app.screen.query_one(Reader).viewer
         line, start, end = viewer.matches[viewer.match_index]
-        assert viewer.doc.plain(line).startswith(f"{app.model.display}:139: ")
+        # the file's path once, above its lines; the line found is 139
+        assert viewer.doc.plain(0).startswith(f"{app.model.display} · 3 lines")
+        assert viewer.doc.plain(line).startswith("  139  ")
         assert viewer.doc.plain(line)[start:end] == "Converting a tensor"
 
 

@@ -544,12 +544,14 @@ def test_show_a_frame_and_a_kernel(dim: Path) -> None:
     kernel = show(str(dim), "cpp_fused_add_mul_tanh_0")
     assert kernel.returncode == 0, kernel.stderr
     lines = kernel.stdout.split("\n")
-    assert lines[:4] == [
-        "kernel cpp_fused_add_mul_tanh_0",
-        "kind      cpp",
-        "compile   1/0",
-        "graph     inference",
+    # its kind on the title's line, its compile and graph on the next, then its source
+    assert lines[:3] == [
+        "kernel cpp_fused_add_mul_tanh_0  cpp",
+        "compile 1/0 · graph inference",
+        "output code lines 33-62 · launch #1",
     ]
+    assert lines[3].startswith("same in   6 compiles: 1/0 (inference), 1/1")
+    assert lines[4:6] == ["", "source"]
     assert any(
         ln.endswith(
             "│ cpp_fused_add_mul_tanh_0 = async_compile.cpp_pybinding(['const float*', 'float*'], r'''"

@@ -6,7 +6,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from tcview.ingest.source import load_source
-from tcview.report.detail import Row, compile_detail, render_text, row_text
+from tcview.report.detail import Row, compile_detail, kernel_detail, render_text, row_text
 from tcview.report.show import find
 
 LONG = "cpp_fused_add_addcdiv_copy__div_fma_lerp_mul_neg_pow_reciprocal_rsub_sqrt_0"
@@ -23,3 +23,17 @@ def test_show_prints_a_long_kernel_name_and_its_kind_apart(shared_traces: Path) 
     model = load_source(str(shared_traces / "cpu-torch2.13" / "e_training"))
     text = render_text(compile_detail(find(model, "3/0"), model))  # type: ignore[arg-type]
     assert f"  {LONG}  cpp         inference" in text.splitlines()
+
+
+def test_show_keeps_long_triton_names_apart_from_their_kind(fixture_runs: Path) -> None:
+    """A real H100 GPT-2 run's backward has Triton names of 120 characters and more: each is
+    two spaces from its kind in the compile's kernel list, and on the kernel's title line."""
+    model = load_source(str(fixture_runs / "h100_gpt2_profile"))
+    comp = find(model, "0/0")
+    text = render_text(compile_detail(comp, model)).splitlines()  # type: ignore[arg-type]
+    long = [k for k in comp.kernels if len(k.name) > 100]  # type: ignore[union-attr]
+    assert len(long) >= 2
+    for kernel in long:
+        assert any(ln.startswith(f"  {kernel.name}  {kernel.kind}") for ln in text), kernel.name
+        title = render_text(kernel_detail(kernel, model)).splitlines()[0]
+        assert title == f"kernel {kernel.name}  {kernel.kind}"

@@ -16,6 +16,7 @@ from ui_helpers import (
     counts_text,
     palette_lists,
     ready,
+    screen_text,
     settle,
     summary_json,
     sync,
@@ -105,14 +106,74 @@ async def test_goto_kernel_shows_def_line() -> None:
         await ready(app, pilot)
         item = cursor_item(app)
         assert item.kind == "kernel" and item.obj.name == kernel.name
-        # The detail opens on what the kernel is (kind, graph, what it fuses, its launch),
-        # with its source below: the def line is in it.
+        # The detail opens on the kernel's source, at its def; its kind and compile are the
+        # first lines above (scroll up), what it fuses and its launch come after the source.
         view = viewer(app)
         lines = view.visible_text()
-        assert lines[0] == f"kernel {kernel.name}"
-        assert any(ln.startswith("kind      ") for ln in lines)
+        assert any(ln.startswith(f"def {kernel.name}(") for ln in lines), lines
         doc = view.doc
-        assert any(doc.plain(i).startswith(f"def {kernel.name}(") for i in range(doc.count))
+        assert doc.plain(0) == f"kernel {kernel.name}  {kernel.kind}"
+        assert doc.plain(1).startswith("compile 0/0 · graph inference")
+        assert any(t.plain.startswith("  ATen ops") for t in doc.tail)
+
+
+@sync
+async def test_other_view_says_each_log_path_once(fixture_runs: Path) -> None:
+    """The Other view of a real H100 run: the TORCH_LOGS file's path once, as the heading of
+    its lines (each with its line number), not repeated on every line."""
+    run = fixture_runs / "h100_cudagraph_crash"
+    app = TcviewApp(str(run))
+    async with app.run_test(size=SIZE) as pilot:
+        await ready(app, pilot)
+        await pilot.press("o")
+        await settle(app, pilot)
+        assert isinstance(app.screen, OtherView)
+        await until(pilot, lambda: viewer(app).doc.title == "other output", what="the lines")
+        screen = screen_text(app)
+        path = str(run / "torch_logs.txt")
+        assert screen.count(path) == 1, screen
+        lines = viewer(app).visible_text()
+        assert lines[0] == f"{path} · 4 lines that are not log messages"
+        assert lines[1].startswith("    2  ") and "UserWarning" in lines[1]
+        assert lines[3].startswith("  111  ")
+
+
+@sync
+async def test_failure_message_shows_its_line_breaks(shared_traces: Path) -> None:
+    """A real Dynamo failure's message has several lines: the Failures view's pane shows
+    them as lines (the ones after the first indented), never as ␤ marks."""
+    app = TcviewApp(str(shared_traces / "h200-torch2.11" / "breaks" / "trace"))
+    async with app.run_test(size=SIZE) as pilot:
+        await ready(app, pilot)
+        await pilot.press("f")
+        await settle(app, pilot)
+        lines = viewer(app).visible_text()
+        assert lines[:2] == ["Unsupported", "Failed to trace builtin operator"], lines
+        assert lines[2].startswith("    Explanation: Dynamo does not know how to trace")
+        assert any(ln.startswith("    Hint: Please report an issue") for ln in lines)
+        assert "\u2424" not in screen_text(app)
+
+
+H100_KERNELS = [
+    ("h100_autotune_train", "triton_tem_fused_addmm_gelu_t_0"),
+    ("h100_gpt2_profile", "triton_red_fused__log_softmax_prepare_softmax_online_19"),
+]
+
+
+@sync
+@pytest.mark.parametrize(("run", "kernel"), H100_KERNELS)
+async def test_goto_kernel_shows_its_def_on_the_first_screen(
+    fixture_runs: Path, run: str, kernel: str
+) -> None:
+    """--goto a Triton kernel of a real H100 run at 120x40: its ``def`` line is on the
+    first screen, with the status bar's counts (a ~30-row header pushed it off before)."""
+    trace = fixture_runs / run
+    app = TcviewApp(str(trace), goto=kernel)
+    async with app.run_test(size=SIZE) as pilot:
+        await ready(app, pilot)
+        screen = screen_text(app)
+        assert f"def {kernel}(" in screen, screen
+        assert counts_text(summary_json(trace)) in screen, screen
 
 
 @sync
@@ -309,7 +370,8 @@ async def test_kernels_view_filters_as_you_type() -> None:
         await settle(app, pilot)
         item = cursor_item(app)
         assert item.kind == "kernel" and item.obj.kind == "persistent"
-        assert "kind      persistent" in viewer(app).visible_text()
+        assert viewer(app).doc.plain(0) == f"kernel {item.obj.name}  persistent"
+        assert f"def {item.obj.name}(" in "\n".join(viewer(app).visible_text())
 
 
 @sync

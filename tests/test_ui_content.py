@@ -64,14 +64,22 @@ def test_loader_builds_the_counted_model(sample: Path) -> None:
     assert loader.done == loader.total > 0
 
 
-def test_kernel_doc_has_its_detail_then_its_source() -> None:
-    """The kernel's detail rows come first (the view opens there), then its source, numbered
-    as in its output code, starting with the comment above its definition."""
+def test_kernel_doc_has_its_facts_then_its_source_then_the_rest() -> None:
+    """A few lines of facts (kind, compile, graph) come first, then its source, numbered as in
+    its output code, starting with the comment above its definition; the view opens at its
+    ``def``; what it fuses and its launch follow the source."""
     ts = load_source(str(GPU_SAMPLE))
     assert len(ts.kernels) == SAMPLE_COUNTS[GPU_SAMPLE.name]["kernels"]
     for kernel in ts.kernels:
         doc = kernel_doc(kernel)
-        assert doc.focus == 0 and doc.head[0].plain == f"kernel {kernel.name}"
+        assert doc.head[0].plain == f"kernel {kernel.name}  {kernel.kind}"
+        assert doc.head[1].plain.startswith("compile 0/0 · graph inference")
+        assert len(doc.head) <= 6
+        assert doc.plain(doc.focus).startswith(f"def {kernel.name}(")
+        tail = [t.plain for t in doc.tail]
+        assert "fuses" in tail and "launch" in tail
+        assert doc.count == len(doc.head) + len(doc.lines) + len(doc.tail)
+        assert doc.lineno(doc.count - 1) is None
         assert doc.lines[0].startswith("# kernel path: ")
         assert any(ln.startswith(f"{kernel.name} = async_compile.") for ln in doc.lines)
         assert any(ln.startswith(f"def {kernel.name}(") for ln in doc.lines)
@@ -165,3 +173,14 @@ def test_open_missing_path(capsys: pytest.CaptureFixture) -> None:
     )
     assert open_app(args) == 2
     assert "no such file" in capsys.readouterr().err
+
+
+def test_multi_line_text_keeps_its_lines_and_stays_safe() -> None:
+    """A message's line breaks become lines (the rest indented); control characters in a line
+    are still made safe, and trailing blank lines go."""
+    from tcview.text.safe import safe_line
+    from tcview.ui.content import lit_lines
+
+    lines = [t.plain for t in lit_lines("boom\n\x1b[2Jwiped\n\nmore\n\n")]
+    assert lines == ["boom", "  " + safe_line("\x1b[2Jwiped"), "", "  more"]
+    assert not any("\x1b" in ln or "\u2424" in ln for ln in lines)

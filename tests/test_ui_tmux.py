@@ -21,9 +21,10 @@ def _run_case(trace: Path, kernel: str, size: tuple[int, int] = (120, 40)) -> No
         f"{shlex.quote(str(trace))} --goto {shlex.quote(kernel)}"
     )
     expected = counts_text(summary_json(trace))
+    # the kernel's detail opens on its source, at its def line (cut to a narrow pane's width)
+    want = f"def {kernel}(" if size[0] >= 120 else f"def {kernel}"[:30]
     with Terminal(command, size) as term:
-        # the kernel's detail opens on what it is (kind, graph, what it fuses, its launch)
-        screen = term.wait_for("ATen ops")
+        screen = term.wait_for(want)
         assert f"kernel {kernel}"[:30] in screen, screen  # the viewer's title
         screen = term.wait_for(expected)
         assert "static" in screen, screen
@@ -38,6 +39,11 @@ def _triton_kernel(trace: Path) -> str:
 
 def test_tmux_goto_kernel_sample() -> None:
     _run_case(GPU_SAMPLE, _triton_kernel(GPU_SAMPLE))
+
+
+def test_tmux_goto_kernel_h100_run(fixture_runs: Path) -> None:
+    """A template kernel of a real H100 run: its def is on the first 120x40 screen."""
+    _run_case(fixture_runs / "h100_autotune_train", "triton_tem_fused_addmm_gelu_t_0")
 
 
 def test_tmux_goto_kernel_80x24_shared(shared_traces: Path) -> None:

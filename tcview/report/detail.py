@@ -185,6 +185,9 @@ class Row:
     depth: int = 0  # 0: a row of the section; 1, 2: under the row above it
     bullet: bool = False  # an item of a list (``• value``)
     amount: float | None = None  # a quantity to draw as a bar (time rows: seconds)
+    # Shown beside the inline rows around it (``compile 0/0 · graph inference``): a layout
+    # only, not in the JSON.
+    inline: bool = False
 
 
 @dataclass
@@ -248,7 +251,11 @@ def _section_json(section: Section) -> dict[str, Any]:
     out: dict[str, Any] = {"heading": section.heading, "tag": section.tag}
     if section.rows:
         out["rows"] = [
-            {k: v for k, v in asdict(r).items() if v not in (None, False) or k == "value"}
+            {
+                k: v
+                for k, v in asdict(r).items()
+                if (v not in (None, False) or k == "value") and k != "inline"
+            }
             for r in section.rows
         ]
     if section.lines:
@@ -284,12 +291,44 @@ def row_text(row: Row, width: int = 0) -> str:
     return "".join(row_parts(row, width))
 
 
-# Tags of the head rows shown on the first line, after the title: ``compile 0/1  ok  1.2s``.
+def fact_text(row: Row) -> str:
+    """An inline row: ``compile 0/0``."""
+    return f"{row.label} {row.value}" if row.label else row.value
+
+
+FACT_SEP = " · "
+FACTS_WIDTH = 64  # inline rows go side by side up to this many characters (a narrow pane's)
+
+
+def row_groups(rows: Sequence[Row]) -> list[list[Row]]:
+    """The rows line by line: one row a line, but inline rows side by side, as many as fit
+    in FACTS_WIDTH."""
+    out: list[list[Row]] = []
+    used = 0
+    for row in rows:
+        size = len(fact_text(row))
+        if row.inline and out and out[-1][-1].inline and used + len(FACT_SEP) + size <= FACTS_WIDTH:
+            out[-1].append(row)
+            used += len(FACT_SEP) + size
+        else:
+            out.append([row])
+            used = size
+    return out
+
+
+def group_text(group: list[Row], width: int = 0) -> str:
+    if group[0].inline:
+        return FACT_SEP.join(fact_text(r) for r in group)
+    return row_text(group[0], width)
+
+
+# Tags of the head rows shown on the first line, after the title: ``compile 0/1  ok  1.2s``,
+# ``kernel NAME  pointwise`` (a kind: tag).
 HEADLINE_TAGS = ("marks", "duration", "headline")
 
 
 def in_headline(row: Row) -> bool:
-    return row.tag.startswith("status:") or row.tag in HEADLINE_TAGS
+    return row.tag.startswith(("status:", "kind:")) or row.tag in HEADLINE_TAGS
 
 
 def headline(detail: Detail) -> tuple[str, list[Row]]:
@@ -316,7 +355,8 @@ def render_text(detail: Detail) -> str:
         if section.heading:
             out.append("")
             out.append(section.heading)
-        out.extend(row_text(r, section.label_width) for r in body_rows(detail, section))
+        groups = row_groups(body_rows(detail, section))
+        out.extend(group_text(g, section.label_width) for g in groups)
         if section.lines:
             if section.language:
                 width = len(str(section.first_lineno + len(section.lines)))
@@ -849,19 +889,27 @@ def frame_detail(frame: Frame) -> Detail:
 
 
 def kernel_detail(kernel: Kernel, model: Model | None = None) -> Detail:
-    """A kernel: kind, compile, graph, what it fuses, how it is launched, and its source
-    (with the comment above it); with `model`, the other kernels of that name: the same source
-    compiled again (the kernels view's row for it) and namesakes with another source."""
+    """A kernel: its kind, compile and graph in a few lines, then its source (with the comment
+    above it), then what it fuses, its provenance and how it is launched (someone who picks a
+    kernel wants its source first); with `model`, the other kernels of that name: the same
+    source compiled again (the kernels view's row for it) and namesakes with another source."""
     role = kernel.role
     detail = Detail("kernel", f"kernel {kernel.name}", id=kernel.name)
     head = detail.section()
     head.row("kind", kernel.kind, f"kind:{kernel.kind}")
     comp = kernel.compile
-    head.row("compile", comp.id_label if comp is not None else kernel.output.compile_text, "id")
+    compile_text = comp.id_label if comp is not None else kernel.output.compile_text
+    head.row("compile", compile_text, "id", inline=True)
     where = where_of(kernel.output.source)
     if where:
-        head.row("rank", where.split(" ", 1)[1])
-    head.row("graph", role or "unknown", "role" if role else "dim")
+        head.row("rank", where.split(" ", 1)[1], inline=True)
+    head.row("graph", role or "unknown", "role" if role else "dim", inline=True)
+    code = OUTPUT_CODES.get(kernel.output)
+    span = code.span_of(kernel)
+    if span is not None:
+        launch = "not launched" if span.launch is None else f"#{span.launch + 1}"
+        lines = f"lines {span.first + 1}-{span.end + 1}"
+        head.row("output code", f"{lines} · launch {launch}", inline=True)
     if model is not None:
         same, other = namesakes(model, kernel)
         if same:
@@ -870,16 +918,13 @@ def kernel_detail(kernel: Kernel, model: Model | None = None) -> Detail:
         if other:
             ids = [_kernel_where(k) for k in other]
             head.row("also", f"{len(ids)} other source(s) of this name: {_listed(ids)}", "dim")
-    code = OUTPUT_CODES.get(kernel.output)
-    span = code.span_of(kernel)
     if span is None:
         head.row("source", "not found in its output code", "failure")
         section = detail.section("output code")
         section.lines = code.lines
         section.language = "python"
         return detail
-    launch = "not launched" if span.launch is None else f"#{span.launch + 1}"
-    head.row("output code", f"lines {span.first + 1}-{span.end + 1} · launch {launch}")
+    _source_section(detail, code, span)
     found = fuses(code, span)
     unit, kp = kernel_provenance(kernel)
     tracked = unit is not None and unit.tracked and kp is not None
@@ -905,7 +950,6 @@ def kernel_detail(kernel: Kernel, model: Model | None = None) -> Detail:
         section.label_width = max(len(k) for k, _ in launch_rows) + 2
         for key, value in launch_rows:
             section.row(key, value, "launch")
-    _source_section(detail, code, span)
     return detail
 
 

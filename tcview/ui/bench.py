@@ -111,10 +111,10 @@ def bench_section(time: KernelTime) -> Section:
 
 
 def with_bench(detail: Detail, time: KernelTime | None) -> Detail:
-    """The detail with the kernel's benchmark, when it has one, before its source."""
+    """The detail with the kernel's benchmark, when it has one, right after its source."""
     if time is not None:
-        at = max(len(detail.sections) - 1, 1)
-        detail.sections.insert(at, bench_section(time))
+        code = (i + 1 for i, s in enumerate(detail.sections) if s.language)
+        detail.sections.insert(next(code, len(detail.sections)), bench_section(time))
     return detail
 
 

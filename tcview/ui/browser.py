@@ -991,7 +991,7 @@ class BrowserScreen(Screen[None]):
             logs = [m for m in (model, model.text) if m is not None and m.root == hit.path]
             display = logs[0].display if logs else model.display
         self.close_views()
-        target = (f"{display}:{hit.line}: ", pattern, label)
+        target = (display, hit.line, pattern, label)
         self.app.push_screen(OtherView(self.session, target=target))
 
     # ------------------------------------------------------------ take it with you

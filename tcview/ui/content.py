@@ -33,6 +33,7 @@ from tcview.model.objects import (
 )
 from tcview.model.ranks import RankSet, counts_in, ranks_label
 from tcview.report.detail import (
+    FACT_SEP,
     Detail,
     Row,
     Section,
@@ -41,6 +42,7 @@ from tcview.report.detail import (
     headline,
     kernel_detail,
     record_name,
+    row_groups,
     row_parts,
 )
 from tcview.report.overview import (
@@ -83,9 +85,10 @@ KIND_STYLE = {
 class Document:
     """Lines for the viewer. `styled` lines (tables, summaries) bypass highlighting.
 
-    A code document may start with `head`: styled lines shown above the code, without line
-    numbers (a kernel's kind, launch and source nodes above its source). Indexes (`focus`,
-    `regions`, `plain`) count the head's lines first.
+    A code document may start with `head` and end with `tail`: styled lines shown above and
+    below the code, without line numbers (a kernel's kind and compile above its source, what
+    it fuses and its launch below). Indexes (`focus`, `regions`, `plain`) count the head's
+    lines first.
     """
 
     title: str
@@ -98,12 +101,23 @@ class Document:
     numbered: bool = True
     head: list[Text] = field(default_factory=list)
     marked: frozenset[int] = frozenset()  # 0-based lines shown marked (a kernel's graph nodes)
+    tail: list[Text] = field(default_factory=list)
 
     @property
     def count(self) -> int:
         if self.styled is not None:
             return len(self.styled)
-        return len(self.head) + len(self.lines)
+        return len(self.head) + len(self.lines) + len(self.tail)
+
+    def styled_line(self, index: int) -> Text | None:
+        """Line `index` when it is a styled one (of `styled`, the head or the tail), else None:
+        a code line."""
+        if self.styled is not None:
+            return self.styled[index]
+        at = index - len(self.head)
+        if at < 0:
+            return self.head[index]
+        return self.tail[at - len(self.lines)] if at >= len(self.lines) else None
 
     def language_at(self, index: int) -> str | None:
         for first, last, lang in self.regions:
@@ -112,12 +126,8 @@ class Document:
         return self.language
 
     def plain(self, index: int) -> str:
-        if self.styled is not None:
-            return self.styled[index].plain
-        head = self.head
-        if index < len(head):
-            return head[index].plain
-        return self.lines[index - len(head)]
+        styled = self.styled_line(index)
+        return styled.plain if styled is not None else self.lines[index - len(self.head)]
 
     def index_of(self, lineno: int) -> int:
         """The index of the code line the gutter numbers `lineno` (-1: there is none)."""
@@ -125,9 +135,10 @@ class Document:
         return len(self.head) + at if self.styled is None and 0 <= at < len(self.lines) else -1
 
     def lineno(self, index: int) -> int | None:
-        """The source line number shown in the gutter for line `index` (None: a head line)."""
+        """The source line number shown in the gutter for line `index` (None: a head or tail
+        line)."""
         at = index - len(self.head)
-        return None if at < 0 else self.first_lineno + at
+        return self.first_lineno + at if 0 <= at < len(self.lines) else None
 
 
 # How the tagged lines of the diff reports (`trace.diffreport`) are styled, by tag.
@@ -168,6 +179,15 @@ def rows_doc(title: str, rows: Sequence[tuple[str, str, list[tuple[int, int]]]])
 def lit(text: object, style: str = "") -> Text:
     """Trace text as a literal, terminal-safe Text (never parsed as markup)."""
     return Text(safe_line(str(text)), style=style)
+
+
+def lit_lines(text: str, style: str = "", indent: str = "  ") -> list[Text]:
+    """Trace text of several lines (a failure's message) as real lines, the ones after the
+    first indented by `indent`; each made safe like `lit`. Trailing blank lines are dropped."""
+    first, *rest = text.rstrip("\n").split("\n")
+    out = [lit(first, style)]
+    out.extend(lit(indent + line if line.strip() else "", style) for line in rest)
+    return out
 
 
 def styled_doc(title: str, lines: list[Text]) -> Document:
@@ -329,6 +349,18 @@ def row_line(row: Row, width: int, top: float) -> Text:
     return text
 
 
+def facts_line(rows: list[Row]) -> Text:
+    """Inline rows side by side, styled: the same characters as `trace.detail.group_text`."""
+    text = Text()
+    for i, row in enumerate(rows):
+        if i:
+            text.append(FACT_SEP, "dim")
+        if row.label:
+            text.append_text(lit(row.label + " ", "dim"))
+        text.append_text(lit(row.value, tag_style(row.tag)))
+    return text
+
+
 def section_lines(section: Section, rows: list[Row] | None = None) -> list[Text]:
     """A section's heading and rows (`rows`: those of them to show), styled; its code lines
     are not included."""
@@ -338,7 +370,11 @@ def section_lines(section: Section, rows: list[Row] | None = None) -> list[Text]
         out.append(lit(section.heading, HEADING_STYLE.get(section.tag, "bold underline")))
     rows = section.rows if rows is None else rows
     top = max((r.amount for r in rows if r.amount is not None), default=0.0)
-    out.extend(row_line(r, section.label_width, top) for r in rows)
+    for group in row_groups(rows):
+        if group[0].inline:
+            out.append(facts_line(group))
+        else:
+            out.append(row_line(group[0], section.label_width, top))
     if section.lines and not section.language:
         out.extend(lit(line) for line in section.lines)
     return out
@@ -371,31 +407,37 @@ def detail_lines(detail: Detail) -> list[Text]:
 
 
 def detail_doc(detail: Detail) -> Document:
-    """The detail for the viewer: styled lines, or, when it ends with code (a kernel's
-    source), that code highlighted and numbered below the other sections."""
+    """The detail for the viewer: styled lines, or, when it has code (a kernel's source), that
+    code highlighted and numbered between the sections before and after it, brought into view
+    at its focus line (a kernel's ``def``)."""
     sections = [s for s in detail.sections if s.rows or s.lines]
-    code = sections[-1] if sections and sections[-1].language else None
-    if code is None:
+    at = next((i for i, s in enumerate(sections) if s.language), None)
+    if at is None:
         return styled_doc(detail.title, detail_lines(detail))
+    code = sections[at]
     head = [headline_text(detail)]
-    for section in sections[:-1]:
+    for section in sections[:at]:
         head.extend(section_lines(section, body_rows(detail, section)))
     head.extend(section_lines(Section(code.heading, code.tag, list(code.rows))))
+    tail: list[Text] = []
+    for section in sections[at + 1 :]:
+        tail.extend(section_lines(section, body_rows(detail, section)))
     n = len(head)
-    # It opens at the top: what the kernel fuses and how it is launched come first.
     return Document(
         detail.title,
         code.lines,
         code.language,
         code.first_lineno,
-        0,
+        n + code.focus if code.focus else 0,
         regions=[(a + n, b + n, lang) for a, b, lang in code.regions],
         head=head,
+        tail=tail,
     )
 
 
 def kernel_doc(kernel: Kernel) -> Document:
-    """The kernel's detail: what it fuses, its launch, its source (scrolled to its ``def``)."""
+    """The kernel's detail: its kind and compile, its source (brought into view at its
+    ``def``), then what it fuses and its launch."""
     return detail_doc(kernel_detail(kernel))
 
 
@@ -634,7 +676,7 @@ def error_doc(error: Error) -> Document:
     rank = "-" if error.rank is None else str(error.rank)
     lines = [
         Text.assemble(lit(error.error_type, "bold red")),
-        lit(error.message),
+        *lit_lines(error.message),
         Text.assemble(
             ("rank ", "dim"), lit(rank), ("  from ", "dim"), lit(error.where), " ", (where, "dim")
         ),

@@ -28,6 +28,7 @@ HIGHLIGHT_LIMIT = 4000  # longer lines are shown plain
 DISPLAY_LIMIT = 200_000  # longer lines are cut, with a marker
 CACHE_LINES = 600  # highlighted lines kept (several screens of them)
 CACHE_SAFE = 4 * CACHE_LINES  # safe plain lines kept (search reads many)
+FOCUS_ROOM = 6  # rows from a document's focus line on that must be on screen when it opens
 MARKED_STYLE = "on #404010"  # a document's marked lines (the picked kernel's graph nodes)
 
 _LEXERS: dict[str, Lexer] = {}
@@ -245,9 +246,25 @@ class CodeView(ScrollView, can_focus=True):
             self._find()
         self._update_subtitle()
         if not keep_position:
-            top = max(0, self.row_of(doc.focus) - 2) if doc.focus else 0
+            # From the top when the focus line and a few after it are on the first screen.
+            row = self.row_of(doc.focus)
+            # The height under a horizontal scrollbar, there yet or not: the same every time.
+            height = self.content_region.height - self.styles.scrollbar_size_horizontal
+            top = max(0, row - 2) if doc.focus and row + FOCUS_ROOM > height else 0
             self.scroll_to(0, top, animate=False, immediate=True, force=True)
+            if top:  # a scrollbar that appears now is laid out later: set it then
+                self.call_after_refresh(self._scroll_down_to, doc, top, self.scroll_offset.y)
         self.refresh()
+
+    def _scroll_down_to(self, doc: Document, top: int, was: int) -> None:
+        """Scroll to `top` once laid out, unless another document or a scroll (a search's
+        match) came meanwhile."""
+        if self.doc is not doc or self.scroll_offset.y != was:
+            return
+        if self.scroll_offset.y < top:
+            self.scroll_to(0, top, animate=False, immediate=True, force=True)
+        if self.show_vertical_scrollbar:
+            self.vertical_scrollbar.position = self.scroll_offset.y
 
     @property
     def row_count(self) -> int:
@@ -335,7 +352,7 @@ class CodeView(ScrollView, can_focus=True):
         if doc.styled is not None:
             return max((t.cell_len for t in doc.styled), default=0) + 1
         longest = max((len(ln) + 3 * ln.count("\t") for ln in doc.lines), default=0)
-        longest = max([longest, *(t.cell_len for t in doc.head)])
+        longest = max([longest, *(t.cell_len for t in doc.head + doc.tail)])
         return min(longest, DISPLAY_LIMIT + 40) + 1
 
     @property
@@ -355,12 +372,8 @@ class CodeView(ScrollView, can_focus=True):
         cached = self._line_cache.get(index)
         if cached is not None:
             return cached
-        doc = self.doc
-        if doc.styled is not None:
-            text = doc.styled[index]
-        elif index < len(doc.head):
-            text = doc.head[index]
-        else:
+        text = self.doc.styled_line(index)
+        if text is None:
             text = highlight_line(self.safe(index), self.doc.language_at(index))
         if index in self.doc.marked:
             text = text.copy()

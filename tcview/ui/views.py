@@ -12,6 +12,7 @@ from __future__ import annotations
 import re
 from collections import Counter
 from collections.abc import Iterable
+from dataclasses import dataclass
 from typing import Any, Generic, TypeAlias, TypeVar
 
 from rich.cells import cell_len
@@ -81,6 +82,7 @@ from tcview.ui.content import (
     elide_middle,
     error_doc,
     lit,
+    lit_lines,
     record_doc,
     styled_doc,
     tag_style,
@@ -454,8 +456,10 @@ class BreaksView(TableView[BreakGroup]):
 
     def detail(self, group: BreakGroup) -> Document:
         gb = group.first
+        first, *rest = lit_lines(group.reason, "bold", " " * (len(f"{group.count}× ") + 2))
         lines = [
-            Text.assemble((f"{group.count}× ", "bold yellow"), lit(group.reason, "bold")),
+            Text.assemble((f"{group.count}× ", "bold yellow"), first),
+            *rest,
             Text.assemble(("at        ", "dim"), lit(group.location or "?", "yellow")),
         ]
         if gb.explanation:
@@ -802,7 +806,7 @@ class FailuresView(TableView[Failure]):
                 lit(f.fail_type, "bold red"),
                 ("  recompile limit" if f.is_recompile_limit else "", "red"),
             ),
-            lit(f.reason),
+            *lit_lines(f.reason),
         ]
         if f.location:
             lines.append(Text.assemble(("at ", "dim"), lit(f.location)))
@@ -942,24 +946,55 @@ class TimeView(TableView[Compile]):
 OTHER_LIMIT = 100_000
 
 
-def other_output(model: Model) -> list[str]:
-    """Unparsed lines and text-log output, at most OTHER_LIMIT in all (read from disk)."""
-    lines: list[str] = []
+@dataclass
+class OtherLines:
+    """The other output of one file: its path said once, then its lines (number, text)."""
+
+    display: str
+    what: str  # "unparsed lines", "lines that are not log messages"
+    lines: list[tuple[int, str]]
+
+
+def other_output(model: Model) -> list[OtherLines]:
+    """Unparsed lines and text-log output, file by file, at most OTHER_LIMIT lines in all
+    (read from disk)."""
+    out: list[OtherLines] = []
+    left = OTHER_LIMIT
     for tf in list(model.files):
-        unparsed = tf.unparsed
+        unparsed = tf.unparsed[:left]
         if not unparsed:
             continue
-        for offset, lineno in unparsed[: OTHER_LIMIT - len(lines)]:
-            raw = tf.line_at(offset, 1 << 16).decode("utf-8", "replace")
-            lines.append(f"{tf.display}:{lineno}: {raw}")
+        lines = [
+            (lineno, tf.line_at(offset, 1 << 16).decode("utf-8", "replace"))
+            for offset, lineno in unparsed
+        ]
+        out.append(OtherLines(tf.display, "unparsed lines", lines))
+        left -= len(lines)
     for log in (model, model.text):
-        if log is None:
+        if log is None or not log.other or left <= 0:
             continue
         other = log.other
-        for i in range(min(len(other), OTHER_LIMIT - len(lines))):
-            line = other[i]
-            lines.append(f"{log.display}:{line.lineno}: {line.text}")
-    return lines
+        lines = [(other[i].lineno, other[i].text) for i in range(min(len(other), left))]
+        out.append(OtherLines(log.display, "lines that are not log messages", lines))
+        left -= len(lines)
+    return out
+
+
+def other_doc(groups: list[OtherLines]) -> tuple[Document, dict[tuple[str, int], int]]:
+    """The Other view's text: each file's path once, then its lines, numbered as in the
+    file; and where each (path, line number) is in it."""
+    lines: list[str] = []
+    where: dict[tuple[str, int], int] = {}
+    width = max((len(str(n)) for g in groups for n, _ in g.lines[-1:]), default=1)
+    for group in groups:
+        if lines:
+            lines.append("")
+        lines.append(f"{group.display} · {len(group.lines)} {group.what}")
+        for lineno, text in group.lines:
+            where.setdefault((group.display, lineno), len(lines))
+            lines.append(f"  {lineno:>{width}}  {text}")
+    doc = Document("other output", lines or ["(none: every line was parsed)"], numbered=False)
+    return doc, where
 
 
 class OtherView(Screen[None]):
@@ -971,10 +1006,11 @@ class OtherView(Screen[None]):
         session: ModelSession,
         ranks: RankSet = None,
         times: dict[int, KernelTime] | None = None,
-        target: tuple[str, re.Pattern[str], str] | None = None,
+        target: tuple[str, int, re.Pattern[str], str] | None = None,
     ) -> None:
-        """`target`: go to the line that starts so, marking a global search's matches (the
-        other output is every rank's: `ranks` and `times` are for a view's common signature)."""
+        """`target`: (path, line number, pattern, label): go to that line of that file,
+        marking a global search's matches (the other output is every rank's: `ranks` and
+        `times` are for a view's common signature)."""
         super().__init__()
         self.session = session
         self.target = target
@@ -993,29 +1029,30 @@ class OtherView(Screen[None]):
     def _load(self) -> None:
         """Read the lines off the UI thread (they come from disk, one read each)."""
         model = self.session.model
-        lines: list[str] = []
+        groups: list[OtherLines] = []
         if model is not None:
             with self.session.lock:
-                lines = other_output(model)
-        self.app.call_from_thread(self._show, lines)
+                groups = other_output(model)
+        self.app.call_from_thread(self._show, groups)
 
-    def _show(self, lines: list[str]) -> None:
+    def _show(self, groups: list[OtherLines]) -> None:
+        total = sum(len(g.lines) for g in groups)
         head = Text.assemble(
             ("Other output", "bold"),
             "  ",
             (
-                f"{len(lines)} lines that are not trace records (log lines, unparsed lines)"
+                f"{total} lines that are not trace records (log lines, unparsed lines)"
                 " · / search · esc: back",
                 "dim",
             ),
         )
         self.query_one("#view-head", Static).update(head)
-        doc = Document("other output", lines or ["(none: every line was parsed)"])
+        doc, where = other_doc(groups)
         reader = self.query_one(Reader)
         reader.show(doc)
         if self.target is not None:
-            start, pattern, label = self.target
-            index = next((i for i, line in enumerate(lines) if line.startswith(start)), -1)
+            display, lineno, pattern, label = self.target
+            index = where.get((display, lineno), -1)
             reader.viewer.mark(pattern, label, index + doc.first_lineno)
 
     def action_close(self) -> None:
