@@ -7,10 +7,12 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from conftest import find_as
+
 from tcview.analysis.diff import ADDED, CHANGED, SAME, compile_diff, predecessor, stable
 from tcview.ingest.source import load_source
+from tcview.model.objects import Compile
 from tcview.report.diffreport import compile_diff_lines
-from tcview.report.show import find
 
 
 def test_renumbered_globals_are_the_same_guard() -> None:
@@ -22,10 +24,10 @@ def test_renumbered_globals_are_the_same_guard() -> None:
 
 def test_the_diff_leads_with_the_guard_that_failed(fixture_runs: Path) -> None:
     model = load_source(str(fixture_runs / "guards_renumbered"))
-    b = find(model, "0/1")
-    a = predecessor(b)  # type: ignore[arg-type]
+    b = find_as(model, "0/1", Compile)
+    a = predecessor(b)
     assert a is not None and a.id_label == "0/0"
-    d = compile_diff(a, b)  # type: ignore[arg-type]
+    d = compile_diff(a, b)
     assert d.guards is not None
     changed = [c for c in d.guards if c.status != SAME]
     assert [(c.status, c.guard.kind, c.decides) for c in changed] == [

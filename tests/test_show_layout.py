@@ -5,9 +5,11 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from conftest import find_as
+
 from tcview.ingest.source import load_source
+from tcview.model.objects import Compile
 from tcview.report.detail import Row, compile_detail, render_text, row_text
-from tcview.report.show import find
 
 LONG = "cpp_fused_add_addcdiv_copy__div_fma_lerp_mul_neg_pow_reciprocal_rsub_sqrt_0"
 
@@ -21,5 +23,5 @@ def test_a_label_longer_than_its_column_is_kept_apart() -> None:
 
 def test_show_prints_a_long_kernel_name_and_its_kind_apart(shared_traces: Path) -> None:
     model = load_source(str(shared_traces / "cpu-torch2.13" / "e_training"))
-    text = render_text(compile_detail(find(model, "3/0"), model))  # type: ignore[arg-type]
+    text = render_text(compile_detail(find_as(model, "3/0", Compile), model))
     assert f"  {LONG}  cpp         inference" in text.splitlines()
