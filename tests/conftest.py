@@ -11,8 +11,12 @@ import sys
 import tarfile
 import tempfile
 from pathlib import Path
+from typing import TYPE_CHECKING, TypeVar
 
 import pytest
+
+if TYPE_CHECKING:
+    from tcview.model.objects import Model
 
 REPO = Path(__file__).resolve().parent.parent
 SHARED_ARCHIVE = REPO.parent / "shared" / "traces.tar.xz"
@@ -86,6 +90,19 @@ def shared_traces() -> Path:
     if root is None:
         pytest.skip("../shared/traces.tar.xz is absent")
     return root
+
+
+T = TypeVar("T")
+
+
+def find_as(model: Model, text: str, kind: type[T]) -> T:
+    """What `tcview show` finds for `text` ("0/1", "rank 1 frame 0", a kernel's name), checked
+    to be a `kind` (a Compile, a Frame...)."""
+    from tcview.report.items import find  # tcview loads after the environment above is set
+
+    found = find(model, text)
+    assert isinstance(found, kind), found
+    return found
 
 
 def shared_run_dirs() -> list[Path]:
@@ -178,7 +195,8 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
     for item in items:
         own = {m.name for m in item.iter_markers() if m.name in TIERS}
         if not own:
-            module = item.module.__name__ if item.module else ""
+            mod = item.module if isinstance(item, pytest.Function) else None
+            module = mod.__name__ if mod else ""
             tier = MODULE_TIERS.get(module)
             if tier is None:
                 raise pytest.UsageError(f"{module}: no tier in tests/conftest.py MODULE_TIERS")

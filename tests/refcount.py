@@ -26,7 +26,7 @@ KERNEL = re.compile(r"^([A-Za-z_]\w*) = async_compile\.(\w+)\(")
 
 def count_file(path: Path) -> dict:
     text = path.read_bytes().decode("utf-8", "replace")
-    c = dict(
+    c: dict = dict(
         records=0,
         unparsed_lines=0,
         graph_breaks=0,

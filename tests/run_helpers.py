@@ -35,7 +35,8 @@ def job_pids(run_dir: Path) -> list[int]:
     return [int(x) for x in first.split()[1:]]
 
 
-def assert_group_gone(pgid: int, pids: list[int]) -> None:
+def assert_group_gone(pgid: int | None, pids: list[int]) -> None:
+    assert pgid is not None, "the job never started"
     assert wait_for(lambda: not group_members(pgid) and not any(alive(p) for p in pids)), (
         f"left behind: group {pgid} members {group_members(pgid)}, "
         f"alive {[p for p in pids if alive(p)]}"

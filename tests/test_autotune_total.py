@@ -58,6 +58,8 @@ def test_show_says_the_total_and_its_parts(run: Path) -> None:
 
 @sync
 async def test_time_view_says_the_same_total(run: Path) -> None:
+    from textual.widgets import Static
+
     from tcview.ui.app import TcviewApp
     from tcview.ui.views import TimeView
 
@@ -67,5 +69,5 @@ async def test_time_view_says_the_same_total(run: Path) -> None:
         await pilot.press("t")
         await settle(app, pilot)
         assert isinstance(app.screen, TimeView)
-        head = str(app.screen.query_one("#view-head").content)
+        head = str(app.screen.query_one("#view-head", Static).content)
         assert "autotune 41.32s in 1 compiles" in head

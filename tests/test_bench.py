@@ -17,14 +17,14 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from conftest import needs_torch
+from conftest import find_as, needs_torch
 from run_helpers import alive, wait_for
 from ui_helpers import REPO, ready, settle, sync
 from waits import holds, until
 
 from tcview.commands.cli import main
 from tcview.ingest.source import load_source
-from tcview.report.show import find
+from tcview.model.objects import Compile
 from tcview.run import bench
 from tcview.run.bench import (
     BenchJob,
@@ -111,7 +111,7 @@ def test_cuda_code_without_a_gpu_is_refused(
     python, marker = fake_python(tmp_path)
     model = load_source(str(fixture_runs / "autotune"))
     with pytest.raises(BenchRefused) as refused:
-        plan_bench(model, find(model, "0/0"), python=str(python))
+        plan_bench(model, find_as(model, "0/0", Compile), python=str(python))
     assert "runs on CUDA" in str(refused.value) and "no NVIDIA GPU" in str(refused.value)
     assert not marker.exists()  # refused before even asking that Python
     assert not list(private_tmp.iterdir())
@@ -128,7 +128,7 @@ def test_another_torch_is_refused_and_says_why(
     python, marker = fake_python(tmp_path)
     model = load_source(str(run))
     with pytest.raises(BenchRefused) as refused:
-        plan_bench(model, find(model, "0/0"), python=str(python))
+        plan_bench(model, find_as(model, "0/0", Compile), python=str(python))
     why = str(refused.value)
     assert "compiled by torch 2.12.1+cpu" in why and "has torch 2.13.0" in why
     assert "internal APIs" in why
@@ -213,9 +213,9 @@ def test_a_benchmark_is_killed_with_its_group(
 ) -> None:
     python, marker = fake_python(tmp_path, "python-slow", sleep=True)
     model = load_source(str(fixture_runs / "cpu_bench"))
-    plan = plan_bench(
-        model, find(model, "1/0"), python=str(python), timeout_s=1.0 if stop == "timeout" else 60
-    )
+    timeout_s = 1.0 if stop == "timeout" else 60
+    target = find_as(model, "1/0", Compile)
+    plan = plan_bench(model, target, python=str(python), timeout_s=timeout_s)
     assert plan.directory.parent == private_tmp and oct(plan.directory.stat().st_mode)[-3:] == "700"
     job = BenchJob(plan)
     box: list[Any] = []
@@ -244,6 +244,8 @@ def test_a_benchmark_is_killed_with_its_group(
 async def test_declining_the_dialog_runs_nothing(
     fixture_runs: Path, tmp_path: Path, private_tmp: Path
 ) -> None:
+    from textual.widgets import Static
+
     from tcview.ui.app import TcviewApp
     from tcview.ui.bench import BenchDialog
     from tcview.ui.views import KernelsView
@@ -261,7 +263,7 @@ async def test_declining_the_dialog_runs_nothing(
         await until(pilot, lambda: isinstance(app.screen, BenchDialog), 60, seen=lambda: app.screen)
         dialog = app.screen
         assert isinstance(dialog, BenchDialog)
-        shown = "\n".join(str(s.content) for s in dialog.query("Static"))
+        shown = "\n".join(str(s.content) for s in dialog.query(Static))
         assert f"command   {python} " in shown and "_bench_driver.py" in shown
         assert f"directory {dialog.plan.directory}" in shown
         assert dialog.plan.directory.is_dir() and not list(dialog.plan.directory.iterdir())

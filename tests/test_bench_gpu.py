@@ -14,11 +14,12 @@ import time
 from pathlib import Path
 
 import pytest
+from conftest import find_as
 from ui_helpers import REPO, ready, settle, sync
 from waits import until
 
 from tcview.ingest.source import load_source
-from tcview.report.show import find
+from tcview.model.objects import Compile
 from tcview.run.bench import BenchRefused, plan_bench
 from tcview.run.gpu import gpus_here, load_nvml
 
@@ -47,7 +48,7 @@ async def test_triton_graph_benchmarked_from_the_kernels_view(fixture_runs: Path
     run = fixture_runs / "autotune"  # H100, torch 2.11: compile 0/0 is two matmul templates
     model = load_source(str(run))
     try:
-        plan_bench(model, find(model, "0/0")).discard()
+        plan_bench(model, find_as(model, "0/0", Compile)).discard()
     except BenchRefused as exc:
         pytest.skip(f"this machine cannot run the trace's code: {exc}")
     app = TcviewApp(str(run))

@@ -7,6 +7,7 @@ from pathlib import Path
 
 import pytest
 from conftest import FIXTURES
+from textual.widgets import DataTable
 from ui_helpers import ready, settle, sync
 
 from tcview.model.facts import parse_graph_break
@@ -45,8 +46,9 @@ async def test_break_detail_shows_each_hint_once(shared_traces: Path) -> None:
         view = app.screen
         assert isinstance(view, BreaksView) and len(view.objects) > 1
         for row in range(len(view.objects)):
-            view.query_one("#view-table").move_cursor(row=row)
+            view.query_one("#view-table", DataTable).move_cursor(row=row)
             await settle(app, pilot)
             doc = view.query_one(Reader).viewer.doc
+            assert doc.styled is not None
             hints = [t.plain for t in doc.styled if t.plain.startswith("hint ")]
             assert hints and len(hints) == len(set(hints)), hints

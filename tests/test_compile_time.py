@@ -70,7 +70,7 @@ def test_show_and_summary_say_incl_backward(run: Path) -> None:
 def test_diff_counts_the_backward_compile(model: Model) -> None:
     d = run_diff(model, model)
     total = FORWARD + BACKWARD + OTHER
-    assert d.totals["compile_time_s"] == (pytest.approx(total), pytest.approx(total))
+    assert d.totals["compile_time_s"] == pytest.approx((total, total))
     text = "\n".join(line for _, line, _ in run_diff_lines(d))
     assert "compile time" in text and "(incl. backward)" in text
     first = model.compiles[0]
@@ -83,6 +83,8 @@ def test_diff_counts_the_backward_compile(model: Model) -> None:
 
 @sync
 async def test_time_view_total_counts_the_backward(run: Path) -> None:
+    from textual.widgets import Static
+
     from tcview.ui.app import TcviewApp
     from tcview.ui.views import TimeView
 
@@ -92,9 +94,10 @@ async def test_time_view_total_counts_the_backward(run: Path) -> None:
         await pilot.press("t")
         await settle(app, pilot)
         assert isinstance(app.screen, TimeView)
-        head = str(app.screen.query_one("#view-head").content)
+        head = str(app.screen.query_one("#view-head", Static).content)
         assert "total 10.78s in 2 compiles incl. backward" in head
-        rows = app.screen.rows(app.model)  # type: ignore[arg-type]
+        assert app.model is not None
+        rows = app.screen.rows(app.model)
         assert [c.id_label for _, c in rows] == ["0/0", "1/0"]
 
 

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
+from typing import Any
 
 import pytest
 from conftest import FIXTURES, unpack_shared
@@ -180,7 +181,7 @@ def test_every_compile_agrees_with_tlparse(rel: str, shared_traces: Path) -> Non
     tf = TraceFile(path)
     tf.feed(path.read_bytes())
     tf.finish()
-    got = [
+    got: list[list[Any]] = [
         [
             c.id_text,
             m.get("co_name"),

@@ -11,10 +11,11 @@ import re
 import subprocess
 import sys
 from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
 import pytest
 from conftest import REPO, shared_run_dirs
-from ui_helpers import ready, settle, sync
+from ui_helpers import SnapCompare, ready, settle, sync
 
 from tcview.analysis.diff import (
     ADDED,
@@ -41,6 +42,12 @@ from tcview.commands.failon import DIFF_CHECKS, SUMMARY_CHECKS, parse_fail_on
 from tcview.ingest.index import TraceSet
 from tcview.ingest.source import load_source
 from tcview.report.diffreport import compile_diff_lines, run_diff_lines
+
+if TYPE_CHECKING:
+    from textual.app import App
+    from textual.pilot import Pilot
+
+    from tcview.ui.content import Document
 
 
 def _tcview(*args: str) -> subprocess.CompletedProcess[str]:
@@ -312,7 +319,7 @@ def test_frames_match_when_their_first_line_moved() -> None:
 # ---------------------------------------------------------------------- UI
 
 
-def _pane(app):
+def _pane(app: App[Any]) -> tuple[Document, list[str]]:
     from tcview.ui.reader import Reader
 
     doc = app.screen.query(Reader).first().viewer.doc
@@ -336,13 +343,14 @@ async def test_d_diffs_a_recompile_with_what_it_replaced(shared_traces: Path) ->
         assert doc.title == "0/1 → 0/2"
         assert "guards: 1 changed, 0 added, 0 removed, 7 same" in text
         old = next(i for i, t in enumerate(text) if t.startswith("  - L['x']: TENSOR_MATCH"))
-        assert "torch.float16" in text[old + 1]
+        assert "torch.float16" in text[old + 1] and doc.styled is not None
         marked = [s for s in doc.styled[old + 1].spans if "reverse" in str(s.style)]
         assert any("16" in text[old + 1][s.start : s.end] for s in marked)
         await pilot.press("escape")
         await settle(app, pilot)
         # m marks a compile, d on another diffs the two (marked first).
         await pilot.press("m")
+        assert app.model is not None
         app.browser.reveal("compile", app.model.compiles[0])
         await settle(app, pilot)
         await pilot.press("d")
@@ -373,10 +381,10 @@ def recompiles(shared_traces: Path, monkeypatch: pytest.MonkeyPatch) -> str:
 
 
 @pytest.mark.app
-def test_snapshot_compile_diff(snap_compare, recompiles: str) -> None:
+def test_snapshot_compile_diff(snap_compare: SnapCompare, recompiles: str) -> None:
     from tcview.ui.app import TcviewApp
 
-    async def before(pilot) -> None:
+    async def before(pilot: Pilot[Any]) -> None:
         await ready(pilot.app, pilot)
         await pilot.press("d")
         await settle(pilot.app, pilot)
@@ -387,7 +395,7 @@ def test_snapshot_compile_diff(snap_compare, recompiles: str) -> None:
 
 @pytest.mark.app
 def test_snapshot_run_diff(
-    snap_compare, fixture_runs: Path, monkeypatch: pytest.MonkeyPatch
+    snap_compare: SnapCompare, fixture_runs: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     from tcview.ui.diffview import DiffApp
 
@@ -399,7 +407,7 @@ def test_snapshot_run_diff(
     diff.totals["compile_time_s"] = (1.0, 1.0)
     diff.phases = {}
 
-    async def before(pilot) -> None:
+    async def before(pilot: Pilot[Any]) -> None:
         await pilot.pause(0.1)
 
     assert snap_compare(DiffApp(diff), terminal_size=(120, 40), run_before=before)
@@ -419,7 +427,8 @@ def test_a_diff_of_two_functions_names_both_frames() -> None:
 
 def test_a_new_or_gone_frame_has_no_time_on_its_missing_side() -> None:
     a, b = (REPO / "sample_traces" / name for name in ("cpu_breaks_recompiles", "gpu_tinyblock"))
-    text = "\n".join(t for _, t, _ in run_diff_lines(run_diff(load_source(a), load_source(b))))
+    diff = run_diff(load_source(str(a)), load_source(str(b)))
+    text = "\n".join(t for _, t, _ in run_diff_lines(diff))
     new = next(ln for ln in text.splitlines() if ln.lstrip().startswith("new "))
     gone = next(ln for ln in text.splitlines() if ln.lstrip().startswith("gone "))
     assert new.endswith("· time - → 1.80s"), new

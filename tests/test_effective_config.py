@@ -10,11 +10,12 @@ import subprocess
 import sys
 from pathlib import Path
 
+from conftest import find_as
 from ui_helpers import REPO
 
 from tcview.analysis.recompiles import compile_config
 from tcview.ingest.source import load_source
-from tcview.report.show import find
+from tcview.model.objects import Compile
 
 
 def config_rows(run: Path, cid: str) -> dict[str, tuple[str, str]]:
@@ -46,5 +47,5 @@ def test_options_are_shown_and_marked(fixture_runs: Path) -> None:
     )
     assert rows["inductor.shape_padding"][0] == "false  (set by options=; global true)"
     model = load_source(str(run))
-    plain = compile_config(find(model, "0/0"))  # type: ignore[arg-type]
+    plain = compile_config(find_as(model, "0/0", Compile))
     assert plain.effective and plain.changed == {} and plain.mode is None

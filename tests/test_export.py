@@ -52,7 +52,7 @@ def raw_events(path: Path) -> list[dict]:
 
 
 def be_pairs(events: list[dict]) -> int:
-    open_: dict[object, list[str]] = {}
+    open_: dict[object, list[str | None]] = {}
     pairs = 0
     for ev in events:
         stack = open_.setdefault(ev.get("tid"), [])
@@ -174,6 +174,7 @@ def test_markdown_numbers_are_summary_json(path: Path) -> None:
         frames = {rc.compile.frame for rc in model.recompiles}
         assert "Why each frame recompiled" in text
         for frame in frames:
+            assert frame is not None
             sentence = " ".join(diagnose(frame).sentences)
             assert sentence and f"- {md_text(frame.label)}: {md_text(sentence)}" in text
 

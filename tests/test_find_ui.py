@@ -9,13 +9,14 @@ from typing import Any
 import pytest
 from conftest import FIXTURES
 from textual.command import CommandPalette
+from textual.widgets.tree import TreeNode
 from ui_helpers import CPU_SAMPLE, GPU_SAMPLE, palette_lists, ready, settle, sync
 from waits import until
 
 from tcview.analysis.kernels import OUTPUT_CODES
 from tcview.ingest.source import load_source
-from tcview.model.objects import Kernel, Record
-from tcview.report.search import Query, search
+from tcview.model.objects import Compile, Kernel, Record
+from tcview.report.search import Hit, Query, search
 from tcview.ui.app import TcviewApp
 from tcview.ui.finder import ResultsTree, SearchScreen
 from tcview.ui.reader import Reader
@@ -34,6 +35,12 @@ async def _search(app: TcviewApp, pilot: Any, text: str) -> SearchScreen:
     await pilot.press("enter")
     await until(pilot, lambda: screen.finished, what="the search to finish")
     return screen
+
+
+def _compile_of(leaf: TreeNode[Hit | None]) -> Compile:
+    """The compile of a result leaf's hit."""
+    assert leaf.data is not None and leaf.data.compile is not None, leaf
+    return leaf.data.compile
 
 
 def _leaves(screen: SearchScreen) -> list[Any]:
@@ -72,6 +79,7 @@ async def test_search_jumps_to_the_kernel_line() -> None:
         assert state.startswith("1 matching lines in 1 groups")
         assert screen.first_at is not None and screen.first_at < 1.0
         group = screen.query_one(ResultsTree).root.children[0]
+        assert kernel.compile is not None
         assert str(group.label).startswith(kernel.compile.id_label)
         await pilot.press("down", "enter")  # to the results, open the first
         await settle(app, pilot)
@@ -84,7 +92,8 @@ async def test_search_jumps_to_the_kernel_line() -> None:
         assert any(text in row for row in viewer.visible_text())
         assert str(viewer.border_subtitle).startswith(f"/{text}: 1/1")
         node = app.main_tree.cursor_node
-        assert node is not None and node.data.obj.name == kernel.name, "the tree shows it too"
+        assert node is not None and node.data is not None and isinstance(node.data.obj, Kernel)
+        assert node.data.obj.name == kernel.name, "the tree shows it too"
         await pilot.press("S")  # the results are still there
         await until(pilot, lambda: app.screen is screen, seen=lambda: app.screen)
         assert len(_leaves(screen)) == 1
@@ -98,13 +107,14 @@ async def test_results_are_grouped_by_compile_and_open_records_at_their_line() -
         screen = await _search(app, pilot, "torch.sin")
         hits = _leaves(screen)
         model = app.model
+        assert model is not None
         expected = list(search(model, Query("torch.sin")))
         assert sorted((h.offset, h.line) for h in hits) == [(h.offset, h.line) for h in expected]
         tree = screen.query_one(ResultsTree)
         groups = [str(g.label).split("  ")[0] for g in tree.root.children]
         assert len(groups) == len(set(groups)) > 1, "one group per compile"
         for g in tree.root.children:
-            ids = {leaf.data.compile.id_label for leaf in g.children}
+            ids = {_compile_of(leaf).id_label for leaf in g.children}
             assert len(ids) == 1
         graph = next(
             h for h in hits if h.record is not None and h.record.label == "dynamo_output_graph"
@@ -170,6 +180,7 @@ async def test_other_output_opens_the_other_view_at_the_line() -> None:
         assert isinstance(app.screen, OtherView)
         viewer = app.screen.query_one(Reader).viewer
         line, start, end = viewer.matches[viewer.match_index]
+        assert app.model is not None
         # the file's path once, above its lines; the line found is 139
         assert viewer.doc.plain(0).startswith(f"{app.model.display} · 3 lines")
         assert viewer.doc.plain(line).startswith("  139  ")

@@ -10,6 +10,7 @@ import json
 import subprocess
 import sys
 from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
 import pytest
 from conftest import FIXTURES, REPO, SAMPLES
@@ -45,6 +46,9 @@ from tcview.report.diffreport import run_diff_lines
 from tcview.report.markdown import markdown_report
 from tcview.report.show import show_detail
 from tcview.report.summary import fail_on, summary_json, summary_text
+
+if TYPE_CHECKING:
+    from textual.app import App
 
 CASES = FIXTURES / "findings"
 KEYS = ["kind", "severity", "title", "detail", "evidence", "where", "cost_s", "fix", "doc"]
@@ -88,7 +92,9 @@ def test_user_line_on_real_stacks(fixture_runs: Path) -> None:
     assert where["line"] == 22
     # a frame's dynamo_start stack: the compiled function
     model = _load(fixture_runs / "recompile_limit")
-    frame = model.failures[0].compile.frame  # type: ignore[union-attr]
+    failed = model.failures[0].compile
+    assert failed is not None
+    frame = failed.frame
     assert frame is not None
     where = user_line([(f.filename, f.line) for f in frame.stack])
     assert where is not None and Path(where["file"]).name == "script.py" and where["line"] == 15
@@ -403,10 +409,10 @@ def test_findings_are_the_same_from_the_index_cache(
         assert findings_json(findings(cached)) == fresh and fresh
 
 
-def shown(app: object) -> list[str]:
+def shown(app: App[Any]) -> list[str]:
     from tcview.ui.reader import Reader
 
-    doc = app.screen.query(Reader).first().viewer.doc  # type: ignore[attr-defined]
+    doc = app.screen.query(Reader).first().viewer.doc
     return [doc.plain(i) for i in range(doc.count)]
 
 

@@ -3,7 +3,9 @@ tests/benchmarks/gpu_runs): each names what changed, the user's line and the fix
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
 import pytest
 from ui_helpers import ready, sync
@@ -20,6 +22,9 @@ from tcview.analysis.findings import (
 )
 from tcview.analysis.recompiles import guard_families
 from tcview.ingest.source import load_source
+
+if TYPE_CHECKING:
+    from textual.app import App
 
 
 def _found(fixture_runs: Path, name: str) -> list[Finding]:
@@ -146,19 +151,19 @@ async def test_the_first_screen_leads_with_the_worst_finding_and_w_goes_to_its_e
         assert getattr(node.data.obj, "id_label", "") == "0/1"  # the first recompile
 
 
-def _shown(app: object) -> list[str]:
+def _shown(app: App[Any]) -> list[str]:
     from tcview.ui.reader import Reader
 
-    doc = app.screen.query(Reader).first().viewer.doc  # type: ignore[attr-defined]
+    doc = app.screen.query(Reader).first().viewer.doc
     return [doc.plain(i) for i in range(doc.count)]
 
 
-async def _until(pilot: object, predicate: object, timeout: float = 15.0) -> bool:
+async def _until(pilot: Any, predicate: Callable[[], object], timeout: float = 15.0) -> bool:
     import time
 
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
-        if predicate():  # type: ignore[operator]
+        if predicate():
             return True
-        await pilot.pause(0.05)  # type: ignore[attr-defined]
-    return bool(predicate())  # type: ignore[operator]
+        await pilot.pause(0.05)
+    return bool(predicate())

@@ -7,7 +7,9 @@ import random
 import shutil
 import threading
 import time
+from collections.abc import Callable
 from pathlib import Path
+from typing import IO, Any
 
 import pytest
 from conftest import SAMPLES, unpack_shared
@@ -15,10 +17,11 @@ from conftest import SAMPLES, unpack_shared
 from tcview.ingest.live import Follower
 from tcview.ingest.replay import replay
 from tcview.ingest.source import load_source
+from tcview.model.objects import Model
 from tcview.report.summary import summary_json
 
 
-def _summary(model) -> dict:
+def _summary(model: Model) -> dict:
     data = summary_json(model)
     data.pop("skipped", None)
     return data
@@ -44,7 +47,7 @@ def _merge(srcs: list[Path], dest: Path) -> Path:
     return dest
 
 
-def _wait_until(pred, timeout: float = 10.0) -> bool:
+def _wait_until(pred: Callable[[], bool], timeout: float = 10.0) -> bool:
     end = time.monotonic() + timeout
     while time.monotonic() < end:
         if pred():
@@ -145,7 +148,7 @@ def test_unreadable_file_is_noted_not_fatal(
         target.chmod(0)
     else:  # root reads everything: refuse the open the way a permission change would
 
-        def refuse(path, *args, **kwargs):
+        def refuse(path: str | os.PathLike[str], *args: Any, **kwargs: Any) -> IO[Any]:
             if Path(path) == target:
                 raise PermissionError(13, "Permission denied", str(path))
             return open(path, *args, **kwargs)

@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 from conftest import SAMPLES
 from tmux_helpers import Terminal, need_tmux
-from ui_helpers import REPO, counts_text, ready, summary_json, sync
+from ui_helpers import REPO, counts_text, item_of, ready, summary_json, sync
 from waits import until
 
 from tcview.ingest.replay import replay
@@ -38,14 +38,15 @@ async def test_tree_grows_in_place_and_counts_go_live(tmp_path: Path) -> None:
         replay(SOURCES[0], live / "run0", speed_mb_s=0, seed=1)
         tree = app.main_tree
         await until(pilot, lambda: tree.root.children, what="the first run in the tree")
-        first = [n.data.key for n in tree.root.children]
+        first = [item_of(n).key for n in tree.root.children]
         tree.root.children[0].expand()
-        expanded = tree.root.children[0].data.key
+        expanded = item_of(tree.root.children[0]).key
         replay(SOURCES[1], live / "run1", speed_mb_s=0, seed=2)
         await until(pilot, lambda: app.status_right == expected, seen=lambda: app.status_right)
-        keys = [n.data.key for n in tree.root.children]
+        keys = [item_of(n).key for n in tree.root.children]
         assert keys[: len(first)] == first  # grown in place, nothing reordered
-        assert tree.node_for(expanded).is_expanded
+        expanded_node = tree.node_for(expanded)
+        assert expanded_node is not None and expanded_node.is_expanded
         assert tree.new_keys, "items that arrived are marked as new"
         await pilot.press("F")
         await until(
@@ -53,8 +54,9 @@ async def test_tree_grows_in_place_and_counts_go_live(tmp_path: Path) -> None:
             lambda: app.browser.follow_newest and "following newest" in app.status_left,
             seen=lambda: (app.browser.follow_newest, app.status_left),
         )
+        assert app.model is not None
         newest = app.model.compiles[-1]
-        assert tree.cursor_node is not None and tree.cursor_node.data.obj is newest
+        assert item_of(tree.cursor_node).obj is newest
 
 
 # The counts must follow the writes closely: measured from the last write to the screen.

@@ -20,7 +20,7 @@ from tcview.run.session import Launcher
 from tcview.run.spec import PythonInfo, RunOptions, build_spec, probe_python
 
 FAKE = REPO / "tests" / "fake_nvml"
-H100 = {
+H100: dict[str, Any] = {
     "name": "NVIDIA H100 80GB HBM3",
     "util": 87,
     "used": 12 << 30,
@@ -83,8 +83,9 @@ def test_peak_bandwidth_from_nvml_else_the_table(
     monkeypatch.delenv("TCVIEW_FAKE_NVML")
     peak = peak_bandwidth(H100["name"])
     assert peak is not None and peak.gb_s == 3350.0 and "datasheet" in peak.source
-    assert table_peak("NVIDIA H200").gb_s == 4800.0  # type: ignore[union-attr]
-    assert table_peak("NVIDIA A100-SXM4-80GB").gb_s == 2039.0  # type: ignore[union-attr]
+    h200, a100 = table_peak("NVIDIA H200"), table_peak("NVIDIA A100-SXM4-80GB")
+    assert h200 is not None and h200.gb_s == 4800.0
+    assert a100 is not None and a100.gb_s == 2039.0
     assert table_peak("Some Unknown GPU") is None
 
 

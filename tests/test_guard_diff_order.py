@@ -7,10 +7,12 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from conftest import find_as
+
 from tcview.analysis.diff import ADDED, CHANGED, SAME, compile_diff, predecessor, stable
 from tcview.ingest.source import load_source
+from tcview.model.objects import Compile
 from tcview.report.diffreport import compile_diff_lines
-from tcview.report.show import find
 
 
 def test_renumbered_globals_are_the_same_guard() -> None:
@@ -22,10 +24,10 @@ def test_renumbered_globals_are_the_same_guard() -> None:
 
 def test_the_diff_leads_with_the_guard_that_failed(fixture_runs: Path) -> None:
     model = load_source(str(fixture_runs / "guards_renumbered"))
-    b = find(model, "0/1")
-    a = predecessor(b)  # type: ignore[arg-type]
+    b = find_as(model, "0/1", Compile)
+    a = predecessor(b)
     assert a is not None and a.id_label == "0/0"
-    d = compile_diff(a, b)  # type: ignore[arg-type]
+    d = compile_diff(a, b)
     assert d.guards is not None
     changed = [c for c in d.guards if c.status != SAME]
     assert [(c.status, c.guard.kind, c.decides) for c in changed] == [
@@ -47,9 +49,9 @@ def test_the_diff_leads_with_the_guard_that_failed(fixture_runs: Path) -> None:
 def test_two_processes_guards_differ_not_in_object_ids(fixture_runs: Path) -> None:
     """guards_one_batch is the same script in another process: its first compile has the same
     guards as guards_renumbered's, under other object and type ids (addresses)."""
-    a = find(load_source(str(fixture_runs / "guards_one_batch")), "0/0")
-    b = find(load_source(str(fixture_runs / "guards_renumbered")), "0/0")
-    d = compile_diff(a, b)  # type: ignore[arg-type]
+    a = find_as(load_source(str(fixture_runs / "guards_one_batch")), "0/0", Compile)
+    b = find_as(load_source(str(fixture_runs / "guards_renumbered")), "0/0", Compile)
+    d = compile_diff(a, b)
     assert d.other_process and d.guards is not None
     assert [c for c in d.guards if c.status != SAME] == []
     ids = [c for c in d.guards if c.renumbered]

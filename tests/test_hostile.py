@@ -182,7 +182,7 @@ def test_time_grows_linearly_with_input(tmp_path: Path) -> None:
 
 
 def _listing(root: Path) -> list[tuple]:
-    out = []
+    out: list[tuple] = []
     for dirpath, _dirs, files in os.walk(root):
         for name in files:
             st_ = (Path(dirpath) / name).stat()

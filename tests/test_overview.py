@@ -47,7 +47,7 @@ def test_slowest_compiles_are_one_list_in_app_text_and_json(fixture_runs: Path) 
     assert data["timed_compiles"] == len(timed)
     report = markdown_report(model).split("\n")
     table = report[report.index("### Slowest compiles") + 4 :]
-    assert [MD_ROW.match(ln).group(1) for ln in table[: len(app)] if MD_ROW.match(ln)] == app
+    assert [m.group(1) for ln in table[: len(app)] if (m := MD_ROW.match(ln))] == app
     assert not MD_ROW.match(table[len(app)])
     slowest = sorted(timed, key=lambda c: -(c.compile_time_s or 0))
     assert app == [c.id_label for c in slowest[: len(app)]]
@@ -121,7 +121,7 @@ def test_stack_tree_of_several_ranks_says_each_compiles_rank(fixture_runs: Path)
     text = _section(summary_text(model).split("\n"), "Stacks that led to 9 compile(s)")
     assert text[0] == "  ddp_two_ranks.py:13 in <module>  rank 0 ∅ 0/0 · rank 1 ∅ 0/0–0/1 ↻"
     # `#` picks ranks: the overview's tree then holds only theirs
-    picked = overview.build_overview(model, {1})
+    picked = overview.build_overview(model, frozenset({1}))
     assert picked.stacked == len([c for c in model.compiles if c.file.rank == 1])
     assert {run.rank for row in picked.stacks for run in row.compiles} == {1}
 

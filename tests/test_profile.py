@@ -268,8 +268,10 @@ def test_kernels_view_measured_column() -> None:
     """The kernels view gains the measured column with --profile, and `s` sorts by it."""
     import asyncio
 
+    from textual.widgets import DataTable
     from ui_helpers import ready, settle
 
+    from tcview.analysis.kernels import KernelGroup
     from tcview.ui.app import TcviewApp
     from tcview.ui.views import KernelsView
 
@@ -283,7 +285,7 @@ def test_kernels_view_measured_column() -> None:
             assert isinstance(view, KernelsView)
             assert KernelsView.MEASURED_COLUMN in view.shown_columns
             col = view.shown_columns.index(KernelsView.MEASURED_COLUMN)
-            table = view.query_one("#view-table")
+            table = view.query_one("#view-table", DataTable)
             cells = [str(table.get_row_at(i)[col]) for i in range(table.row_count)]
             assert len(cells) == 5 and all("×3" in c for c in cells)
             view.query_one("#view-table").focus()
@@ -291,7 +293,13 @@ def test_kernels_view_measured_column() -> None:
             await settle(app, pilot)
             assert view.sort == "measured"
             first = view.objects[0]
-            top = max(view.objects, key=lambda g: view.measured_time(g)[0])
+
+            def measured_us(group: KernelGroup) -> float:
+                measured = view.measured_time(group)
+                assert measured is not None
+                return measured[0]
+
+            top = max(view.objects, key=measured_us)
             assert first is top
 
     asyncio.run(go())

@@ -7,6 +7,7 @@ from __future__ import annotations
 import gzip
 import json
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -16,7 +17,7 @@ from tcview.ingest.source import load_source
 from tcview.report.profile import profile_json
 
 
-def _kernel_events(path: Path) -> list[dict[str, object]]:
+def _kernel_events(path: Path) -> list[dict[str, Any]]:
     """The profile's GPU kernel events, read with json alone (the independent count)."""
     files = [path] if path.is_file() else sorted(path.glob("*.pt.trace.json.gz"))
     return [
@@ -37,7 +38,7 @@ def test_every_triton_kernel_is_matched_and_the_total_is_the_profiles(
     data = profile_json(join_profile(load_source(str(fixture_runs / run)), profile), profile)
     events = _kernel_events(path)
     assert data["kernel_events"] == len(events)
-    assert data["gpu_time_us"] == pytest.approx(sum(float(e["dur"]) for e in events))  # type: ignore[arg-type]
+    assert data["gpu_time_us"] == pytest.approx(sum(float(e["dur"]) for e in events))
     triton = [k for k in data["kernels"] if k["kind"] == "triton"]
     assert triton and all(k["compile"] == "0/0" for k in triton)
     assert sum(k["calls"] for k in triton) == sum(

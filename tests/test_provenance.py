@@ -9,10 +9,11 @@ import re
 import subprocess
 import sys
 from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
 import pytest
 from conftest import FIXTURES, REPO, unpack_shared
-from ui_helpers import ready, settle, sync
+from ui_helpers import SnapCompare, ready, settle, sync
 
 from tcview.analysis.provenance import (
     LINES_FROM_GRAPH,
@@ -28,6 +29,12 @@ from tcview.analysis.provenance import (
     tracking_hint,
 )
 from tcview.ingest.index import TraceSet
+
+if TYPE_CHECKING:
+    from textual.app import App
+    from textual.pilot import Pilot
+
+    from tcview.ui.content import Document
 
 TLPARSE = json.loads((FIXTURES / "tlparse_provenance.json").read_text())["inputs"]
 
@@ -306,7 +313,7 @@ def test_show_kernel_without_tracking_says_how_to_turn_it_on(shared_traces: Path
 # ---------------------------------------------------------------------- UI
 
 
-def _pane(app):
+def _pane(app: App[Any]) -> tuple[Document, list[str]]:
     from tcview.ui.reader import Reader
 
     doc = app.screen.query(Reader).first().viewer.doc
@@ -338,6 +345,7 @@ async def test_kernel_provenance_one_key_away(fixture_runs: Path) -> None:
         assert _pane(app)[0].title.startswith("kernel triton_poi_fused_gelu_mul_sigmoid_1")
         # The post-grad graph of the same compile marks the picked kernel's nodes.
         kernel = app.browser.picked_kernel
+        assert kernel is not None and kernel.compile is not None
         graph = next(r for r in kernel.compile.records if r.label == "inductor_post_grad_graph")
         app.browser.reveal("record", graph)
         await settle(app, pilot)
@@ -362,6 +370,7 @@ async def test_provenance_view_enter_jumps_to_the_kernel(fixture_runs: Path) -> 
         assert isinstance(view, ProvenanceView)
         head = str(view.query_one("#view-head").render())
         assert "14 mapping keys in 3 graphs: 8 generated kernels, 6 extern calls" in head, head
+        assert app.model is not None
         assert len(app.model.kernels) == 8  # the kernels view's count, which the head agrees with
         rows = view.objects
         first_line = rows[0].line
@@ -378,6 +387,7 @@ async def test_provenance_view_enter_jumps_to_the_kernel(fixture_runs: Path) -> 
         await settle(app, pilot)
         await pilot.press("N")
         await settle(app, pilot)
+        assert isinstance(app.screen, ProvenanceView)
         heads = [r for r in app.screen.objects if r.node]
         assert (
             heads[0].unit is not None
@@ -427,6 +437,7 @@ async def test_e_opens_the_user_lines_of_a_kernel(
         await pilot.press("escape")
         await settle(app, pilot)
         argv.unlink()
+        assert app.model is not None
         kernel = next(
             k for k in app.model.kernels if k.name == "triton_poi_fused_gelu_mul_sigmoid_1"
         )
@@ -436,7 +447,9 @@ async def test_e_opens_the_user_lines_of_a_kernel(
         await settle(app, pilot)
         assert argv.read_text().split("\n")[:2] == ["+27", str(local)]
         argv.unlink()
-        app.browser.show_item(app.main_tree.cursor_node.data)
+        node = app.main_tree.cursor_node
+        assert node is not None and node.data is not None
+        app.browser.show_item(node.data)
         await settle(app, pilot)
         await pilot.press("i")
         await settle(app, pilot)
@@ -456,7 +469,7 @@ async def test_e_opens_the_user_lines_of_a_kernel(
 
 @pytest.mark.app
 def test_snapshot_kernel_provenance(
-    snap_compare, fixture_runs: Path, monkeypatch: pytest.MonkeyPatch
+    snap_compare: SnapCompare, fixture_runs: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """`i` on a Triton kernel: its graph, where the facts come from, its user lines, its
     post- and pre-grad nodes and the other kernels of its lines."""
@@ -464,7 +477,7 @@ def test_snapshot_kernel_provenance(
 
     monkeypatch.chdir(fixture_runs / "gpu_provenance")
 
-    async def before(pilot) -> None:
+    async def before(pilot: Pilot[Any]) -> None:
         await ready(pilot.app, pilot)
         await pilot.press("i")
         await settle(pilot.app, pilot)

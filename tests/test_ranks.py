@@ -26,6 +26,7 @@ from tcview.analysis.divergence import (
     tensor_meta_digest,
 )
 from tcview.ingest.index import TraceSet
+from tcview.model.objects import JsonValue, LogSource
 from tcview.model.ranks import counts_in, parse_ranks, ranks_label, ranks_text
 from tcview.report.summary import fail_on, summary_json, summary_text
 
@@ -128,7 +129,7 @@ def test_the_signature_is_json_and_read_back_gives_the_same_analysis(fixture_run
     """What a worker process makes of a file (JSON) combines as the file itself does; a
     signature that does not read back (stale, foreign) is made again."""
     ts = TraceSet.load(fixture_runs / "ranks_diverge" / "trace")
-    made = {tf: file_signature(tf) for tf in ts.files}
+    made: dict[LogSource, dict[str, JsonValue]] = {tf: file_signature(tf) for tf in ts.files}
     assert all(json.loads(json.dumps(sig)) == sig for sig in made.values())  # plain JSON
     direct = analyze(ts)
     assert analyze(ts, lambda tf: made[tf]).groups == direct.groups
@@ -334,7 +335,7 @@ def tlparse_groups(trace: Path, out: Path) -> dict[str, list[list[int]] | None]:
         if at is None:
             found[check] = None
             continue
-        groups = []
+        groups: list[list[int]] = []
         for ln in lines[at + 1 :]:
             if ln.endswith("groups:") and not groups:
                 continue  # "Collective operation sequence groups:" before its groups

@@ -9,6 +9,7 @@ import subprocess
 import sys
 import time
 from pathlib import Path
+from typing import Any
 
 import pytest
 from run_helpers import alive, assert_group_gone, job_pids
@@ -29,13 +30,13 @@ def py_spec(*args: str, name: str = "job") -> RunSpec:
     return RunSpec("command", argv, name, sys.executable, needs_torch=False)
 
 
-def start(tmp_path: Path, spec: RunSpec, **options) -> RunSession:
+def start(tmp_path: Path, spec: RunSpec, **options: Any) -> RunSession:
     launcher = Launcher(spec, RunOptions(run_dir=tmp_path / "run", **options))
     launcher.python_info = launcher.python_info or _no_probe(spec)
     return launcher.start()
 
 
-def _no_probe(spec: RunSpec):
+def _no_probe(spec: RunSpec) -> PythonInfo:
     return PythonInfo(spec.python)
 
 
@@ -174,6 +175,7 @@ def test_stop_takes_the_group_down(tmp_path: Path) -> None:
     session = start(tmp_path, py_spec(str(LONG_JOB)))
     pids = job_pids(session.run_dir)
     assert session.status.state == "running" and session.status.text.startswith("running pid")
+    assert session.pid is not None
     assert set(pids) <= set(group_members(session.pid))
     session.stop(grace_s=5.0)
     status = session.wait(20)
@@ -211,7 +213,9 @@ def long_command(tmp_path: Path) -> Path:
 
 
 @pytest.mark.parametrize("sig", [signal.SIGTERM, signal.SIGHUP, signal.SIGKILL])
-def test_tcview_dying_takes_the_job_down(tmp_path: Path, long_command: Path, sig) -> None:
+def test_tcview_dying_takes_the_job_down(
+    tmp_path: Path, long_command: Path, sig: signal.Signals
+) -> None:
     run_dir = tmp_path / "D"
     cmd = [sys.executable, "-m", "tcview.commands.cli", "run", "--no-tui", "--dir", str(run_dir)]
     tcview = subprocess.Popen(

@@ -39,8 +39,12 @@ def tcview(cwd: Path, *args: str) -> subprocess.CompletedProcess[str]:
     )
 
 
+# The run's directory and the finished command.
+CommandRun = tuple[Path, subprocess.CompletedProcess[str]]
+
+
 @pytest.fixture(scope="module")
-def command_run(tmp_path_factory: pytest.TempPathFactory):
+def command_run(tmp_path_factory: pytest.TempPathFactory) -> CommandRun:
     """`tcview run --no-tui --dir D --fail-on ... -- python breaks_recompile.py`, once."""
     cwd = tmp_path_factory.mktemp("run")
     done = tcview(
@@ -58,7 +62,7 @@ def command_run(tmp_path_factory: pytest.TempPathFactory):
     return cwd / "D", done
 
 
-def test_run_directory(command_run) -> None:
+def test_run_directory(command_run: CommandRun) -> None:
     run_dir, done = command_run
     assert sorted(p.name for p in run_dir.iterdir()) == [
         "run.json",
@@ -76,7 +80,7 @@ def test_run_directory(command_run) -> None:
     assert meta["env"]["TORCH_LOGS"] == "graph_breaks,recompiles"
 
 
-def test_output_status_line_matches_trace(command_run) -> None:
+def test_output_status_line_matches_trace(command_run: CommandRun) -> None:
     run_dir, done = command_run
     assert "step 0 scale 2" in done.stdout and "done\n" in done.stdout  # the job's own output
     assert "[__graph_breaks]" in done.stderr  # its stderr, streamed to ours
@@ -96,7 +100,7 @@ def test_output_status_line_matches_trace(command_run) -> None:
     assert done.stdout.rstrip().endswith("tcview open D")
 
 
-def test_fail_on_exit_code(command_run) -> None:
+def test_fail_on_exit_code(command_run: CommandRun) -> None:
     _, done = command_run
     assert done.returncode == 1, done.stderr[-2000:]
     assert "tcview: found graph_breaks, recompiles" in done.stderr

@@ -94,7 +94,8 @@ def test_output_line_keeps_colours_and_nothing_else() -> None:
     assert red.style is not None and red.style.color is not None
     assert red.style.color.number == 1
     blue = next(s for s in segments if s.text.startswith("blue"))
-    assert blue.style is not None and blue.style.bold and blue.style.color.number == 33
+    assert blue.style is not None and blue.style.bold and blue.style.color is not None
+    assert blue.style.color.number == 33
     for segment in segments:
         assert not any(ord(c) < 0x20 or 0x7F <= ord(c) <= 0x9F for c in segment.text), segment
         assert segment.style is None or segment.style.link is None
@@ -184,6 +185,7 @@ async def test_x_stops_a_long_job_and_leaves_nothing(tmp_path: Path) -> None:
     app = RunApp(launcher, session)
     async with app.run_test(size=(120, 40)) as pilot:
         pids = job_pids(session.run_dir)
+        assert session.pid is not None
         assert set(pids) <= set(group_members(session.pid))
         assert await until(pilot, lambda: any(t.startswith("tick") for t in output_of(app)))
         seen = status_history(app)
@@ -308,7 +310,7 @@ async def test_real_job_live_tree_and_counts_match_the_trace(tmp_path: Path) -> 
         assert "done" in output_of(app)
         assert any(t.startswith("step 2 scale 3") for t in output_of(app))
         with app.model_session.lock:
-            assert len(app.model.compiles) >= 3
+            assert app.model is not None and len(app.model.compiles) >= 3
         assert app.main_tree.root.children, "the live tree shows the run"
         await pilot.press("q")
     counts = summary_json(session.trace_dir)

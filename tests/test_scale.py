@@ -32,7 +32,7 @@ from tcview.ingest.index import TraceSet
 from tcview.ingest.load import Hooks
 from tcview.ingest.source import load_source
 from tcview.ingest.tracefile import TraceFile
-from tcview.model.objects import Facts, PlacedLine
+from tcview.model.objects import Facts, Model, PlacedLine
 from tcview.report.summary import summary_json
 
 SHARED_RANK_INPUTS = (
@@ -65,7 +65,7 @@ def _load(path: Path, jobs: int, cache: bool) -> TraceSet:
 FED_OTHERWISE = ("version",)
 
 
-def _same(a: TraceSet, b: TraceSet, ignore: tuple[str, ...] = ()) -> None:
+def _same(a: Model, b: Model, ignore: tuple[str, ...] = ()) -> None:
     assert differences(a, b, ignore) == []
     assert _summary(a) == _summary(b)
 
@@ -835,6 +835,7 @@ def test_values_only_json_reads_round_trip(tmp_path: Path, own_cache: Path) -> N
     assert again.load_stats.from_cache == 1
     _same(first, again)
     metrics = again.files[0].records[1].meta
+    assert isinstance(metrics, dict)
     assert metrics["co_name"] == "\ud800" and metrics["n"] == 123456789012345678901234567890
 
 

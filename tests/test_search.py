@@ -19,6 +19,7 @@ from conftest import FIXTURES, REPO, SAMPLES, shared_run_dirs
 import tcview.report.search as engine
 from tcview.analysis.kernels import split_output_code
 from tcview.ingest.source import load_source
+from tcview.ingest.tracefile import TraceFile
 from tcview.report.detail import record_name
 from tcview.report.search import Query, QueryError, Search, search
 
@@ -119,6 +120,7 @@ def test_a_kernel_line_names_its_kernel() -> None:
 
 def test_timing_events_and_string_table_are_not_searched() -> None:
     model = load_source(str(GPU_RUN / "trace"))
+    assert isinstance(model.files[0], TraceFile)
     raw = model.files[0].path.read_bytes()
     assert raw.count(b"dynamo_timed") > 50  # every chromium event's category
     assert list(search(model, Query("dynamo_timed"))) == []
@@ -199,6 +201,7 @@ def test_grep_prints_compile_artifact_line_text() -> None:
     out = _grep(f"def {kernel.name}(", GPU_RUN / "trace")
     assert out.returncode == 0, out.stderr
     hit = next(iter(search(model, Query(f"def {kernel.name}("))))
+    assert kernel.compile is not None
     assert out.stdout == (f"{kernel.compile.id_label} · {hit.where} · {hit.line}: {hit.text}\n")
     assert hit.where == f"{record_name(kernel.output)} › kernel {kernel.name}" and (
         hit.kernel is kernel

@@ -4,12 +4,13 @@ from __future__ import annotations
 
 import threading
 
+from textual.widgets.tree import TreeNode
 from ui_helpers import CPU_SAMPLE, ready, sync
 
 from tcview.ingest.session import ModelSession
 from tcview.model.objects import Model
 from tcview.ui.app import TcviewApp
-from tcview.ui.tree import TraceTree
+from tcview.ui.tree import Item, TraceTree
 
 RUN_DIR = CPU_SAMPLE  # trace/ and torch_logs.txt: a model with a text log beside its traces
 
@@ -54,7 +55,7 @@ def test_follow_mode_grows_the_model_under_the_session_lock() -> None:
         session.stop()
 
 
-def _collapsed(tree: TraceTree) -> object:
+def _collapsed(tree: TraceTree) -> TreeNode[Item]:
     """A node whose children are not built yet (its expansion reads the model)."""
     todo = list(tree.root.children)
     while todo:
@@ -91,7 +92,7 @@ async def test_the_app_reads_under_the_one_lock_and_tree_expansion_takes_it() ->
         holder.start()
         assert held.wait(5.0)
         threading.Timer(0.2, go.set).start()
-        tree.ensure_loaded(node)  # type: ignore[arg-type]
+        tree.ensure_loaded(node)
         order.append("expanded")
         holder.join(5.0)
         assert order == ["released", "expanded"]

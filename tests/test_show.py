@@ -14,7 +14,7 @@ import sys
 from pathlib import Path
 
 import pytest
-from conftest import REPO, unpack_shared
+from conftest import REPO, find_as, unpack_shared
 from ui_helpers import ready, settle, sync
 from waits import until
 
@@ -164,7 +164,7 @@ async def test_tree_labels_output_code_with_its_role() -> None:
         node = tree.cursor_node
         assert node is not None and node.data is not None and node.data.kind == "compile"
         tree.ensure_loaded(node)
-        labels = [c.label.plain for c in node.children]
+        labels = [str(c.label) for c in node.children]
         assert any(lb.startswith("output code (forward)  ") for lb in labels)
         assert any(lb.startswith("output code (backward)  ") for lb in labels)
         assert "Inductor post-grad graph (backward)" in labels
@@ -276,11 +276,10 @@ def test_launch_metadata_of_triton_kernels() -> None:
     assert "xnumel 256*s75" in rows(kernel_detail(dynamic, model))["launch"]
     user = load_source(str(shared("h200-torch2.11", "triton_user", "trace")))
     by_name = {k.name: k for k in user.kernels}
-    user_launch = launch_info(
-        OUTPUT_CODES.get(by_name["add_kernel_0"].output),
-        OUTPUT_CODES.get(by_name["add_kernel_0"].output).span_of(by_name["add_kernel_0"]),  # type: ignore[arg-type]
-        None,
-    )
+    code = OUTPUT_CODES.get(by_name["add_kernel_0"].output)
+    span = code.span_of(by_name["add_kernel_0"])
+    assert span is not None
+    user_launch = launch_info(code, span, None)
     assert (
         user_launch.get("grid") == "(4, 1, 1)" and user_launch.get("heuristic") == "user_autotune"
     )
@@ -323,6 +322,8 @@ def test_identical_kernels_across_recompiles_are_one_group(dim_model: Model) -> 
 @pytest.mark.app
 @sync
 async def test_kernels_view_collapses_identical_sources(dim: Path) -> None:
+    from textual.widgets import DataTable
+
     from tcview.ui.app import TcviewApp
     from tcview.ui.reader import Reader
     from tcview.ui.views import KernelsView
@@ -335,8 +336,8 @@ async def test_kernels_view_collapses_identical_sources(dim: Path) -> None:
         view = app.screen
         assert isinstance(view, KernelsView)
         assert len(view.objects) == 15 and sum(g.count for g in view.objects) == 20
-        table = view.query_one("#view-table")
-        cells = [[c.plain for c in table.get_row_at(i)] for i in range(table.row_count)]  # type: ignore[attr-defined]
+        table = view.query_one("#view-table", DataTable)
+        cells = [[c.plain for c in table.get_row_at(i)] for i in range(table.row_count)]
         tanh = next(c for c in cells if c[0] == "cpp_fused_add_mul_tanh_0")
         assert tanh[1:] == ["cpp", "×6 1/0, 1/1, 1/2 … +3", "inference"]
         assert "20 kernels (15 distinct sources)" in str(view.query_one("#view-head").render())
@@ -352,6 +353,7 @@ async def test_kernels_view_collapses_identical_sources(dim: Path) -> None:
 @sync
 async def test_kernels_view_shows_fwd_and_bwd() -> None:
     from tcview.ui.app import TcviewApp
+    from tcview.ui.views import KernelsView
 
     app = TcviewApp(str(shared("h200-torch2.11", "gpt_train", "trace")))
     async with app.run_test(size=(140, 40)) as pilot:
@@ -359,6 +361,7 @@ async def test_kernels_view_shows_fwd_and_bwd() -> None:
         await pilot.press("K")
         await settle(app, pilot)
         view = app.screen
+        assert isinstance(view, KernelsView)
         graphs = {g.name: g.roles for g in view.objects}
         assert {tuple(r) for r in graphs.values()} == {("forward",), ("backward",)}
         await pilot.press(*"bwd")
@@ -487,7 +490,8 @@ def test_mark_dynamic_is_in_the_config() -> None:
         if "mark_dynamic x dims {0}" in rows(compile_detail(c, model)).get("config", [])
     ]
     assert len(marked) == 1
-    assert compile_of(model, marked[0]).frame.co_name == "m"  # type: ignore[union-attr]
+    frame = compile_of(model, marked[0]).frame
+    assert frame is not None and frame.co_name == "m"
 
 
 def test_symbolic_shapes_are_read_when_shown() -> None:
@@ -574,7 +578,7 @@ def test_show_asks_which_rank_when_an_id_is_in_several() -> None:
     one = show(str(ddp), "rank", "1", "0/0")
     assert one.returncode == 0 and "\nrank      1\n" in one.stdout
     model = load_source(str(ddp))
-    assert find(model, "rank 1 0/0").file.rank == 1  # type: ignore[union-attr]
+    assert find_as(model, "rank 1 0/0", Compile).file.rank == 1
     with pytest.raises(ShowError, match="no kernel is named|neither"):
         show_detail(model, "triton_nothing")
 
@@ -624,6 +628,7 @@ async def test_palette_reads_an_item_like_show(fixture_runs: Path) -> None:
 
     ddp = fixture_runs / "ranks_ddp2"
     want = find(load_source(str(ddp)), "rank 1 frame 0")
+    assert isinstance(want, Frame)
     app = TcviewApp(str(ddp))
     async with app.run_test(size=(140, 40)) as pilot:
         await ready(app, pilot)
@@ -689,6 +694,8 @@ async def test_pane_and_show_agree(dim: Path) -> None:
 @pytest.mark.app
 @sync
 async def test_recompiles_view_says_why_per_frame(dim: Path) -> None:
+    from textual.widgets import DataTable
+
     from tcview.ui.app import TcviewApp
     from tcview.ui.reader import Reader
 
@@ -698,8 +705,8 @@ async def test_recompiles_view_says_why_per_frame(dim: Path) -> None:
         await pilot.press("r")
         await settle(app, pilot)
         view = app.screen
-        table = view.query_one("#view-table")
-        first = [c.plain for c in table.get_row_at(0)]  # type: ignore[attr-defined]
+        table = view.query_one("#view-table", DataTable)
+        first = [c.plain for c in table.get_row_at(0)]
         assert first[3].startswith("13 recompiles, all on `kwargs['input_ids']` size at index 1")
         doc = view.query_one(Reader).viewer.doc
         shown = [doc.plain(i) for i in range(doc.count)]

@@ -5,9 +5,11 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from conftest import find_as
+
 from tcview.ingest.source import load_source
+from tcview.model.objects import Compile
 from tcview.report.detail import Row, compile_detail, kernel_detail, render_text, row_text
-from tcview.report.show import find
 
 LONG = "cpp_fused_add_addcdiv_copy__div_fma_lerp_mul_neg_pow_reciprocal_rsub_sqrt_0"
 
@@ -21,7 +23,7 @@ def test_a_label_longer_than_its_column_is_kept_apart() -> None:
 
 def test_show_prints_a_long_kernel_name_and_its_kind_apart(shared_traces: Path) -> None:
     model = load_source(str(shared_traces / "cpu-torch2.13" / "e_training"))
-    text = render_text(compile_detail(find(model, "3/0"), model))  # type: ignore[arg-type]
+    text = render_text(compile_detail(find_as(model, "3/0", Compile), model))
     assert f"  {LONG}  cpp         inference" in text.splitlines()
 
 
@@ -29,9 +31,9 @@ def test_show_keeps_long_triton_names_apart_from_their_kind(fixture_runs: Path) 
     """A real H100 GPT-2 run's backward has Triton names of 120 characters and more: each is
     two spaces from its kind in the compile's kernel list, and on the kernel's title line."""
     model = load_source(str(fixture_runs / "h100_gpt2_profile"))
-    comp = find(model, "0/0")
-    text = render_text(compile_detail(comp, model)).splitlines()  # type: ignore[arg-type]
-    long = [k for k in comp.kernels if len(k.name) > 100]  # type: ignore[union-attr]
+    comp = find_as(model, "0/0", Compile)
+    text = render_text(compile_detail(comp, model)).splitlines()
+    long = [k for k in comp.kernels if len(k.name) > 100]
     assert len(long) >= 2
     for kernel in long:
         assert any(ln.startswith(f"  {kernel.name}  {kernel.kind}") for ln in text), kernel.name

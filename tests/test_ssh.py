@@ -17,7 +17,7 @@ import statistics
 import subprocess
 import sys
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
@@ -161,6 +161,7 @@ def ssh_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[SshServer]:
     shutil.copy(tmp / "user_key.pub", tmp / "authorized_keys")
     (tmp / "authorized_keys").chmod(0o600)
     _privsep_dir()
+    assert sshd is not None  # else skipped above
     proc, port, log = _start_sshd(sshd, tmp)
     server = SshServer(port, tmp / "user_key")
     try:
@@ -324,7 +325,7 @@ def test_ssh_open_kernel_read_and_quit(ssh_server: SshServer, tmp_path: Path) ->
 
 
 def test_ssh_bytes_per_move_and_page(
-    ssh_server: SshServer, tmp_path: Path, record_property: pytest.RecordProperty
+    ssh_server: SshServer, tmp_path: Path, record_property: Callable[[str, object], None]
 ) -> None:
     trace, kernel = _trace_and_kernel()
     with _ssh_tcview(ssh_server, trace, kernel, tmp_path) as session:

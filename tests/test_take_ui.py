@@ -11,12 +11,12 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from textual.widgets import DataTable
+from textual.widgets import DataTable, Input
 from ui_helpers import CPU_SAMPLE, GPU_SAMPLE, SAMPLES, ready, settle, sync
 
 from tcview.analysis.kernels import OUTPUT_CODES
 from tcview.analysis.paths import PathMap
-from tcview.model.objects import Kernel, Record
+from tcview.model.objects import Kernel, LogSource, Record
 from tcview.report.detail import compile_detail, render_text
 from tcview.ui.app import TcviewApp
 from tcview.ui.reader import Reader
@@ -50,6 +50,7 @@ async def test_y_in_the_kernels_view_copies_the_kernel_source() -> None:
         await pilot.press("down")
         await settle(app, pilot)
         group = view.selected()
+        assert group is not None
         await pilot.press("y")
         assert app.clipboard == kernel_source(group.first)
         assert f"kernel {group.first.name} source" in _notices(app)[-1]
@@ -61,12 +62,14 @@ async def test_y_copies_what_each_item_is() -> None:
     async with app.run_test(size=SIZE) as pilot:
         await ready(app, pilot)
         model = app.model
+        assert model is not None
         kernel = model.kernels[1]
         _select(app, "kernel", kernel)
         await settle(app, pilot)
         await pilot.press("y")
         code = OUTPUT_CODES.get(kernel.output)
         span = code.span_of(kernel)
+        assert span is not None
         source = "\n".join(code.lines[span.first : span.end + 1])
         assert app.clipboard == source == kernel_source(kernel)
         assert f"\n{kernel.name} = async_compile.triton(" in f"\n{source}"
@@ -89,6 +92,7 @@ async def test_y_copies_what_each_item_is() -> None:
         assert app.clipboard.startswith(f"compile {comp.id_label}")
 
         frame = comp.frame
+        assert frame is not None
         node = app.main_tree.node_showing(frame)
         app.main_tree.move_cursor(node)
         await pilot.press("y")
@@ -99,6 +103,7 @@ async def test_y_copies_what_each_item_is() -> None:
         metrics = model.records_of("compilation_metrics")[0]  # header only: its JSON
         _select(app, "record", metrics)
         await pilot.press("y")
+        assert isinstance(metrics.meta, dict)
         assert json.loads(app.clipboard)["co_name"] == metrics.meta["co_name"]
 
 
@@ -107,6 +112,7 @@ async def test_y_on_a_break_copies_reason_and_location() -> None:
     app = TcviewApp(str(CPU_SAMPLE / "trace"))
     async with app.run_test(size=SIZE) as pilot:
         await ready(app, pilot)
+        assert app.model is not None
         gb = app.model.breaks[0]
         _select(app, "record", gb.record)
         await pilot.press("y")
@@ -123,6 +129,7 @@ async def test_y_on_a_break_copies_reason_and_location() -> None:
         app.main_tree.focus()
         node = app.main_tree.root.children[-1]  # records without a compile id
         app.main_tree.move_cursor(node)
+        assert node.data is not None and isinstance(node.data.obj, LogSource)
         app.browser.show_item(node.data)
         await settle(app, pilot)
         app.screen.query_one(Reader).viewer.focus()
@@ -143,12 +150,13 @@ async def test_Y_saves_asks_before_overwriting_and_refuses_the_trace_dir(
     app = TcviewApp(str(trace))
     async with app.run_test(size=SIZE) as pilot:
         await ready(app, pilot)
+        assert app.model is not None
         kernel = app.model.kernels[0]
         _select(app, "kernel", kernel)
         await pilot.press("Y")
         await settle(app, pilot)
         assert isinstance(app.screen, SaveScreen)
-        box = app.screen.query_one("#save-path")
+        box = app.screen.query_one("#save-path", Input)
         assert box.value == str(work / f"{kernel.name}.py")
         await pilot.press("enter")
         await settle(app, pilot)
@@ -172,7 +180,7 @@ async def test_Y_saves_asks_before_overwriting_and_refuses_the_trace_dir(
         before = sorted(p.name for p in trace.iterdir())
         await pilot.press("Y")
         await settle(app, pilot)
-        box = app.screen.query_one("#save-path")
+        box = app.screen.query_one("#save-path", Input)
         box.value = str(trace / "kernel.py")
         await pilot.press("enter")
         await settle(app, pilot)
@@ -202,6 +210,7 @@ async def test_e_on_a_break_location_runs_the_editor(
     app = TcviewApp(str(CPU_SAMPLE / "trace"), path_map=paths)
     async with app.run_test(size=SIZE) as pilot:
         await ready(app, pilot)
+        assert app.model is not None
         gb = app.model.breaks[0]
         path, _, line = gb.location.rpartition(":")
         local = str(SAMPLES / path.removeprefix(RECORDED_AT + "/"))
@@ -220,7 +229,9 @@ async def test_e_on_a_break_location_runs_the_editor(
         # In the viewer: every location of the item (its stack too), to pick from.
         comp = gb.compile
         _select(app, "compile", comp)
-        app.browser.show_item(app.main_tree.cursor_node.data)
+        node = app.main_tree.cursor_node
+        assert node is not None and node.data is not None
+        app.browser.show_item(node.data)
         await settle(app, pilot)
         app.screen.query_one(Reader).viewer.focus()
         await pilot.press("e")
@@ -243,6 +254,7 @@ async def test_e_says_when_the_file_is_not_here(
     app = TcviewApp(str(GPU_SAMPLE / "trace"))  # recorded under /workspace/examples
     async with app.run_test(size=SIZE) as pilot:
         await ready(app, pilot)
+        assert app.model is not None
         comp = app.model.compiles[0]
         _select(app, "compile", comp)
         await pilot.press("e")
@@ -260,11 +272,14 @@ async def test_e_says_when_the_file_is_not_here(
     )
     async with app.run_test(size=SIZE) as pilot:
         await ready(app, pilot)
+        assert app.model is not None
         comp = app.model.compiles[0]
         _select(app, "compile", comp)
         await pilot.press("e")
         await settle(app, pilot)
+        assert comp.frame is not None
         user = comp.frame.user_frame
+        assert user is not None
         assert argv.read_text().split("\n")[:2] == [f"+{user.line}", str(checkout / "tinyblock.py")]
 
 
@@ -301,14 +316,19 @@ def test_editor_argv_has_no_shell_and_no_option_paths(
 @pytest.mark.unit
 def test_copied_kinds_of_model_objects() -> None:
     from tcview.ingest.source import load_source
-    from tcview.ui.take import copy_text
+    from tcview.ui.take import Taken, copy_text
+
+    def taken(obj: object) -> Taken:
+        got = copy_text(obj)
+        assert got is not None, obj
+        return got
 
     model = load_source(str(CPU_SAMPLE))
     assert isinstance(model.kernels[0], Kernel)
-    assert copy_text(model.kernels[0]).name.endswith(".py")
+    assert taken(model.kernels[0]).name.endswith(".py")
     rec = model.records_of("dynamo_output_graph")[0]
-    assert isinstance(rec, Record) and copy_text(rec).text == rec.payload()
-    assert copy_text(model.grouped_breaks()[0]).what == "graph break"
+    assert isinstance(rec, Record) and taken(rec).text == rec.payload()
+    assert taken(model.grouped_breaks()[0]).what == "graph break"
     assert copy_text(object()) is None
 
 

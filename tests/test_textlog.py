@@ -227,7 +227,7 @@ def test_graph_break_message() -> None:
     assert gb.hints and gb.explanation.startswith("Dynamo does not know")
     assert any("script.py:8 in f_print" in frame for frame in gb.user_stack)
     assert gb.compile is not None and gb.compile.id_text == "0/0"
-    assert gb.record.kind == "graph_breaks"
+    assert gb.record is not None and gb.record.kind == "graph_breaks"
     assert gb.record.payload().startswith("Graph break in user code at ")
 
 

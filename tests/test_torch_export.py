@@ -11,10 +11,11 @@ import re
 import subprocess
 import sys
 from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
 import pytest
 from conftest import FIXTURES, REPO
-from ui_helpers import ready, settle, summary_json, sync
+from ui_helpers import SnapCompare, ready, settle, summary_json, sync
 
 from tcview.analysis.export import (
     DATA_DEPENDENT,
@@ -27,6 +28,9 @@ from tcview.analysis.export import (
 from tcview.ingest.index import TraceSet
 from tcview.model.objects import MD5_BLANK_LINES, MD5_MISMATCH, MD5_OK
 from tcview.ui.content import record_doc
+
+if TYPE_CHECKING:
+    from textual.pilot import Pilot
 
 DRAFT = FIXTURES / "export_draft"
 TLPARSE = json.loads((FIXTURES / "tlparse_export.json").read_text())["inputs"]
@@ -298,12 +302,12 @@ async def test_export_key_only_for_export_traces() -> None:
 
 
 @pytest.mark.app
-def test_snapshot_export_view(snap_compare, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_snapshot_export_view(snap_compare: SnapCompare, monkeypatch: pytest.MonkeyPatch) -> None:
     from tcview.ui.app import TcviewApp
 
     monkeypatch.chdir(DRAFT)
 
-    async def before(pilot) -> None:
+    async def before(pilot: Pilot[Any]) -> None:
         await ready(pilot.app, pilot)
         await pilot.press("X")
         await settle(pilot.app, pilot)

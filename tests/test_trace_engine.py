@@ -224,7 +224,9 @@ def test_any_split_gives_the_same_index(cuts: list[int], settle: bool) -> None:
 
 @settings(max_examples=15, deadline=None)
 @given(st.binary(max_size=3000), st.lists(st.integers(0, 3000), max_size=10))
-def test_any_split_of_hostile_bytes_gives_the_same_index(tmp_path_factory, blob, cuts) -> None:
+def test_any_split_of_hostile_bytes_gives_the_same_index(
+    tmp_path_factory: pytest.TempPathFactory, blob: bytes, cuts: list[int]
+) -> None:
     header = SPLIT_FILE.read_bytes()[:20000]
     path = tmp_path_factory.mktemp("h") / "t.log"
     path.write_bytes(header + blob + header[:7000])

@@ -6,10 +6,13 @@ import hashlib
 import json
 import shutil
 from pathlib import Path
+from typing import Any
 
 import pytest
 from textual.command import CommandPalette
+from textual.widget import Widget
 from textual.widgets import Static
+from textual.widgets.tree import TreeNode
 from ui_helpers import (
     CPU_SAMPLE,
     GPU_SAMPLE,
@@ -27,7 +30,8 @@ from tcview.model.objects import Compile
 from tcview.ui.app import TcviewApp
 from tcview.ui.reader import Reader
 from tcview.ui.status import fit_path
-from tcview.ui.tree import TraceTree
+from tcview.ui.tree import Item, TraceTree
+from tcview.ui.viewer import CodeView
 from tcview.ui.views import (
     BreaksView,
     FailuresView,
@@ -40,11 +44,16 @@ from tcview.ui.views import (
 SIZE = (120, 40)
 
 
-def viewer(app: TcviewApp):
+def viewer(app: TcviewApp) -> CodeView:
     return app.screen.query(Reader).first().viewer
 
 
-def cursor_item(app: TcviewApp):
+def focused(app: TcviewApp) -> Widget | None:
+    """The focused widget, read anew (mypy keeps what an earlier `app.focused is` check said)."""
+    return app.focused
+
+
+def cursor_item(app: TcviewApp) -> Any:  # Any: the tests read each kind's own fields
     node = app.query_one(TraceTree).cursor_node
     return node.data if node is not None else None
 
@@ -53,9 +62,9 @@ def tree_rows(tree: TraceTree) -> list[str]:
     """The labels of the tree's visible rows, top to bottom."""
     rows: list[str] = []
 
-    def walk(node) -> None:
+    def walk(node: TreeNode[Item]) -> None:
         for child in node.children:
-            rows.append(child.label.plain)
+            rows.append(str(child.label))
             if child.is_expanded:
                 walk(child)
 
@@ -201,7 +210,7 @@ async def test_tree_keys_and_viewer() -> None:
     async with app.run_test(size=SIZE) as pilot:
         await ready(app, pilot)
         tree = app.query_one(TraceTree)
-        assert app.focused is tree
+        assert focused(app) is tree
         await pilot.press("g")
         assert tree.cursor_line == 0
         await pilot.press("j", "j")
@@ -219,13 +228,13 @@ async def test_tree_keys_and_viewer() -> None:
         await pilot.press("right", "down", "enter")
         await settle(app, pilot)
         assert cursor_item(app).kind == "record"
-        assert app.focused is viewer(app)
+        assert focused(app) is viewer(app)
         await pilot.press("tab")
-        assert app.focused is not viewer(app)
+        assert focused(app) is not viewer(app)
         await pilot.press("shift+tab")
-        assert app.focused is viewer(app)
+        assert focused(app) is viewer(app)
         await pilot.press("escape")
-        assert app.focused is tree
+        assert focused(app) is tree
 
 
 @sync
@@ -257,7 +266,7 @@ async def test_search_n_and_N() -> None:
         assert view.match_index == (first + 1) % len(view.matches)
         await pilot.press("N")
         assert view.match_index == first
-        assert "/tl.load:" in view.border_subtitle
+        assert "/tl.load:" in str(view.border_subtitle)
         line = view.matches[view.match_index][0]
         top = view.scroll_offset.y
         assert top <= line < top + view.scrollable_content_region.height
@@ -270,8 +279,10 @@ async def test_viewer_scrolls_sideways_and_pages() -> None:
         await ready(app, pilot)
         tree = app.query_one(TraceTree)
         # open the output code: the longest content of the trace
+        assert app.model is not None
         rec = app.model.kernels[0].output
         node = tree.reveal(rec, "record")
+        assert node is not None and node.data is not None
         tree.reveal_node(node)
         app.browser.show_item(node.data)
         await settle(app, pilot)
@@ -343,6 +354,7 @@ async def test_recompiles_view_lists_guards() -> None:
         await pilot.press("r")
         await settle(app, pilot)
         view = app.screen
+        assert isinstance(view, RecompilesView)
         comps = [o for o in view.objects if isinstance(o, Compile) and o.recompile is not None]
         assert comps, "the CPU sample recompiles"
         await pilot.press("j")
@@ -360,6 +372,7 @@ async def test_kernels_view_filters_as_you_type() -> None:
         await pilot.press("K")
         await settle(app, pilot)
         view = app.screen
+        assert isinstance(view, KernelsView) and app.model is not None
         total = len(view.objects)
         assert total == app.model.counts()["kernels"]
         await pilot.press(*"persistent")
@@ -382,6 +395,7 @@ async def test_time_view_sorts() -> None:
         await pilot.press("t")
         await settle(app, pilot)
         view = app.screen
+        assert isinstance(view, TimeView)
         from tcview.analysis.compiletime import compile_seconds
 
         times = [compile_seconds(c) or 0 for c in view.objects]
@@ -406,6 +420,7 @@ async def test_command_palette_jumps_to_kernel() -> None:
     app = TcviewApp(str(GPU_SAMPLE))
     async with app.run_test(size=SIZE) as pilot:
         await ready(app, pilot)
+        assert app.model is not None
         name = app.model.kernels[1].name
         await pilot.press("ctrl+p")
         await until(pilot, lambda: isinstance(app.screen, CommandPalette), seen=lambda: app.screen)
@@ -505,13 +520,15 @@ async def test_trace_text_is_literal_and_safe(tmp_path: Path) -> None:
     async with app.run_test(size=SIZE) as pilot:
         await ready(app, pilot)
         tree = app.query_one(TraceTree)
-        labels = [n.label.plain for n in tree._by_key.values()]
+        labels = [str(n.label) for n in tree._by_key.values()]
         frame_label = next(lb for lb in labels if "boom" in lb)
         assert "[bold red]boom[/]" in frame_label
         assert "\x1b" not in frame_label and "␛" in frame_label
         assert "<U+202E>" in frame_label
+        assert app.model is not None
         rec = next(r for r in app.model.files[0].records if r.kind == "dynamo_output_graph")
         node = tree.reveal(rec, "record")
+        assert node is not None and node.data is not None
         tree.reveal_node(node)
         app.browser.show_item(node.data)
         await settle(app, pilot)
@@ -561,7 +578,7 @@ async def test_goto_before_the_first_layout_leaves_the_tree_unscrolled(
     reveal = TraceTree.reveal_node
     seen: list[tuple[int, int]] = []
 
-    def spy(tree: TraceTree, node, select: bool = True) -> None:
+    def spy(tree: TraceTree, node: TreeNode[Item], select: bool = True) -> None:
         reveal(tree, node, select)
         seen.append((tree.scrollable_content_region.height, tree.scroll_offset.y))
 
@@ -573,7 +590,7 @@ async def test_goto_before_the_first_layout_leaves_the_tree_unscrolled(
         tree = app.main_tree
         assert seen and seen[0][0] == 0, "the goto should run before the first layout here"
         assert seen[0][1] == 0, "revealed before the layout: must not scroll yet"
-        assert tree.cursor_node is not None and tree.cursor_node.label.plain.startswith("1/1")
+        assert tree.cursor_node is not None and str(tree.cursor_node.label).startswith("1/1")
         assert tree.scroll_offset.y == 0, "the whole tree fits: nothing should be scrolled"
 
 

@@ -22,7 +22,7 @@ def shown(app: TcviewApp) -> list[str]:
 
 
 def tree_labels(app: TcviewApp) -> list[str]:
-    return [n.label.plain for n in app.query_one(TraceTree)._by_key.values()]
+    return [str(n.label) for n in app.query_one(TraceTree)._by_key.values()]
 
 
 @pytest.fixture

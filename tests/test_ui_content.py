@@ -55,7 +55,7 @@ def test_compile_detail_shows_the_fusion_decisions_of_the_text_log() -> None:
 def test_loader_builds_the_counted_model(sample: Path) -> None:
     loader = ModelSession(str(sample))
     loader.run()
-    assert loader.error is None and loader.finished
+    assert loader.error is None and loader.finished and loader.model is not None
     counts = loader.model.counts()
     ref = count(sorted((sample / "trace").glob("dedicated_log_torch_trace*.log")))
     assert {k: counts[k] for k in FOUR} == {k: ref[k] for k in FOUR}
@@ -121,6 +121,7 @@ def test_output_code_is_python_with_cpp_regions() -> None:
 def test_metrics_are_a_table() -> None:
     ts = load_source(str(GPU_SAMPLE))
     comp = ts.compiles[0]
+    assert comp.metrics is not None
     rows = metrics_table(comp.metrics)
     plain = [r.plain for r in rows]
     assert plain[0] == "timings"

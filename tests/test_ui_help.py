@@ -19,8 +19,9 @@ from waits import until
 import tcview.ui
 from tcview.run.session import Launcher
 from tcview.run.spec import PythonInfo, RunOptions, build_spec
-from tcview.ui.app import BROWSE_BINDINGS, TcviewApp
+from tcview.ui.app import BROWSE_BINDINGS, BrowserApp, TcviewApp
 from tcview.ui.help import HelpRow, help_rows
+from tcview.ui.reader import Reader
 from tcview.ui.run_app import RunApp
 from tcview.ui.run_pane import RUN_KEYMAP
 
@@ -60,7 +61,7 @@ def test_run_mode_is_the_browser_under_a_keymap() -> None:
     """Run mode keeps every browser binding (by id); only the keymap's keys change."""
     run = {b.id: b for b in RunApp.BINDINGS if isinstance(b, Binding)}
     for binding in BROWSE_BINDINGS:
-        assert binding.id in run, binding.id
+        assert binding.id is not None and binding.id in run, binding.id
         expected = RUN_KEYMAP.get(binding.id, binding.key)
         assert run[binding.id].key == expected and run[binding.id].action == binding.action
     assert run["view.recompiles"].key == "c" and run["run.rerun"].key == "r"
@@ -68,7 +69,7 @@ def test_run_mode_is_the_browser_under_a_keymap() -> None:
 
 
 @pytest.mark.parametrize("app", [TcviewApp, RunApp], ids=lambda a: a.__name__)
-def test_no_key_does_two_things(app: type[TcviewApp]) -> None:
+def test_no_key_does_two_things(app: type[BrowserApp]) -> None:
     """An app's keys are its own: no two actions share one (a browser key must not shadow run
     mode's `x` stop, say), except run mode's `r`, which says why it cannot rerun yet."""
     actions: dict[str, set[str]] = {}
@@ -81,11 +82,11 @@ def test_no_key_does_two_things(app: type[TcviewApp]) -> None:
     assert shared == allowed
 
 
-def _rows(app: TcviewApp) -> list[HelpRow]:
+def _rows(app: BrowserApp) -> list[HelpRow]:
     return [row for _, rows in help_rows(app.help_places(), app.get_key_display) for row in rows]
 
 
-def _missing(app: TcviewApp, rows: list[HelpRow]) -> list[str]:
+def _missing(app: BrowserApp, rows: list[HelpRow]) -> list[str]:
     """The bindings active now (focused widget, screen, app) that the help does not list."""
     missing = []
     for key, active in app.screen.active_bindings.items():
@@ -100,7 +101,7 @@ def _missing(app: TcviewApp, rows: list[HelpRow]) -> list[str]:
     return missing
 
 
-async def _missing_everywhere(app: TcviewApp, pilot: Any, rows: list[HelpRow]) -> set[str]:
+async def _missing_everywhere(app: BrowserApp, pilot: Any, rows: list[HelpRow]) -> set[str]:
     """Focus every focusable widget of the current screen, and collect what is missing."""
     missing = set(_missing(app, rows))
     for widget in list(app.screen.query("*")):
@@ -111,9 +112,9 @@ async def _missing_everywhere(app: TcviewApp, pilot: Any, rows: list[HelpRow]) -
     return missing
 
 
-async def _walk_browser(app: TcviewApp, pilot: Any, rows: list[HelpRow], views: str) -> set[str]:
+async def _walk_browser(app: BrowserApp, pilot: Any, rows: list[HelpRow], views: str) -> set[str]:
     missing = await _missing_everywhere(app, pilot, rows)
-    app.screen_stack[0].query_one("Reader").open_search()
+    app.screen_stack[0].query_one(Reader).open_search()
     await pilot.pause()
     missing.update(await _missing_everywhere(app, pilot, rows))
     await pilot.press("escape")

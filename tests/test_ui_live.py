@@ -20,10 +20,10 @@ from waits import holds, until
 import tcview.ingest.load
 from tcview.ingest.replay import replay
 from tcview.ingest.session import ModelSession
-from tcview.model.objects import Model
+from tcview.model.objects import Frame, Model
 from tcview.run.session import Launcher
 from tcview.run.spec import PythonInfo, RunOptions, build_spec
-from tcview.ui.app import TcviewApp
+from tcview.ui.app import BrowserApp, TcviewApp
 from tcview.ui.reader import Reader
 from tcview.ui.run_app import RunApp
 from tcview.ui.tree import TraceTree
@@ -43,7 +43,7 @@ def doc_text(app: TcviewApp) -> str:
     return "\n".join(doc.plain(i) for i in range(doc.count))
 
 
-def overview_counts(app: TcviewApp) -> str | None:
+def overview_counts(app: BrowserApp) -> str | None:
     """The counts line of the overview, as the main screen's viewer holds it (None: not shown)."""
     doc = app.screen_stack[0].query_one("#reader", Reader).viewer.doc
     if doc.styled is None:
@@ -202,7 +202,8 @@ async def test_first_row_is_highlighted_and_down_goes_to_the_second(
         await pilot.press("down")
         await settle(app, pilot)
         assert tree.cursor_line == 1
-        second = tree.get_node_at_line(1).data
+        node = tree.get_node_at_line(1)
+        second = node.data if node is not None else None
         assert second is not None and viewer(app).doc.title != app.browser.source_path
 
 
@@ -212,8 +213,9 @@ async def test_enter_on_the_first_row_shows_it(monkeypatch: pytest.MonkeyPatch) 
     app = TcviewApp(str(CPU_SAMPLE))
     async with app.run_test(size=SIZE) as pilot:
         await ready(app, pilot)
-        first = app.query_one(TraceTree).get_node_at_line(0).data
-        assert first is not None and first.kind == "frame"
+        node = app.query_one(TraceTree).get_node_at_line(0)
+        first = node.data if node is not None else None
+        assert first is not None and first.kind == "frame" and isinstance(first.obj, Frame)
         await pilot.press("enter")
         await settle(app, pilot)
         assert viewer(app).doc.title == f"frame {first.obj.label}"
@@ -240,6 +242,7 @@ async def test_detail_panes_wrap_long_lines_and_code_scrolls(shared_traces: Path
         await _assert_wrapped(pilot, view, long)
         # Code keeps one row per line and scrolls sideways.
         await pilot.press("escape")
+        assert app.model is not None
         rec = next(r for r in app.model.files[0].records if r.kind == "inductor_output_code")
         app.browser.reveal("record", rec)
         await settle(app, pilot)
@@ -305,7 +308,11 @@ async def test_an_idle_followed_app_does_not_poll_the_model(tmp_path: Path) -> N
             seen=lambda: calls,
         )
         # A burst of updates from another thread becomes one or two redraws.
-        burst = threading.Thread(target=lambda: [app.browser.model_moved() for _ in range(200)])
+        def burst_of_updates() -> None:
+            for _ in range(200):
+                app.browser.model_moved()
+
+        burst = threading.Thread(target=burst_of_updates)
         burst.start()
         burst.join()
         await until(pilot, lambda: calls, what="a redraw after the burst")

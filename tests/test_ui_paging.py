@@ -5,9 +5,10 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from ui_helpers import ready, sync
+from ui_helpers import item_of, obj_of, ready, sync
 from waits import until
 
+from tcview.model.objects import Compile
 from tcview.ui.app import TcviewApp
 from tcview.ui.tree import PAGE
 
@@ -32,14 +33,14 @@ async def test_children_are_paged_and_goto_reaches_any(tmp_path: Path) -> None:
     async with app.run_test(size=(120, 40)) as pilot:
         await ready(app, pilot)
         tree = app.main_tree
-        frame = next(n for n in tree.root.children if n.data.kind == "frame")
+        frame = next(n for n in tree.root.children if item_of(n).kind == "frame")
         tree.ensure_loaded(frame)
         frame.expand()
         await until(
             pilot, lambda: len(frame.children) == PAGE + 1, seen=lambda: len(frame.children)
         )
-        assert frame.children[-1].data.kind == "page"
-        assert f"{total - PAGE} more" in frame.children[-1].label.plain
+        assert item_of(frame.children[-1]).kind == "page"
+        assert f"{total - PAGE} more" in str(frame.children[-1].label)
         tree.select_node(frame.children[-1])
         await until(
             pilot, lambda: len(frame.children) == 2 * PAGE + 1, seen=lambda: len(frame.children)
@@ -47,7 +48,7 @@ async def test_children_are_paged_and_goto_reaches_any(tmp_path: Path) -> None:
         assert app.browser._goto(f"0/{total - 1}") is None
         await until(
             pilot,
-            lambda: tree.cursor_node.data.obj.id_text == f"0/{total - 1}",
+            lambda: obj_of(tree.cursor_node, Compile).id_text == f"0/{total - 1}",
             seen=lambda: tree.cursor_node,
         )
-        assert frame.children[-1].data.kind != "page"
+        assert item_of(frame.children[-1]).kind != "page"

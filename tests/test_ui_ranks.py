@@ -6,12 +6,15 @@ from __future__ import annotations
 
 import shutil
 from pathlib import Path
+from typing import Any
 
 import pytest
+from textual.pilot import Pilot
 from textual.widgets import DataTable, Input
-from ui_helpers import GPU_SAMPLE, counts_text, ready, sync
+from ui_helpers import GPU_SAMPLE, SnapCompare, counts_text, item_of, obj_of, ready, sync
 
 from tcview.ingest.index import TraceSet
+from tcview.model.objects import Compile
 from tcview.model.ranks import counts_in
 from tcview.ui.app import TcviewApp
 from tcview.ui.ranks_view import CompareView, RankDialog, RanksView
@@ -45,7 +48,7 @@ def diverging(fixture_runs: Path) -> str:
     return str(fixture_runs / "ranks_diverge" / "trace")
 
 
-async def _view(app: TcviewApp, pilot, key: str) -> None:
+async def _view(app: TcviewApp, pilot: Pilot[Any], key: str) -> None:
     await pilot.press(key)
     await ready(app, pilot)
 
@@ -253,8 +256,9 @@ async def test_compare_two_ranks_side_by_side(diverging: str) -> None:
         await pilot.press("enter")  # goes to rank 0's 0/0 in the tree
         await ready(app, pilot)
         node = app.query_one(TraceTree).cursor_node
-        assert node is not None and node.data.kind == "compile"
-        assert node.data.obj.file.rank == 0 and node.data.obj.id_label == "0/0"
+        assert item_of(node).kind == "compile"
+        comp = obj_of(node, Compile)
+        assert comp.file.rank == 0 and comp.id_label == "0/0"
 
 
 @pytest.fixture
@@ -265,8 +269,10 @@ def diverging_here(fixture_runs: Path, monkeypatch: pytest.MonkeyPatch) -> str:
 
 
 @pytest.mark.parametrize("keys", [("a",), ("a", "c", "enter")])
-def test_snapshot_ranks_view(snap_compare, diverging_here: str, keys: tuple[str, ...]) -> None:
-    async def before(pilot) -> None:
+def test_snapshot_ranks_view(
+    snap_compare: SnapCompare, diverging_here: str, keys: tuple[str, ...]
+) -> None:
+    async def before(pilot: Pilot[Any]) -> None:
         await ready(pilot.app, pilot)
         for key in keys:
             await pilot.press(key)

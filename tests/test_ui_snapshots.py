@@ -3,9 +3,11 @@
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 import pytest
-from ui_helpers import ready
+from textual.pilot import Pilot
+from ui_helpers import SnapCompare, ready
 
 from tcview.ui.app import TcviewApp
 
@@ -24,26 +26,26 @@ def _app(path: str, goto: str | None = None) -> TcviewApp:
     return TcviewApp(path, goto=goto)
 
 
-async def _wait(pilot) -> None:
+async def _wait(pilot: Pilot[Any]) -> None:
     await ready(pilot.app, pilot)
 
 
-def test_snapshot_main(snap_compare, gpu_trace: str) -> None:
+def test_snapshot_main(snap_compare: SnapCompare, gpu_trace: str) -> None:
     assert snap_compare(_app(gpu_trace), terminal_size=SIZE, run_before=_wait)
 
 
-def test_snapshot_kernel(snap_compare, gpu_trace: str) -> None:
+def test_snapshot_kernel(snap_compare: SnapCompare, gpu_trace: str) -> None:
     app = _app(gpu_trace, goto="triton_poi_fused_div_0")
     assert snap_compare(app, terminal_size=SIZE, run_before=_wait)
 
 
-def test_snapshot_compile(snap_compare, gpu_trace: str) -> None:
+def test_snapshot_compile(snap_compare: SnapCompare, gpu_trace: str) -> None:
     assert snap_compare(_app(gpu_trace, goto="1/0"), terminal_size=SIZE, run_before=_wait)
 
 
 @pytest.mark.parametrize("key", ["b", "r", "K", "f", "t"])
-def test_snapshot_view(snap_compare, gpu_trace: str, key: str) -> None:
-    async def before(pilot) -> None:
+def test_snapshot_view(snap_compare: SnapCompare, gpu_trace: str, key: str) -> None:
+    async def before(pilot: Pilot[Any]) -> None:
         await ready(pilot.app, pilot)
         await pilot.press(key)
         await ready(pilot.app, pilot)
@@ -51,15 +53,15 @@ def test_snapshot_view(snap_compare, gpu_trace: str, key: str) -> None:
     assert snap_compare(_app(gpu_trace), terminal_size=SIZE, run_before=before)
 
 
-def test_snapshot_help(snap_compare, gpu_trace: str) -> None:
-    async def before(pilot) -> None:
+def test_snapshot_help(snap_compare: SnapCompare, gpu_trace: str) -> None:
+    async def before(pilot: Pilot[Any]) -> None:
         await ready(pilot.app, pilot)
         await pilot.press("question_mark")
 
     assert snap_compare(_app(gpu_trace), terminal_size=SIZE, run_before=before)
 
 
-def test_snapshot_80x24(snap_compare, gpu_trace: str) -> None:
+def test_snapshot_80x24(snap_compare: SnapCompare, gpu_trace: str) -> None:
     assert snap_compare(_app(gpu_trace, goto="0/0"), terminal_size=(80, 24), run_before=_wait)
 
 
@@ -71,8 +73,8 @@ def crashed_run(fixture_runs: Path, monkeypatch: pytest.MonkeyPatch) -> str:
 
 
 @pytest.mark.parametrize("key", [None, "E"])
-def test_snapshot_crashed_run(snap_compare, crashed_run: str, key: str | None) -> None:
-    async def before(pilot) -> None:
+def test_snapshot_crashed_run(snap_compare: SnapCompare, crashed_run: str, key: str | None) -> None:
+    async def before(pilot: Pilot[Any]) -> None:
         await ready(pilot.app, pilot)
         if key is not None:
             await pilot.press(key)
@@ -88,11 +90,11 @@ def recompile_run(fixture_runs: Path, monkeypatch: pytest.MonkeyPatch) -> str:
     return "recompile_dim"
 
 
-def test_snapshot_recompile_diagnosis(snap_compare, recompile_run: str) -> None:
+def test_snapshot_recompile_diagnosis(snap_compare: SnapCompare, recompile_run: str) -> None:
     """The recompiles view: each frame says why it recompiled; its detail, the limit and
     what would avoid them."""
 
-    async def before(pilot) -> None:
+    async def before(pilot: Pilot[Any]) -> None:
         await ready(pilot.app, pilot)
         await pilot.press("r")
         await ready(pilot.app, pilot)

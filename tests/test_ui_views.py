@@ -157,6 +157,7 @@ async def test_tree_rows_keep_their_time_and_marks(fixture_runs: Path) -> None:
         assert tree.size.width <= 48
         rows = screen_text(app).splitlines()[1:-3]
         pane = [ln.split("│")[1] for ln in rows]
+        assert app.model is not None
         for comp in app.model.compiles:
             row = next(ln for ln in pane if f"▶ {comp.id_label}  " in ln)
             assert re.search(r"\d(\.\d+)?(s|ms)\s*$", row.rstrip()), row  # the time shows
@@ -255,6 +256,7 @@ async def test_take_keys_read_off_the_ui_thread(key: str, monkeypatch: pytest.Mo
         monkeypatch.setattr(app.browser, "open_location", opened.append)  # no editor here
         tree = app.main_tree
         tree.focus()
+        assert app.model is not None
         node = app.browser.reveal("compile", app.model.compiles[0])
         assert node is not None
         await pilot.press(key)

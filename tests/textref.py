@@ -91,6 +91,7 @@ def count_errors(data: bytes) -> int:
                 pending.pop(rank, None)
             continue
         pm = OTHER_PREFIX.match(line)
+        assert pm is not None  # every part of it is optional
         rank, text = pm.group(1), line[pm.end() :]
         state = open_.get(rank)
         if text.startswith("Traceback (most recent call last):"):

@@ -8,15 +8,36 @@ import json
 import re
 import subprocess
 import sys
+from collections.abc import Awaitable, Callable, Iterable
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any, Protocol, TypeVar
 
 from waits import until
+
+if TYPE_CHECKING:
+    from textual.app import App
+    from textual.pilot import Pilot
+    from textual.widgets.tree import TreeNode
+
+    from tcview.ui.tree import Item
 
 REPO = Path(__file__).resolve().parent.parent
 SAMPLES = REPO / "sample_traces"
 GPU_SAMPLE = SAMPLES / "gpu_tinyblock"
 CPU_SAMPLE = SAMPLES / "cpu_breaks_recompiles"
+
+
+class SnapCompare(Protocol):
+    """The function that pytest-textual-snapshot's `snap_compare` fixture gives (its own
+    annotation names the first parameter only)."""
+
+    def __call__(
+        self,
+        app: App[Any],
+        press: Iterable[str] = (),
+        terminal_size: tuple[int, int] = (80, 24),
+        run_before: Callable[[Pilot[Any]], Awaitable[None] | None] | None = None,
+    ) -> bool: ...
 
 
 async def ready(app: Any, pilot: Any, limit: float = 30.0) -> None:
@@ -33,6 +54,22 @@ async def ready(app: Any, pilot: Any, limit: float = 30.0) -> None:
         ),
     )
     await settle(app, pilot)
+
+
+T = TypeVar("T")
+
+
+def item_of(node: TreeNode[Item] | None) -> Item:
+    """What a tree node stands for; fails when there is no node or it has no item."""
+    assert node is not None and node.data is not None, node
+    return node.data
+
+
+def obj_of(node: TreeNode[Item] | None, kind: type[T]) -> T:
+    """The model object a tree node stands for, checked to be a `kind`."""
+    obj = item_of(node).obj
+    assert isinstance(obj, kind), obj
+    return obj
 
 
 def palette_options(app: Any) -> list[str]:

@@ -71,7 +71,7 @@ def main() -> None:
     try:
         trace = args.trace
         if trace is None:
-            from bench_index import build, source_files  # type: ignore[import-not-found]
+            from bench_index import build, source_files
 
             trace = tmp / "dedicated_log_torch_trace_big.log"
             build(trace, source_files(None), int(args.size_mb * (1 << 20)))

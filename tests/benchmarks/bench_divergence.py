@@ -19,6 +19,7 @@ import subprocess
 import sys
 import tempfile
 import time
+from collections.abc import Callable
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
@@ -28,9 +29,14 @@ from conftest import unpack_shared
 
 from tcview.analysis.divergence import analyze, file_signature
 from tcview.ingest.index import TraceSet
+from tcview.model.objects import JsonValue, LogSource
 
 FRAME_ID = re.compile(rb'"frame_id": (\d+)')
 RANK_KEY = re.compile(rb'"rank": \d+')
+
+
+def _shift_frame_id(shift: int) -> Callable[[re.Match[bytes]], bytes]:
+    return lambda m: b'"frame_id": %d' % (int(m.group(1)) + shift)
 
 
 def build(out: Path, ranks: int, size: int, templates: list[bytes]) -> int:
@@ -42,9 +48,7 @@ def build(out: Path, ranks: int, size: int, templates: list[bytes]) -> int:
         parts = []
         written = copy = 0
         while written < size or copy == 0:
-            piece = FRAME_ID.sub(
-                lambda m, shift=copy * step: b'"frame_id": %d' % (int(m.group(1)) + shift), data
-            )
+            piece = FRAME_ID.sub(_shift_frame_id(copy * step), data)
             piece = RANK_KEY.sub(b'"rank": %d' % rank, piece)
             parts.append(piece)
             written += len(piece)
@@ -82,7 +86,9 @@ def main() -> int:
         analyze(ts)
         t_warm = time.perf_counter() - t0
         t0 = time.perf_counter()
-        signatures = {tf: file_signature(tf) for tf in ts.files}
+        signatures: dict[LogSource, dict[str, JsonValue]] = {
+            tf: file_signature(tf) for tf in ts.files
+        }
         t_sign = time.perf_counter() - t0
         t0 = time.perf_counter()
         div = analyze(ts, lambda tf: signatures[tf])

@@ -21,6 +21,7 @@ import shutil
 import subprocess
 import sys
 import tempfile
+from collections.abc import Callable
 from pathlib import Path
 
 HERE = Path(__file__).resolve()
@@ -39,7 +40,7 @@ def source_files(source: Path | None) -> list[Path]:
     return sorted(source.rglob("dedicated_log_torch_trace*.log"))
 
 
-def _renumber(shift: int):
+def _renumber(shift: int) -> Callable[[re.Match[bytes]], bytes]:
     return lambda m: b'"frame_id": ' + str(int(m.group(1)) + shift).encode()
 
 

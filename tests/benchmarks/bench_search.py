@@ -137,10 +137,10 @@ def main() -> None:
         print(f"tcview grep (index + search): {dt:.2f} s, {lines} lines, peak RSS {rss:.0f} MB")
         if args.ui:
             for _label, text, _regex in QUERIES[:2]:
-                indexed, first, done, shown = asyncio.run(ui(trace, text))
+                indexed, first_s, done, shown = asyncio.run(ui(trace, text))
                 print(
                     f"app (indexed in {indexed:.2f} s): S {text!r} enter: first result on "
-                    f"screen {first * 1000:.0f} ms, done {done:.2f} s ({shown} lines)"
+                    f"screen {first_s * 1000:.0f} ms, done {done:.2f} s ({shown} lines)"
                 )
     finally:
         shutil.rmtree(tmp, ignore_errors=True)

@@ -18,6 +18,7 @@ import re
 import subprocess
 import sys
 import tempfile
+from collections.abc import Callable
 from pathlib import Path
 
 HERE = Path(__file__).resolve()
@@ -43,6 +44,10 @@ def source_files(source: Path | None) -> list[Path]:
     )
 
 
+def _shift_pid(shift: int) -> Callable[[re.Match[bytes]], bytes]:
+    return lambda m: m.group(1) + str(int(m.group(2)) + shift).encode() + b" "
+
+
 def build(out: Path, files: list[Path], size: int) -> tuple[int, int, bytes]:
     """Repeat `files` into `out` with shifted pids; returns bytes, copies and one copy."""
     blob = b"".join(f.read_bytes().rstrip(b"\n") + b"\n" for f in files)
@@ -51,10 +56,7 @@ def build(out: Path, files: list[Path], size: int) -> tuple[int, int, bytes]:
     with open(out, "wb") as fh:
         while written < size:
             shift = copies * 1_000_000
-            data = PID.sub(
-                lambda m, shift=shift: m.group(1) + str(int(m.group(2)) + shift).encode() + b" ",
-                blob,
-            )
+            data = PID.sub(_shift_pid(shift), blob)
             fh.write(data)
             written += len(data)
             copies += 1

@@ -32,6 +32,7 @@ from textual import events  # noqa: E402
 
 from tcview.ui.app import TcviewApp  # noqa: E402
 from tcview.ui.content import OUTPUT_CODES, Document  # noqa: E402
+from tcview.ui.reader import Reader  # noqa: E402
 from tcview.ui.tree import TraceTree  # noqa: E402
 
 SOURCE = REPO / "sample_traces" / "gpu_tinyblock" / "trace"
@@ -140,11 +141,13 @@ async def bench_output_code(path: Path) -> dict[str, float]:
     async with app.run_test(size=(120, 40)) as pilot:
         while app.browser.loaded_at is None:
             await pilot.pause(0.01)
+        assert app.model is not None
         rec = app.model.files[0].records[1]
         tree = app.query_one(TraceTree)
         node = tree.reveal(rec, "record")
+        assert node is not None and node.data is not None
         tree.reveal_node(node)
-        reader = app.query_one("#reader")
+        reader = app.query_one("#reader", Reader)
         await app.workers.wait_for_complete()
         await pilot.pause(0.2)
         OUTPUT_CODES._items.clear()  # cold: read, decode and split the record again

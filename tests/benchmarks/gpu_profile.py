@@ -95,7 +95,7 @@ def profile_events(path: Path) -> list[dict[str, Any]]:
     events: list[dict[str, Any]] = []
     for f in files:
         opener = gzip.open if f.name.endswith(".gz") else open
-        with opener(f, "rt") as fh:  # type: ignore[operator]
+        with opener(f, "rt") as fh:
             events.extend(json.load(fh)["traceEvents"])
     return events
 
@@ -178,7 +178,7 @@ def tcview_run_profile(out: Out, work: Path) -> dict[str, Any]:
     out.log("the run's report (the profile part):")
     out.log(*[ln for ln in report.splitlines() if ln.startswith("profile (")])
     metas = [json.loads(p.read_text()) for p in (run_dir / "profile").glob("*.window.json")]
-    meta = next((m for m in metas if m.get("file")), {})
+    meta: dict[str, Any] = next((m for m in metas if m.get("file")), {})
     out.log("window:", json.dumps(meta, indent=2))
     plain_med = statistics.median(s for _, s in plain) if plain else None
     inside = [s for end, s in profiled if meta and meta["started_at"] <= end <= meta["stopped_at"]]

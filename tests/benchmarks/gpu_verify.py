@@ -432,6 +432,7 @@ def time_view(out: Out, run: Path) -> dict[str, Any]:
     """The compile-time view's head (t): the autotune total."""
 
     async def go() -> str:
+        from textual.widgets import Static
         from ui_helpers import ready, settle
 
         from tcview.ui.app import TcviewApp
@@ -441,7 +442,7 @@ def time_view(out: Out, run: Path) -> dict[str, Any]:
             await ready(app, pilot)
             await pilot.press("t")
             await settle(app, pilot)
-            return str(app.screen.query_one("#view-head").content)
+            return str(app.screen.query_one("#view-head", Static).content)
 
     head = asyncio.run(go())
     out.log("compile-time view:", head)
