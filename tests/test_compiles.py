@@ -120,8 +120,8 @@ def test_only_a_repeated_start_begins_an_episode(tmp_path: Path) -> None:
     assert count([path])["compiles"] == 5
 
 
-def test_shared_breaks_run_has_eleven_compile_episodes(shared_traces: Path) -> None:
-    ts = TraceSet.load(shared_traces / "h200-torch2.11" / "breaks" / "trace")
+def test_shared_breaks_run_has_eleven_compile_episodes(fixture_runs: Path) -> None:
+    ts = TraceSet.load(fixture_runs / "h200_breaks" / "trace")
     assert ts.summary_counts()["compiles"] == 11  # tlparse: 11 dynamo_start links, 8 ids
     labels = [c.id_label for c in ts.compiles]
     assert labels[8:] == ["0/0 #2", "1/0 #2", "0/0 #3"]
@@ -138,9 +138,9 @@ def test_shared_breaks_run_has_eleven_compile_episodes(shared_traces: Path) -> N
     ]
 
 
-def test_text_without_start_messages_cannot_see_resets(shared_traces: Path) -> None:
+def test_text_without_start_messages_cannot_see_resets(fixture_runs: Path) -> None:
     """The breaks capture has no `dynamo` INFO: its ids stay merged (the README says so)."""
-    text = TextLog.load(str(shared_traces / "h200-torch2.11" / "breaks" / "torch_logs.txt"))
+    text = TextLog.load(str(fixture_runs / "h200_breaks" / "torch_logs.txt"))
     assert not text.records_of("step")
     assert [c.id_label for c in text.compiles] == [f"{i}/0" for i in range(8)]
 
@@ -216,9 +216,9 @@ def test_empty_graphs_count_and_marks(shared_traces: Path) -> None:
     assert [c.marks for c in warm.compiles] == [["cache hit"]]
 
 
-def test_every_restart_reason_is_kept_whole(shared_traces: Path) -> None:
+def test_every_restart_reason_is_kept_whole(fixture_runs: Path) -> None:
     """Big compilation_metrics headers are slimmed in memory, but not restart_reasons."""
-    path = shared_traces / "h200-torch2.11" / "breaks" / "trace"
+    path = fixture_runs / "h200_breaks" / "trace"
     ts = TraceSet.load(path)
     kept = [r for c in ts.compiles for r in c.restart_reasons]
     on_disk = [

@@ -148,10 +148,10 @@ async def test_other_view_says_each_log_path_once(fixture_runs: Path) -> None:
 
 
 @sync
-async def test_failure_message_shows_its_line_breaks(shared_traces: Path) -> None:
+async def test_failure_message_shows_its_line_breaks(fixture_runs: Path) -> None:
     """A real Dynamo failure's message has several lines: the Failures view's pane shows
     them as lines (the ones after the first indented), never as ␤ marks."""
-    app = TcviewApp(str(shared_traces / "h200-torch2.11" / "breaks" / "trace"))
+    app = TcviewApp(str(fixture_runs / "h200_breaks" / "trace"))
     async with app.run_test(size=SIZE) as pilot:
         await ready(app, pilot)
         await pilot.press("f")

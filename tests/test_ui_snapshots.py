@@ -1,4 +1,4 @@
-"""Snapshots of the main screens on a shared GPU trace (pytest-textual-snapshot)."""
+"""Snapshots of the main screens on real GPU runs of the repository (pytest-textual-snapshot)."""
 
 from __future__ import annotations
 
@@ -15,9 +15,10 @@ SIZE = (110, 34)
 
 
 @pytest.fixture
-def gpu_trace(shared_traces: Path, monkeypatch: pytest.MonkeyPatch) -> str:
-    """The shared breaks trace, opened by a relative path so snapshots do not hold a home dir."""
-    run = shared_traces / "h200-torch2.11" / "breaks"
+def gpu_trace(fixture_runs: Path, monkeypatch: pytest.MonkeyPatch) -> str:
+    """The H200 breaks run (tests/fixtures/runs/h200_breaks: the shared archive's
+    h200-torch2.11/breaks), opened by a relative path so snapshots do not hold a home dir."""
+    run = fixture_runs / "h200_breaks"
     monkeypatch.chdir(run)
     return "trace"
 
