@@ -347,6 +347,8 @@ async def test_an_indexing_app_redraws_when_the_loader_says_so(
             lambda: "indexing" in app.status_left and app.browser.records_shown() > 0,
             seen=lambda: (app.status_left, app.browser.records_shown()),
         )
+        # and no redraw of a chunk before the stall is still due
+        await until(pilot, lambda: app.browser._live_timer is None, what="no redraw due")
         calls = count_redraws(app)
         await holds(
             pilot,
