@@ -26,7 +26,7 @@ from tcview.ui.bench import BENCH_BINDINGS, BenchDialog, CancelBenchDialog
 from tcview.ui.browser import BrowserScreen
 from tcview.ui.diffview import CompileDiffView
 from tcview.ui.finder import ResultsTree, SearchScreen
-from tcview.ui.help import HelpPlace, HelpScreen, bindings_of
+from tcview.ui.help import HelpPlace, HelpScreen, bindings_of, spelled
 from tcview.ui.messages import OpenHit, RanksPicked, Reveal, SearchAll, ShowSource
 from tcview.ui.palette import TraceCommands
 from tcview.ui.ranks_view import RankDialog, RanksView
@@ -284,8 +284,7 @@ class BrowserApp(App[int]):
     def get_key_display(self, binding: Binding) -> str:
         """Modifiers spelled one way everywhere (footer, help, texts): ``ctrl+p`` as
         ``shift+tab``, never Textual's ``^p``."""
-        shown = super().get_key_display(binding)
-        return shown if binding.key_display else shown.replace("^", "ctrl+")
+        return spelled(super().get_key_display(binding), binding)
 
     def on_key(self, event: events.Key) -> None:
         """The rank keys are off on a trace of one rank (no binding took the key): say why."""

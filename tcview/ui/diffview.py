@@ -33,7 +33,7 @@ from tcview.report.diffreport import (
 )
 from tcview.text.safe import safe_line
 from tcview.ui.content import lit, mark_text, marks_text, rows_doc, tagged_text
-from tcview.ui.help import HelpPlace, HelpScreen, bindings_of
+from tcview.ui.help import HelpPlace, HelpScreen, bindings_of, spelled
 from tcview.ui.reader import Reader, SearchBox
 from tcview.ui.status import StatusBar
 from tcview.ui.viewer import CodeView
@@ -310,6 +310,9 @@ class DiffApp(App[int]):
     # What the compile screens' status bar shows.
     status_left: reactive[str] = reactive("")
     status_right: reactive[str] = reactive("")
+
+    def get_key_display(self, binding: Binding) -> str:
+        return spelled(super().get_key_display(binding), binding)
 
     def __init__(self, diff: RunDiff) -> None:
         super().__init__()

@@ -46,6 +46,12 @@ class HelpRow:
     bindings: list[Binding]  # the bindings this row stands for, one key each
 
 
+def spelled(shown: str, binding: Binding) -> str:
+    """A key as every tcview app shows it (footer, help, texts): modifiers spelled out,
+    ``ctrl+p`` as ``shift+tab``, never Textual's ``^p`` (`shown`: Textual's display)."""
+    return shown if binding.key_display else shown.replace("^", "ctrl+")
+
+
 def bindings_of(cls: type[DOMNode], inherited: bool = True) -> list[Binding]:
     """The bindings instances of `cls` get, one key each: a class's BINDINGS replace its
     bases' for the same key (Textual's rule). The class's own come first, then its bases'.
