@@ -422,7 +422,7 @@ def recompile_explanation(frame: Frame) -> tuple[list[str], list[str], list[dict
     """Why a frame recompiled, as recompiles.py says it today: (sentences, fixes, causes).
 
     The one place findings read recompiles.py, so that its guard families drop in here."""
-    d = diagnose(frame, compile_config(frame.compiles[-1]))
+    d = diagnose(frame, compile_config(frame.compiles[-1], False))
     facts = [s for s in d.sentences if not _is_advice(s)]
     advice = [s for s in d.sentences if _is_advice(s)]
     causes = [

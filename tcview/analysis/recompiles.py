@@ -581,19 +581,21 @@ def cache_config(comp: Compile) -> dict[str, Any] | None:
     return None
 
 
-def compile_config(comp: Compile) -> CompileConfig:
+def compile_config(comp: Compile, inductor: bool = True) -> CompileConfig:
     """The config of a compile's last ``compilation_metrics`` record (read from disk), with
     Inductor's settings as the compile's FX graph cache details record them (what mode= and
     options= changed marked), and the inputs it marked dynamic (from its guards). Empty for
-    TORCH_LOGS text."""
+    TORCH_LOGS text. `inductor=False`: Dynamo's settings and the marked inputs only (all that
+    a recompile's diagnosis reads; Inductor's are the costly part)."""
     out = CompileConfig()
     metrics = [r for r in comp.metric_records if r.kind == "compilation_metrics"]
     if metrics:
         full = metrics[-1].full_meta()
         if isinstance(full, dict):
             out.dynamo = _config_json(full.get("dynamo_config"))
-            out.inductor = _config_json(full.get("inductor_config"))
-    own = cache_config(comp)
+            if inductor:
+                out.inductor = _config_json(full.get("inductor_config"))
+    own = cache_config(comp) if inductor else None
     if own is not None:
         out.changed = {
             k: out.inductor[k]
@@ -922,7 +924,7 @@ def explain(model_compiles: list[Compile]) -> list[Explanation]:
     for c in model_compiles:
         if c.key.is_recompile and c.frame is not None and c.frame not in frames:
             frames.append(c.frame)
-    return [e for f in frames for e in explain_frame(f, compile_config(f.compiles[0]))]
+    return [e for f in frames for e in explain_frame(f, compile_config(f.compiles[0], False))]
 
 
 def guard_families(model_compiles: list[Compile]) -> dict[str, int]:
@@ -1723,7 +1725,7 @@ def recompile_budget(model: Model, limits: dict[int, int] | None = None) -> Budg
                 continue
             limit = limits.get(id(frame))
             if limit is None:
-                limit = compile_config(compiles[0]).limit or DEFAULT_RECOMPILE_LIMIT
+                limit = compile_config(compiles[0], False).limit or DEFAULT_RECOMPILE_LIMIT
                 limits[id(frame)] = limit
             budget = Budget(frame, used, limit)
             if worst is None or used / limit > worst.recompiles / worst.limit:

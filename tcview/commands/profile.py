@@ -5,12 +5,13 @@ from __future__ import annotations
 
 import argparse
 import sys
+from typing import TYPE_CHECKING
 
-from tcview.ingest.profile import ProfileError, profile_path
-from tcview.model.objects import Model
-from tcview.report.profile import Joined, join_at
-from tcview.run.gpu import datasheet_peak
 from tcview.text.safe import safe_line
+
+if TYPE_CHECKING:
+    from tcview.model.objects import Model
+    from tcview.report.profile import Joined
 
 PROFILE_HELP = (
     "a torch.profiler trace (export_chrome_trace .json/.json.gz, or a tensorboard_trace_handler"
@@ -29,6 +30,11 @@ class ProfileMissing(Exception):
 def joined(model: Model, input_path: str | None, given: str | None) -> Joined | None:
     """The profile joined to `model`, None without one; ProfileMissing when --profile names
     no profile (said on stderr)."""
+    # Here, not at the top: every command's parser reads this module for its option.
+    from tcview.ingest.profile import ProfileError, profile_path
+    from tcview.report.profile import join_at
+    from tcview.run.gpu import datasheet_peak
+
     path = profile_path(input_path, given)
     if path is None:
         return None
