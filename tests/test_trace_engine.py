@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import ast
 import json
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -58,10 +59,15 @@ def test_counts_equal_independent_reference(path: Path) -> None:
     assert {k: got[k] for k in REF_KEYS} == {k: ref[k] for k in REF_KEYS}
 
 
+IMPORT_LINE = re.compile(r"(?m)^\s*(import|from)\s+(textual|rich|torch|triton)\b")
+
+
 @pytest.mark.e2e
 def test_trace_package_imports_no_ui_and_no_torch() -> None:
     banned = ("textual", "rich", "torch", "triton")
-    pure = ("text", "model", "analysis", "ingest", "report")
+    # commands too: they reach Textual and torch only through ui/ and run/ (doctor's probe of
+    # the user's torch is run/_doctor_probe.py, run there as text)
+    pure = ("text", "model", "analysis", "ingest", "report", "commands")
     files = [py for layer in pure for py in (REPO / "tcview" / layer).glob("*.py")]
     assert len(files) > 40, files
     for py in files:
@@ -74,6 +80,9 @@ def test_trace_package_imports_no_ui_and_no_torch() -> None:
                 names = [node.module or ""]
             for name in names:
                 assert name.split(".")[0] not in banned, f"{py.name} imports {name}"
+        # and no code that does, held in a string to run elsewhere
+        found = IMPORT_LINE.search(py.read_text())
+        assert found is None, f"{py.name}: {found.group(0).strip()}"
     code = (
         "import sys, tcview.model.objects, tcview.ingest.source, tcview.report.summary, "
         "tcview.analysis.kernels\n"

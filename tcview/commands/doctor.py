@@ -12,41 +12,13 @@ import time
 from pathlib import Path
 from typing import Any
 
+from tcview import run as run_package
 from tcview.run.spec import probe_python
 
 TIMEOUT_S = 180.0
 
-# Runs in the chosen Python with TORCH_TRACE set; prints one JSON line last.
-PROBE = r"""
-import importlib.metadata as md, json, sys
-out = {"executable": sys.executable, "version": sys.version.split()[0]}
-try:
-    out["triton"] = md.version("triton")
-except Exception:
-    out["triton"] = None
-try:
-    import torch
-except Exception as exc:
-    out["torch_error"] = f"{type(exc).__name__}: {exc}"
-    print(json.dumps(out)); sys.exit(0)
-out["torch"] = torch.__version__
-out["cuda_build"] = torch.version.cuda
-out["hip_build"] = getattr(torch.version, "hip", None)
-try:
-    out["cuda_available"] = torch.cuda.is_available()
-    if out["cuda_available"]:
-        n = torch.cuda.device_count()
-        out["gpus"] = [torch.cuda.get_device_name(i) for i in range(n)]
-except Exception as exc:
-    out["cuda_error"] = f"{type(exc).__name__}: {exc}"
-try:
-    f = torch.compile(lambda x: x * 2 + 1, backend="eager")
-    f(torch.ones(3))
-    out["compiled"] = True
-except Exception as exc:
-    out["compile_error"] = f"{type(exc).__name__}: {exc}"
-print(json.dumps(out))
-"""
+# Runs in the chosen Python with TORCH_TRACE set (its text, by `-c`: tcview imports no torch).
+PROBE = Path(run_package.__file__).parent / "_doctor_probe.py"
 
 
 def probe(python: str, timeout: float = TIMEOUT_S) -> tuple[dict[str, Any], list[Path], float]:
@@ -58,7 +30,7 @@ def probe(python: str, timeout: float = TIMEOUT_S) -> tuple[dict[str, Any], list
         start = time.monotonic()
         try:
             done = subprocess.run(
-                [python, "-c", PROBE],
+                [python, "-c", PROBE.read_text(encoding="utf-8")],
                 env=env,
                 cwd=tmp,
                 capture_output=True,
