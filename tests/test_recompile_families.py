@@ -14,6 +14,7 @@ from conftest import FIXTURES, SAMPLES, unpack_shared
 
 from tcview.analysis.recompiles import (
     FAMILIES,
+    CompileConfig,
     Explanation,
     compile_config,
     explain,
@@ -445,3 +446,22 @@ def test_no_recompile_of_the_shared_traces_is_other() -> None:
 
 def test_families_are_documented() -> None:
     assert all(FAMILIES.values()) and "other" in FAMILIES
+
+
+def test_a_module_attribute_becomes_a_tensor_only_when_a_float() -> None:
+    """A module attribute's fix offers `torch.tensor(...)` for a float only: a value of a type
+    tcview cannot name (a tuple, an enum member) cannot be one."""
+    from dataclasses import replace
+
+    from tcview.analysis.recompiles import _module_words
+
+    model = load_source(str(RECOMPILES / "module_flag" / "trace"))
+    frame = next(c.frame for c in model.compiles if c.key.is_recompile and c.frame is not None)
+    e = explain_frame(frame, compile_config(frame.compiles[-1]))[0]
+    assert e.failure is not None
+    fixes = {}
+    for kind, literal in (("float", "0.5"), ("value", "(2, 1)")):
+        e.failure = replace(e.failure, expected=literal)
+        fixes[kind] = _module_words(e, frame, CompileConfig(), "a value", kind, "", "changed")[1]
+    assert "torch.tensor(...)" in fixes["float"]
+    assert "torch.tensor" not in fixes["value"] and "recompile_limit" in fixes["value"]

@@ -1289,7 +1289,7 @@ def _module_words(
             ", or set `torch._dynamo.config.allow_unspec_int_on_nn_module = True` (torch's own "
             "hint) so the int is not specialized"
         )
-    elif kind in ("float", "value"):
+    elif kind == "float":  # a value of another type (a tuple, an enum) cannot become one
         fix += f", or make it a tensor (`{f.input} = torch.tensor(...)`)"
     return words, fix + ".", RECOMPILES_DOC
 
