@@ -5,13 +5,15 @@ same length."""
 from __future__ import annotations
 
 import re
+import threading
 from pathlib import Path
+from typing import Any
 
 import pytest
 from ui_helpers import CPU_SAMPLE, ready, screen_text, sync
 
 from tcview.ingest.source import load_source
-from tcview.report import overview
+from tcview.report import overview, stacks
 from tcview.report.markdown import markdown_report
 from tcview.report.summary import summary_document, summary_text
 from tcview.ui.app import TcviewApp
@@ -128,10 +130,19 @@ def test_stack_tree_of_several_ranks_says_each_compiles_rank(fixture_runs: Path)
 
 @pytest.mark.app
 @sync
-async def test_the_app_opens_on_the_stack_tree() -> None:
+async def test_the_app_opens_on_the_stack_tree(monkeypatch: pytest.MonkeyPatch) -> None:
     """At 120×40 the first screen shows the tree: the frames that led to the compiles, each
     frame's compile ids beside it (sample_traces/cpu_breaks_recompiles: one function compiled
-    three times, then resumed after its graph break from two call sites)."""
+    three times, then resumed after its graph break from two call sites). A recompile's own
+    stack (1/1, from line 20) is read from disk in a worker, never on the UI thread."""
+    read_on: list[bool] = []
+    read = stacks._read_stack
+
+    def recording(comp: Any) -> Any:
+        read_on.append(threading.current_thread() is threading.main_thread())
+        return read(comp)
+
+    monkeypatch.setattr(stacks, "_read_stack", recording)
     app = TcviewApp(str(CPU_SAMPLE))
     async with app.run_test(size=(120, 40)) as pilot:
         await ready(app, pilot)
@@ -144,6 +155,7 @@ async def test_the_app_opens_on_the_stack_tree() -> None:
             "script.py:20 in <module>",
             "script.py:13 in torch_dynamo_resume_in_scale_shift_at_13  ✓ 1/1 ↻",
         ]
+        assert read_on and not any(read_on), read_on
 
 
 def test_a_capture_without_stacks_shows_no_tree() -> None:

@@ -91,16 +91,25 @@ def user_frames(stack: list[StackFrame]) -> list[StackFrame]:
 _READ: WeakKeyDictionary[Compile, list[StackFrame]] = WeakKeyDictionary()
 
 
-def compile_stack(comp: Compile) -> list[StackFrame]:
+def compile_stack(comp: Compile, read: bool = True) -> list[StackFrame]:
     """The stack this compile was entered from: its own ``dynamo_start`` record's (read from
     disk; a recompile's call site may differ from its frame's first compile), else its
-    frame's, which is its first compile's (no read)."""
+    frame's, which is its first compile's (no read). `read=False`: a recompile not read yet
+    has its frame's (the app's UI thread never reads; `read_stacks` does, in a worker)."""
     frame = comp.frame
     if frame is not None and frame.compiles and frame.compiles[0] is comp:
         return frame.stack
     if comp not in _READ:
+        if not read:
+            return frame.stack if frame is not None else []
         _READ[comp] = _read_stack(comp)
     return _READ[comp]
+
+
+def read_stacks(model: Model) -> None:
+    """Read every recompile's own stack once (off the UI thread), for `read=False` trees."""
+    for comp in model.compiles:
+        compile_stack(comp)
 
 
 def _read_stack(comp: Compile) -> list[StackFrame]:
@@ -115,17 +124,17 @@ def _read_stack(comp: Compile) -> list[StackFrame]:
     return comp.frame.stack if comp.frame is not None else []
 
 
-def stack_trie(model: Model, ranks: RankSet = None) -> list[StackNode]:
+def stack_trie(model: Model, ranks: RankSet = None, read: bool = True) -> list[StackNode]:
     """The roots: one per distinct outermost frame (in the order compiles reached them, file by
     file), and `NO_STACK` for compiles whose frame logged no stack (TORCH_LOGS text, older torch);
-    `ranks`: only these ranks' compiles (None: all)."""
+    `ranks`: only these ranks' compiles (None: all); `read`: as `compile_stack`'s."""
     root = StackNode("")
     unlogged = StackNode(NO_STACK)
     # By file path, then the file's own order: a followed directory adds files in the order
     # they appeared, a load in path order, and the tree must not depend on which.
     chosen = sorted((c for c in model.compiles if wanted(ranks, c)), key=lambda c: str(c.file.path))
     for comp in chosen:
-        frames = user_frames(compile_stack(comp))
+        frames = user_frames(compile_stack(comp, read))
         if not frames:
             unlogged.compiles.append(comp)
             continue

@@ -50,6 +50,7 @@ from tcview.report.detail import (
 )
 from tcview.report.items import ShowError, goto_failure, locate
 from tcview.report.search import Hit
+from tcview.report.stacks import read_stacks
 from tcview.report.summary import InputState, counts_line, input_state
 from tcview.run.bench import KernelTime
 from tcview.text.safe import safe_line
@@ -331,16 +332,18 @@ class BrowserScreen(Screen[None]):
 
     @work(thread=True, group="findings", exclusive=True, exit_on_error=False, description="find")
     def _find(self) -> None:
-        """The findings, made once the model is read (they read payloads: off the UI thread);
-        the overview then leads with them."""
+        """The findings and the recompiles' stacks, made once the model is read (they read
+        payloads: off the UI thread); the overview then leads with them."""
         model = self.model
         if model is None:
             return
         if self.follow:
             with self.session.lock:  # the model grows under the follower
                 found = findings(model)
+                read_stacks(model)  # the overview's stack tree reads none on the UI thread
         else:
             found = findings(model)  # a finished one-shot model no longer changes
+            read_stacks(model)
         if not get_current_worker().is_cancelled:
             self.app.call_from_thread(self._findings_ready, found)
 

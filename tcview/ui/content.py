@@ -713,7 +713,7 @@ def model_summary(
     status bar's snapshot), the top breaks and slowest compiles; `state` says the input is
     empty (see `input_state`); `ranks`, the ranks picked with `#` (None: all)."""
     s = model.summary_counts() if summary is None else summary
-    overview = build_overview(model, ranks)
+    overview = build_overview(model, ranks, read=False)  # on the UI thread: reads nothing
     out = [Text(safe_line(title), style="bold")]
     out.extend(findings_summary(found))
     out.extend(crash_summary(overview))
