@@ -21,6 +21,33 @@ def _describe(what: str, last: object, seen: Callable[[], object] | None) -> str
     return f"{what or 'condition'}: last saw {shown!r}"
 
 
+def _done(
+    predicate: Callable[[], object],
+    deadline: float,
+    timeout: float,
+    what: str,
+    seen: Callable[[], object] | None,
+) -> object:
+    """The predicate's value when true; AssertionError once `deadline` has passed."""
+    last = predicate()
+    if not last and time.monotonic() >= deadline:
+        raise AssertionError(f"not within {timeout:g}s: {_describe(what, last, seen)}")
+    return last
+
+
+def _stopped(
+    predicate: Callable[[], object],
+    deadline: float,
+    what: str,
+    seen: Callable[[], object] | None,
+) -> bool:
+    """True once `deadline` has passed with the predicate true; AssertionError when false."""
+    last = predicate()
+    if not last:
+        raise AssertionError(f"stopped holding: {_describe(what, last, seen)}")
+    return time.monotonic() >= deadline
+
+
 def wait_until(
     predicate: Callable[[], object],
     timeout: float = TIMEOUT_S,
@@ -29,13 +56,9 @@ def wait_until(
 ) -> object:
     """The predicate's first true value; AssertionError after `timeout` seconds."""
     deadline = time.monotonic() + timeout
-    while True:
-        last = predicate()
-        if last:
-            return last
-        if time.monotonic() >= deadline:
-            raise AssertionError(f"not within {timeout:g}s: {_describe(what, last, seen)}")
+    while not (last := _done(predicate, deadline, timeout, what, seen)):
         time.sleep(POLL_S)
+    return last
 
 
 async def until(
@@ -47,13 +70,9 @@ async def until(
 ) -> object:
     """As `wait_until`, letting the app run between polls."""
     deadline = time.monotonic() + timeout
-    while True:
-        last = predicate()
-        if last:
-            return last
-        if time.monotonic() >= deadline:
-            raise AssertionError(f"not within {timeout:g}s: {_describe(what, last, seen)}")
+    while not (last := _done(predicate, deadline, timeout, what, seen)):
         await pilot.pause(POLL_S)
+    return last
 
 
 def stays(
@@ -64,12 +83,7 @@ def stays(
 ) -> None:
     """The predicate is true at every poll for `duration` seconds."""
     deadline = time.monotonic() + duration
-    while True:
-        last = predicate()
-        if not last:
-            raise AssertionError(f"stopped holding: {_describe(what, last, seen)}")
-        if time.monotonic() >= deadline:
-            return
+    while not _stopped(predicate, deadline, what, seen):
         time.sleep(POLL_S)
 
 
@@ -82,10 +96,5 @@ async def holds(
 ) -> None:
     """As `stays`, letting the app run between polls."""
     deadline = time.monotonic() + duration
-    while True:
-        last = predicate()
-        if not last:
-            raise AssertionError(f"stopped holding: {_describe(what, last, seen)}")
-        if time.monotonic() >= deadline:
-            return
+    while not _stopped(predicate, deadline, what, seen):
         await pilot.pause(POLL_S)
