@@ -25,7 +25,7 @@ IGNORED = frozenset(
         "builder",  # the facts it appends to are the model's lists, compared as such
         "_memos",
         "_cache",  # TraceFile: parsed headers
-        "_chromium",  # TraceFile: memo of chromium headers
+        "_contexts",  # TraceFile: memo of fast-path headers' compiles
         "_fd",  # an open file
         "_marks",  # TraceFile: line numbers found so far (a cache)
         "_phases",  # Compile: chromium phases read so far (a cache)

@@ -16,6 +16,7 @@ import pytest
 from conftest import FIXTURES, REPO, SAMPLES
 from ui_helpers import ready, sync
 
+from tcview.analysis.checks import SEVERITIES, fail_on
 from tcview.analysis.findings import (
     CACHE_MISS,
     COMPILE_FAILED,
@@ -27,7 +28,6 @@ from tcview.analysis.findings import (
     RECOMPILE_LIMIT,
     RECOMPILE_STORM,
     SAME_GRAPHS,
-    SEVERITIES,
     SPECIALIZATION,
     UNBACKED,
     Finding,
@@ -45,7 +45,7 @@ from tcview.report.detail import render_text
 from tcview.report.diffreport import run_diff_lines
 from tcview.report.markdown import markdown_report
 from tcview.report.show import show_detail
-from tcview.report.summary import fail_on, summary_json, summary_text
+from tcview.report.summary import summary_json, summary_text
 
 if TYPE_CHECKING:
     from textual.app import App

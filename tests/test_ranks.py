@@ -15,6 +15,7 @@ from pathlib import Path
 import pytest
 from conftest import FIXTURES, REPO, unpack_shared
 
+from tcview.analysis.checks import fail_on
 from tcview.analysis.divergence import (
     JSON_CHECKS,
     Step,
@@ -28,7 +29,7 @@ from tcview.analysis.divergence import (
 from tcview.ingest.index import TraceSet
 from tcview.model.objects import JsonValue, LogSource
 from tcview.model.ranks import counts_in, parse_ranks, ranks_label, ranks_text
-from tcview.report.summary import fail_on, summary_json, summary_text
+from tcview.report.summary import summary_json, summary_text
 
 # Expected groups per multi-rank input: tlparse's (copied from /work/ref/divergence.json) and
 # tcview's where they differ, with why. Not computed by tcview.

@@ -517,7 +517,9 @@ def test_code_changes_make_entries_misses(
     many_ranks: Path, own_cache: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     _load(many_ranks, 1, cache=True)
-    monkeypatch.setattr(cache_mod, "_fingerprint", "another version of the indexer")
+    monkeypatch.setitem(
+        cache_mod._fingerprints, cache_mod.INDEXING_LAYERS, "another version of the indexer"
+    )
     again = _load(many_ranks, 1, cache=True)
     assert again.load_stats.from_cache == 0 and again.load_stats.cache_written == 24
 
@@ -884,3 +886,79 @@ def test_follow_mode_reads_the_cache_first_and_never_writes_it(
     plain.step()
     _same(plain.model, cached.model, FED_OTHERWISE)
     assert {p: p.read_bytes() for p in _entries(own_cache)} == written  # read, not written
+
+
+# ---------------------------------------------------------------------- kept reports
+
+
+def _results(root: Path) -> list[Path]:
+    return sorted((root / "results").glob("*.res"))
+
+
+def _summary_out(capsys: pytest.CaptureFixture[str], *args: str) -> str:
+    from tcview.commands.cli import main
+
+    assert main(["summary", "-q", *args]) == 0
+    return capsys.readouterr().out
+
+
+def test_an_unchanged_inputs_summary_is_kept(
+    tmp_path: Path, own_cache: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """`tcview summary` again on an unchanged trace directory prints what it printed, from
+    the kept report: it reads no index (there is none left to read)."""
+    trace = tmp_path / "trace"
+    shutil.copytree(CUT_SOURCE, trace)
+    for form in (["--json"], []):
+        fresh = _summary_out(capsys, "--no-cache", *form, str(trace))
+        first = _summary_out(capsys, *form, str(trace))
+        shutil.rmtree(own_cache / "index")
+        again = _summary_out(capsys, *form, str(trace))
+        assert fresh == first == again
+        assert not (own_cache / "index").exists()
+    assert len(_results(own_cache)) == 2  # one for each form
+
+
+def test_a_kept_summary_follows_its_input(
+    tmp_path: Path,
+    own_cache: Path,
+    capsys: pytest.CaptureFixture[str],
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """A report is used only for the same files, each unchanged, and the same code: a file that
+    grows, a new file, a damaged entry or other code make it again."""
+    trace = tmp_path / "trace"
+    shutil.copytree(CUT_SOURCE, trace)
+    (log,) = trace.iterdir()
+
+    def check() -> dict[str, Any]:
+        fresh = _summary_out(capsys, "--json", "--no-cache", str(trace))
+        for _ in range(2):  # made and kept, then from what was kept
+            assert _summary_out(capsys, "--json", str(trace)) == fresh
+        return dict(json.loads(fresh))
+
+    records = check()["records"]
+    with log.open("ab") as fh:  # the job goes on: the same records once more
+        fh.write(log.read_bytes())
+    assert check()["records"] == 2 * records
+    shutil.copy(log, trace / "dedicated_log_torch_trace_rank_1_b.log")
+    assert check()["files"] == 2
+    (entry,) = _results(own_cache)
+    data = bytearray(entry.read_bytes())
+    data[-10] ^= 0xFF
+    entry.write_bytes(bytes(data))
+    check()
+    monkeypatch.setitem(cache_mod._fingerprints, cache_mod.REPORT_LAYERS, "another report")
+    before = entry.stat().st_mtime_ns
+    check()
+    assert entry.stat().st_mtime_ns != before  # made again by the other code, and kept
+
+
+def test_no_report_is_kept_when_asked_not_to(
+    tmp_path: Path, own_cache: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    trace = tmp_path / "trace"
+    shutil.copytree(CUT_SOURCE, trace)
+    _summary_out(capsys, "--no-cache", str(trace))
+    _summary_out(capsys, "--verify", str(trace))  # hashes every payload: never from a report
+    assert _results(own_cache) == []

@@ -215,3 +215,111 @@ def test_workers_use_idle_cores_only(monkeypatch: pytest.MonkeyPatch) -> None:
     assert parallel.idle_workers() == 12  # load 4: 3 other busy cores
     monkeypatch.setenv(parallel.JOBS_ENV, "2")
     assert parallel.idle_workers() == 1
+
+
+# ---------------------------------------------------------------------- fast-path headers
+
+_KEYS = st.sampled_from(["id", "ndim", "size", "stride", "dtype", "x_y", "é", "a b", "frame_id"])
+_SCALARS = (
+    st.integers(-(10**20), 10**20)
+    | st.floats(allow_nan=True, allow_infinity=True)
+    | st.booleans()
+    | st.none()
+    | st.text(max_size=12)
+    | st.sampled_from(["device(type='cuda', index=0)", 'say "hi"', "tab\there", "\x7f", "\\"])
+)
+_VALUES = st.recursive(
+    _SCALARS,
+    lambda inner: st.lists(inner, max_size=4) | st.dictionaries(_KEYS, inner, max_size=4),
+    max_leaves=8,
+)
+_CONTEXT = st.lists(
+    st.tuples(
+        st.sampled_from(
+            ["frame_id", "frame_compile_id", "attempt", "compiled_autograd_id", "rank", "stack"]
+        ),
+        st.integers(0, 3) | st.none() | st.sampled_from(["1", 10**19, 2.0, [1]]),
+    ),
+    max_size=5,
+)
+_PREFIX_TEXT = "V1125 10:00:00.000000 4242 torch/_subclasses/meta_utils.py:1] "
+
+
+# Metadata that is not JSON, or JSON that only the stdlib parser reads, written as is.
+_RAW_META = [
+    b'{"a": "\\q"}',  # a bad escape
+    b'{"a": "x\x01y"}',  # a raw control character
+    b'{"a": "\xff\xfe"}',  # not UTF-8
+    b'{"a": NaN}',
+    b'{"a": 1e999}',
+    b'{"a": 123456789012345678901234567890}',
+    b'{"a": 1,}',
+    b'{"a": [1, 2}',
+    b'{"a": "\\"}',
+    b'{"a": "say \\"hi\\""}',
+    b'{"a": "\\u00e9"}',
+    b'{"a": 01}',
+    b'{"a" : 1}',
+    b'{"a": {"b": {"c": 1}}}',
+]
+
+
+def _header(kind: str, meta: object, context: list[tuple[str, object]]) -> bytes:
+    import json
+
+    raw = meta if isinstance(meta, bytes) else json.dumps(meta).encode()
+    fields = [json.dumps(kind).encode() + b": " + raw]
+    fields += [f"{json.dumps(k)}: {json.dumps(v)}".encode() for k, v in context]
+    return _PREFIX_TEXT.encode() + b"{" + b", ".join(fields) + b"}"
+
+
+@settings(max_examples=80, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(
+    st.lists(
+        st.tuples(
+            st.sampled_from(
+                ["describe_tensor", "describe_storage", "describe_source", "describe_other"]
+            ),
+            st.dictionaries(_KEYS, _VALUES, max_size=6) | st.sampled_from(_RAW_META),
+            _CONTEXT,
+        ),
+        min_size=1,
+        max_size=12,
+    )
+)
+@example([("describe_tensor", {"id": 1, "size": [2, 3], "o": {}}, [("frame_id", 0)])])
+@example([("describe_storage", raw, [("frame_id", 0)]) for raw in _RAW_META])
+def test_fast_path_headers_index_as_json_parsed_ones(
+    tmp_path_factory: pytest.TempPathFactory,
+    records: list[tuple[str, dict[str, object] | bytes, list[tuple[str, object]]]],
+) -> None:
+    """A describe_* header recognised by its shape (no JSON parser) is indexed as parsing it
+    would: kinds and their order, compiles, ranks, offsets, unparsed and slow-JSON counts."""
+    path = tmp_path_factory.mktemp("fast") / "dedicated_log_torch_trace_x.log"
+    start = _PREFIX_TEXT + '{"dynamo_start": {"stack": []}, "frame_id": 0, "frame_compile_id": 0}'
+    end = start.replace('"frame_id": 0', '"frame_id": 1')
+    lines = [start.encode(), *(_header(*r) for r in records), end.encode()]
+    path.write_bytes(b"\n".join(lines) + b"\n")
+    fast = _serial(path)
+    slow_line = tracefile.line_regex(())
+    real = tracefile.LINE
+    try:
+        tracefile.LINE = slow_line
+        slow = _serial(path)
+    finally:
+        tracefile.LINE = real
+    assert differences(slow, fast, IGNORE) == []
+    assert fast.files[0].kinds["dynamo_start"] == 2  # the lines are records
+    # The fast path was taken (this shape is the common one in real traces).
+    if records[0][0] != "describe_other" and records[0][1] == {} and not records[0][2]:
+        first = tracefile.LINE.search(path.read_bytes()[len(start) :])
+        assert first is not None and first.group(5) is not None
+
+
+def test_real_describe_headers_take_the_fast_path() -> None:
+    """Most describe_* headers of a real run are recognised by their shape (else the fast path
+    would be dead code): all but the few holding escapes or nested values."""
+    data = b"\n" + next((SAMPLES / "gpu_triton_user" / "trace").iterdir()).read_bytes()
+    fast = sum(1 for m in tracefile.LINE.finditer(data) if m.group(5) is not None)
+    describe = data.count(b'] {"describe_')
+    assert describe >= 10 and fast >= 0.9 * describe

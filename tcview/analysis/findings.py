@@ -14,6 +14,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from tcview.analysis.autotune import autotune_seconds
+from tcview.analysis.checks import SEVERITIES
 from tcview.analysis.cudagraphs import EAGER_REASON, model_cudagraphs, short_reason
 from tcview.analysis.divergence import Divergence, analyze, describe_groups
 from tcview.analysis.recompiles import compile_config, diagnose, family_of
@@ -28,7 +29,6 @@ from tcview.model.objects import (
 )
 from tcview.model.ranks import ranks_label
 
-SEVERITIES = ("error", "warning", "info")  # worst first
 _PATH = re.compile(r"(?:[\w.~-]*[/\\])+([\w.-]+)")
 _DIGITS = re.compile(r"\d+")
 
@@ -456,7 +456,9 @@ def _guard_where(recompiled: Sequence[Compile]) -> dict[str, Any] | None:
     return None
 
 
-_CODE_FILE = re.compile(r'<code object \S+ at 0x[0-9a-f]+, file "(?P<file>[^"]+)", line (?P<line>\d+)>')
+_CODE_FILE = re.compile(
+    r'<code object \S+ at 0x[0-9a-f]+, file "(?P<file>[^"]+)", line (?P<line>\d+)>'
+)
 
 
 def _object_where(recompiled: Sequence[Compile]) -> dict[str, Any] | None:

@@ -14,6 +14,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from tcview.analysis.checks import SLOWER
 from tcview.analysis.compiletime import compile_seconds, time_note
 from tcview.analysis.diff import (
     CHANGED,
@@ -444,19 +445,6 @@ def run_diff(
 
 
 # ---------------------------------------------------------------------- CI gate
-
-
-FAIL_ON_CHECKS = (
-    "new-breaks",
-    "new-recompiles",
-    "new-failures",
-    "new-errors",
-    "new-frames",
-    "changed-kernels",
-    "new-kernels",
-    "slower:N%",
-)
-SLOWER = re.compile(r"^slower:(\d+(?:\.\d+)?)%?$")  # the one check with a parameter
 
 
 def diff_fail_on(diff: RunDiff, checks: Sequence[str]) -> list[str]:

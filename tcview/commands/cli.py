@@ -8,7 +8,8 @@ import json
 import os
 import sys
 import time
-from typing import TYPE_CHECKING
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any, TypeGuard
 
 from tcview.commands.pager import emit
 from tcview.text.safe import safe_line, safe_text
@@ -39,8 +40,7 @@ def _progress_printer(enabled: bool) -> Progress | None:
 
 def cmd_summary(args: argparse.Namespace) -> int:
     from tcview.commands.failon import SUMMARY_CHECKS, fail_on_exit, found_message, parse_fail_on
-    from tcview.commands.inputs import open_input
-    from tcview.report.summary import fail_on, input_state, summary_document, summary_text
+    from tcview.commands.results import Kept
 
     path = args.path
     try:
@@ -48,34 +48,68 @@ def cmd_summary(args: argparse.Namespace) -> int:
     except ValueError as exc:
         print(f"tcview: {exc}", file=sys.stderr)
         return 2
+    # An unchanged input's report is kept; never one that --verify or --profile asks for.
+    what = "summary --json" if args.json else "summary"
+    kept = None
+    if not (args.no_cache or args.verify or args.profile):
+        kept = Kept.of(path, what)
+    report = kept.lookup() if kept is not None else None
+    if not _is_report(report):
+        report = _summary_report(args)
+        if report is None:
+            return 2
+        if kept is not None:
+            kept.store_report(report)
+    data, text = report["document"], report["text"]
+    if args.json:
+        emit(json.dumps(data, indent=2, sort_keys=False))
+    else:
+        emit(paint_summary(safe_text(text), Painter(use_color(args.color, sys.stdout))))
+    from tcview.analysis.checks import fail_on
+
+    return fail_on_exit(0, found_message(fail_on(data, kinds)))
+
+
+def _is_report(report: Any) -> TypeGuard[dict[str, Any]]:
+    return (
+        isinstance(report, dict)
+        and isinstance(report.get("document"), dict)
+        and isinstance(report.get("text"), str)
+    )
+
+
+def _summary_report(args: argparse.Namespace) -> dict[str, Any] | None:
+    """`tcview summary`'s JSON document and text report (only the document with --json);
+    None when the input cannot be read (said on stderr)."""
+    from tcview.commands.inputs import open_input
+    from tcview.commands.profile import ProfileMissing, joined
+    from tcview.report.summary import input_state, summary_document, summary_parts, summary_text
+
+    path = args.path
     # `\r` progress only where a terminal shows it: never in CI logs or redirected stderr.
     show = (args.progress or sys.stderr.isatty()) and not args.quiet
     ts = open_input(path, _progress_printer(show), cache=not args.no_cache)
     if ts is None:
-        return 2
-    from tcview.commands.profile import ProfileMissing, joined
-
-    data = summary_document(ts, verify=args.verify)
+        return None
+    parts = summary_parts(ts, verify=args.verify)
+    data = summary_document(ts, verify=args.verify, parts=parts)
     try:
         prof = joined(ts, path, args.profile)
     except ProfileMissing:
-        return 2
+        return None
     if prof is not None:
         data["profile"] = prof.json()
     state = input_state(ts, path, live=False, finished=True)
     if state is not None and not args.quiet:  # the counts below are all 0: say why
         print(f"tcview: {safe_line(state.text)}. {state.help}".rstrip(), file=sys.stderr)
-    if args.json:
-        emit(json.dumps(data, indent=2, sort_keys=False))
-    else:
-        paint = Painter(use_color(args.color, sys.stdout))
-        text = summary_text(ts, verify=args.verify)
+    text = ""
+    if not args.json:
+        text = summary_text(ts, verify=args.verify, parts=parts)
         if prof is not None:
             from tcview.report.detail import render_text
 
             text += "\n\n" + render_text(prof.detail())
-        emit(paint_summary(safe_text(text), paint))
-    return fail_on_exit(0, found_message(fail_on(data, kinds)))
+    return {"document": data, "text": text}
 
 
 def paint_summary(text: str, paint: Painter) -> str:
@@ -172,14 +206,21 @@ def cmd_doctor(args: argparse.Namespace) -> int:
 NO_CACHE_HELP = "index every file again; keep nothing in the index cache (TCVIEW_NO_CACHE=1)"
 
 
-def build_parser() -> argparse.ArgumentParser:
-    from tcview.commands.profile import add_profile_arg
-    from tcview.report.summary import FAIL_ON_KINDS
-
+def build_parser(only: str | None = None) -> argparse.ArgumentParser:
+    """The command line; with `only` (a command's name), that command's parser alone, so that
+    a command's start imports what its own arguments need and nothing more."""
     parser = argparse.ArgumentParser(
         prog="tcview", description="A terminal UI for torch.compile traces and logs."
     )
     sub = parser.add_subparsers(dest="command", required=True)
+    for name, add in COMMANDS.items():
+        if only is None or only == name:
+            add(sub)
+    return parser
+
+
+def _add_open(sub: Any) -> None:
+    from tcview.commands.profile import add_profile_arg
 
     p_open = sub.add_parser("open", help="browse a trace directory, trace file or TORCH_LOGS text")
     p_open.add_argument("path", nargs="?", help="trace dir/file, log file, or - for stdin")
@@ -198,6 +239,11 @@ def build_parser() -> argparse.ArgumentParser:
     )
     add_profile_arg(p_open)
     p_open.set_defaults(func=cmd_open)
+
+
+def _add_summary(sub: Any) -> None:
+    from tcview.analysis.checks import FAIL_ON_KINDS
+    from tcview.commands.profile import add_profile_arg
 
     p_sum = sub.add_parser("summary", help="print what the compiler did")
     p_sum.add_argument("path", help="trace dir/file, log file, or - for stdin")
@@ -221,6 +267,10 @@ def build_parser() -> argparse.ArgumentParser:
     add_profile_arg(p_sum)
     p_sum.set_defaults(func=cmd_summary)
 
+
+def _add_show(sub: Any) -> None:
+    from tcview.commands.profile import add_profile_arg
+
     p_show = sub.add_parser(
         "show",
         help="print what the app shows for a compile, frame, kernel, FILE:LINE, export or stacks",
@@ -241,6 +291,10 @@ def build_parser() -> argparse.ArgumentParser:
     add_profile_arg(p_show)
     p_show.set_defaults(func=cmd_show)
 
+
+def _add_diff(sub: Any) -> None:
+    from tcview.analysis.checks import FAIL_ON_CHECKS
+
     p_diff = sub.add_parser("diff", help="what changed between two runs")
     p_diff.add_argument("a", help="the first run: trace dir/file or TORCH_LOGS capture")
     p_diff.add_argument("b", help="the second run")
@@ -249,10 +303,13 @@ def build_parser() -> argparse.ArgumentParser:
     p_diff.add_argument(
         "--fail-on",
         metavar="CHECKS",
-        help="exit 1 when any trips: new-breaks,new-recompiles,new-failures,new-errors,"
-        "new-frames,changed-kernels,new-kernels,slower:N%%",
+        help=f"exit 1 when any trips: {','.join(FAIL_ON_CHECKS).replace('%', '%%')}",
     )
     p_diff.set_defaults(func=cmd_diff)
+
+
+def _add_run(sub: Any) -> None:
+    from tcview.commands.run import add_profile_args
 
     p_run = sub.add_parser("run", help="run a script under tracing and watch it live")
     p_run.add_argument("--dir", help="run directory (default ./tcview_runs/<time>-<name>/)")
@@ -269,8 +326,6 @@ def build_parser() -> argparse.ArgumentParser:
         metavar="FROM=TO",
         help="open trace paths under FROM from TO in $EDITOR (repeatable; longest wins)",
     )
-    from tcview.commands.run import add_profile_args
-
     add_profile_args(p_run)
     p_run.add_argument(
         "-m",
@@ -282,6 +337,8 @@ def build_parser() -> argparse.ArgumentParser:
     p_run.add_argument("target", nargs=argparse.REMAINDER, help="script.py [args] or -- CMD...")
     p_run.set_defaults(func=cmd_run)
 
+
+def _add_bench(sub: Any) -> None:
     from tcview.run.bench import DEFAULT_REPEAT, DEFAULT_TIMEOUT_S, DEFAULT_TIMES
 
     p_bench = sub.add_parser(
@@ -307,16 +364,38 @@ def build_parser() -> argparse.ArgumentParser:
     p_bench.add_argument("--yes", action="store_true", help="run without asking")
     _no_exec(p_bench)
     p_bench.set_defaults(func=cmd_bench)
-    from tcview.commands import export as exports
+
+
+def _add_grep(sub: Any) -> None:
     from tcview.commands import grep
 
     grep.add_parser(sub)
-    exports.add_parser(sub)
 
+
+def _add_export(sub: Any) -> None:
+    from tcview.commands import export
+
+    export.add_parser(sub)
+
+
+def _add_doctor(sub: Any) -> None:
     p_doc = sub.add_parser("doctor", help="show the Python, torch, triton, CUDA and GPU seen")
     p_doc.add_argument("--python", help="Python to ask (default: this one)")
     p_doc.set_defaults(func=cmd_doctor)
-    return parser
+
+
+# Each command's parser, in the order the help lists them.
+COMMANDS: dict[str, Callable[[Any], None]] = {
+    "open": _add_open,
+    "summary": _add_summary,
+    "show": _add_show,
+    "diff": _add_diff,
+    "run": _add_run,
+    "bench": _add_bench,
+    "grep": _add_grep,
+    "export": _add_export,
+    "doctor": _add_doctor,
+}
 
 
 def _no_exec(parser: argparse.ArgumentParser) -> None:
@@ -329,12 +408,13 @@ def _no_exec(parser: argparse.ArgumentParser) -> None:
 
 def main(argv: list[str] | None = None) -> int:
     """The `tcview` command; without `argv`, the process's entry point (it exits after)."""
-    parser = build_parser()
     entry = argv is None
     if argv is None:
         argv = sys.argv[1:]
     # Bare `tcview` opens what `tcview open` would: $TORCH_TRACE or the newest trace under `.`.
-    args = parser.parse_args(argv or ["open"])
+    argv = argv or ["open"]
+    parser = build_parser(argv[0] if argv[0] in COMMANDS else None)
+    args = parser.parse_args(argv)
     try:
         return int(args.func(args) or 0)
     except KeyboardInterrupt:

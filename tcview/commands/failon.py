@@ -3,7 +3,7 @@
 A value is a comma-separated list of checks; a name outside what the command can check is an
 error (exit 2, listing the names it knows) before any work is done. After the work, each check
 that tripped is printed on stderr and the exit code becomes 1 (a job that failed keeps its own
-code). What each check means stays with its data: `tcview.report.summary.fail_on` for a
+code). What each check means stays with its data: `tcview.analysis.checks.fail_on` for a
 summary's kinds, `tcview.analysis.rundiff.diff_fail_on` for a run diff.
 """
 
@@ -13,8 +13,7 @@ import re
 import sys
 from dataclasses import dataclass
 
-from tcview.analysis.rundiff import FAIL_ON_CHECKS, SLOWER
-from tcview.report.summary import FAIL_ON_KINDS
+from tcview.analysis.checks import FAIL_ON_CHECKS, FAIL_ON_KINDS, SLOWER
 from tcview.text.safe import safe_line
 
 

@@ -8,10 +8,10 @@ import sys
 from dataclasses import replace
 from pathlib import Path
 
+from tcview.analysis.checks import fail_on as found_kinds
 from tcview.analysis.paths import PathMap
 from tcview.commands.failon import SUMMARY_CHECKS, fail_on_exit, found_message, parse_fail_on
 from tcview.ingest.profile import PROFILE_DIR
-from tcview.report.summary import fail_on as found_kinds
 from tcview.run.cleanup import install_cleanup
 from tcview.run.profiling import (
     DEFAULT_SECONDS,

@@ -12,6 +12,12 @@ another path, another code, a file that changed, a payload that does not hash, o
 not parse is a miss, and the file is indexed again. A file that only grew (same inode, more
 bytes, the first and last indexed bytes unchanged) resumes from the end of the entry.
 
+Beside the index, ``results/`` keeps what a command made of a whole input (`tcview summary`'s
+report), named by a hash of the input's absolute path and what the result is. Its header lists
+the input's files (each stamped, and hashed at both ends, as above) and the files it skipped,
+and fingerprints the code through the report layer: a result is used only when the input has
+the same files, each unchanged, and the same code would make it.
+
 Writes go to a temporary file renamed into place; a cache directory that cannot be written
 (read-only, full disk) only means no entry is written. The directory is kept under a size cap
 (``$TCVIEW_CACHE_MAX_MB``, 1024 by default), the least recently used entries removed first.
@@ -36,6 +42,7 @@ from typing import Any
 from tcview.model.objects import JsonValue
 
 MAGIC = b"TCVIEW-INDEX\n"
+RESULT_MAGIC = b"TCVIEW-RESULT\n"
 CACHE_FORMAT = 1
 _LENGTH = struct.Struct("<I")
 MAX_HEADER = 64 << 10
@@ -47,25 +54,26 @@ DIR_ENV = "TCVIEW_CACHE_DIR"
 MAX_ENV = "TCVIEW_CACHE_MAX_MB"
 STALE_TMP_S = 3600  # a temporary file this old was left by a process that died
 
-_fingerprint: str | None = None
+_fingerprints: dict[tuple[str, ...], str] = {}
 INDEXING_LAYERS = ("model", "text", "analysis", "ingest")  # what an index is made by
+REPORT_LAYERS = (*INDEXING_LAYERS, "report")  # what a report (a result entry) is made by
 
 
-def code_fingerprint() -> str:
-    """A hash of the indexing code (every module of the layers an index is made by): an entry
-    made by other code is a miss, so that a fixed handler never serves an old index."""
-    global _fingerprint
-    if _fingerprint is None:
+def code_fingerprint(layers: tuple[str, ...] = INDEXING_LAYERS) -> str:
+    """A hash of the code of `layers` (every module of the layers an entry is made by): an
+    entry made by other code is a miss, so that a fixed handler never serves an old index."""
+    known = _fingerprints.get(layers)
+    if known is None:
         digest = hashlib.sha256()
         package = Path(__file__).resolve().parent.parent
-        for path in sorted(p for layer in INDEXING_LAYERS for p in (package / layer).glob("*.py")):
+        for path in sorted(p for layer in layers for p in (package / layer).glob("*.py")):
             digest.update(f"{path.parent.name}/{path.name}".encode())
             try:
                 digest.update(path.read_bytes())
             except OSError:
                 digest.update(b"?")
-        _fingerprint = digest.hexdigest()
-    return _fingerprint
+        known = _fingerprints[layers] = digest.hexdigest()
+    return known
 
 
 def cache_disabled() -> bool:
@@ -86,6 +94,10 @@ def cache_max_bytes() -> int:
     except ValueError:
         mb = DEFAULT_MAX_MB
     return max(0, int(mb * (1 << 20)))
+
+
+# An input's files: the trace files, then the skipped ones with why (`index.discover`'s).
+Files = tuple[list[Path], list[tuple[Path, str]]]
 
 
 @dataclass
@@ -204,6 +216,77 @@ class IndexCache:
             os.utime(where)  # recently used: evicted last
         return Entry(payload[:body_len], signatures, pos, grown)
 
+    # ------------------------------------------------------------ results
+
+    def result_path(self, what: str, inputs: Path) -> Path:
+        key = hashlib.sha256(f"{what}\0{os.path.abspath(inputs)}".encode()).hexdigest()[:40]
+        return self.root / "results" / f"{key}.res"
+
+    def lookup_result(self, what: str, inputs: Path, files: Files) -> bytes | None:
+        """The result `what` of the input `inputs` kept by `store_result`, when the input
+        still has these files (`files`: the trace files, then the skipped ones with why), each
+        unchanged; else None."""
+        try:
+            data = _read_regular(self.result_path(what, inputs), self.max_bytes)
+            if data is None or not data.startswith(RESULT_MAGIC):
+                return None
+            header, payload = _result_split(data[len(RESULT_MAGIC) :])
+            if header is None or not (
+                header["code"] == code_fingerprint(REPORT_LAYERS)
+                and header["what"] == what
+                and header["inputs"] == os.path.abspath(inputs)
+                and header["skipped"] == [[str(p), why] for p, why in files[1]]
+                and len(header["files"]) == len(files[0])
+            ):
+                return None
+            for kept, path in zip(header["files"], files[0], strict=True):
+                now = stamp(path)
+                if (
+                    now is None
+                    or kept[0] != str(path)
+                    or kept[1:5] != [now.dev, now.ino, now.size, now.mtime_ns]
+                    or not _ends_match(path, now.size, kept[5], max(0, now.size - SPAN), kept[6])
+                ):
+                    return None
+        except (OSError, ValueError, TypeError, KeyError, IndexError, RecursionError, struct.error):
+            return None
+        return payload
+
+    def store_result(
+        self, what: str, inputs: Path, files: Files, before: list[Stamp | None], result: bytes
+    ) -> bool:
+        """Keep `result`, made from `files` (`lookup_result`'s) read as `before` stamps them,
+        when every one is still that file. False when nothing was written."""
+        kept = []
+        for path, was in zip(files[0], before, strict=True):
+            now = stamp(path)
+            if now is None or now != was:
+                return False
+            try:
+                head, tail = _hash_ends(path, now.size, max(0, now.size - SPAN))
+            except OSError:
+                return False
+            kept.append([str(path), now.dev, now.ino, now.size, now.mtime_ns, head, tail])
+        header = {
+            "code": code_fingerprint(REPORT_LAYERS),
+            "what": what,
+            "inputs": os.path.abspath(inputs),
+            "files": kept,
+            "skipped": [[str(p), why] for p, why in files[1]],
+            "length": len(result),
+            "sha256": hashlib.sha256(result).hexdigest(),
+        }
+        head_bytes = json.dumps(header).encode()
+        data = RESULT_MAGIC + _LENGTH.pack(len(head_bytes)) + head_bytes + result
+        if len(data) > self.max_bytes:
+            return False
+        try:
+            self._write(self.result_path(what, inputs), data)
+        except OSError:
+            self.write_errors += 1
+            return False
+        return True
+
     # ------------------------------------------------------------ writing
 
     def store(
@@ -261,8 +344,8 @@ class IndexCache:
         return True
 
     def _write(self, where: Path, data: bytes) -> None:
-        self.dir.mkdir(parents=True, exist_ok=True, mode=0o700)
-        fd, tmp = tempfile.mkstemp(prefix=".tmp-", suffix=".idx", dir=self.dir)
+        where.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
+        fd, tmp = tempfile.mkstemp(prefix=".tmp-", suffix=where.suffix, dir=where.parent)
         try:
             with os.fdopen(fd, "wb") as fh:
                 fh.write(data)
@@ -275,10 +358,10 @@ class IndexCache:
     def evict(self) -> int:
         """Remove the least recently used entries until the cache fits its cap; returns how
         many were removed. Errors are ignored (another process may evict at the same time)."""
-        try:
-            items = list(os.scandir(self.dir))
-        except OSError:
-            return 0
+        items = []
+        for folder in (self.dir, self.root / "results"):
+            with contextlib.suppress(OSError):
+                items += list(os.scandir(folder))
         now = time.time()
         entries: list[tuple[float, int, str]] = []
         for item in items:
@@ -290,7 +373,7 @@ class IndexCache:
                 if now - st.st_mtime > STALE_TMP_S:
                     _unlink(item.path)
                 continue
-            if item.name.endswith(".idx") and item.is_file(follow_symlinks=False):
+            if item.name.endswith((".idx", ".res")) and item.is_file(follow_symlinks=False):
                 entries.append((st.st_mtime, st.st_size, item.path))
         total = sum(size for _, size, _ in entries)
         removed = 0
@@ -416,6 +499,35 @@ def _split(data: bytes) -> tuple[dict[str, Any] | None, bytes]:
     ):
         return None, b""
     return header, data[at + length :]
+
+
+_RESULT_TYPES: dict[str, type] = {
+    "code": str,
+    "what": str,
+    "inputs": str,
+    "files": list,
+    "skipped": list,
+    "length": int,
+    "sha256": str,
+}
+
+
+def _result_split(data: bytes) -> tuple[dict[str, Any] | None, bytes]:
+    """A result entry's header (type-checked) and its result, checked against the header's
+    length and hash; (None, b"") when malformed."""
+    (length,) = _LENGTH.unpack_from(data, 0)
+    if _LENGTH.size + length > len(data):
+        return None, b""
+    header = json.loads(data[_LENGTH.size : _LENGTH.size + length])
+    if not isinstance(header, dict):
+        return None, b""
+    for key, kind in _RESULT_TYPES.items():
+        if not isinstance(header.get(key), kind) or isinstance(header.get(key), bool):
+            return None, b""
+    result = data[_LENGTH.size + length :]
+    if len(result) != header["length"] or hashlib.sha256(result).hexdigest() != header["sha256"]:
+        return None, b""
+    return header, result
 
 
 def _hash_ends(path: Path, pos: int, tail_at: int) -> tuple[str, str]:

@@ -91,7 +91,7 @@ NOT_SAVED = frozenset(
         "name_rank",  # from the path
         "builder",  # the model's, given
         "_cache",  # parsed headers (a cache)
-        "_chromium",  # the builder's memo of chromium headers (a cache)
+        "_contexts",  # the builder's memo of fast-path headers' compiles (a cache)
         "_fd",  # an open file
         "signatures",  # of the finished file, carried beside the snapshot (signatures.py)
     }

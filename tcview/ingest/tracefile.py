@@ -21,7 +21,7 @@ import os
 import re
 import sys
 from array import array
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal, NamedTuple, overload
@@ -56,26 +56,51 @@ CONTEXT_KEYS = frozenset(
     }
 )
 
+# Of LAZY_META_KINDS, the ones kept as offsets only (no Record object) when they carry no payload.
+MINOR_KINDS = frozenset({"describe_tensor", "describe_storage", "describe_source"})
+MINOR_NAMES = {k.encode(): k for k in MINOR_KINDS}  # their names as LINE gives them
 # (The file part is greedy: the match ends at the first "]" either way, and greedy is faster.)
 _PREFIX = rb"(?:\[rank(\d+)\]:)?[A-Z](\d{4} \d\d:\d\d:\d\d\.\d+) +(\d+) [^\]\n]*:\d+\] "
 HEADER = re.compile(_PREFIX)
 _INT = rb"(?:0|[1-9]\d{0,17})"
 _ID_KEYS = rb'"(?:frame_id|frame_compile_id|attempt|compiled_autograd_id|rank)"'
-# A newline before a non-empty, non-payload line; then, when it has one, the record prefix
-# (groups 1-3), and when the whole line is a well-formed chromium_event header, its context
-# keys (group 4). Such lines are valid JSON by their shape alone.
 _CTX = rb"((?:, " + _ID_KEYS + rb": " + _INT + rb")*)"
-# A newline before a non-empty, non-payload line; then, when it has one, the record prefix
-# (groups 1-3); then, when the whole line is a well-formed chromium_event header (most records
-# are), its context keys (group 4). Such lines are valid JSON by their shape alone, so they are
-# counted without a JSON parser.
-LINE = re.compile(
-    rb"\n(?=[^\t\n])(?:"
-    + _PREFIX
-    + rb'(?:\{"chromium_event": \{\}'
-    + _CTX
-    + rb'(?:, "has_payload": "[0-9a-f]{32}")?\}(?=\n))?)?'
+# A JSON object of a shape only valid JSON has (keys of word characters; values numbers
+# orjson reads as json does, true, false, null, printable ASCII strings without escapes, and
+# lists or flat objects of those). describe_* headers' metadata has this shape.
+_SCALAR = rb"(?:-?" + _INT + rb'(?:\.\d{1,17})?|true|false|null|"[\x20\x21\x23-\x5b\x5d-\x7e]*")'
+_FIELD = rb'"\w+": '
+_FLAT = rb"\{(?:" + _FIELD + _SCALAR + rb"(?:, " + _FIELD + _SCALAR + rb")*)?\}"
+_VALUE = (
+    rb"(?:" + _SCALAR + rb"|\[(?:" + _SCALAR + rb"(?:, " + _SCALAR + rb")*)?\]|" + _FLAT + rb")"
 )
+_OBJECT = rb"\{(?:" + _FIELD + _VALUE + rb"(?:, " + _FIELD + _VALUE + rb")*)?\}"
+
+
+def line_regex(minor_kinds: Iterable[str] = MINOR_KINDS) -> re.Pattern[bytes]:
+    """A newline before a non-empty, non-payload line; then, when it has one, the record
+    prefix (groups 1-3); then, when the whole line is a well-formed header of the two commonest
+    shapes, which are valid JSON by their shape alone and need nothing from their metadata,
+    its context keys: a chromium_event (group 4), or a payload-less record of `minor_kinds`
+    (group 5, its kind; group 6). These are counted without a JSON parser (none of
+    `minor_kinds`: every such header is parsed, as the tests compare)."""
+    kinds = b"|".join(re.escape(k.encode()) for k in sorted(minor_kinds)) or b"(?!)"
+    return re.compile(
+        rb"\n(?=[^\t\n])(?:"
+        + _PREFIX
+        + rb'(?:\{"chromium_event": \{\}'
+        + _CTX
+        + rb'(?:, "has_payload": "[0-9a-f]{32}")?\}(?=\n)'
+        + rb'|\{"('
+        + kinds
+        + rb')": '
+        + _OBJECT
+        + _CTX
+        + rb"\}(?=\n))?)?"
+    )
+
+
+LINE = line_regex()
 KERNEL_LINE = re.compile(rb"^\t" + KERNEL_DEF.encode(), re.M)  # in an output code's payload
 KERNEL_AT = re.compile(rb"\t" + KERNEL_DEF.encode())
 KERNEL_MARK = b" = async_compile."  # in every kernel definition, and rare elsewhere
@@ -141,8 +166,6 @@ LAZY_META_KINDS = frozenset(
         "propagate_real_tensors_provenance",
     }
 )
-# Of those, the ones kept as offsets only (no Record object) when they carry no payload.
-MINOR_KINDS = frozenset({"describe_tensor", "describe_storage", "describe_source"})
 _CACHE_MAX_KEY = 600  # header JSON longer than this is not cached
 _CACHE_MAX = 4096
 _META_KEEP = 2048  # header JSON longer than this keeps only a slim value in memory
@@ -213,10 +236,11 @@ class Lines:
     start: int
     end: int
     # (offset,): a line that is not a record; (offset, context keys): a fast-path chromium
-    # header; else a header: (offset, end, md5, the key `_header` caches it by (None: too long
-    # to be cached), the `derive`d header (None: not JSON), whether only json could parse it,
-    # for an output code (role from its first payload line, payload end) or False when it has
-    # no payload, its kernel definitions).
+    # header; (offset, kind, context keys): a fast-path MINOR_KINDS header; else a header:
+    # (offset, end, md5, the key `_header` caches it by (None: too long to be cached), the
+    # `derive`d header (None: not JSON), whether only json could parse it, for an output code
+    # (role from its first payload line, payload end) or False when it has no payload, its
+    # kernel definitions).
     lines: list[tuple[Any, ...]]
     first_ts: bytes | None = None
     last_ts: bytes | None = None
@@ -247,7 +271,7 @@ def prescan(path: Path, start: int, end: int) -> Lines:
         if output is not None:
             out[output] = _with_payload(out[output], buf, base, s)
             output = None
-        rank_b, ts_b, pid_b, seg = m.groups()
+        rank_b, ts_b, pid_b, seg, minor_b, minor_seg = m.groups()
         if ts_b is not None:
             if last is None:
                 found.first_ts = ts_b
@@ -257,6 +281,9 @@ def prescan(path: Path, start: int, end: int) -> Lines:
                 ranks.add(int(rank_b))
         if seg is not None:
             out.append((base + s, seg))
+            continue
+        if minor_b is not None:
+            out.append((base + s, MINOR_NAMES[minor_b], minor_seg))
             continue
         e = buf.index(b"\n", s)
         if ts_b is None:
@@ -330,7 +357,7 @@ class TraceFile(LogSource):
         self._open: Record | None = None
         self._open_scan = 0  # offset up to which the open record's payload was scanned
         self._cache: dict[bytes, Derived] = {}
-        self._chromium = self.builder.memo()  # a chromium header's context keys -> compile
+        self._contexts = self.builder.memo()  # a fast-path header's context keys -> compile
         self._fd: int | None = None
         self._marks: list[tuple[int, int]] = [(0, 1)]  # known (offset, line number)
 
@@ -420,7 +447,7 @@ class TraceFile(LogSource):
         if self.pos != lines.start or not self._line.at_line_start:
             raise ValueError("the index does not stand at the range's start")
         self.pos = lines.end
-        cache = self._chromium
+        cache = self._contexts
         parsed = self._cache
         offsets = self.chromium
         kinds = self.kinds
@@ -436,12 +463,21 @@ class TraceFile(LogSource):
                     kinds["chromium_event"] = 0  # as `_scan` does
                 comp = cache.get(seg)
                 if comp is None:
-                    comp = self._chromium_info(seg)
+                    comp = self._context_compile(seg)
                 n_chromium += 1
                 offsets.append(offset)
                 if comp is not False:
                     comp.chromium += 1
                     comp.chromium_at.append(offset)
+                continue
+            if len(line) == 3:  # a MINOR_KINDS header of the fast path
+                kinds[line[1]] += 1
+                self.minor.append(offset)
+                comp = cache.get(line[2])
+                if comp is None:
+                    comp = self._context_compile(line[2])
+                if comp is not False:
+                    comp.minor += 1
                 continue
             if len(line) == 1:
                 self.unparsed.append((offset, self.lineno_of(offset)))
@@ -510,7 +546,7 @@ class TraceFile(LogSource):
         self.version += 1
         # Caches of the indexing only: a finished file of a big directory need not keep them.
         self._cache.clear()
-        self._chromium.clear()
+        self._contexts.clear()
 
     @property
     def pending_bytes(self) -> int:
@@ -518,14 +554,15 @@ class TraceFile(LogSource):
 
     def _scan(self, buf: bytes, base: int, cut: int, eof_line: bool = False, lo: int = 0) -> None:
         """Index the complete lines of buf[lo:cut + 1]; buf[lo] and buf[cut] are newlines."""
-        cache = self._chromium
+        cache = self._contexts
         offsets = self.chromium
         pids = self._pid_b
         kinds = self.kinds
         n_chromium = 0
         last = None
+        minor = self.minor
         for m in LINE.finditer(buf, lo, cut + 1):
-            rank_b, ts_b, pid_b, seg = m.groups()
+            rank_b, ts_b, pid_b, seg, minor_b, minor_seg = m.groups()
             if self._open is not None:
                 self._extend_open(buf, base, m.start() + 1)
                 self._close_open()
@@ -542,12 +579,21 @@ class TraceFile(LogSource):
                     kinds["chromium_event"] = 0  # a key in order of appearance, in any split
                 comp = cache.get(seg)
                 if comp is None:
-                    comp = self._chromium_info(seg)
+                    comp = self._context_compile(seg)
                 n_chromium += 1
                 offsets.append(base + m.start() + 1)
                 if comp is not False:
                     comp.chromium += 1
                     comp.chromium_at.append(base + m.start() + 1)
+                continue
+            if minor_b is not None:
+                kinds[MINOR_NAMES[minor_b]] += 1
+                minor.append(base + m.start() + 1)
+                comp = cache.get(minor_seg)
+                if comp is None:
+                    comp = self._context_compile(minor_seg)
+                if comp is not False:
+                    comp.minor += 1
                 continue
             s = m.start() + 1
             e = buf.index(b"\n", s)
@@ -562,8 +608,8 @@ class TraceFile(LogSource):
         if self._open is not None:
             self._extend_open(buf, base, cut + 1)
 
-    def _chromium_info(self, seg: bytes) -> Compile | Literal[False]:
-        """The compile of a chromium header's context keys (False: none), cached."""
+    def _context_compile(self, seg: bytes) -> Compile | Literal[False]:
+        """The compile of a fast-path header's context keys (False: none), cached."""
         header = loads(b"{" + seg[2:] + b"}") if seg else {}  # ints only (LINE's _CTX)
         key = key_from_header(header)
         rank = header.get("rank")
@@ -572,8 +618,8 @@ class TraceFile(LogSource):
         comp: Compile | Literal[False] = False
         if key is not None:
             comp = self.builder.compile_for(self, key)
-        if len(self._chromium) < _CACHE_MAX:
-            self._chromium[seg] = comp
+        if len(self._contexts) < _CACHE_MAX:
+            self._contexts[seg] = comp
         return comp
 
     def _new_pid(self, pid_b: bytes) -> None:

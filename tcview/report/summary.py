@@ -9,7 +9,7 @@ from typing import Any, NamedTuple
 from tcview.analysis.cudagraphs import cudagraph_counts, model_cudagraphs
 from tcview.analysis.divergence import CHECK_TITLES, CHECKS, Divergence, analyze, describe_groups
 from tcview.analysis.export import export_counts, is_export
-from tcview.analysis.findings import SEVERITIES, Finding, finding_lines, findings, findings_json
+from tcview.analysis.findings import Finding, finding_lines, findings, findings_json
 from tcview.analysis.recompiles import explain, guard_families
 from tcview.ingest.textlog import TextLog
 from tcview.model.facts import short_guard
@@ -23,14 +23,6 @@ from tcview.report.overview import (
     stacks_title,
 )
 from tcview.report.stacks import model_stacks_json
-
-# What --fail-on can name: a count of summary --json, "divergence" (its ranks compiled
-# differently: a check of its `divergence` has more than one group), or a severity of its
-# `findings`: "errors" (a finding of severity error: a crash, a recompile limit hit, a compile
-# that failed), "warnings" (one of severity warning or error).
-FAIL_ON_KINDS = ("graph_breaks", "recompiles", "failures", "errors", "warnings", "divergence")
-FINDING_KINDS = {"errors": "error", "warnings": "warning"}
-# Parsed by tcview.commands.failon, the one --fail-on policy.
 
 
 def counts_line(counts: Mapping[str, int]) -> str:
@@ -69,9 +61,28 @@ def summary_json(
     return out
 
 
-def summary_document(ts: Model, verify: bool = False) -> dict[str, Any]:
+class SummaryParts(NamedTuple):
+    """What both forms of the summary are made of, each made once."""
+
+    divergence: Divergence
+    overview: Overview
+    found: list[Finding]
+    counts: dict[str, Any]  # summary_json's
+
+
+def summary_parts(ts: Model, verify: bool = False) -> SummaryParts:
+    div = analyze(ts)
+    found = findings(ts, div)
+    counts = summary_json(ts, verify=verify, divergence=div, found=found)
+    return SummaryParts(div, build_overview(ts), found, counts)
+
+
+def summary_document(
+    ts: Model, verify: bool = False, parts: SummaryParts | None = None
+) -> dict[str, Any]:
     """`tcview summary --json`: `summary_json` and the overview the text report prints."""
-    return {**summary_json(ts, verify=verify), "overview": build_overview(ts).json()}
+    p = parts or summary_parts(ts, verify)
+    return {**p.counts, "overview": p.overview.json()}
 
 
 def damage(ts: Model, counts: dict[str, Any]) -> dict[str, int]:
@@ -95,22 +106,6 @@ def damage(ts: Model, counts: dict[str, Any]) -> dict[str, int]:
 def kernels_by_kind(ts: Model) -> dict[str, int]:
     counts = Counter(k.kind for k in ts.kernels)
     return {kind: counts[kind] for kind in KERNEL_KINDS if counts[kind]}
-
-
-def fail_on(summary: dict[str, Any], kinds: list[str]) -> list[str]:
-    """The named kinds that are present in the summary (non-zero; for "divergence", a check
-    with more than one group of ranks)."""
-    return [k for k in kinds if _present(summary, k)]
-
-
-def _present(summary: dict[str, Any], kind: str) -> bool:
-    if kind in FINDING_KINDS:
-        worst = SEVERITIES.index(FINDING_KINDS[kind])
-        return any(SEVERITIES.index(f["severity"]) <= worst for f in summary.get("findings", []))
-    if kind == "divergence":
-        checks = [*summary.get("divergence", {}).values(), summary.get("exec_order_groups", [])]
-        return any(len(groups) > 1 for groups in checks)
-    return bool(summary.get(kind))
 
 
 def crash_lines(ts: Model, overview: Overview | None = None) -> list[str]:
@@ -193,11 +188,10 @@ def divergence_lines(div: Divergence) -> list[str]:
     return lines
 
 
-def summary_text(ts: Model, verify: bool = False, width: int = 100) -> str:
-    div = analyze(ts)
-    overview = build_overview(ts)
-    ranked = findings(ts, div)
-    s = summary_json(ts, verify=verify, divergence=div, found=ranked)
+def summary_text(
+    ts: Model, verify: bool = False, width: int = 100, parts: SummaryParts | None = None
+) -> str:
+    div, overview, ranked, s = parts or summary_parts(ts, verify)
     multi = overview.many_ranks
     lines: list[str] = finding_lines(ranked)
     crashed = crash_lines(ts, overview)

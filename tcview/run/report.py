@@ -16,7 +16,13 @@ from tcview.ingest.source import load_source
 from tcview.model.objects import Model
 from tcview.report.detail import render_text
 from tcview.report.profile import join_at
-from tcview.report.summary import counts_line, crash_lines, summary_json, summary_text
+from tcview.report.summary import (
+    counts_line,
+    crash_lines,
+    summary_json,
+    summary_parts,
+    summary_text,
+)
 from tcview.run.gpu import datasheet_peak
 from tcview.run.profiling import window_lines
 from tcview.run.session import RunSession, RunStatus
@@ -60,10 +66,13 @@ def load_counts(run_dir: Path) -> tuple[dict[str, int], dict[str, Any], str]:
     try:
         # The trace plus torch_logs.txt; the run's own files (run.json…) are not reported.
         whole = load_source(str(run_dir))
-        summary, body = summary_json(whole), summary_text(whole)
+        parts = summary_parts(whole)
+        body = summary_text(whole, parts=parts)
     except Exception:  # noqa: BLE001 - a log we cannot read still leaves the trace's summary
         whole = ts
-        summary, body = summary_json(ts), summary_text(ts)
+        parts = summary_parts(ts)
+        body = summary_text(ts, parts=parts)
+    summary = parts.counts
     profile, said = profile_report(run_dir, whole)
     if profile is not None:
         summary["profile"] = profile
