@@ -208,12 +208,31 @@ def test_workers_use_idle_cores_only(monkeypatch: pytest.MonkeyPatch) -> None:
     loading thread wait. This process counts as one of the load; TCVIEW_JOBS overrides."""
     monkeypatch.delenv(parallel.JOBS_ENV, raising=False)
     monkeypatch.setattr(os, "process_cpu_count", lambda: 2, raising=False)
+    monkeypatch.setattr(parallel, "LOADAVG", "/nonexistent")  # the load average alone
     for load, workers in ((0.0, 1), (1.0, 1), (1.5, 0), (4.0, 0)):
         monkeypatch.setattr(os, "getloadavg", lambda load=load: (load, load, load))
         assert parallel.idle_workers() == workers, load
     monkeypatch.setattr(os, "process_cpu_count", lambda: 16, raising=False)
     assert parallel.idle_workers() == 12  # load 4: 3 other busy cores
     monkeypatch.setenv(parallel.JOBS_ENV, "2")
+    assert parallel.idle_workers() == 1
+
+
+def test_cores_freed_just_now_count_as_idle(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The load average still counts jobs that ended in the last minute (a benchmark's
+    previous round): the tasks runnable now say whether a core is free."""
+    monkeypatch.delenv(parallel.JOBS_ENV, raising=False)
+    monkeypatch.setattr(os, "process_cpu_count", lambda: 2, raising=False)
+    monkeypatch.setattr(os, "getloadavg", lambda: (1.8, 1.2, 0.9))
+    loadavg = tmp_path / "loadavg"
+    monkeypatch.setattr(parallel, "LOADAVG", str(loadavg))
+    loadavg.write_text("1.80 1.20 0.90 1/345 12345\n")  # this process alone runs now
+    assert parallel.idle_workers() == 1
+    loadavg.write_text("1.80 1.20 0.90 2/345 12345\n")  # and another job
+    assert parallel.idle_workers() == 0
+    monkeypatch.setattr(os, "getloadavg", lambda: (0.2, 0.2, 0.2))  # threads of this process
     assert parallel.idle_workers() == 1
 
 

@@ -757,6 +757,9 @@ def _cache_misses(model: Model) -> list[Finding]:
                 hit_ids[id(key)] = event.compile.id_label
     missed: dict[int, tuple[Compile, list[str], list[str]]] = {}
     against: dict[int, str] = {}  # a missed compile -> the compile whose entry it missed
+    # A key and its hits -> the nearest hit and what differs (a key read again is the same
+    # object: `memo`).
+    compared: dict[tuple[int, int], tuple[dict[str, str] | None, list[str]]] = {}
     for event in events:
         comp = event.compile
         if event.result != "miss" or comp is None:
@@ -766,9 +769,16 @@ def _cache_misses(model: Model) -> list[Finding]:
             entry[1].append(event.cache)
         key = cache_components(event.record, memo)
         same = hits.get((id(comp.file), event.cache, key.get(GRAPH_COMPONENT, "")), [])
-        near = _nearest(key, same)
+        known = compared.get((id(key), id(same)))
+        if known is None:
+            near = _nearest(key, same)
+            known = compared[id(key), id(same)] = (
+                near,
+                changed_components(near, key) if near is not None else [],
+            )
+        near, changed = known
         if near is not None:
-            entry[2].extend(c for c in changed_components(near, key) if c not in entry[2])
+            entry[2].extend(c for c in changed if c not in entry[2])
             against.setdefault(id(comp), hit_ids[id(near)])
     out = []
     for comp, caches, changed in missed.values():
@@ -913,8 +923,14 @@ def _recompiled_on_shapes(compiles: Sequence[Compile]) -> bool:
     return not families or bool(families & SHAPE_FAMILIES)
 
 
+def _graph_and_shape(rec: Record) -> tuple[str, str]:
+    payload = rec.payload()
+    return payload, graph_shape(payload)
+
+
 def _same_graphs(model: Model) -> list[Finding]:
     out = []
+    shapes: dict[str, tuple[str, str]] = {}  # by the payload's md5
     for source in model.files:
         for frame in source.frames.values():
             if len(frame.compiles) < 2:
@@ -925,8 +941,10 @@ def _same_graphs(model: Model) -> list[Finding]:
                 rec = next((r for r in comp.records if r.kind == "dynamo_output_graph"), None)
                 if rec is None:
                     continue
-                payload = rec.payload()
-                shape = graph_shape(payload)
+                seen = shapes.get(rec.md5) if rec.md5 else None  # the same graph again
+                payload, shape = seen if seen is not None else _graph_and_shape(rec)
+                if rec.md5:
+                    shapes[rec.md5] = (payload, shape)
                 groups.setdefault(shape, []).append(comp)
                 texts.setdefault(shape, set()).add(payload)
             for shape, compiles in groups.items():

@@ -644,7 +644,7 @@ _GLOBAL_WORDS = (
     ("torch_function", "torch function handling (torch._C.DisableTorchFunction)"),
 )
 _GUARD_RECORDS = ("dynamo_cpp_guards_str", "guards")
-GUARD_TEXTS_CACHED = 512  # compiles whose guards text is kept (a frame's explanations reread it)
+GUARD_TEXTS_CACHED = 64  # compiles whose guards text is kept (a frame's explanations reread it)
 _TENSOR_MATCH = re.compile(
     r"check_tensor\((?P<input>[^,]+),.*?size=\[(?P<size>[^\]]*)\], stride=\[(?P<stride>[^\]]*)\]"
 )

@@ -4,14 +4,13 @@ from __future__ import annotations
 
 import argparse
 import gc
-import json
 import os
 import sys
 import time
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any, TypeGuard
 
-from tcview.commands.pager import emit
+from tcview.commands.pager import emit, emit_json
 from tcview.text.safe import safe_line, safe_text
 from tcview.text.term import COLOR_MODES, Painter, use_color
 
@@ -62,7 +61,7 @@ def cmd_summary(args: argparse.Namespace) -> int:
             kept.store_report(report)
     data, text = report["document"], report["text"]
     if args.json:
-        emit(json.dumps(data, indent=2, sort_keys=False))
+        emit_json(data)
     else:
         emit(paint_summary(safe_text(text), Painter(use_color(args.color, sys.stdout))))
     from tcview.analysis.checks import fail_on

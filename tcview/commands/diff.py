@@ -9,10 +9,9 @@ the compile diffs, above the rest of the report); ``--text`` (or a pipe) prints 
 from __future__ import annotations
 
 import argparse
-import json
 import sys
 
-from tcview.commands.pager import emit
+from tcview.commands.pager import emit, emit_json
 from tcview.text.safe import safe_text
 
 
@@ -37,7 +36,7 @@ def diff_command(args: argparse.Namespace) -> int:
         return 2
     diff = run_diff(a, b, args.a, args.b)
     if args.json:
-        emit(json.dumps(diff.to_json(), indent=2))
+        emit_json(diff.to_json())
     elif args.text or checks or not (sys.stdout.isatty() and sys.stdin.isatty()):
         emit(safe_text("\n".join(row[1] for row in run_diff_lines(diff))))
     else:

@@ -60,7 +60,7 @@ class Builder:
         from 0 again): the old episode's ids are retired, and this record and the ones after
         it name compiles of the new episode.
         """
-        carried: array[int] = array("q")
+        carried: array[int] | None = None
         if start:
             if key in source.started:
                 carried = self._next_episode(source, key)

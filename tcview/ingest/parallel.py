@@ -78,11 +78,11 @@ def own_share(workers: int) -> float:
 SPLIT_MIN_BYTES = 48 << 20
 RANGE_BYTES = 16 << 20
 # What prescanning a range costs a worker (read whole, pickled to send), and applying it costs
-# the loading thread, relative to the loading thread reading the range itself. Measured on a
-# 16 MB range of bench_index.py's trace (tests/benchmarks/PROFILE.md): 43 ms read here, 62 ms
-# prescanned and 10 ms pickled, 6 ms unpickled and 8 ms applied.
-PRESCAN_COST = 1.6
-APPLY_COST = 0.33
+# the loading thread, relative to the loading thread reading the range itself. Measured on ten
+# 16 MB ranges of bench_index.py's trace (minimum of 6, tests/benchmarks/PROFILE.md): 318 ms
+# read here, 430 ms prescanned and pickled, 19 ms unpickled and 47 ms applied.
+PRESCAN_COST = 1.35
+APPLY_COST = 0.21
 
 
 def idle_workers() -> int:
@@ -95,11 +95,31 @@ def idle_workers() -> int:
     cores = job_count()
     if JOBS_ENV in os.environ:
         return cores - 1
+    return max(0, min(cores - 1, int(cores - busy_cores()) - 1))
+
+
+LOADAVG = "/proc/loadavg"
+RUNNABLE_READS = 5
+
+
+def busy_cores() -> float:
+    """The cores other work holds: the fewer of the 1-minute load average and the tasks
+    runnable now (the kernel's count, /proc/loadavg's fourth field, least of a few reads), this
+    process counted as one. The average lags: just after other jobs end (a benchmark's
+    previous round) it still counts them, and the count now does not; the count includes this
+    process's other threads (the app's), and the average, over a minute, hardly does."""
     try:
         busy = max(0.0, os.getloadavg()[0] - 1)
     except OSError:
         busy = 0.0
-    return max(0, min(cores - 1, int(cores - busy) - 1))
+    try:
+        runnable = []
+        for _ in range(RUNNABLE_READS):
+            with open(LOADAVG, "rb") as fh:
+                runnable.append(int(fh.read().split()[3].split(b"/")[0]))
+    except (OSError, ValueError, IndexError):
+        return busy
+    return min(busy, max(0, min(runnable) - 1))
 
 
 def split_share(workers: int) -> float:

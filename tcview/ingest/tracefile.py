@@ -321,8 +321,16 @@ def _with_payload(line: tuple[Any, ...], buf: bytes, base: int, upto: int) -> tu
     return (*line[:6], (role, base + upto), kernels)
 
 
+_MD5_TAIL = len(HAS_PAYLOAD) + 34  # the field as the header's last: `…"}`
+
+
 def _md5_key(js: bytes) -> tuple[str | None, bytes]:
     """A header's md5 (has_payload) and the header without it (what `_header` caches by)."""
+    if js.endswith(b'"}') and js.startswith(HAS_PAYLOAD, len(js) - _MD5_TAIL):
+        # Where torch writes it, last: the general search below gives the same.
+        j = len(js) - 34
+        if MD5_HEX.fullmatch(js, j, j + 32):
+            return js[j : j + 32].decode("ascii"), js[:j] + b'"}'
     i = js.rfind(HAS_PAYLOAD)
     if i >= 0:
         j = i + len(HAS_PAYLOAD)
@@ -563,8 +571,9 @@ class TraceFile(LogSource):
         minor = self.minor
         for m in LINE.finditer(buf, lo, cut + 1):
             rank_b, ts_b, pid_b, seg, minor_b, minor_seg = m.groups()
+            s = m.start() + 1
             if self._open is not None:
-                self._extend_open(buf, base, m.start() + 1)
+                self._extend_open(buf, base, s)
                 self._close_open()
             if ts_b is not None:
                 last = ts_b
@@ -581,21 +590,20 @@ class TraceFile(LogSource):
                 if comp is None:
                     comp = self._context_compile(seg)
                 n_chromium += 1
-                offsets.append(base + m.start() + 1)
+                offsets.append(base + s)
                 if comp is not False:
                     comp.chromium += 1
-                    comp.chromium_at.append(base + m.start() + 1)
+                    comp.chromium_at.append(base + s)
                 continue
             if minor_b is not None:
                 kinds[MINOR_NAMES[minor_b]] += 1
-                minor.append(base + m.start() + 1)
+                minor.append(base + s)
                 comp = cache.get(minor_seg)
                 if comp is None:
                     comp = self._context_compile(minor_seg)
                 if comp is not False:
                     comp.minor += 1
                 continue
-            s = m.start() + 1
             e = buf.index(b"\n", s)
             if ts_b is None:
                 self._unparsed(buf, base, s, e)
