@@ -226,8 +226,9 @@ class IndexCache:
         """The result `what` of the input `inputs` kept by `store_result`, when the input
         still has these files (`files`: the trace files, then the skipped ones with why), each
         unchanged; else None."""
+        where = self.result_path(what, inputs)
         try:
-            data = _read_regular(self.result_path(what, inputs), self.max_bytes)
+            data = _read_regular(where, self.max_bytes)
             if data is None or not data.startswith(RESULT_MAGIC):
                 return None
             header, payload = _result_split(data[len(RESULT_MAGIC) :])
@@ -250,6 +251,8 @@ class IndexCache:
                     return None
         except (OSError, ValueError, TypeError, KeyError, IndexError, RecursionError, struct.error):
             return None
+        with contextlib.suppress(OSError):
+            os.utime(where)  # recently used: evicted last
         return payload
 
     def store_result(
