@@ -3,6 +3,7 @@ progress that never reaches a log file. Run as a subprocess, stderr a pipe (not 
 
 from __future__ import annotations
 
+import argparse
 import gzip
 import os
 import random
@@ -52,8 +53,52 @@ def test_bare_tcview_is_tcview_open(tmp_path: Path) -> None:
 
 
 def test_help_still_works() -> None:
+    """The whole command line is built for help and errors; a command's own parser alone when
+    it is named (see `build_parser`), with the same help."""
+    from tcview.commands.cli import COMMANDS, build_parser
+
     out = tcview("--help")
     assert out.returncode == 0 and out.stdout.startswith("usage: tcview")
+    assert "{" + ",".join(COMMANDS) + "}" in out.stdout
+    wrong = tcview("sumary", "x")
+    assert wrong.returncode == 2 and "invalid choice: 'sumary'" in wrong.stderr
+    for name in COMMANDS:
+        assert _command_help(build_parser(), name) == _command_help(build_parser(name), name)
+
+
+def _command_help(parser: argparse.ArgumentParser, name: str) -> str:
+    (commands,) = [a for a in parser._actions if isinstance(a, argparse._SubParsersAction)]
+    return str(commands.choices[name].format_help())
+
+
+def test_a_kept_report_is_printed_without_the_analyses(tmp_path: Path) -> None:
+    """`tcview summary` again on an unchanged trace prints the kept report: the process never
+    imports the analyses or the report makers (finding the input's files still needs the
+    indexer's rules)."""
+    trace = tmp_path / "trace"
+    trace.mkdir()
+    src = next((SAMPLES / "cpu_breaks_recompiles" / "trace").iterdir())
+    (trace / src.name).write_bytes(src.read_bytes())
+    env = dict(os.environ, PYTHONPATH=str(REPO), TCVIEW_CACHE_DIR=str(tmp_path / "cache"))
+    env.pop("TCVIEW_NO_CACHE", None)
+    probe = (
+        "import sys; from tcview.commands.cli import main; code = main(sys.argv[1:]);"
+        " heavy = [m for m in ('tcview.analysis.findings', 'tcview.report.summary')"
+        " if m in sys.modules]; print('HEAVY', heavy, file=sys.stderr)"
+    )
+    runs = [
+        subprocess.run(
+            [sys.executable, "-c", probe, "summary", "--json", "-q", str(trace)],
+            capture_output=True,
+            text=True,
+            env=env,
+            timeout=120,
+        )
+        for _ in range(2)
+    ]
+    assert runs[0].stdout == runs[1].stdout and '"compiles"' in runs[0].stdout
+    assert "HEAVY ['tcview.analysis.findings'" in runs[0].stderr  # made: read and analysed
+    assert "HEAVY []" in runs[1].stderr, runs[1].stderr
 
 
 # ---------------------------------------------------------------- 10.6: neither format
@@ -92,7 +137,9 @@ def _real_inputs(unpacked_runs: Path) -> list[Path]:
     files = (p for root in roots for p in root.rglob("*") if p.is_file())
     # The archived runs are checked unpacked; bytecode is not an input, nor a profiler trace
     # (gzip: `--profile` reads it).
-    profiles = (".json.gz",)  # torch.profiler traces, as export_chrome_trace and TensorBoard write them
+    profiles = (
+        ".json.gz",
+    )  # torch.profiler traces, as export_chrome_trace and TensorBoard write them
     return sorted(
         p
         for p in files
