@@ -106,9 +106,12 @@ class Overview:
         }
 
 
-def build_overview(model: Model, ranks: RankSet = None, read: bool = True) -> Overview:
+def build_overview(
+    model: Model, ranks: RankSet = None, read: bool = True, roots: list[StackNode] | None = None
+) -> Overview:
     """The overview of `model`; `ranks`: only these ranks' breaks and compiles (None: all);
-    `read=False`: no payload read from disk (see `compile_stack`)."""
+    `read=False`: no payload read from disk (see `compile_stack`); `roots`: its `stack_trie`,
+    already made."""
     errors = model.run_errors()
     groups = (
         model.grouped_breaks()
@@ -118,7 +121,7 @@ def build_overview(model: Model, ranks: RankSet = None, read: bool = True) -> Ov
     timed = [c for c in model.compiles if compile_seconds(c) is not None and wanted(ranks, c)]
     timed.sort(key=lambda c: -(compile_seconds(c) or 0))
     skipped = model.skipped
-    roots = stack_trie(model, ranks, read)
+    roots = roots if roots is not None else stack_trie(model, ranks, read)
     # A capture without stacks (TORCH_LOGS text) would list every compile under NO_STACK.
     rows = stack_rows(roots) if any(r.where != NO_STACK for r in roots) else []
     return Overview(

@@ -246,10 +246,6 @@ def stack_json(roots: list[StackNode]) -> list[dict[str, Any]]:
     return [node_json(r) for r in roots]
 
 
-def model_stacks_json(model: Model) -> list[dict[str, Any]]:
-    return stack_json(stack_trie(model))
-
-
 def stacks_detail(model: Model) -> Detail:
     """``tcview show PATH stacks``: the trie's text lines as a detail."""
     roots = stack_trie(model)

@@ -22,7 +22,7 @@ from tcview.report.overview import (
     stacks_more,
     stacks_title,
 )
-from tcview.report.stacks import model_stacks_json
+from tcview.report.stacks import StackNode, stack_json, stack_trie
 
 
 def counts_line(counts: Mapping[str, int]) -> str:
@@ -38,9 +38,10 @@ def summary_json(
     verify: bool = False,
     divergence: Divergence | None = None,
     found: list[Finding] | None = None,
+    roots: list[StackNode] | None = None,
 ) -> dict[str, Any]:
     """The findings, the counts, and how the ranks diverge (`divergence`: an `analyze` of `ts`
-    already made; `found`: its `findings`, already made)."""
+    already made; `found`: its `findings`, already made; `roots`: its `stack_trie`, made)."""
     div = divergence if divergence is not None else analyze(ts)
     out = ts.summary_counts(verify=verify)
     out["findings"] = findings_json(found if found is not None else findings(ts, div))
@@ -57,7 +58,7 @@ def summary_json(
     out["exec_order_groups"] = div.findings["exec_order"].groups
     out["rank_groups"] = div.groups
     out["first_divergence"] = div.first or None
-    out["stacks"] = model_stacks_json(ts)
+    out["stacks"] = stack_json(roots if roots is not None else stack_trie(ts))
     return out
 
 
@@ -73,8 +74,9 @@ class SummaryParts(NamedTuple):
 def summary_parts(ts: Model, verify: bool = False) -> SummaryParts:
     div = analyze(ts)
     found = findings(ts, div)
-    counts = summary_json(ts, verify=verify, divergence=div, found=found)
-    return SummaryParts(div, build_overview(ts), found, counts)
+    roots = stack_trie(ts)
+    counts = summary_json(ts, verify=verify, divergence=div, found=found, roots=roots)
+    return SummaryParts(div, build_overview(ts, roots=roots), found, counts)
 
 
 def summary_document(
