@@ -62,6 +62,9 @@ def test_help_still_works() -> None:
     assert "{" + ",".join(COMMANDS) + "}" in out.stdout
     wrong = tcview("sumary", "x")
     assert wrong.returncode == 2 and "invalid choice: 'sumary'" in wrong.stderr
+    unknown = tcview("summary", "x", "--bogus")  # said by the whole command line, as ever
+    assert unknown.returncode == 2
+    assert unknown.stderr.startswith("usage: tcview [-h] {" + ",".join(COMMANDS) + "}")
     for name in COMMANDS:
         assert _command_help(build_parser(), name) == _command_help(build_parser(name), name)
 

@@ -926,7 +926,8 @@ def test_a_kept_summary_follows_its_input(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     """A report is used only for the same files, each unchanged, and the same code: a file that
-    grows, a new file, a damaged entry or other code make it again."""
+    grows, a new file, another file the report reads (run.json), a damaged entry or other
+    code make it again."""
     trace = tmp_path / "trace"
     shutil.copytree(CUT_SOURCE, trace)
     (log,) = trace.iterdir()
@@ -943,6 +944,11 @@ def test_a_kept_summary_follows_its_input(
     assert check()["records"] == 2 * records
     shutil.copy(log, trace / "dedicated_log_torch_trace_rank_1_b.log")
     assert check()["files"] == 2
+    run_json = trace / "run.json"  # read beside the trace: the job's exit code
+    run_json.write_text('{"exit_code": 0}')
+    assert check()["errors"] == 0
+    run_json.write_text('{"exit_code": 9}')  # the same size
+    assert check()["errors"] == 1
     (entry,) = _results(own_cache)
     data = bytearray(entry.read_bytes())
     data[-10] ^= 0xFF

@@ -280,6 +280,9 @@ _RAW_META = [
     b'{"a": 01}',
     b'{"a" : 1}',
     b'{"a": {"b": {"c": 1}}}',
+    b'{"a": {"has_payload": "0123456789abcdef0123456789abcdef"}}',  # what `_md5_key` cuts
+    b'{"has_payload": "0123456789abcdef0123456789abcdef"}',
+    b'{"a": "' + b"[" * 1000 + b'"}',  # as nested as json cannot read, by its count
 ]
 
 

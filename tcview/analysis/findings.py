@@ -930,7 +930,7 @@ def _graph_and_shape(rec: Record) -> tuple[str, str]:
 
 def _same_graphs(model: Model) -> list[Finding]:
     out = []
-    shapes: dict[str, tuple[str, str]] = {}  # by the payload's md5
+    shapes: dict[tuple[str, int], tuple[str, str]] = {}  # by the payload's md5 and length
     for source in model.files:
         for frame in source.frames.values():
             if len(frame.compiles) < 2:
@@ -941,10 +941,12 @@ def _same_graphs(model: Model) -> list[Finding]:
                 rec = next((r for r in comp.records if r.kind == "dynamo_output_graph"), None)
                 if rec is None:
                     continue
-                seen = shapes.get(rec.md5) if rec.md5 else None  # the same graph again
+                # The same graph again: the same md5 over as many bytes (not a truncated copy).
+                same = (rec.md5, rec.end - rec.hdr_end) if rec.md5 else None
+                seen = shapes.get(same) if same is not None else None
                 payload, shape = seen if seen is not None else _graph_and_shape(rec)
-                if rec.md5:
-                    shapes[rec.md5] = (payload, shape)
+                if same is not None:
+                    shapes[same] = (payload, shape)
                 groups.setdefault(shape, []).append(comp)
                 texts.setdefault(shape, set()).add(payload)
             for shape, compiles in groups.items():

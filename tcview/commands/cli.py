@@ -412,8 +412,9 @@ def main(argv: list[str] | None = None) -> int:
         argv = sys.argv[1:]
     # Bare `tcview` opens what `tcview open` would: $TORCH_TRACE or the newest trace under `.`.
     argv = argv or ["open"]
-    parser = build_parser(argv[0] if argv[0] in COMMANDS else None)
-    args = parser.parse_args(argv)
+    args, unknown = build_parser(argv[0] if argv[0] in COMMANDS else None).parse_known_args(argv)
+    if unknown:  # the whole command line says so, with its usage
+        args = build_parser().parse_args(argv)
     try:
         return int(args.func(args) or 0)
     except KeyboardInterrupt:

@@ -12,7 +12,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from tcview.ingest.cache import Files, IndexCache, Stamp, cache_disabled, stamp
+from tcview.ingest.cache import Files, IndexCache, Stamp, cache_disabled, stamp, stamped_files
 from tcview.ingest.index import discover
 from tcview.ingest.source import plan_input
 
@@ -44,7 +44,7 @@ class Kept:
         files = discover(inputs)
         if not files[0]:
             return None
-        return cls(store, inputs, what, files, [stamp(p) for p in files[0]])
+        return cls(store, inputs, what, files, [stamp(p) for p in stamped_files(files)])
 
     def lookup(self) -> Any:
         """The report kept for these files, or None."""

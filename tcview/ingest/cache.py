@@ -56,7 +56,8 @@ STALE_TMP_S = 3600  # a temporary file this old was left by a process that died
 
 _fingerprints: dict[tuple[str, ...], str] = {}
 INDEXING_LAYERS = ("model", "text", "analysis", "ingest")  # what an index is made by
-REPORT_LAYERS = (*INDEXING_LAYERS, "report")  # what a report (a result entry) is made by
+# What a command's report (a result entry) is made by: all but the app.
+REPORT_LAYERS = (*INDEXING_LAYERS, "report", "run", "commands")
 
 
 def code_fingerprint(layers: tuple[str, ...] = INDEXING_LAYERS) -> str:
@@ -98,6 +99,12 @@ def cache_max_bytes() -> int:
 
 # An input's files: the trace files, then the skipped ones with why (`index.discover`'s).
 Files = tuple[list[Path], list[tuple[Path, str]]]
+
+
+def stamped_files(files: Files) -> list[Path]:
+    """The files of an input whose content a report may read: its trace files, and every other
+    regular file it holds (a run.json, a profile beside the trace)."""
+    return [*files[0], *(p for p, _ in files[1] if p.is_file())]
 
 
 @dataclass
@@ -225,7 +232,7 @@ class IndexCache:
     def lookup_result(self, what: str, inputs: Path, files: Files) -> bytes | None:
         """The result `what` of the input `inputs` kept by `store_result`, when the input
         still has these files (`files`: the trace files, then the skipped ones with why), each
-        unchanged; else None."""
+        of its `stamped_files` unchanged; else None."""
         where = self.result_path(what, inputs)
         try:
             data = _read_regular(where, self.max_bytes)
@@ -237,10 +244,10 @@ class IndexCache:
                 and header["what"] == what
                 and header["inputs"] == os.path.abspath(inputs)
                 and header["skipped"] == [[str(p), why] for p, why in files[1]]
-                and len(header["files"]) == len(files[0])
+                and len(header["files"]) == len(stamped := stamped_files(files))
             ):
                 return None
-            for kept, path in zip(header["files"], files[0], strict=True):
+            for kept, path in zip(header["files"], stamped, strict=True):
                 now = stamp(path)
                 if (
                     now is None
@@ -258,10 +265,14 @@ class IndexCache:
     def store_result(
         self, what: str, inputs: Path, files: Files, before: list[Stamp | None], result: bytes
     ) -> bool:
-        """Keep `result`, made from `files` (`lookup_result`'s) read as `before` stamps them,
-        when every one is still that file. False when nothing was written."""
+        """Keep `result`, made from `files` (`lookup_result`'s) whose `stamped_files` were as
+        `before` stamps them, when every one is still that file. False when nothing was
+        written."""
         kept = []
-        for path, was in zip(files[0], before, strict=True):
+        paths = stamped_files(files)
+        if len(paths) != len(before):
+            return False
+        for path, was in zip(paths, before, strict=True):
             now = stamp(path)
             if now is None or now != was:
                 return False

@@ -87,7 +87,7 @@ APPLY_COST = 0.21
 
 def idle_workers() -> int:
     """Worker processes worth starting beside this one: the cores that are idle besides this
-    process's (1-minute load average, this process counted as one), at most $TCVIEW_JOBS - 1
+    process's (`busy_cores`), at most $TCVIEW_JOBS - 1
     (which, when set, is taken as it is). A worker that must share its core makes the loading
     thread wait, since results are merged in order: on the 2-core VM with two other jobs
     running, a big file split took 1.8 s where one process took 1.5 s, and 128 ranks in two
@@ -104,8 +104,8 @@ RUNNABLE_READS = 5
 
 def busy_cores() -> float:
     """The cores other work holds: the fewer of the 1-minute load average and the tasks
-    runnable now (the kernel's count, /proc/loadavg's fourth field, least of a few reads), this
-    process counted as one. The average lags: just after other jobs end (a benchmark's
+    runnable now (the kernel's count, /proc/loadavg's fourth field, the median of a few reads),
+    this process counted as one. The average lags: just after other jobs end (a benchmark's
     previous round) it still counts them, and the count now does not; the count includes this
     process's other threads (the app's), and the average, over a minute, hardly does."""
     try:
@@ -119,7 +119,7 @@ def busy_cores() -> float:
                 runnable.append(int(fh.read().split()[3].split(b"/")[0]))
     except (OSError, ValueError, IndexError):
         return busy
-    return min(busy, max(0, min(runnable) - 1))
+    return min(busy, max(0, sorted(runnable)[len(runnable) // 2] - 1))
 
 
 def split_share(workers: int) -> float:

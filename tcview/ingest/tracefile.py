@@ -69,7 +69,7 @@ _CTX = rb"((?:, " + _ID_KEYS + rb": " + _INT + rb")*)"
 # orjson reads as json does, true, false, null, printable ASCII strings without escapes, and
 # lists or flat objects of those). describe_* headers' metadata has this shape.
 _SCALAR = rb"(?:-?" + _INT + rb'(?:\.\d{1,17})?|true|false|null|"[\x20\x21\x23-\x5b\x5d-\x7e]*")'
-_FIELD = rb'"\w+": '
+_FIELD = rb'"(?!has_payload")\w+": '  # (a has_payload anywhere: `_md5_key` would cut it)
 _FLAT = rb"\{(?:" + _FIELD + _SCALAR + rb"(?:, " + _FIELD + _SCALAR + rb")*)?\}"
 _VALUE = (
     rb"(?:" + _SCALAR + rb"|\[(?:" + _SCALAR + rb"(?:, " + _SCALAR + rb")*)?\]|" + _FLAT + rb")"
@@ -127,6 +127,27 @@ def _loads_json(data: bytes) -> Any:
 
 # What `fast_loads` returns when only the stdlib parser can read the bytes.
 SLOW = object()
+NESTING_MIN = 900  # JSON this long may nest deeper than json reads (see `too_nested`)
+
+
+def too_nested(data: bytes) -> bool:
+    """Whether `data` may nest deeper than json's recursion limit lets it read, which orjson
+    reads: it is left to json, so that both give the same (brackets in strings count too)."""
+    return len(data) > NESTING_MIN and data.count(b"[") + data.count(b"{") > NESTING_MIN // 2
+
+
+def json_start(m: re.Match[bytes]) -> int:
+    """Where the JSON of a header LINE matched starts: after the record prefix (the match
+    ends there unless it took a fast path)."""
+    return m.start(5) - 2 if m.start(5) >= 0 else m.end()
+
+
+def fast_minor(m: re.Match[bytes]) -> bool:
+    """Whether a MINOR_KINDS header that LINE matched (group 5) is counted without a parser:
+    not when `fast_loads` would leave its JSON to json (and count it in `slow_json`)."""
+    start = m.start(5) - 2  # the header's JSON: `{"` and its kind
+    return m.end() - start <= NESTING_MIN or not too_nested(m.string[start : m.end()])
+
 
 try:  # optional speed-up (tcview[fast]); the result is the same as json's
     import orjson
@@ -138,7 +159,7 @@ try:  # optional speed-up (tcview[fast]); the result is the same as json's
             value = orjson.loads(data)
         except (orjson.JSONDecodeError, RecursionError):
             return SLOW
-        if len(data) > 900 and data.count(b"[") + data.count(b"{") > 450:
+        if too_nested(data):
             return SLOW
         return value
 
@@ -282,7 +303,7 @@ def prescan(path: Path, start: int, end: int) -> Lines:
         if seg is not None:
             out.append((base + s, seg))
             continue
-        if minor_b is not None:
+        if minor_b is not None and fast_minor(m):
             out.append((base + s, MINOR_NAMES[minor_b], minor_seg))
             continue
         e = buf.index(b"\n", s)
@@ -290,7 +311,7 @@ def prescan(path: Path, start: int, end: int) -> Lines:
             if buf[s:e].strip():
                 out.append((base + s,))
             continue
-        js = buf[m.end() : e]
+        js = buf[json_start(m) : e]
         md5, key = _md5_key(js)
         header = fast_loads(key)
         slow = header is SLOW
@@ -595,7 +616,7 @@ class TraceFile(LogSource):
                     comp.chromium += 1
                     comp.chromium_at.append(base + s)
                 continue
-            if minor_b is not None:
+            if minor_b is not None and fast_minor(m):
                 kinds[MINOR_NAMES[minor_b]] += 1
                 minor.append(base + s)
                 comp = cache.get(minor_seg)
@@ -665,7 +686,7 @@ class TraceFile(LogSource):
     def _header(
         self, m: re.Match[bytes], buf: bytes, base: int, s: int, e: int, at_eof: bool
     ) -> None:
-        js = buf[m.end() : e]
+        js = buf[json_start(m) : e]
         md5, key = _md5_key(js)
         info = self._cache.get(key)
         if info is None:
