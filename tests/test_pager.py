@@ -152,3 +152,22 @@ def test_diff_output_goes_to_the_pager(tmp_path: Path, fixture_runs: Path) -> No
         assert got.exists(), screen
         assert want in got.read_text()
         assert want not in screen, "the pager got it, not the terminal"
+
+
+def test_json_is_written_in_pieces_as_json_dumps_writes_it() -> None:
+    """`emit_json` never holds the whole text, and prints what json.dumps(indent=2) does,
+    across the pieces' edges."""
+    import io
+    import json
+
+    from tcview.commands import pager
+
+    data = {
+        "rows": [{"n": i, "s": 'é\x07"', "f": float(i) / 3, "k": {1: None}} for i in range(3000)],
+        "nan": float("nan"),
+        "t": (1, [2, ()]),
+    }
+    out = io.StringIO()
+    pager.emit_json(data, out)
+    assert out.getvalue() == json.dumps(data, indent=2) + "\n"
+    assert len(out.getvalue()) > 3 * pager.JSON_BATCH  # more than one piece
