@@ -249,6 +249,33 @@ def test_the_model_is_published_before_any_file_is_indexed(
     assert published == [0] and len(ts.files) == 24 and ts.load_stats.workers == 2
 
 
+# ---------------------------------------------------------------------- memory
+
+
+@pytest.mark.parametrize("jobs", [1, 3])
+def test_ranks_of_one_program_share_what_they_log_alike(
+    many_ranks: Path, tiny_threshold: None, jobs: int
+) -> None:
+    """What keeps 1,024 ranks under 300 MB: a payload md5 and a divergence signature that
+    files log alike are one object, indexed here or restored from a worker; the string table's
+    records are located, not kept; the model's objects have no `__dict__`."""
+    model = _load(many_ranks, jobs, cache=False)
+    records = [r for f in model.files for r in f.records]
+    md5s: dict[str, str] = {}
+    assert all(md5s.setdefault(r.md5, r.md5) is r.md5 for r in records if r.md5)
+    assert len(md5s) < sum(1 for r in records if r.md5) // 5
+    sigs: dict[str, Any] = {}
+    for f in model.files:
+        sig = f.signatures[divergence.DIVERGENCE_SIGNATURE]
+        assert sigs.setdefault(json.dumps(sig), sig) is sig
+    assert len(sigs) < len(model.files)
+    assert not any(r.kind == "str" for r in records)
+    assert sum(f.kinds["str"] for f in model.files) > 100
+    comp = model.compiles[0]
+    for obj in (comp, comp.frame, model.kernels[0], records[0]):
+        assert not hasattr(obj, "__dict__"), type(obj).__name__
+
+
 # ---------------------------------------------------------------------- nothing dropped
 
 

@@ -116,7 +116,7 @@ def test_cpu_sample_facts() -> None:
     assert all(k.kind == "cpp" for k in ts.kernels)
     comp = ts.files[0].compiles[CompileKey(None, 0, 0)]
     assert comp.status == "graph break" and comp.compile_time_s and comp.compile_time_s > 0
-    assert set(comp.attempts) == {0, 1}
+    assert {r.attempt for r in comp.records} == {0, 1} and comp.retried
 
 
 def test_gpu_sample_kernel_kinds_and_launch_order() -> None:
@@ -200,7 +200,7 @@ def _snapshot(tf: TraceFile) -> tuple:
         tf.unparsed,
         [(k.name, k.method, k.output.offset, k.index) for k in tf.kernels],
         sorted(tf.compiles, key=lambda k: k.sort_key()),
-        {k: (c.chromium, dict(c.attempts), len(c.breaks)) for k, c in tf.compiles.items()},
+        {k: (c.chromium, c.retried, len(c.breaks)) for k, c in tf.compiles.items()},
         dict(tf.kinds),
         sorted(tf.ranks),
         sorted(tf.pids),

@@ -340,7 +340,7 @@ class TraceSet(Model):
             self.builder.adopt(facts)
             tf.finish()
             self.version += 1
-        tf.signatures = signatures.complete(tf, sigs)
+        tf.signatures = shared.signatures(signatures.complete(tf, sigs))
         return True
 
     def read_file(

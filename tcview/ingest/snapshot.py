@@ -189,7 +189,7 @@ RECORD_SLOTS = (
 # StackFrame's fields, in the order a stack row holds them (_stacks; checked on encode).
 STACK_FIELDS = ("filename", "line", "name", "loc")
 # Dataclass fields that are caches, not written (their default is kept).
-SKIPPED_FIELDS: dict[type, frozenset[str]] = {Compile: frozenset({"_phases"})}
+SKIPPED_FIELDS: dict[type, frozenset[str]] = {Compile: frozenset({"_phases", "read_stack"})}
 
 _SCALARS = (str, int, float, bool, type(None))
 _ROLES = {*GRAPH_ROLES, None}
@@ -255,10 +255,24 @@ class Shared:
     def __init__(self) -> None:
         self.values: dict[bytes, Any] = {}
         self.stack_frames: dict[Any, StackFrame] = {}
+        self.signature_values: dict[tuple[str, str], JsonValue] = {}
+
+    def signatures(self, sigs: dict[str, JsonValue]) -> dict[str, JsonValue]:
+        """`sigs` with each value that an earlier file had too made that file's object."""
+        out: dict[str, JsonValue] = {}
+        for name, value in sigs.items():
+            try:
+                text = json.dumps(value, allow_nan=False)
+            except (TypeError, ValueError):
+                out[name] = value
+                continue
+            out[name] = self.signature_values.setdefault((name, text), value)
+        return out
 
     def share(self, tf: TraceFile) -> None:
-        """Make the values of a file indexed here (its records' and compiles') the shared ones,
-        as a restore does."""
+        """Make the values of a file indexed here (its records', compiles' and signatures') the
+        shared ones, as a restore does."""
+        tf.signatures = self.signatures(tf.signatures)
         if not HAVE_ORJSON or tf.slow_json:
             return
         seen = self.values
@@ -1021,6 +1035,7 @@ def _decode_records(
         _check(min(closed) >= 0 and max(closed) <= 1, "bad closed flag")
         _check(min(role_at) >= -1 and max(role_at) < len(strings), "bad role")
     interned = [sys.intern(s) for s in strings]
+    md5s = [m if m is None else sys.intern(m) for m in md5s]
     kinds = [interned[i] for i in kind_at]
     names_or_none = [*interned, None]  # -1 is None
     names = [names_or_none[i] for i in name_at]
@@ -1075,9 +1090,6 @@ def _check_structure(compiles: list[Compile], frames: list[Frame], kernels: list
                 raise Invalid("a compile's frame")
         if comp.chromium_at and min(comp.chromium_at) < 0:
             raise Invalid("chromium offsets")
-        for n in comp.attempts.values():
-            if n < 0:
-                raise Invalid("attempt counts")
     listed: set[int] = set()
     for frame in frames:
         for c in frame.compiles:

@@ -341,7 +341,6 @@ class TextLog(Model):
         proc.kinds[kind] += 1
         if comp is not None:
             comp.records.append(rec)
-            comp.attempts[attempt] += 1
         proc.open = rec
         proc.open_prefix = line[: m.end()]
         proc.open_marks = SPLIT_MARKS.get(kind, UNTAGGED_MARKS if tag_b is None else ())

@@ -58,6 +58,9 @@ CONTEXT_KEYS = frozenset(
 
 # Of LAZY_META_KINDS, the ones kept as offsets only (no Record object) when they carry no payload.
 MINOR_KINDS = frozenset({"describe_tensor", "describe_storage", "describe_source"})
+# Records whose header's handler runs but which are located only, like MINOR_KINDS (a thousand
+# ranks log 80,000 string table entries): without a payload or a compile id.
+UNKEPT_KINDS = frozenset({"str"})
 MINOR_NAMES = {k.encode(): k for k in MINOR_KINDS}  # their names as LINE gives them
 # (The file part is greedy: the match ends at the first "]" either way, and greedy is faster.)
 _PREFIX = rb"(?:\[rank(\d+)\]:)?[A-Z](\d{4} \d\d:\d\d:\d\d\.\d+) +(\d+) [^\]\n]*:\d+\] "
@@ -392,7 +395,7 @@ class TraceFile(LogSource):
 
         # self.records holds every record except chromium events and payload-less MINOR_KINDS
         self.chromium = array("q")  # header offsets of chromium events
-        self.minor = array("q")  # header offsets of MINOR_KINDS records
+        self.minor = array("q")  # header offsets of MINOR_KINDS and UNKEPT_KINDS records
         self.unparsed: LineRefs = LineRefs()
         self.strings: dict[IdPart, str] = {}  # the string table: id -> file name
         self._pid_b: set[bytes] = set()
@@ -723,6 +726,16 @@ class TraceFile(LogSource):
             md5 = md5_field
         if rank is not None:
             self.ranks.add(rank)
+        if kind in UNKEPT_KINDS and md5 is None and key is None:
+            # The string table: its entries are kept (`strings`), its records located only.
+            self.kinds[kind] += 1
+            self.minor.append(offset)
+            rec = Record(self, offset, -1, hdr_end, kind, meta, None, attempt, None, name)
+            self.builder.run(HEADER_HANDLERS[kind], self, rec, "header")
+            self._open = None
+            return
+        if md5 is not None:
+            md5 = sys.intern(md5)  # ranks of one program log the same payloads
         comp = None
         if key is not None:
             starts = kind == "dynamo_start" and attempt in STARTING_ATTEMPTS
@@ -742,7 +755,6 @@ class TraceFile(LogSource):
         self.records.append(rec)
         if comp is not None:
             comp.records.append(rec)
-            comp.attempts[attempt] += 1
         handler = HEADER_HANDLERS.get(kind)
         if handler is not None:
             self.builder.run(handler, self, rec, "header")

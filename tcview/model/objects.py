@@ -250,7 +250,7 @@ def restored_payloads(raw: bytes) -> Iterator[bytes]:
         yield text + b"\n"
 
 
-@dataclass
+@dataclass(slots=True)
 class StackFrame:
     filename: str
     line: JsonValue
@@ -328,7 +328,7 @@ MARK_TABLE: dict[str, tuple[str, str]] = {
 }
 
 
-@dataclass(eq=False)
+@dataclass(eq=False, slots=True)
 class Frame:
     """A Python frame that Dynamo compiled (one code object), within one process."""
 
@@ -393,7 +393,7 @@ class Frame:
         return [m for m in MARKS if m in seen]
 
 
-@dataclass(eq=False)
+@dataclass(eq=False, slots=True)
 class GraphBreak:
     compile: Compile | None
     record: Record | None
@@ -431,7 +431,7 @@ def short_location(location: str) -> str:
     return f"{Path(path).name}:{line}"
 
 
-@dataclass(eq=False)
+@dataclass(eq=False, slots=True)
 class BreakGroup:
     reason: str
     location: str
@@ -458,14 +458,14 @@ def group_breaks(breaks: list[GraphBreak]) -> list[BreakGroup]:
     return sorted(groups.values(), key=lambda g: -g.count)
 
 
-@dataclass(eq=False)
+@dataclass(eq=False, slots=True)
 class Recompile:
     compile: Compile
     reasons: list[str] = field(default_factory=list)
     record: Record | None = None
 
 
-@dataclass(eq=False)
+@dataclass(eq=False, slots=True)
 class Failure:
     compile: Compile | None
     fail_type: str
@@ -482,7 +482,7 @@ class Failure:
 _WORDY = re.compile(r"\w")
 
 
-@dataclass(eq=False)
+@dataclass(eq=False, slots=True)
 class Error:
     """The run crashed: an uncaught Python traceback in a capture, or a non-zero exit code.
 
@@ -512,7 +512,7 @@ class Error:
         return f"{who}{self.error_type}: {first}" if first else f"{who}{self.error_type}"
 
 
-@dataclass(eq=False)
+@dataclass(eq=False, slots=True)
 class CacheEvent:
     compile: Compile | None
     cache: str  # fx_graph / aotautograd / ...
@@ -547,7 +547,7 @@ def kernel_kind(name: str, kind: str) -> str:
     return "user"
 
 
-@dataclass(eq=False)
+@dataclass(eq=False, slots=True)
 class Kernel:
     name: str
     method: str  # async_compile.<method>
@@ -588,13 +588,12 @@ PHASES = (
 )
 
 
-@dataclass(eq=False)
+@dataclass(eq=False, slots=True)
 class Compile:
     file: LogSource
     key: CompileKey
     frame: Frame | None = None
     records: list[Record] = field(default_factory=list)
-    attempts: Counter[IdPart] = field(default_factory=Counter)  # attempt -> record count
     metrics: dict[str, Any] | None = None
     metric_records: list[Record] = field(default_factory=list)
     breaks: list[GraphBreak] = field(default_factory=list)
@@ -612,6 +611,8 @@ class Compile:
     cudagraph_notes: list[CudagraphNote] = field(default_factory=list)
     order: int = 0
     _phases: list[tuple[str, float, int]] | None = field(default=None, init=False, repr=False)
+    # Its own stack once read from disk (report/stacks.py `compile_stack`).
+    read_stack: list[StackFrame] | None = field(default=None, init=False, repr=False)
 
     @property
     def id_text(self) -> str:
@@ -654,9 +655,15 @@ class Compile:
         return out
 
     @property
+    def retried(self) -> bool:
+        """Its records name more than one attempt: Dynamo restarted the analysis."""
+        records = self.records
+        return bool(records) and any(r.attempt != records[0].attempt for r in records)
+
+    @property
     def has_break(self) -> bool:
         """A restart: non-empty restart_reasons, a graph break logged, or a second attempt."""
-        if self.breaks or len(self.attempts) > 1:
+        if self.breaks or self.retried:
             return True
         return any(m.get("restart_reasons") for m in self.compilation_metrics())
 
@@ -780,7 +787,7 @@ class Compile:
         return next((r.role for r in seq if r.kind in OUTPUT_CODE_KINDS), None)
 
 
-@dataclass(eq=False)
+@dataclass(eq=False, slots=True)
 class FusionDecision:
     """One ``fusing A with B`` or ``cannot fuse A with B: why`` line of the fusion log."""
 
@@ -792,7 +799,7 @@ class FusionDecision:
     reason: str = ""
 
 
-@dataclass(eq=False)
+@dataclass(eq=False, slots=True)
 class CudagraphNote:
     """One TORCH_LOGS message about a compile's CUDA graphs (the ``cudagraphs`` log, or
     ``perf_hints`` on older torch). Messages logged without a compile id (torch 2.11's
@@ -832,7 +839,7 @@ class OtherLine(NamedTuple):
     text: str
 
 
-@dataclass(eq=False)
+@dataclass(eq=False, slots=True)
 class HandlerError:
     """A handler that raised on one record: the record is kept, facts from it may be missing."""
 
@@ -965,7 +972,7 @@ class LogSource(ABC):
         """Release the file handle, if any."""
 
 
-@dataclass(eq=False)
+@dataclass(eq=False, slots=True)
 class Rank:
     rank: int | None
     files: list[LogSource] = field(default_factory=list)
@@ -975,7 +982,7 @@ class Rank:
         return "no rank" if self.rank is None else f"rank {self.rank}"
 
 
-@dataclass(eq=False)
+@dataclass(eq=False, slots=True)
 class Run:
     """The sources of one launch (a directory's files with overlapping times, or a capture)."""
 

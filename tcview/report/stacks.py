@@ -16,7 +16,6 @@ import re
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
-from weakref import WeakKeyDictionary
 
 from tcview.model.objects import MARKS, Compile, Model, StackFrame, stack_frames
 from tcview.model.ranks import RankSet, ranks_of, wanted
@@ -87,10 +86,6 @@ def user_frames(stack: list[StackFrame]) -> list[StackFrame]:
     return [f for f in stack if not _MACHINERY.search(f.filename)]
 
 
-# A recompile's stack, once read from disk (the app's overview builds the trie on each refresh).
-_READ: WeakKeyDictionary[Compile, list[StackFrame]] = WeakKeyDictionary()
-
-
 def compile_stack(comp: Compile, read: bool = True) -> list[StackFrame]:
     """The stack this compile was entered from: its own ``dynamo_start`` record's (read from
     disk; a recompile's call site may differ from its frame's first compile), else its
@@ -99,11 +94,12 @@ def compile_stack(comp: Compile, read: bool = True) -> list[StackFrame]:
     frame = comp.frame
     if frame is not None and frame.compiles and frame.compiles[0] is comp:
         return frame.stack
-    if comp not in _READ:
+    # Kept on the compile: the app's overview builds the trie on each refresh.
+    if comp.read_stack is None:
         if not read:
             return frame.stack if frame is not None else []
-        _READ[comp] = _read_stack(comp)
-    return _READ[comp]
+        comp.read_stack = _read_stack(comp)
+    return comp.read_stack
 
 
 def read_stacks(model: Model) -> None:

@@ -188,7 +188,7 @@ def compile_label(comp: Compile, cudagraphs: CudaGraphs | None = None) -> Text:
 def record_label(rec: Record, comp: Compile | None) -> Text:
     name = record_name(rec)
     text = Text(name, style="bold" if rec.kind in MAIN_ORDER or rec.label in MAIN_ORDER else "")
-    if comp is not None and len(comp.attempts) > 1 and rec.attempt not in (0, None):
+    if comp is not None and comp.retried and rec.attempt not in (0, None):
         text.append(f" [attempt {rec.attempt}]", style="dim")
     if rec.label == "dynamo_graph_break_reason" and comp is not None:
         gb = next((b for b in comp.breaks if b.record is rec), None)
