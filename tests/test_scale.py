@@ -252,15 +252,30 @@ def test_the_model_is_published_before_any_file_is_indexed(
 # ---------------------------------------------------------------------- memory
 
 
+def _without_orjson(monkeypatch: pytest.MonkeyPatch) -> None:
+    """As where orjson is not installed: headers and snapshots read and written by json."""
+    from tcview.ingest import tracefile
+
+    monkeypatch.setattr(snapshot, "HAVE_ORJSON", False)
+    monkeypatch.setattr(tracefile, "fast_loads", lambda data: tracefile.SLOW)
+
+
+@pytest.mark.parametrize("orjson", [True, False])
 @pytest.mark.parametrize("jobs", [1, 3])
 def test_ranks_of_one_program_share_what_they_log_alike(
-    many_ranks: Path, tiny_threshold: None, jobs: int
+    many_ranks: Path, tiny_threshold: None, jobs: int, orjson: bool, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """What keeps 1,024 ranks under 300 MB: a payload md5 and a divergence signature that
-    files log alike are one object, indexed here or restored from a worker; the string table's
-    records are located, not kept; the model's objects have no `__dict__`."""
+    """What keeps 1,024 ranks under 300 MB: a header's value, a payload md5 and a divergence
+    signature that files log alike are one object, indexed here or restored from a worker,
+    with orjson or without (608 MB without, when values were shared by orjson's text only);
+    the string table's records are located, not kept; the model's objects have no
+    `__dict__`."""
+    if not orjson:
+        _without_orjson(monkeypatch)
     model = _load(many_ranks, jobs, cache=False)
     records = [r for f in model.files for r in f.records]
+    metas = [r.meta for r in records if r.kind == "compilation_metrics"]
+    assert len({id(m) for m in metas}) * 4 < len(metas)
     md5s: dict[str, str] = {}
     assert all(md5s.setdefault(r.md5, r.md5) is r.md5 for r in records if r.md5)
     assert len(md5s) < sum(1 for r in records if r.md5) // 5
@@ -274,6 +289,30 @@ def test_ranks_of_one_program_share_what_they_log_alike(
     comp = model.compiles[0]
     for obj in (comp, comp.frame, model.kernels[0], records[0]):
         assert not hasattr(obj, "__dict__"), type(obj).__name__
+
+
+@pytest.mark.parametrize("orjson", [True, False])
+@pytest.mark.parametrize("jobs", [1, 3])
+def test_values_are_shared_only_when_equal(
+    tmp_path: Path, tiny_threshold: None, jobs: int, orjson: bool, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """orjson writes NaN as null: a NaN that the stdlib read never becomes another file's
+    null, and a huge number never another's double."""
+    if not orjson:
+        _without_orjson(monkeypatch)
+    prefix = b"V1121 05:00:00.000000 1 x.py:1] "
+    values = [b"NaN", b"null", b"NaN", b"123456789012345678901234567890", b"1.2345678901234568e29"]
+    for rank, value in enumerate(values):
+        header = b'{"dynamo_start": {"x": %s}, "frame_id": 0, "frame_compile_id": 0}' % value
+        (tmp_path / f"dedicated_log_torch_trace_rank_{rank}_ab.log").write_bytes(
+            prefix + header + b"\n"
+        )
+    model = _load(tmp_path, jobs, cache=False)
+    got = [f.records[0].meta for f in sorted(model.files, key=lambda f: f.rank or 0)]
+    assert [repr(m["x"]) for m in got if isinstance(m, dict)] == [
+        "nan", "None", "nan", "123456789012345678901234567890", "1.2345678901234568e+29"
+    ]
+    assert len({id(m) for m in got}) == 5
 
 
 # ---------------------------------------------------------------------- nothing dropped

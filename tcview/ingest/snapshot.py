@@ -273,19 +273,16 @@ class Shared:
         """Make the values of a file indexed here (its records', compiles' and signatures') the
         shared ones, as a restore does."""
         tf.signatures = self.signatures(tf.signatures)
-        if not HAVE_ORJSON or tf.slow_json:
-            return
         seen = self.values
         by_id: dict[int, Any] = {}
+        stdlib = tf.slow_json > 0
         for rec in tf.records:
             value = rec.meta
             if type(value) in (dict, list):
                 got = by_id.get(id(value))
                 if got is None:
-                    try:
-                        got = seen.setdefault(orjson.dumps(value), value)
-                    except (TypeError, orjson.JSONEncodeError):
-                        got = value
+                    key = _share_key(value, stdlib)
+                    got = value if key is None else seen.setdefault(key, value)
                     by_id[id(value)] = got
                 rec.meta = got
         for comp in tf.compiles.values():
@@ -300,18 +297,31 @@ class Shared:
                 for f in frame.stack
             ]
 
-    def intern(self, values: list[Any]) -> None:
-        """Replace each dict and list of `values` by the equal one met first."""
-        if not HAVE_ORJSON:
-            return
+    def intern(self, values: list[Any], stdlib: bool) -> None:
+        """Replace each dict and list of `values` (read by the stdlib's json: `stdlib`) by the
+        equal one met first."""
         seen = self.values
         for i, value in enumerate(values):
             if type(value) in (dict, list):
-                try:
-                    text = orjson.dumps(value)
-                except (TypeError, orjson.JSONEncodeError):
-                    continue
-                values[i] = seen.setdefault(text, value)
+                key = _share_key(value, stdlib)
+                if key is not None:
+                    values[i] = seen.setdefault(key, value)
+
+
+def _share_key(value: Any, stdlib: bool) -> bytes | None:
+    """A JSON value's text, by which equal values are made one (None: not to be shared). A
+    value the stdlib read (`stdlib`) may hold NaN, which orjson writes as null: the stdlib
+    writes its text, refusing NaN. Either text reads back as one value only, so equal texts
+    are equal values; without orjson sharing still keeps a thousand ranks in memory."""
+    if HAVE_ORJSON and not stdlib:
+        try:
+            return orjson.dumps(value)
+        except (TypeError, orjson.JSONEncodeError):
+            return None
+    try:
+        return json.dumps(value, ensure_ascii=False, allow_nan=False).encode("utf-8", "replace")
+    except (TypeError, ValueError, RecursionError):
+        return None
 
 
 class _In:
@@ -957,8 +967,7 @@ def _restore(tf: TraceFile, data: bytes, size: int, shared: Shared | None) -> Fa
         tables[name] = [object.__new__(cls) for _ in range(n)]
     if shared is None:
         shared = Shared()
-    if not flags & STDLIB_JSON:  # json's values (NaN) are not compared by their text
-        shared.intern(values)
+    shared.intern(values, stdlib=not HAVE_ORJSON or bool(flags & STDLIB_JSON))
     ctx = _In(tf, ints, values, tables, shared)
     records = _decode_records(tf, doc["records"], ctx, tables["compiles"], pos)
     tables["records"] = records
