@@ -155,15 +155,11 @@ def fast_minor(m: re.Match[bytes]) -> bool:
 try:  # optional speed-up (tcview[fast]); the result is the same as json's
     import orjson
 
-    # orjson reads an integer past 64 bits as a float: any run of 19 digits goes to json.
-    _LONG_DIGITS = re.compile(rb"\d{19}")
-
     def fast_loads(data: bytes) -> Any:
         """orjson's value, or SLOW where json must read it (NaN, invalid UTF-8, lone
-        surrogates, numbers too big for a double or for 64 bits, deep nesting that json
-        refuses)."""
-        if _LONG_DIGITS.search(data):
-            return SLOW
+        surrogates, numbers too big for a double, deep nesting that json refuses). One
+        difference stays: orjson reads an integer past 64 bits as a float (a search for such
+        digits costs more than the parse); what a view shows is read by json (`full_meta`)."""
         try:
             value = orjson.loads(data)
         except (orjson.JSONDecodeError, RecursionError):
