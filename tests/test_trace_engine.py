@@ -377,6 +377,45 @@ def test_overlong_lines_are_counted_not_kept(
 # ---------------------------------------------------------------- a handler that raises
 
 
+def test_the_string_table_is_kept_and_its_records_located(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """`str` records are counted, located (`minor`) and their strings kept, not kept as
+    records; one whose handler raises is kept, so that its damage entry names it, and survives
+    a snapshot."""
+    from model_equal import differences
+
+    from tcview.ingest import handlers, snapshot
+    from tcview.ingest.load import Hooks
+
+    path = next((SAMPLES / "cpu_breaks_recompiles" / "trace").glob("*.log"))
+    raw = path.read_bytes()
+    starts = [m.start() for m in re.finditer(rb'\n[^\t\n]*\] \{"str": ', b"\n" + raw)]
+    clean = TraceSet.load(path.parent).files[0]
+    assert len(starts) == clean.kinds["str"] == 14 and set(starts) <= set(clean.minor)
+    assert not any(r.kind == "str" for r in clean.records)
+    assert any(f.filename.endswith(".py") for fr in clean.frames.values() for f in fr.stack)
+    handler = handlers.HEADER_HANDLERS["str"]
+
+    def boom(b: Builder, tf: TraceFile, rec: Record) -> None:
+        if rec.offset == starts[1]:
+            raise RuntimeError("boom")
+        handler(b, tf, rec)
+
+    monkeypatch.setitem(handlers.HEADER_HANDLERS, "str", boom)
+    hurt = TraceFile(path)
+    hurt.feed_from(Hooks())
+    (error,) = hurt.handler_errors
+    assert [r.offset for r in hurt.records if r.kind == "str"] == [starts[1]]
+    assert error.record.offset == starts[1] and hurt.kinds["str"] == 14
+    body = snapshot.encode(hurt, hurt.builder.facts)
+    restored = TraceFile(path)
+    restored.builder.adopt(snapshot.restore(restored, body, path.stat().st_size))
+    hurt.finish()
+    restored.finish()
+    assert differences(hurt, restored) == []
+
+
 @pytest.mark.parametrize(
     "table,name,phase",
     [

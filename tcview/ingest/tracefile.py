@@ -733,7 +733,11 @@ class TraceFile(LogSource):
             self.kinds[kind] += 1
             self.minor.append(offset)
             rec = Record(self, offset, -1, hdr_end, kind, meta, None, attempt, None, name)
+            errors = len(self.handler_errors)
             self.builder.run(HEADER_HANDLERS[kind], self, rec, "header")
+            if len(self.handler_errors) > errors:
+                rec.closed = True
+                self.records.append(rec)  # kept: the error names it
             self._open = None
             return
         if md5 is not None:
