@@ -196,7 +196,7 @@ def test_discover_lists_skipped_files(tmp_path: Path) -> None:
 def _snapshot(tf: TraceFile) -> tuple:
     return (
         [(r.offset, r.hdr_end, r.end, r.kind, r.name, r.key, r.md5, r.closed) for r in tf.records],
-        list(tf.chromium),
+        list(tf.chromium_offsets()),
         tf.unparsed,
         [(k.name, k.method, k.output.offset, k.index) for k in tf.kernels],
         sorted(tf.compiles, key=lambda k: k.sort_key()),

@@ -23,6 +23,7 @@ import sys
 from array import array
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
+from itertools import chain
 from pathlib import Path
 from typing import Any, Literal, NamedTuple, overload
 
@@ -396,7 +397,9 @@ class TraceFile(LogSource):
         self._marks: list[tuple[int, int]] = [(0, 1)]  # known (offset, line number)
 
         # self.records holds every record except chromium events and payload-less MINOR_KINDS
-        self.chromium = array("q")  # header offsets of chromium events
+        # Header offsets of the chromium events of no compile (a compile keeps its own:
+        # `chromium_offsets` gives them all).
+        self.chromium = array("q")
         self.minor = array("q")  # header offsets of MINOR_KINDS and UNKEPT_KINDS records
         self.unparsed: LineRefs = LineRefs()
         self.strings: dict[IdPart, str] = {}  # the string table: id -> file name
@@ -499,10 +502,11 @@ class TraceFile(LogSource):
                 if comp is None:
                     comp = self._context_compile(seg)
                 n_chromium += 1
-                offsets.append(offset)
                 if comp is not False:
                     comp.chromium += 1
                     comp.chromium_at.append(offset)
+                else:
+                    offsets.append(offset)
                 continue
             if len(line) == 3:  # a MINOR_KINDS header of the fast path
                 kinds[line[1]] += 1
@@ -616,10 +620,11 @@ class TraceFile(LogSource):
                 if comp is None:
                     comp = self._context_compile(seg)
                 n_chromium += 1
-                offsets.append(base + s)
                 if comp is not False:
                     comp.chromium += 1
                     comp.chromium_at.append(base + s)
+                else:
+                    offsets.append(base + s)
                 continue
             if minor_b is not None and fast_minor(m):
                 kinds[MINOR_NAMES[minor_b]] += 1
@@ -753,10 +758,11 @@ class TraceFile(LogSource):
         self._open, self._open_scan = rec, hdr_end
         if kind == "chromium_event":
             # An oddly shaped chromium header: count it like the fast path does.
-            self.chromium.append(offset)
             if comp is not None:
                 comp.chromium += 1
                 comp.chromium_at.append(offset)
+            else:
+                self.chromium.append(offset)
             return
         self.records.append(rec)
         if comp is not None:
@@ -852,6 +858,11 @@ class TraceFile(LogSource):
         except (ValueError, RecursionError):
             return record.meta
         return header.get(record.kind, record.meta) if isinstance(header, dict) else header
+
+    def chromium_offsets(self) -> array[int]:
+        """Every chromium event's header offset, in file order."""
+        runs = [self.chromium, *(c.chromium_at for c in self.compiles.values())]
+        return array("q", sorted(chain.from_iterable(runs)))
 
     def line_at(self, offset: int, limit: int = 1 << 20) -> bytes:
         data = self.read(offset, offset + limit)

@@ -27,7 +27,7 @@ _READ = 4096  # first read of one event (most are a few hundred bytes)
 def chromium_events(tf: TraceFile) -> Iterator[dict[str, Any]]:
     """The Chrome trace events of a trace file's chromium_event records, in file order."""
     size = tf.pos - tf.pending_bytes
-    offsets = tf.chromium[:]
+    offsets = tf.chromium_offsets()
     if not offsets:
         return
     fd = os.open(tf.path, os.O_RDONLY)

@@ -322,7 +322,7 @@ class _TraceArea(_Area):
         self.tf = tf
         self.records = tf.records[:]  # what was indexed when the search started
         self.offsets = array("q", [r.offset for r in self.records])
-        self.n_chromium = len(tf.chromium)
+        self.chromium = tf.chromium_offsets()
         self.n_minor = len(tf.minor)
         self.n_unparsed = len(tf.unparsed)
 
@@ -335,7 +335,7 @@ class _TraceArea(_Area):
         rec = self.records[i] if i >= 0 else None
         owner = rec.offset if rec is not None else -1
         skipped = max(
-            _last_at_or_before(tf.chromium, ls, self.n_chromium),
+            _last_at_or_before(self.chromium, ls, len(self.chromium)),
             _last_at_or_before(tf.minor, ls, self.n_minor),
         )
         unparsed = _last_at_or_before(tf.unparsed.offsets, ls, self.n_unparsed)
