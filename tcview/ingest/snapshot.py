@@ -65,7 +65,7 @@ except ImportError:  # pragma: no cover - depends on the environment
     HAVE_ORJSON = False
 
 MAGIC = b"TCVSNAP\n"
-FORMAT = 2  # bump when the layout or the meaning of a snapshot changes
+FORMAT = 3  # bump when the layout or the meaning of a snapshot changes
 _HEAD = struct.Struct("<8sIII")  # magic, format, flags, number of sections
 _LENGTH = struct.Struct("<Q")
 SECTIONS = 3  # JSON document, int64 array, raw bytes
