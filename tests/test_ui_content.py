@@ -51,6 +51,20 @@ def test_compile_detail_shows_the_fusion_decisions_of_the_text_log() -> None:
     assert not any("fusion" in doc.plain(i) for i in range(doc.count))
 
 
+def test_a_files_other_records_say_what_is_not_listed() -> None:
+    """A file's records without a compile id: the string table, timing events and inputs'
+    metadata are located, not listed; the pane says how many of each, so that an empty list
+    does not look like a loss."""
+    model = load_source(str(GPU_SAMPLE / "trace"))
+    tf = model.files[0]
+    doc = doc_for(Item("others", tf, "o"), model, "trace")
+    shown = [doc.plain(i) for i in range(doc.count)]
+    n_str, n_chromium = tf.kinds["str"], tf.kinds["chromium_event"]
+    assert n_str and n_chromium
+    assert f"chromium_event {n_chromium:,} · str {n_str:,}" in shown[1]
+    assert shown[1].startswith("not listed: ")
+
+
 @pytest.mark.parametrize("sample", [GPU_SAMPLE, CPU_SAMPLE], ids=lambda p: p.name)
 def test_loader_builds_the_counted_model(sample: Path) -> None:
     loader = ModelSession(str(sample))

@@ -62,6 +62,8 @@ MINOR_KINDS = frozenset({"describe_tensor", "describe_storage", "describe_source
 # Records whose header's handler runs but which are located only, like MINOR_KINDS (a thousand
 # ranks log 80,000 string table entries): without a payload or a compile id.
 UNKEPT_KINDS = frozenset({"str"})
+# What a file holds as offsets, not records: timing events, inputs' metadata, the string table.
+LOCATED_KINDS = ("chromium_event", "str", *sorted(MINOR_KINDS))
 MINOR_NAMES = {k.encode(): k for k in MINOR_KINDS}  # their names as LINE gives them
 # (The file part is greedy: the match ends at the first "]" either way, and greedy is faster.)
 _PREFIX = rb"(?:\[rank(\d+)\]:)?[A-Z](\d{4} \d\d:\d\d:\d\d\.\d+) +(\d+) [^\]\n]*:\d+\] "

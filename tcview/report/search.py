@@ -30,7 +30,7 @@ from tcview.ingest.load import CHUNK
 from tcview.ingest.textlines import PREFIX, clean_line, text_start
 from tcview.ingest.textlog import TextLog
 from tcview.ingest.textproc import ProcessLog
-from tcview.ingest.tracefile import HEADER, MINOR_KINDS, TraceFile
+from tcview.ingest.tracefile import HEADER, LOCATED_KINDS, TraceFile
 from tcview.model.objects import (
     KERNEL_DEF,
     OUTPUT_CODE_KINDS,
@@ -43,7 +43,7 @@ from tcview.model.objects import (
 from tcview.report.detail import record_name
 
 SHOWN = 400  # characters of a long matching line kept around its first match
-SKIPPED_KINDS = frozenset({"chromium_event", "str", *MINOR_KINDS})
+SKIPPED_KINDS = frozenset(LOCATED_KINDS)
 SKIPPED_NOTE = "not searched: chromium timing events, the string table, describe_* input metadata"
 _DEF_MARK = b" = async_compile."
 _DEF_LINE = re.compile(KERNEL_DEF.encode())

@@ -39,6 +39,7 @@ from tcview.analysis.provenance import (
 )
 from tcview.analysis.recompiles import recompile_budget
 from tcview.ingest.session import ModelSession
+from tcview.ingest.tracefile import LOCATED_KINDS
 from tcview.model.objects import OUTPUT_CODE_KINDS, Compile, Frame, Kernel, LogSource, Model, Record
 from tcview.model.ranks import RankSet, counts_in, ranks_label, ranks_of
 from tcview.report.detail import (
@@ -113,7 +114,13 @@ def doc_for(
         return detail_doc(with_bench(kernel_detail(obj, model), bench(obj)))
     if isinstance(obj, list) or (item.kind == "others" and isinstance(obj, LogSource)):
         records = obj if isinstance(obj, list) else [r for r in obj.records if r.key is None]
-        lines = [Text(f"{len(records)} records", style="bold"), Text("")]
+        lines = [Text(f"{len(records)} records", style="bold")]
+        if not isinstance(obj, list):
+            # Located, never listed: said, so that an empty list does not look like a loss.
+            unlisted = [f"{k} {obj.kinds[k]:,}" for k in LOCATED_KINDS if obj.kinds.get(k)]
+            if unlisted:
+                lines.append(Text("not listed: " + " · ".join(unlisted), style="dim"))
+        lines.append(Text(""))
         for rec in records[:2000]:
             lines.append(lit(f"line {rec.lineno:>8}  {rec.label}  {rec.compile_text}"))
         return styled_doc("records", lines)
