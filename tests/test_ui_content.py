@@ -62,7 +62,7 @@ def test_a_files_other_records_say_what_is_not_listed() -> None:
     n_str, n_chromium = tf.kinds["str"], tf.kinds["chromium_event"]
     assert n_str and n_chromium
     assert f"chromium_event {n_chromium:,} · str {n_str:,}" in shown[1]
-    assert shown[1].startswith("not listed: ")
+    assert shown[1].startswith("in this file, located, never listed: ")
 
 
 @pytest.mark.parametrize("sample", [GPU_SAMPLE, CPU_SAMPLE], ids=lambda p: p.name)
