@@ -119,7 +119,8 @@ def doc_for(
             # Located, never listed: said, so that an empty list does not look like a loss.
             unlisted = [f"{k} {obj.kinds[k]:,}" for k in LOCATED_KINDS if obj.kinds.get(k)]
             if unlisted:
-                lines.append(Text("in this file, located, never listed: " + " · ".join(unlisted), style="dim"))
+                said = "in this file, located, never listed: " + " · ".join(unlisted)
+                lines.append(Text(said, style="dim"))
         lines.append(Text(""))
         for rec in records[:2000]:
             lines.append(lit(f"line {rec.lineno:>8}  {rec.label}  {rec.compile_text}"))
