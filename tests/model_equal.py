@@ -30,6 +30,8 @@ IGNORED = frozenset(
         "_marks",  # TraceFile: line numbers found so far (a cache)
         "_phases",  # Compile: chromium phases read so far (a cache)
         "read_stack",  # Compile: its stack once read from disk (a cache)
+        "_retried",  # Compile: `retried` so far (a cache)
+        "_retried_upto",
         "_lineno",  # Record: compared through `lineno`, computed when first asked
         "load_stats",  # TraceSet: how the last load went, not what it found
     }

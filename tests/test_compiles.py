@@ -75,6 +75,47 @@ def test_three_rounds_with_resets_are_six_compiles(resets: Path) -> None:
     assert {k: s[k] for k in REF_KEYS} == {k: ref[k] for k in REF_KEYS}
 
 
+def test_string_table_entries_before_a_start_leave_the_episodes_as_they_are(
+    resets: Path, tmp_path: Path
+) -> None:
+    """Torch logs the string table entries a stack needs just before its `dynamo_start`, after
+    the new compile's first chromium events: they must not hold those events back in the old
+    episode (they did while `str` records were kept: the events after the last record move)."""
+    (path,) = sorted((resets / "trace").glob("*.log"))
+    lines = path.read_bytes().splitlines(keepends=True)
+    out = []
+    for n, line in enumerate(lines):
+        if b'{"dynamo_start": ' in line:
+            prefix = line[: line.index(b"] ") + 2]
+            out.append(prefix + b'{"str": ["/tmp/new_%d.py", %d]}\n' % (n, 9000 + n))
+        out.append(line)
+    (tmp_path / path.name).write_bytes(b"".join(out))
+
+    def episodes(ts: TraceSet) -> list[tuple[str, int, list[str]]]:
+        return [(c.id_label, c.chromium, [p[0] for p in c.phases()]) for c in ts.compiles]
+
+    plain, with_strings = TraceSet.load(resets / "trace"), TraceSet.load(tmp_path)
+    assert with_strings.files[0].kinds["str"] == plain.files[0].kinds["str"] + 6
+    assert episodes(with_strings) == episodes(plain)
+    assert all(c.phases()[0][0] == "dynamo" for c in with_strings.compiles)
+
+
+def test_retried_sees_records_that_come_later(tmp_path: Path) -> None:
+    """`Compile.retried` remembers what it has looked at; a record of another attempt that
+    arrives later (a growing trace) still makes it true."""
+    prefix = b"V1121 05:00:00.000000 1 x.py:1] "
+    ids = b'"frame_id": 0, "frame_compile_id": 0'
+    path = tmp_path / "dedicated_log_torch_trace_x.log"
+    path.write_bytes(prefix + b'{"dynamo_start": {}, ' + ids + b', "attempt": 0}\n')
+    tf = TraceFile(path)
+    tf.feed(path.read_bytes())
+    (comp,) = tf.compiles.values()
+    assert not comp.retried
+    more = prefix + b'{"dynamo_start": {}, ' + ids + b', "attempt": 1}\n'
+    tf.feed(more)
+    assert comp.retried and comp.has_break
+
+
 def test_the_capture_of_the_same_run_sees_the_same_episodes(resets: Path) -> None:
     """Its TORCH_LOGS (with `dynamo`) has a `Step 1` message per compile: the same six."""
     trace = TraceSet.load(resets / "trace")

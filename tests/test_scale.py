@@ -297,11 +297,14 @@ def test_values_are_shared_only_when_equal(
     tmp_path: Path, tiny_threshold: None, jobs: int, orjson: bool, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """orjson writes NaN as null: a NaN that the stdlib read never becomes another file's
-    null; a number orjson refuses (past a double's range) is read and kept exactly."""
+    null; a number orjson refuses (past a double's range) is read and kept exactly; strings
+    with different lone surrogates stay different (their UTF-8 must not be replaced by `?`)."""
     if not orjson:
         _without_orjson(monkeypatch)
     prefix = b"V1121 05:00:00.000000 1 x.py:1] "
     values = [b"NaN", b"null", b"NaN", b"1" + b"0" * 400, b"1e400"]
+    # Lone surrogates (a path that is not UTF-8): orjson refuses them, json reads them.
+    values += [b'"caf\\udcc3\\udca9.py"', b'"caf\\udce9\\udca0.py"', b'"caf??.py"']
     for rank, value in enumerate(values):
         header = b'{"dynamo_start": {"x": %s}, "frame_id": 0, "frame_compile_id": 0}' % value
         (tmp_path / f"dedicated_log_torch_trace_rank_{rank}_ab.log").write_bytes(
@@ -310,9 +313,10 @@ def test_values_are_shared_only_when_equal(
     model = _load(tmp_path, jobs, cache=False)
     got = [f.records[0].meta for f in sorted(model.files, key=lambda f: f.rank or 0)]
     assert [repr(m["x"]) for m in got if isinstance(m, dict)] == [
-        "nan", "None", "nan", "1" + "0" * 400, "inf"
-    ]
-    assert len({id(m) for m in got}) == 5
+        "nan", "None", "nan", "1" + "0" * 400, "inf",
+        repr("caf\udcc3\udca9.py"), repr("caf\udce9\udca0.py"), repr("caf??.py"),
+    ]  # fmt: skip
+    assert len({id(m) for m in got}) == 8
 
 
 # ---------------------------------------------------------------------- nothing dropped

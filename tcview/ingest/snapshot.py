@@ -189,7 +189,7 @@ RECORD_SLOTS = (
 # StackFrame's fields, in the order a stack row holds them (_stacks; checked on encode).
 STACK_FIELDS = ("filename", "line", "name", "loc")
 # Dataclass fields that are caches, not written (their default is kept).
-SKIPPED_FIELDS: dict[type, frozenset[str]] = {Compile: frozenset({"_phases", "read_stack"})}
+SKIPPED_FIELDS: dict[type, frozenset[str]] = {Compile: frozenset({"_phases", "read_stack", "_retried", "_retried_upto"})}
 
 _SCALARS = (str, int, float, bool, type(None))
 _ROLES = {*GRAPH_ROLES, None}
@@ -319,7 +319,9 @@ def _share_key(value: Any, stdlib: bool) -> bytes | None:
         except (TypeError, orjson.JSONEncodeError):
             return None
     try:
-        return json.dumps(value, ensure_ascii=False, allow_nan=False).encode("utf-8", "replace")
+        # surrogatepass: lone surrogates (a non-UTF-8 path) must keep their own bytes.
+        text = json.dumps(value, ensure_ascii=False, allow_nan=False)
+        return text.encode("utf-8", "surrogatepass")
     except (TypeError, ValueError, RecursionError):
         return None
 

@@ -20,6 +20,7 @@ from collections import Counter
 from collections.abc import Iterator, Sequence
 from contextlib import AbstractContextManager
 from dataclasses import dataclass, field
+from itertools import islice
 from pathlib import Path
 from typing import Any, Literal, NamedTuple, TypeAlias
 
@@ -613,6 +614,9 @@ class Compile:
     _phases: list[tuple[str, float, int]] | None = field(default=None, init=False, repr=False)
     # Its own stack once read from disk (report/stacks.py `compile_stack`).
     read_stack: list[StackFrame] | None = field(default=None, init=False, repr=False)
+    # `retried`, and the records it has looked at (records are only ever appended).
+    _retried: bool = field(default=False, init=False, repr=False)
+    _retried_upto: int = field(default=0, init=False, repr=False)
 
     @property
     def id_text(self) -> str:
@@ -658,7 +662,12 @@ class Compile:
     def retried(self) -> bool:
         """Its records name more than one attempt: Dynamo restarted the analysis."""
         records = self.records
-        return bool(records) and any(r.attempt != records[0].attempt for r in records)
+        if not self._retried and self._retried_upto < len(records):
+            first = records[0].attempt
+            new = islice(records, self._retried_upto, None)
+            self._retried = any(r.attempt != first for r in new)
+            self._retried_upto = len(records)
+        return self._retried
 
     @property
     def has_break(self) -> bool:
