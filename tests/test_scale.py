@@ -989,6 +989,44 @@ def test_an_unchanged_inputs_summary_is_kept(
     assert len(_results(own_cache)) == 2  # one for each form
 
 
+def test_a_kept_summary_of_a_directory_not_named_in_utf8(
+    tmp_path: Path, own_cache: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A directory whose name is not UTF-8 (bytes the OS allows): its report is kept and found
+    again (the key hashed the name as text, which raised)."""
+    trace = Path(os.fsdecode(os.fsencode(tmp_path) + b"/caf\xe9"))
+    shutil.copytree(CUT_SOURCE, trace)
+    first = _summary_out(capsys, "--json", str(trace))
+    shutil.rmtree(own_cache / "index")
+    assert _summary_out(capsys, "--json", str(trace)) == first
+    assert len(_results(own_cache)) == 1
+
+
+def test_kept_summaries_keep_the_cache_under_its_cap(
+    tmp_path: Path,
+    own_cache: Path,
+    capsys: pytest.CaptureFixture[str],
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """A kept report counts under the cache's cap as index entries do: writing one evicts the
+    least recently used, also when the index was found and nothing else was written (the text
+    report after the JSON one)."""
+    traces = []
+    for n in range(4):
+        traces.append(tmp_path / f"trace{n}")
+        shutil.copytree(CUT_SOURCE, traces[-1])
+    _summary_out(capsys, "--json", str(traces[0]))
+    each = sum(p.stat().st_size for p in own_cache.rglob("*") if p.is_file())
+    shutil.rmtree(own_cache)
+    cap = 2.5 * each  # room for two inputs' entry and report
+    monkeypatch.setenv(cache_mod.MAX_ENV, str(cap / (1 << 20)))
+    for trace in traces:
+        for form in (["--json"], []):
+            _summary_out(capsys, *form, str(trace))
+            assert sum(p.stat().st_size for p in own_cache.rglob("*") if p.is_file()) <= cap
+    assert 0 < len(_results(own_cache)) < 8
+
+
 def test_a_kept_summary_follows_its_input(
     tmp_path: Path,
     own_cache: Path,

@@ -60,3 +60,5 @@ class Kept:
         self.store.store_result(
             self.what, self.inputs, self.files, self.before, json.dumps(report).encode()
         )
+        if self.store.written:
+            self.store.evict()  # results count under the cache's cap as entries do

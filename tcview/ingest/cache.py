@@ -162,8 +162,7 @@ class IndexCache:
         return cls(root)
 
     def entry_path(self, path: Path) -> Path:
-        key = hashlib.sha256(os.fsencode(os.path.abspath(path))).hexdigest()[:40]
-        return self.dir / f"{key}.idx"
+        return self.dir / f"{_path_key(path)}.idx"
 
     # ------------------------------------------------------------ reading
 
@@ -226,8 +225,7 @@ class IndexCache:
     # ------------------------------------------------------------ results
 
     def result_path(self, what: str, inputs: Path) -> Path:
-        key = hashlib.sha256(f"{what}\0{os.path.abspath(inputs)}".encode()).hexdigest()[:40]
-        return self.root / "results" / f"{key}.res"
+        return self.root / "results" / f"{_path_key(inputs, what)}.res"
 
     def lookup_result(self, what: str, inputs: Path, files: Files) -> bytes | None:
         """The result `what` of the input `inputs` kept by `store_result`, when the input
@@ -292,14 +290,7 @@ class IndexCache:
         }
         head_bytes = json.dumps(header).encode()
         data = RESULT_MAGIC + _LENGTH.pack(len(head_bytes)) + head_bytes + result
-        if len(data) > self.max_bytes:
-            return False
-        try:
-            self._write(self.result_path(what, inputs), data)
-        except OSError:
-            self.write_errors += 1
-            return False
-        return True
+        return self._put(self.result_path(what, inputs), data)
 
     # ------------------------------------------------------------ writing
 
@@ -347,10 +338,14 @@ class IndexCache:
         }
         head_bytes = json.dumps(header).encode()
         data = MAGIC + _LENGTH.pack(len(head_bytes)) + head_bytes + payload
+        return self._put(self.entry_path(path), data)
+
+    def _put(self, where: Path, data: bytes) -> bool:
+        """Write an entry or a result under the cap; counted (`evict` after any)."""
         if len(data) > self.max_bytes:
             return False
         try:
-            self._write(self.entry_path(path), data)
+            self._write(where, data)
         except OSError:
             self.write_errors += 1
             return False
@@ -442,6 +437,13 @@ def _unlink(where: str) -> bool:
         return True
     except OSError:
         return False
+
+
+def _path_key(path: Path, what: str = "") -> str:
+    """The file name an input's entry (or its result `what`) is kept under: its absolute path
+    as the OS gives it (a name that is not UTF-8 included), hashed."""
+    name = os.fsencode(os.path.abspath(path))
+    return hashlib.sha256(f"{what}\0".encode() + name if what else name).hexdigest()[:40]
 
 
 def _read_regular(where: Path, limit: int, prefix: int | None = None) -> bytes | None:

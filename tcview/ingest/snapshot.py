@@ -255,18 +255,13 @@ class Shared:
     def __init__(self) -> None:
         self.values: dict[bytes, Any] = {}
         self.stack_frames: dict[Any, StackFrame] = {}
-        self.signature_values: dict[tuple[str, str], JsonValue] = {}
 
     def signatures(self, sigs: dict[str, JsonValue]) -> dict[str, JsonValue]:
         """`sigs` with each value that an earlier file had too made that file's object."""
         out: dict[str, JsonValue] = {}
         for name, value in sigs.items():
-            try:
-                text = json.dumps(value, allow_nan=False)
-            except (TypeError, ValueError):
-                out[name] = value
-                continue
-            out[name] = self.signature_values.setdefault((name, text), value)
+            key = _share_key(value, stdlib=True)  # made here: may hold NaN
+            out[name] = value if key is None else self.values.setdefault(key, value)
         return out
 
     def share(self, tf: TraceFile) -> None:

@@ -862,8 +862,9 @@ class TraceFile(LogSource):
         return header.get(record.kind, record.meta) if isinstance(header, dict) else header
 
     def chromium_offsets(self) -> array[int]:
-        """Every chromium event's header offset, in file order."""
-        runs = [self.chromium, *(c.chromium_at for c in self.compiles.values())]
+        """Every chromium event's header offset, in file order (safe beside a thread that
+        indexes more: the compiles are listed at once)."""
+        runs = [self.chromium, *(c.chromium_at for c in list(self.compiles.values()))]
         return array("q", sorted(chain.from_iterable(runs)))
 
     def line_at(self, offset: int, limit: int = 1 << 20) -> bytes:

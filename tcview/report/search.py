@@ -322,7 +322,8 @@ class _TraceArea(_Area):
         self.tf = tf
         self.records = tf.records[:]  # what was indexed when the search started
         self.offsets = array("q", [r.offset for r in self.records])
-        self.chromium = tf.chromium_offsets()
+        # Merged on the first hit, in the search's worker (later events lie past `end`).
+        self._chromium: array[int] | None = None
         self.n_minor = len(tf.minor)
         self.n_unparsed = len(tf.unparsed)
 
@@ -334,8 +335,10 @@ class _TraceArea(_Area):
         i = bisect.bisect_right(self.offsets, ls) - 1
         rec = self.records[i] if i >= 0 else None
         owner = rec.offset if rec is not None else -1
+        if self._chromium is None:
+            self._chromium = tf.chromium_offsets()
         skipped = max(
-            _last_at_or_before(self.chromium, ls, len(self.chromium)),
+            _last_at_or_before(self._chromium, ls, len(self._chromium)),
             _last_at_or_before(tf.minor, ls, self.n_minor),
         )
         unparsed = _last_at_or_before(tf.unparsed.offsets, ls, self.n_unparsed)
