@@ -263,7 +263,13 @@ async def test_declining_the_dialog_runs_nothing(
         await until(pilot, lambda: isinstance(app.screen, BenchDialog), 60, seen=lambda: app.screen)
         dialog = app.screen
         assert isinstance(dialog, BenchDialog)
-        shown = "\n".join(str(s.content) for s in dialog.query(Static))
+
+        def text() -> str:
+            return "\n".join(str(s.content) for s in dialog.query(Static))
+
+        # The dialog is on screen before its lines are (it failed once under load).
+        await until(pilot, lambda: "_bench_driver.py" in text(), 30, seen=text)
+        shown = text()
         assert f"command   {python} " in shown and "_bench_driver.py" in shown
         assert f"directory {dialog.plan.directory}" in shown
         assert dialog.plan.directory.is_dir() and not list(dialog.plan.directory.iterdir())
