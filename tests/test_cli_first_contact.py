@@ -238,3 +238,27 @@ def test_diff_says_which_input_is_missing(tmp_path: Path) -> None:
     assert out.returncode == 2
     assert out.stderr.startswith(f"tcview: no such file or directory: {tmp_path}/gone")
     assert "\x1b" not in out.stderr
+
+
+def test_the_command_collects_garbage_seldom(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """As the process's entry point, `main` raises the collector's thresholds: an index is
+    millions of objects that live as long as the process (8-9% of a big `summary`). Called
+    with an argv (the tests, the app's own calls) it leaves the process's settings alone."""
+    import gc
+
+    from tcview.commands import cli
+
+    before = gc.get_threshold()
+    try:
+        assert cli.main(["summary", "--json", "--no-cache", str(GPU_SAMPLE)]) == 0
+        assert gc.get_threshold() == before
+        argv = ["tcview", "summary", "--json", "--no-cache", str(GPU_SAMPLE)]
+        monkeypatch.setattr(sys, "argv", argv)
+        assert cli.main() == 0
+        assert gc.get_threshold() == cli.GC_THRESHOLDS != before
+    finally:
+        gc.set_threshold(*before)
+        gc.unfreeze()
+    assert '"compiles"' in capsys.readouterr().out

@@ -719,6 +719,8 @@ def changed_components(a: dict[str, str], b: dict[str, str]) -> list[str]:
 
 def _nearest(miss: dict[str, str], others: list[dict[str, str]]) -> dict[str, str] | None:
     """The key among `others` (distinct keys) that shares the most components with `miss`."""
+    if not others:
+        return None
     best, best_n = None, -1
     mine = set(miss.items())
     for other in others:

@@ -405,11 +405,19 @@ def _no_exec(parser: argparse.ArgumentParser) -> None:
     )
 
 
+# An index is millions of objects that live as long as the process, and the collector's
+# defaults (700, 10, 10) walked them again and again: `summary` of a 541 MB trace 8% and of
+# 128 ranks 9% faster with these (medians of 5-6, tests/benchmarks/PROFILE.md). What the
+# index makes is freed by reference counts; few of its objects are ever garbage cycles.
+GC_THRESHOLDS = (100_000, 20, 100)
+
+
 def main(argv: list[str] | None = None) -> int:
     """The `tcview` command; without `argv`, the process's entry point (it exits after)."""
     entry = argv is None
     if argv is None:
         argv = sys.argv[1:]
+        gc.set_threshold(*GC_THRESHOLDS)
     # Bare `tcview` opens what `tcview open` would: $TORCH_TRACE or the newest trace under `.`.
     argv = argv or ["open"]
     args, unknown = build_parser(argv[0] if argv[0] in COMMANDS else None).parse_known_args(argv)

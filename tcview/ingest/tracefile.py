@@ -295,6 +295,7 @@ def prescan(path: Path, start: int, end: int) -> Lines:
     pids, ranks = found.pids, found.ranks
     last = None
     output: int | None = None  # index in `out` of an output code whose payload is not read
+    segs: dict[bytes, bytes] = {}  # one object per context: pickled once, unpickled once
     for m in LINE.finditer(buf):
         s = m.start() + 1
         if output is not None:
@@ -309,10 +310,10 @@ def prescan(path: Path, start: int, end: int) -> Lines:
             if rank_b is not None:
                 ranks.add(int(rank_b))
         if seg is not None:
-            out.append((base + s, seg))
+            out.append((base + s, segs.setdefault(seg, seg)))
             continue
         if minor_b is not None and fast_minor(m):
-            out.append((base + s, MINOR_NAMES[minor_b], minor_seg))
+            out.append((base + s, MINOR_NAMES[minor_b], segs.setdefault(minor_seg, minor_seg)))
             continue
         e = buf.index(b"\n", s)
         if ts_b is None:
