@@ -119,6 +119,25 @@ def test_parallel_index_equals_serial_on_many_ranks(
     _same(serial, par)
 
 
+def test_a_spawned_worker_collects_garbage_as_its_parent_does(many_ranks: Path) -> None:
+    """The command raises the collector's thresholds for its process (cli.py); a forked worker
+    inherits them, and a spawned one (the app's) is started with them, and still works."""
+    import gc
+
+    before = gc.get_threshold()
+    gc.set_threshold(123_456, 7, 8)
+    try:
+        with parallel.Workers(1, "spawn") as workers:
+            popen = workers._workers[0].popen
+            assert popen is not None and isinstance(popen.args, list)
+            assert "gc.set_threshold(*(123456, 7, 8))" in str(popen.args[-1])
+            job = parallel.Job(str(sorted(many_ranks.iterdir())[0]))
+            (done,) = list(workers.map([job]))
+    finally:
+        gc.set_threshold(*before)
+    assert done is not None and done.how == "indexed" and done.body
+
+
 @pytest.mark.parametrize("name", SHARED_RANK_INPUTS)
 def test_parallel_index_equals_serial_on_shared_ranks(
     shared_traces: Path, name: str, tiny_threshold: None, monkeypatch: pytest.MonkeyPatch

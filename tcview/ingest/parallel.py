@@ -16,6 +16,7 @@ stays the app's.
 from __future__ import annotations
 
 import contextlib
+import gc
 import multiprocessing
 import multiprocessing.connection
 import multiprocessing.process
@@ -235,7 +236,11 @@ class _Worker:
             # which imports the parent's __main__ again (a script without a main guard would
             # run twice) and hands its helpers sys.stderr (an app's has no file descriptor).
             fd = child.fileno()
-            code = f"from {__name__} import serve_fd; serve_fd({fd})"
+            # The collector's thresholds as this process has them (a fork inherits them).
+            code = (
+                f"import gc; gc.set_threshold(*{gc.get_threshold()}); "
+                f"from {__name__} import serve_fd; serve_fd({fd})"
+            )
             root = str(Path(__file__).resolve().parents[2])  # where this tcview is imported from
             env = dict(os.environ)
             env["PYTHONPATH"] = os.pathsep.join(p for p in (root, env.get("PYTHONPATH")) if p)
