@@ -245,7 +245,7 @@ def test_the_command_collects_garbage_seldom(
 ) -> None:
     """As the process's entry point, `main` raises the collector's thresholds: an index is
     millions of objects that live as long as the process (8-9% of a big `summary`). Called
-    with an argv (the tests, the app's own calls) it leaves the process's settings alone."""
+    with an argv (as the tests call it) it leaves the process's settings alone."""
     import gc
 
     from tcview.commands import cli
