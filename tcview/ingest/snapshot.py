@@ -189,7 +189,9 @@ RECORD_SLOTS = (
 # StackFrame's fields, in the order a stack row holds them (_stacks; checked on encode).
 STACK_FIELDS = ("filename", "line", "name", "loc")
 # Dataclass fields that are caches, not written (their default is kept).
-SKIPPED_FIELDS: dict[type, frozenset[str]] = {Compile: frozenset({"_phases", "read_stack", "_retried", "_retried_upto"})}
+SKIPPED_FIELDS: dict[type, frozenset[str]] = {
+    Compile: frozenset({"_phases", "read_stack", "_retried", "_retried_upto"})
+}
 
 _SCALARS = (str, int, float, bool, type(None))
 _ROLES = {*GRAPH_ROLES, None}
