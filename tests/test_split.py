@@ -357,3 +357,54 @@ def test_real_describe_headers_take_the_fast_path() -> None:
     fast = sum(1 for m in tracefile.LINE.finditer(data) if m.group(5) is not None)
     describe = data.count(b'] {"describe_')
     assert describe >= 10 and fast >= 0.9 * describe
+
+
+_MD5 = b"0123456789abcdef0123456789abcdef"
+
+
+@settings(max_examples=80, deadline=None)
+@given(st.dictionaries(_KEYS, _VALUES, max_size=6) | st.sampled_from(_RAW_META), st.booleans())
+@example(b'{"has_payload": "x"}', False)  # a second has_payload: the last one's value wins
+def test_a_long_header_read_whole_derives_what_its_blanked_copy_does(
+    meta: dict[str, object] | bytes, context_first: bool
+) -> None:
+    """A header too long to cache is parsed as it is, its md5 blanked in the value, not in a
+    copy of its bytes: what it derives is the same."""
+    import json
+
+    raw = meta if isinstance(meta, bytes) else json.dumps(meta).encode()
+    pad = b'"pad": "' + b"p" * 700 + b'"'
+    fields = [b'"compilation_metrics": ' + raw, pad, b'"frame_id": 0']
+    if context_first:
+        fields.reverse()
+    js = b"{" + b", ".join(fields) + b', "has_payload": "' + _MD5 + b'"}'
+    md5, data, blank = tracefile._md5_split(js)
+    assert (md5, data, blank) == (_MD5.decode(), js, True)
+    cut_md5, cut = tracefile._md5_key(js)
+    assert cut_md5 == md5 and cut != js
+    whole = tracefile.header_info(data, len(js), blank)
+    copied = tracefile.header_info(cut, len(js), False)
+    assert repr(whole) == repr(copied)  # (repr: NaN is not equal to itself)
+
+
+def test_only_values_nested_past_json_s_reach_are_left_to_json(tmp_path: Path) -> None:
+    """orjson reads 1,024 levels, json fewer: a value nested deeper than `NESTING_MAX` is read
+    by json, which refuses one past its recursion limit as unparsed; brackets in a string nest
+    nothing and are read by orjson."""
+    if tracefile.fast_loads(b"1") is tracefile.SLOW:
+        pytest.skip("orjson is not installed")
+
+    def nested(depth: int) -> bytes:
+        return b"[" * depth + b"]" * depth
+
+    metas = [b'"' + b"[{" * 600 + b'"', nested(500), nested(1010), b"[[1]]"]
+    lines = [_PREFIX_TEXT.encode() + b'{"artifact": ' + m + b', "frame_id": 0}' for m in metas]
+    path = tmp_path / "dedicated_log_torch_trace_x.log"
+    path.write_bytes(b"\n".join(lines) + b"\n")
+    tf = _serial(path).files[0]
+    assert (tf.kinds["artifact"], tf.slow_json, len(tf.unparsed)) == (3, 2, 1)
+    assert [rec.offset for rec in tf.records] == [
+        0,
+        len(lines[0]) + 1,
+        path.stat().st_size - len(lines[3]) - 1,
+    ]

@@ -133,26 +133,30 @@ def _loads_json(data: bytes) -> Any:
 
 # What `fast_loads` returns when only the stdlib parser can read the bytes.
 SLOW = object()
-NESTING_MIN = 900  # JSON this long may nest deeper than json reads (see `too_nested`)
+# A value nested deeper than this is left to json, which refuses what passes its recursion
+# limit (1000, less the caller's frames), where orjson reads up to 1024 levels.
+NESTING_MAX = 450
+_CONTAINERS = (dict, list)
 
 
-def too_nested(data: bytes) -> bool:
-    """Whether `data` may nest deeper than json's recursion limit lets it read, which orjson
-    reads: it is left to json, so that both give the same (brackets in strings count too)."""
-    return len(data) > NESTING_MIN and data.count(b"[") + data.count(b"{") > NESTING_MIN // 2
+def nests_deeper(value: Any, limit: int = NESTING_MAX) -> bool:
+    """Whether a parsed JSON value holds containers more than `limit` levels deep."""
+    level = [value] if type(value) in _CONTAINERS else []
+    for _ in range(limit):
+        inner: list[Any] = []
+        for v in level:
+            items = v.values() if type(v) is dict else v
+            inner += [x for x in items if type(x) in _CONTAINERS]
+        if not inner:
+            return False
+        level = inner
+    return True
 
 
 def json_start(m: re.Match[bytes]) -> int:
     """Where the JSON of a header LINE matched starts: after the record prefix (the match
     ends there unless it took a fast path)."""
     return m.start(5) - 2 if m.start(5) >= 0 else m.end()
-
-
-def fast_minor(m: re.Match[bytes]) -> bool:
-    """Whether a MINOR_KINDS header that LINE matched (group 5) is counted without a parser:
-    not when `fast_loads` would leave its JSON to json (and count it in `slow_json`)."""
-    start = m.start(5) - 2  # the header's JSON: `{"` and its kind
-    return m.end() - start <= NESTING_MIN or not too_nested(m.string[start : m.end()])
 
 
 try:  # optional speed-up (tcview[fast]); the result is the same as json's
@@ -167,9 +171,8 @@ try:  # optional speed-up (tcview[fast]); the result is the same as json's
             value = orjson.loads(data)
         except (orjson.JSONDecodeError, RecursionError):
             return SLOW
-        if too_nested(data):
-            return SLOW
-        return value
+        # (Nesting n levels takes 2n bytes.)
+        return SLOW if len(data) > 2 * NESTING_MAX and nests_deeper(value) else value
 
 except ImportError:  # pragma: no cover - depends on the environment
 
@@ -196,6 +199,7 @@ LAZY_META_KINDS = frozenset(
     }
 )
 _CACHE_MAX_KEY = 600  # header JSON longer than this is not cached
+_LONG_HEADER = _CACHE_MAX_KEY + 32  # longer even with its md5 blanked
 _CACHE_MAX = 4096
 _META_KEEP = 2048  # header JSON longer than this keeps only a slim value in memory
 _SLIM_STR = 400
@@ -312,7 +316,7 @@ def prescan(path: Path, start: int, end: int) -> Lines:
         if seg is not None:
             out.append((base + s, segs.setdefault(seg, seg)))
             continue
-        if minor_b is not None and fast_minor(m):
+        if minor_b is not None:
             out.append((base + s, MINOR_NAMES[minor_b], segs.setdefault(minor_seg, minor_seg)))
             continue
         e = buf.index(b"\n", s)
@@ -321,14 +325,10 @@ def prescan(path: Path, start: int, end: int) -> Lines:
                 out.append((base + s,))
             continue
         js = buf[json_start(m) : e]
-        md5, key = _md5_key(js)
-        header = fast_loads(key)
-        slow = header is SLOW
-        if slow:
-            header = _loads_json(key)
-        info = None if header is _INVALID else derive(header, len(js))
-        cached = key if len(key) <= _CACHE_MAX_KEY else None
-        out.append((base + s, base + e + 1, md5, cached, info, int(slow), False, ()))
+        md5, data, blank = _md5_split(js)
+        info, slow = header_info(data, len(js), blank)
+        cached = data if not blank and len(data) <= _CACHE_MAX_KEY else None
+        out.append((base + s, base + e + 1, md5, cached, info, slow, False, ()))
         if info is not None and info.kind == "inductor_output_code":
             output = len(out) - 1
     if output is not None:
@@ -355,12 +355,10 @@ _MD5_TAIL = len(HAS_PAYLOAD) + 34  # the field as the header's last: `…"}`
 
 
 def _md5_key(js: bytes) -> tuple[str | None, bytes]:
-    """A header's md5 (has_payload) and the header without it (what `_header` caches by)."""
-    if js.endswith(b'"}') and js.startswith(HAS_PAYLOAD, len(js) - _MD5_TAIL):
-        # Where torch writes it, last: the general search below gives the same.
-        j = len(js) - 34
-        if MD5_HEX.fullmatch(js, j, j + 32):
-            return js[j : j + 32].decode("ascii"), js[:j] + b'"}'
+    """A header's md5 (has_payload) and the header with it blanked (what `_header` caches by)."""
+    md5 = _tail_md5(js)
+    if md5 is not None:
+        return md5, js[: len(js) - 34] + b'"}'
     i = js.rfind(HAS_PAYLOAD)
     if i >= 0:
         j = i + len(HAS_PAYLOAD)
@@ -369,6 +367,42 @@ def _md5_key(js: bytes) -> tuple[str | None, bytes]:
         if k == j + 32 and MD5_HEX.fullmatch(js, j, k):
             return js[j:k].decode("ascii"), js[:j] + js[k:]
     return None, js
+
+
+def _tail_md5(js: bytes) -> str | None:
+    """The md5 where torch writes it, as the header's last field (None: not there)."""
+    if js.endswith(b'"}') and js.startswith(HAS_PAYLOAD, len(js) - _MD5_TAIL):
+        j = len(js) - 34
+        if MD5_HEX.fullmatch(js, j, j + 32):
+            return js[j : j + 32].decode("ascii")
+    return None
+
+
+def _md5_split(js: bytes) -> tuple[str | None, bytes, bool]:
+    """A header's md5, the JSON to read, and whether the md5 is still in it: a header too long
+    to cache is not copied to blank its md5 (`header_info` blanks it in the value); any other
+    is read as `_md5_key` gives it, which is what `_header` caches it by."""
+    if len(js) > _LONG_HEADER:
+        md5 = _tail_md5(js)
+        if md5 is not None:
+            return md5, js, True
+    md5, key = _md5_key(js)
+    return md5, key, False
+
+
+def header_info(data: bytes, size: int, blank: bool) -> tuple[Derived | None, bool]:
+    """What a header derives (None: it is not JSON), and whether only json could read it.
+    `blank`: its md5 ends `data`, blanked in the value as `_md5_key` blanks it in the bytes."""
+    header = fast_loads(data)
+    slow = header is SLOW
+    if slow:
+        # json's values may hold what orjson cannot write back (NaN, big ints).
+        header = _loads_json(data)
+    if header is _INVALID:
+        return None, slow
+    if blank and type(header) is dict:
+        header["has_payload"] = ""
+    return derive(header, size), slow
 
 
 class TraceFile(LogSource):
@@ -629,7 +663,7 @@ class TraceFile(LogSource):
                 else:
                     offsets.append(base + s)
                 continue
-            if minor_b is not None and fast_minor(m):
+            if minor_b is not None:
                 kinds[MINOR_NAMES[minor_b]] += 1
                 minor.append(base + s)
                 comp = cache.get(minor_seg)
@@ -700,22 +734,19 @@ class TraceFile(LogSource):
         self, m: re.Match[bytes], buf: bytes, base: int, s: int, e: int, at_eof: bool
     ) -> None:
         js = buf[json_start(m) : e]
-        md5, key = _md5_key(js)
-        info = self._cache.get(key)
+        md5, data, blank = _md5_split(js)
+        cached = not blank and len(data) <= _CACHE_MAX_KEY
+        info = self._cache.get(data) if cached else None
         if info is None:
-            header = fast_loads(key)
-            if header is SLOW:
-                # json's values may hold what orjson cannot write back (NaN, big ints).
-                self.slow_json += 1
-                header = _loads_json(key)
-            if header is _INVALID:
+            info, slow = header_info(data, len(js), blank)
+            self.slow_json += slow
+            if info is None:
                 self._unparsed(buf, base, s, e)
                 return
-            info = derive(header, len(js))
-            if len(key) <= _CACHE_MAX_KEY:
+            if cached:
                 if len(self._cache) > _CACHE_MAX:
                     self._cache.clear()
-                self._cache[key] = info
+                self._cache[data] = info
         self._record(info, md5, base + s, base + e + (0 if at_eof else 1))
 
     def _record(self, info: Derived, md5: str | None, offset: int, hdr_end: int) -> None:
@@ -1083,20 +1114,22 @@ def derive(header: Any, size: int) -> Derived:
     return Derived(kind, meta, key, attempt, name, rank, md5, typed)
 
 
+_SCALAR_TYPES = frozenset({int, float, bool, type(None)})
+
+
 def slim(meta: dict[str, Any]) -> dict[str, Any]:
     """Keep scalars and short strings of a big header; the full value stays on disk."""
     out: dict[str, Any] = {}
     for k, v in meta.items():
-        if k in KEEP_WHOLE:
-            out[k] = v
-        elif isinstance(v, str):
-            if len(v) <= _SLIM_STR:
+        t = type(v)  # (a parser's values are of these types exactly)
+        if t is str:
+            if len(v) <= _SLIM_STR or k in KEEP_WHOLE:
                 out[k] = v
         elif (
-            v is None
-            or isinstance(v, (int, float, bool))
+            t in _SCALAR_TYPES
+            or k in KEEP_WHOLE
             or (
-                isinstance(v, list)
+                t is list
                 and len(v) <= 20
                 and all(isinstance(x, (str, int, float)) and len(str(x)) <= _SLIM_STR for x in v)
             )

@@ -12,6 +12,7 @@ indented under its caller), ``show PATH stacks`` wraps those lines in a `Detail`
 
 from __future__ import annotations
 
+import functools
 import re
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -83,7 +84,13 @@ class CompileRun:
 
 
 def user_frames(stack: list[StackFrame]) -> list[StackFrame]:
-    return [f for f in stack if not _MACHINERY.search(f.filename)]
+    return [f for f in stack if not _is_machinery(f.filename)]
+
+
+@functools.lru_cache(maxsize=4096)
+def _is_machinery(filename: str) -> bool:
+    """(Cached: the same few files are on every stack of every rank.)"""
+    return _MACHINERY.search(filename) is not None
 
 
 def compile_stack(comp: Compile, read: bool = True) -> list[StackFrame]:
