@@ -13,6 +13,7 @@ import multiprocessing
 import os
 import shutil
 import struct
+import time
 from array import array
 from pathlib import Path
 from typing import Any
@@ -239,6 +240,25 @@ def test_workers_that_die_leave_their_files_to_the_parent(
     assert stats.indexed_here >= 1 and stats.from_workers + stats.indexed_here == 24
     _same(serial, par)
     assert multiprocessing.active_children() == []
+
+
+def test_workers_are_sent_jobs_ahead_before_a_result_is_asked_for(
+    many_ranks: Path, own_cache: Path
+) -> None:
+    """`map` sends each worker JOBS_AHEAD jobs at once: it indexes them one after the other
+    (each writes its cache entry) while the caller does its own share, before any result is
+    asked for."""
+    files = sorted(many_ranks.glob("*.log"))[: max(2, parallel.JOBS_AHEAD)]
+    pool = parallel.Workers(1)
+    try:
+        results = pool.map([parallel.Job(str(p), str(own_cache), 1 << 30) for p in files])
+        deadline = time.monotonic() + 60
+        while len(_entries(own_cache)) < len(files):
+            assert time.monotonic() < deadline, f"{len(_entries(own_cache))} jobs were run"
+            time.sleep(0.01)
+        assert [r.how if r is not None else None for r in results] == ["indexed"] * len(files)
+    finally:
+        pool.close()
 
 
 def test_a_stopped_load_ends_its_workers(

@@ -75,15 +75,22 @@ def own_share(workers: int) -> float:
 
 
 # One big file is split into ranges of about this many bytes (record boundaries) when it has
-# this many bytes at least; the workers prescan most ranges (see `split_share`).
+# this many bytes at least; the workers prescan most ranges (see `split_share`). A 4 MB range's
+# result (about 80 KB pickled) fits in a socket's default buffer, so that a worker sends it and
+# goes on without waiting for the loading thread to read it; a 16 MB range's did not, and its
+# worker stood still: the big file's load took 0.94 s in 16 MB ranges, 0.76 s in 4 MB ones
+# (tests/benchmarks/PROFILE.md, "Sixth round").
 SPLIT_MIN_BYTES = 48 << 20
-RANGE_BYTES = 16 << 20
+RANGE_BYTES = 4 << 20
 # What prescanning a range costs a worker (read whole, pickled to send), and applying it costs
-# the loading thread, relative to the loading thread reading the range itself. Measured on ten
-# 16 MB ranges of bench_index.py's trace (minimum of 6, tests/benchmarks/PROFILE.md): 318 ms
-# read here, 430 ms prescanned and pickled, 19 ms unpickled and 47 ms applied.
-PRESCAN_COST = 1.35
-APPLY_COST = 0.21
+# the loading thread, relative to the loading thread reading the range itself. Measured on
+# forty 4 MB ranges of bench_index.py's trace (minimum of 6, tests/benchmarks/PROFILE.md): 356
+# ms read here, 334 ms prescanned and pickled, 49 ms unpickled and 54 ms applied.
+PRESCAN_COST = 0.94
+APPLY_COST = 0.29
+# Jobs a worker is sent before its first result comes back: it goes from one to the next
+# without waiting for the loading thread to ask.
+JOBS_AHEAD = 4
 
 
 def idle_workers() -> int:
@@ -275,7 +282,8 @@ class _Worker:
 
 
 class Workers:
-    """Worker processes, each given one job at a time; `map` yields results in job order."""
+    """Worker processes, each given up to JOBS_AHEAD jobs at a time; `map` yields results in
+    job order."""
 
     def __init__(self, count: int, method: str | None = None) -> None:
         self.method = method or start_method()
@@ -289,26 +297,47 @@ class Workers:
             raise
 
     def map(self, jobs: list[Job]) -> Iterator[Done | None]:
-        """Each job's result, in order; None for a job whose worker died."""
+        """Each job's result, in order; None for a job whose worker died. The first jobs are
+        sent at once: the workers start while the caller does its own share."""
         todo = deque(enumerate(jobs))
-        idle = list(range(len(self._workers)))
-        busy: dict[int, int] = {}  # worker -> job
+        queued: dict[int, deque[int]] = {w: deque() for w in range(len(self._workers))}
         results: dict[int, Done | None] = {}
-        nxt = 0
-        while nxt < len(jobs):
-            while idle and todo:
-                w = idle.pop()
+        self._send(todo, queued, results)
+        return self._results(len(jobs), todo, queued, results)
+
+    def _send(
+        self,
+        todo: deque[tuple[int, Job]],
+        queued: dict[int, deque[int]],
+        results: dict[int, Done | None],
+        only: int | None = None,
+    ) -> None:
+        """Jobs to the workers (or to worker `only`), until each has JOBS_AHEAD."""
+        for w in [only] if only is not None else list(queued):
+            mine = queued[w]
+            while todo and len(mine) < JOBS_AHEAD:
                 i, job = todo.popleft()
                 try:
                     self._workers[w].conn.send(job)
-                except OSError:
-                    results[i] = None  # the worker is gone: not idle again
-                    continue
-                busy[w] = i
+                except OSError:  # it is gone: no more jobs for it
+                    results.update((j, None) for j in [*queued.pop(w), i])
+                    break
+                mine.append(i)
+
+    def _results(
+        self,
+        count: int,
+        todo: deque[tuple[int, Job]],
+        queued: dict[int, deque[int]],
+        results: dict[int, Done | None],
+    ) -> Iterator[Done | None]:
+        nxt = 0
+        while nxt < count:
             if nxt in results:
                 yield results.pop(nxt)
                 nxt += 1
                 continue
+            busy = [w for w, mine in queued.items() if mine]
             if not busy:  # every worker is gone
                 results.update((i, None) for i, _job in todo)
                 todo.clear()
@@ -323,12 +352,13 @@ class Workers:
                 try:
                     if conn.poll():
                         done = conn.recv()
-                        results[busy.pop(w)] = done if isinstance(done, Done) else None
-                        idle.append(w)
+                        results[queued[w].popleft()] = done if isinstance(done, Done) else None
+                        self._send(todo, queued, results, only=w)
                         continue
                 except (EOFError, OSError):
                     pass
-                results[busy.pop(w)] = None  # it died (or hung up): no more jobs for it
+                # It died (or hung up): no more jobs for it.
+                results.update((i, None) for i in queued.pop(w))
 
     def close(self) -> None:
         """Stop the workers at once (a job still running is killed)."""
