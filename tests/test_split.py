@@ -102,6 +102,16 @@ def test_a_prescanned_range_sends_each_context_once() -> None:
     assert len({id(line[-1]) for line in back if len(line) in (2, 3)}) == len(set(segs))
 
 
+def test_a_boundary_past_a_long_payload_is_found(tmp_path: Path) -> None:
+    """A boundary is looked for in a small block first, then in larger ones: one behind a
+    payload longer than several blocks (an output code's) is found all the same."""
+    path = tmp_path / "t.log"
+    payload = b"\tx = 1\n" * 400_000  # 2.8 MB
+    path.write_bytes(b"H1\n" + payload + b"H2\n\tx\n")
+    size = path.stat().st_size
+    assert boundaries(path, [10, 1_000_000], size) == [3 + len(payload)]
+
+
 def test_boundaries_are_line_starts_of_records(tmp_path: Path) -> None:
     path = tmp_path / "t.log"
     path.write_bytes(b"H1\n\tpay\n\tload\n\nH2\n\tx\nH3\n")

@@ -235,7 +235,10 @@ def kernel_defs(buf: bytes, lo: int, upto: int) -> list[re.Match[bytes]]:
 # Where a record may start: a line that is neither a payload line (tab) nor empty. A file split
 # there splits no record: what comes before it is indexed alone as it is in one read.
 BOUNDARY = re.compile(rb"\n[^\t\n]")
-_BOUNDARY_LOOK = 1 << 20  # bytes read at a time when looking for a boundary
+# Bytes read at a time when looking for a boundary: few at first (one is seldom far), more
+# while none is found.
+_BOUNDARY_FIRST = 64 << 10
+_BOUNDARY_LOOK = 1 << 20
 
 
 def boundaries(path: Path, targets: Sequence[int], size: int) -> list[int]:
@@ -245,9 +248,11 @@ def boundaries(path: Path, targets: Sequence[int], size: int) -> list[int]:
     with open(path, "rb") as fh:
         for target in sorted(targets):
             at = max(target, cuts[-1] + 1 if cuts else 1) - 1  # the newline before a line
+            look = _BOUNDARY_FIRST
             while at < size:
                 fh.seek(at)
-                block = fh.read(min(_BOUNDARY_LOOK, size - at))
+                block = fh.read(min(look, size - at))
+                look = min(2 * look, _BOUNDARY_LOOK)
                 m = BOUNDARY.search(block)
                 if m is not None:
                     cuts.append(at + m.start() + 1)
