@@ -76,8 +76,8 @@ def _command_help(parser: argparse.ArgumentParser, name: str) -> str:
 
 def test_a_kept_report_is_printed_without_the_analyses(tmp_path: Path) -> None:
     """`tcview summary` again on an unchanged trace prints the kept report: the process never
-    imports the analyses or the report makers (finding the input's files still needs the
-    indexer's rules)."""
+    imports the analyses, the report makers, the indexer or the model (finding the input's
+    files needs `detect`'s rules alone): a reopen of the big file 0.11 -> 0.07 s."""
     trace = tmp_path / "trace"
     trace.mkdir()
     src = next((SAMPLES / "cpu_breaks_recompiles" / "trace").iterdir())
@@ -86,7 +86,8 @@ def test_a_kept_report_is_printed_without_the_analyses(tmp_path: Path) -> None:
     env.pop("TCVIEW_NO_CACHE", None)
     probe = (
         "import sys; from tcview.commands.cli import main; code = main(sys.argv[1:]);"
-        " heavy = [m for m in ('tcview.analysis.findings', 'tcview.report.summary')"
+        " heavy = [m for m in ('tcview.analysis.findings', 'tcview.report.summary',"
+        " 'tcview.ingest.index', 'tcview.ingest.tracefile', 'tcview.model.objects')"
         " if m in sys.modules]; print('HEAVY', heavy, file=sys.stderr)"
     )
     runs = [

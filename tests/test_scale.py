@@ -13,6 +13,7 @@ import multiprocessing
 import os
 import shutil
 import struct
+import tempfile
 import time
 from array import array
 from pathlib import Path
@@ -267,7 +268,7 @@ def test_a_stopped_load_ends_its_workers(
     monkeypatch.setenv(parallel.JOBS_ENV, "2")
     seen: list[int] = []
     ts = TraceSet(many_ranks)
-    from tcview.ingest.index import discover
+    from tcview.ingest.detect import discover
 
     found, _ = discover(many_ranks)
     hooks = Hooks(progress=lambda done, total: seen.append(len(ts.files)))
@@ -821,7 +822,7 @@ def test_a_directory_where_no_file_can_be_made(
     def refused(*args: Any, **kwargs: Any) -> Any:
         raise PermissionError(errno.EACCES, "Permission denied")
 
-    monkeypatch.setattr(cache_mod.tempfile, "mkstemp", refused)
+    monkeypatch.setattr(tempfile, "mkstemp", refused)  # (cache.py imports it where it writes)
     ts = _load(many_ranks, 1, cache=True)
     assert ts.load_stats.cache_written == 0
     assert list((own_cache / "index").iterdir()) == []  # no temporary file left behind

@@ -17,7 +17,8 @@ from refcount import count
 
 from tcview.analysis.kernels import split_output_code
 from tcview.ingest.builder import Builder
-from tcview.ingest.index import TraceSet, discover
+from tcview.ingest.detect import discover
+from tcview.ingest.index import TraceSet
 from tcview.ingest.tracefile import TraceFile
 from tcview.model.compile_id import CompileKey, FrameKey, parse_compile_id
 from tcview.model.facts import short_guard
@@ -318,19 +319,43 @@ def test_summary_cli_json_and_fail_on(tmp_path: Path) -> None:
     for key in REF_KEYS:
         assert key in data
     gate = subprocess.run(
-        [sys.executable, "-m", "tcview.commands.cli", "summary", "--fail-on", "graph_breaks", str(sample)],
+        [
+            sys.executable,
+            "-m",
+            "tcview.commands.cli",
+            "summary",
+            "--fail-on",
+            "graph_breaks",
+            str(sample),
+        ],
         capture_output=True,
         cwd=REPO,
     )
     assert gate.returncode == 1
     ok = subprocess.run(
-        [sys.executable, "-m", "tcview.commands.cli", "summary", "--fail-on", "failures", str(sample)],
+        [
+            sys.executable,
+            "-m",
+            "tcview.commands.cli",
+            "summary",
+            "--fail-on",
+            "failures",
+            str(sample),
+        ],
         capture_output=True,
         cwd=REPO,
     )
     assert ok.returncode == 0
     typo = subprocess.run(
-        [sys.executable, "-m", "tcview.commands.cli", "summary", "--fail-on", "graph_break", str(sample)],
+        [
+            sys.executable,
+            "-m",
+            "tcview.commands.cli",
+            "summary",
+            "--fail-on",
+            "graph_break",
+            str(sample),
+        ],
         capture_output=True,
         text=True,
         cwd=REPO,

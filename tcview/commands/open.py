@@ -8,8 +8,7 @@ import sys
 from pathlib import Path
 
 from tcview.analysis.paths import PathMap
-from tcview.ingest.index import is_trace_name
-from tcview.ingest.source import plan_input
+from tcview.ingest.detect import is_trace_name, plan_input
 from tcview.text.safe import safe_line
 
 SEARCH_DEPTH = 4

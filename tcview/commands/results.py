@@ -13,8 +13,7 @@ from pathlib import Path
 from typing import Any
 
 from tcview.ingest.cache import Files, IndexCache, Stamp, cache_disabled, stamp, stamped_files
-from tcview.ingest.index import discover
-from tcview.ingest.source import plan_input
+from tcview.ingest.detect import discover, plan_input
 
 # The inputs whose report depends on their trace files alone (a run directory adds its log).
 CACHED_KINDS = ("trace-file", "trace-dir")

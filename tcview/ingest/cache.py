@@ -33,13 +33,13 @@ import json
 import os
 import stat
 import struct
-import tempfile
 import time
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from tcview.model.objects import JsonValue
+if TYPE_CHECKING:  # (a reopen whose report is kept imports no model)
+    from tcview.model.objects import JsonValue
 
 MAGIC = b"TCVIEW-INDEX\n"
 RESULT_MAGIC = b"TCVIEW-RESULT\n"
@@ -97,7 +97,7 @@ def cache_max_bytes() -> int:
     return max(0, int(mb * (1 << 20)))
 
 
-# An input's files: the trace files, then the skipped ones with why (`index.discover`'s).
+# An input's files: the trace files, then the skipped ones with why (`detect.discover`'s).
 Files = tuple[list[Path], list[tuple[Path, str]]]
 
 
@@ -354,6 +354,8 @@ class IndexCache:
 
     def _write(self, where: Path, data: bytes) -> None:
         where.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
+        import tempfile  # (only to write: not on a reopen)
+
         fd, tmp = tempfile.mkstemp(prefix=".tmp-", suffix=where.suffix, dir=where.parent)
         try:
             with os.fdopen(fd, "wb") as fh:

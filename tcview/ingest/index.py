@@ -13,6 +13,7 @@ from typing import Any
 from tcview.ingest import signatures, snapshot
 from tcview.ingest.builder import Builder
 from tcview.ingest.cache import Entry, IndexCache, stamp
+from tcview.ingest.detect import discover
 from tcview.ingest.load import Hooks, Progress
 from tcview.ingest.parallel import (
     PARALLEL_MIN_BYTES,
@@ -27,84 +28,8 @@ from tcview.ingest.parallel import (
 )
 from tcview.ingest.snapshot import FACT_LISTS
 from tcview.ingest.textlog import TextLog
-from tcview.ingest.tracefile import HEADER, PRESCAN_MAX, TraceFile, boundaries
+from tcview.ingest.tracefile import PRESCAN_MAX, TraceFile, boundaries
 from tcview.model.objects import Facts, JsonValue, Lock, LogSource, Model, Run
-
-TRACE_NAME_PREFIX = "dedicated_log_torch_trace"
-SNIFF_LIMIT = 4 << 20
-
-
-def sniff_trace(path: Path) -> str | None:
-    """None when `path` is a trace file, else the reason it is not one.
-
-    A trace file's first non-empty line is a record header: the log prefix, then a JSON object.
-    A damaged first header still counts when it starts like one (``{"``); TORCH_LOGS text has
-    the same prefix but a message after it, not JSON.
-    """
-    try:
-        with open(path, "rb") as fh:
-            data = fh.read(65536)
-            while data and not data.strip():
-                more = fh.read(65536)
-                if not more:
-                    break
-                data = data.lstrip() + more
-            data = data.lstrip(b"\r\n\t ")
-            if not data:
-                return "empty"
-            while b"\n" not in data and len(data) < SNIFF_LIMIT:
-                more = fh.read(65536)
-                if not more:
-                    break
-                data += more
-    except OSError as exc:
-        return f"unreadable: {exc.strerror or exc}"
-    line = data.split(b"\n", 1)[0]
-    m = HEADER.match(line)
-    if not m:
-        return "first line is not a trace record header"
-    if not line[m.end() :].lstrip().startswith(b"{"):
-        return "first line is a log line, not a trace record"
-    return None
-
-
-def is_trace_name(name: str) -> bool:
-    """Named as torch names its trace files: read as one unsniffed (while torch creates it, it
-    may be empty)."""
-    return name.startswith(TRACE_NAME_PREFIX) and name.endswith(".log")
-
-
-def trace_reason(path: Path) -> str | None:
-    """None when the file `path` is read as a trace, else why not: the one rule of a one-shot
-    load, of follow mode and of `tcview.ingest.source.detect`."""
-    return None if is_trace_name(path.name) else sniff_trace(path)
-
-
-def discover(path: Path) -> tuple[list[Path], list[tuple[Path, str]]]:
-    """Trace files under `path` (a file or a directory, recursively) and the skipped ones."""
-    if path.is_file():
-        why = trace_reason(path)
-        return ([path], []) if why is None else ([], [(path, why)])
-    found: list[Path] = []
-    skipped: list[tuple[Path, str]] = []
-    for root, dirs, files in os.walk(
-        path,
-        onerror=lambda e: skipped.append((Path(e.filename or "?"), f"unreadable: {e.strerror}")),
-    ):
-        dirs.sort()
-        for name in sorted(files):
-            p = Path(root) / name
-            if not p.is_file():
-                skipped.append((p, "not a regular file"))
-                continue
-            why = trace_reason(p)
-            if why is None and not os.access(p, os.R_OK):
-                skipped.append((p, "unreadable: permission denied"))
-            elif why is None:
-                found.append(p)
-            else:
-                skipped.append((p, why))
-    return found, skipped
 
 
 @dataclass

@@ -22,9 +22,9 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from tcview.ingest.cache import IndexCache
-from tcview.ingest.index import TraceSet, is_trace_name, trace_reason
+from tcview.ingest.detect import find_text_log, is_trace_name, plan_input, trace_reason
+from tcview.ingest.index import TraceSet
 from tcview.ingest.load import CHUNK
-from tcview.ingest.source import find_text_log, plan_input
 from tcview.ingest.textlog import TextLog
 from tcview.ingest.tracefile import TraceFile
 from tcview.model.objects import Lock

@@ -6,22 +6,19 @@ import atexit
 import contextlib
 import json
 import os
-import re
 import shutil
-import stat
 import tempfile
-from dataclasses import dataclass, replace
+from dataclasses import replace
 from pathlib import Path
 
 from tcview.ingest.builder import Builder
-from tcview.ingest.index import TRACE_NAME_PREFIX, TraceSet, discover, trace_reason
+from tcview.ingest.detect import detect, discover, find_text_log, plan_input
+from tcview.ingest.index import TraceSet
 from tcview.ingest.load import Hooks, Progress
 from tcview.ingest.profile import PROFILE_DIR
 from tcview.ingest.textlog import TextLog
-from tcview.ingest.tracefile import HEADER
 from tcview.model.objects import Error, Model
 
-TEXT_LOG_NAMES = ("torch_logs.txt", "torch_logs.log", "stderr.txt", "logs.txt")
 # Files a run directory holds beside its trace and its log (`tcview run` writes run.json,
 # through run.json.tmp, and stdout.txt; the shared runs the others); not reported as skipped.
 RUN_FILES = frozenset(
@@ -37,120 +34,8 @@ RUN_FILES = frozenset(
 )
 
 
-# A file is 'other' (neither a trace nor TORCH_LOGS text) when its first bytes hold no log prefix
-# and look binary: a NUL byte, or more than this share of characters that text does not have.
-BINARY_SNIFF = 64 << 10
-BINARY_SHARE = 0.10
-_NOT_TEXT = re.compile("[\x00-\x08\x0e-\x1a\x1c-\x1f\x7f\ufffd]")
-
-
 class NotATrace(ValueError):
     """The input is neither a trace nor TORCH_LOGS text; the message says what it looks like."""
-
-
-def detect(path: str) -> str:
-    """'stdin', 'stream', 'trace-dir', 'run-dir', 'trace-file', 'text', 'other' or 'missing'.
-
-    A 'stream' is a FIFO, a device or a `<(...)` pipe: read once, never sniffed. 'other' is a
-    file that is neither format (see `looks_binary`).
-    """
-    if path == "-":
-        return "stdin"
-    p = Path(path)
-    if is_stream(p):
-        return "stream"
-    if p.is_dir():
-        return "run-dir" if find_text_log(p) is not None else "trace-dir"
-    if not p.exists():
-        return "missing"
-    if trace_reason(p) is None:
-        return "trace-file"
-    return "other" if looks_binary(_head(p, BINARY_SNIFF)) else "text"
-
-
-@dataclass(frozen=True)
-class InputPlan:
-    """What an input is and how it is read: the one answer for a load, follow mode and
-    `tcview open` (which files of a directory are traces is `index.trace_reason`'s)."""
-
-    path: str
-    kind: str  # detect()'s, but for a missing path that is followed: what it will be
-    live: bool  # read as it grows: a pipe or stream always, anything else when followed
-    problem: str | None  # why it cannot be opened; None when it can
-
-
-def plan_input(path: str, follow: bool = False) -> InputPlan:
-    """The plan for `path`; with `follow`, a path that does not exist yet is waited for (as
-    TORCH_LOGS text when it is named like a log file, else as a trace directory)."""
-    kind = detect(path)
-    live = follow or kind in ("stdin", "stream")
-    problem = None
-    if kind == "other":
-        problem = describe_other(Path(path))
-    elif kind == "missing" and live:
-        kind = "text" if _looks_like_log_name(path) else "trace-dir"
-    elif kind == "missing":
-        problem = "no such file or directory"
-    return InputPlan(path, kind, live, problem)
-
-
-def _looks_like_log_name(path: str) -> bool:
-    name = Path(path).name
-    return "." in name and not name.startswith(TRACE_NAME_PREFIX) and not name.endswith("trace")
-
-
-def looks_binary(head: bytes) -> bool:
-    """True for the first bytes of a file that is not text: no trace or log prefix in them,
-    and a NUL byte or more than BINARY_SHARE characters that are neither printable nor
-    whitespace nor ESC (colour codes), invalid UTF-8 included."""
-    if not head or HEADER.search(head):
-        return False
-    if b"\0" in head:
-        return True
-    text = head.decode("utf-8", "replace")
-    return len(_NOT_TEXT.findall(text)) > BINARY_SHARE * len(text)
-
-
-def describe_other(path: Path) -> str:
-    """What a file of neither format looks like: its size and first bytes, shown safely."""
-    head = _head(path, 16)
-    try:
-        size = path.stat().st_size
-    except OSError:
-        size = len(head)
-    hexes = " ".join(f"{b:02x}" for b in head[:8]) + (" …" if size > 8 else "")
-    shown = "".join(_ascii(b) for b in head) + ("…" if size > len(head) else "")
-    return f'not a trace or TORCH_LOGS capture: {size_text(size)}, starts with {hexes} ("{shown}")'
-
-
-def _ascii(byte: int) -> str:
-    if byte in (0x22, 0x5C):  # " and \
-        return "\\" + chr(byte)
-    return chr(byte) if 0x20 <= byte < 0x7F else f"\\x{byte:02x}"
-
-
-def size_text(size: int) -> str:
-    """1.2 MB, 12.3 kB, 812 bytes."""
-    for unit, scale in (("GB", 1e9), ("MB", 1e6), ("kB", 1e3)):
-        if size >= scale:
-            return f"{size / scale:.1f} {unit}"
-    return f"{size} byte{'s' if size != 1 else ''}"
-
-
-def _head(path: Path, limit: int) -> bytes:
-    try:
-        with open(path, "rb") as fh:
-            return fh.read(limit)
-    except OSError:
-        return b""
-
-
-def is_stream(path: Path) -> bool:
-    try:
-        mode = path.stat().st_mode
-    except OSError:
-        return False
-    return not (stat.S_ISREG(mode) or stat.S_ISDIR(mode))
 
 
 def spool(path: str) -> Path:
@@ -165,15 +50,6 @@ def spool(path: str) -> Path:
 def _remove(name: str) -> None:
     with contextlib.suppress(OSError):
         os.unlink(name)
-
-
-def find_text_log(directory: Path) -> Path | None:
-    """The captured TORCH_LOGS of a run directory (``trace/`` plus ``torch_logs.txt``)."""
-    for name in TEXT_LOG_NAMES:
-        candidate = directory / name
-        if candidate.is_file():
-            return candidate
-    return None
 
 
 def run_dir_skipped(

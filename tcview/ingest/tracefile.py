@@ -28,6 +28,7 @@ from pathlib import Path
 from typing import Any, Literal, NamedTuple, overload
 
 from tcview.ingest.builder import Builder
+from tcview.ingest.detect import HEADER, RECORD_PREFIX
 from tcview.ingest.handlers import CLOSE_HANDLERS, HEADER_HANDLERS, KNOWN_KINDS
 from tcview.ingest.linebuffer import MAX_LINE, LineBuffer
 from tcview.ingest.load import CHUNK, Hooks, read_chunks
@@ -65,9 +66,6 @@ UNKEPT_KINDS = frozenset({"str"})
 # What a file holds as offsets, not records: timing events, inputs' metadata, the string table.
 LOCATED_KINDS = ("chromium_event", "str", *sorted(MINOR_KINDS))
 MINOR_NAMES = {k.encode(): k for k in MINOR_KINDS}  # their names as LINE gives them
-# (The file part is greedy: the match ends at the first "]" either way, and greedy is faster.)
-_PREFIX = rb"(?:\[rank(\d+)\]:)?[A-Z](\d{4} \d\d:\d\d:\d\d\.\d+) +(\d+) [^\]\n]*:\d+\] "
-HEADER = re.compile(_PREFIX)
 _INT = rb"(?:0|[1-9]\d{0,17})"
 _ID_KEYS = rb'"(?:frame_id|frame_compile_id|attempt|compiled_autograd_id|rank)"'
 _CTX = rb"((?:, " + _ID_KEYS + rb": " + _INT + rb")*)"
@@ -93,7 +91,7 @@ def line_regex(minor_kinds: Iterable[str] = MINOR_KINDS) -> re.Pattern[bytes]:
     kinds = b"|".join(re.escape(k.encode()) for k in sorted(minor_kinds)) or b"(?!)"
     return re.compile(
         rb"\n(?=[^\t\n])(?:"
-        + _PREFIX
+        + RECORD_PREFIX
         + rb'(?:\{"chromium_event": \{\}'
         + _CTX
         + rb'(?:, "has_payload": "[0-9a-f]{32}")?\}(?=\n)'

@@ -26,11 +26,12 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Literal
 
+from tcview.ingest.detect import HEADER
 from tcview.ingest.load import CHUNK
 from tcview.ingest.textlines import PREFIX, clean_line, text_start
 from tcview.ingest.textlog import TextLog
 from tcview.ingest.textproc import ProcessLog
-from tcview.ingest.tracefile import HEADER, LOCATED_KINDS, TraceFile
+from tcview.ingest.tracefile import LOCATED_KINDS, TraceFile
 from tcview.model.objects import (
     KERNEL_DEF,
     OUTPUT_CODE_KINDS,

@@ -1,0 +1,216 @@
+"""What an input is (a trace file, a directory of them, a run directory, TORCH_LOGS text or
+neither) and which files of a directory are traces. Light to import: a reopen whose report is
+kept (`tcview.commands.results`) asks this and reads no trace."""
+
+from __future__ import annotations
+
+import os
+import re
+import stat
+from dataclasses import dataclass
+from pathlib import Path
+
+# A record's prefix, as torch's structured logger writes it (groups: rank, time, process id).
+# (The file part is greedy: the match ends at the first "]" either way, and greedy is faster.)
+RECORD_PREFIX = rb"(?:\[rank(\d+)\]:)?[A-Z](\d{4} \d\d:\d\d:\d\d\.\d+) +(\d+) [^\]\n]*:\d+\] "
+HEADER = re.compile(RECORD_PREFIX)
+
+TRACE_NAME_PREFIX = "dedicated_log_torch_trace"
+SNIFF_LIMIT = 4 << 20
+
+
+def sniff_trace(path: Path) -> str | None:
+    """None when `path` is a trace file, else the reason it is not one.
+
+    A trace file's first non-empty line is a record header: the log prefix, then a JSON object.
+    A damaged first header still counts when it starts like one (``{"``); TORCH_LOGS text has
+    the same prefix but a message after it, not JSON.
+    """
+    try:
+        with open(path, "rb") as fh:
+            data = fh.read(65536)
+            while data and not data.strip():
+                more = fh.read(65536)
+                if not more:
+                    break
+                data = data.lstrip() + more
+            data = data.lstrip(b"\r\n\t ")
+            if not data:
+                return "empty"
+            while b"\n" not in data and len(data) < SNIFF_LIMIT:
+                more = fh.read(65536)
+                if not more:
+                    break
+                data += more
+    except OSError as exc:
+        return f"unreadable: {exc.strerror or exc}"
+    line = data.split(b"\n", 1)[0]
+    m = HEADER.match(line)
+    if not m:
+        return "first line is not a trace record header"
+    if not line[m.end() :].lstrip().startswith(b"{"):
+        return "first line is a log line, not a trace record"
+    return None
+
+
+def is_trace_name(name: str) -> bool:
+    """Named as torch names its trace files: read as one unsniffed (while torch creates it, it
+    may be empty)."""
+    return name.startswith(TRACE_NAME_PREFIX) and name.endswith(".log")
+
+
+def trace_reason(path: Path) -> str | None:
+    """None when the file `path` is read as a trace, else why not: the one rule of a one-shot
+    load, of follow mode and of `detect`."""
+    return None if is_trace_name(path.name) else sniff_trace(path)
+
+
+def discover(path: Path) -> tuple[list[Path], list[tuple[Path, str]]]:
+    """Trace files under `path` (a file or a directory, recursively) and the skipped ones."""
+    if path.is_file():
+        why = trace_reason(path)
+        return ([path], []) if why is None else ([], [(path, why)])
+    found: list[Path] = []
+    skipped: list[tuple[Path, str]] = []
+    for root, dirs, files in os.walk(
+        path,
+        onerror=lambda e: skipped.append((Path(e.filename or "?"), f"unreadable: {e.strerror}")),
+    ):
+        dirs.sort()
+        for name in sorted(files):
+            p = Path(root) / name
+            if not p.is_file():
+                skipped.append((p, "not a regular file"))
+                continue
+            why = trace_reason(p)
+            if why is None and not os.access(p, os.R_OK):
+                skipped.append((p, "unreadable: permission denied"))
+            elif why is None:
+                found.append(p)
+            else:
+                skipped.append((p, why))
+    return found, skipped
+
+
+TEXT_LOG_NAMES = ("torch_logs.txt", "torch_logs.log", "stderr.txt", "logs.txt")
+
+
+# A file is 'other' (neither a trace nor TORCH_LOGS text) when its first bytes hold no log prefix
+# and look binary: a NUL byte, or more than this share of characters that text does not have.
+BINARY_SNIFF = 64 << 10
+BINARY_SHARE = 0.10
+_NOT_TEXT = re.compile("[\x00-\x08\x0e-\x1a\x1c-\x1f\x7f\ufffd]")
+
+
+def detect(path: str) -> str:
+    """'stdin', 'stream', 'trace-dir', 'run-dir', 'trace-file', 'text', 'other' or 'missing'.
+
+    A 'stream' is a FIFO, a device or a `<(...)` pipe: read once, never sniffed. 'other' is a
+    file that is neither format (see `looks_binary`).
+    """
+    if path == "-":
+        return "stdin"
+    p = Path(path)
+    if is_stream(p):
+        return "stream"
+    if p.is_dir():
+        return "run-dir" if find_text_log(p) is not None else "trace-dir"
+    if not p.exists():
+        return "missing"
+    if trace_reason(p) is None:
+        return "trace-file"
+    return "other" if looks_binary(_head(p, BINARY_SNIFF)) else "text"
+
+
+@dataclass(frozen=True)
+class InputPlan:
+    """What an input is and how it is read: the one answer for a load, follow mode and
+    `tcview open` (which files of a directory are traces is `trace_reason`'s)."""
+
+    path: str
+    kind: str  # detect()'s, but for a missing path that is followed: what it will be
+    live: bool  # read as it grows: a pipe or stream always, anything else when followed
+    problem: str | None  # why it cannot be opened; None when it can
+
+
+def plan_input(path: str, follow: bool = False) -> InputPlan:
+    """The plan for `path`; with `follow`, a path that does not exist yet is waited for (as
+    TORCH_LOGS text when it is named like a log file, else as a trace directory)."""
+    kind = detect(path)
+    live = follow or kind in ("stdin", "stream")
+    problem = None
+    if kind == "other":
+        problem = describe_other(Path(path))
+    elif kind == "missing" and live:
+        kind = "text" if _looks_like_log_name(path) else "trace-dir"
+    elif kind == "missing":
+        problem = "no such file or directory"
+    return InputPlan(path, kind, live, problem)
+
+
+def _looks_like_log_name(path: str) -> bool:
+    name = Path(path).name
+    return "." in name and not name.startswith(TRACE_NAME_PREFIX) and not name.endswith("trace")
+
+
+def looks_binary(head: bytes) -> bool:
+    """True for the first bytes of a file that is not text: no trace or log prefix in them,
+    and a NUL byte or more than BINARY_SHARE characters that are neither printable nor
+    whitespace nor ESC (colour codes), invalid UTF-8 included."""
+    if not head or HEADER.search(head):
+        return False
+    if b"\0" in head:
+        return True
+    text = head.decode("utf-8", "replace")
+    return len(_NOT_TEXT.findall(text)) > BINARY_SHARE * len(text)
+
+
+def describe_other(path: Path) -> str:
+    """What a file of neither format looks like: its size and first bytes, shown safely."""
+    head = _head(path, 16)
+    try:
+        size = path.stat().st_size
+    except OSError:
+        size = len(head)
+    hexes = " ".join(f"{b:02x}" for b in head[:8]) + (" …" if size > 8 else "")
+    shown = "".join(_ascii(b) for b in head) + ("…" if size > len(head) else "")
+    return f'not a trace or TORCH_LOGS capture: {size_text(size)}, starts with {hexes} ("{shown}")'
+
+
+def _ascii(byte: int) -> str:
+    if byte in (0x22, 0x5C):  # " and \
+        return "\\" + chr(byte)
+    return chr(byte) if 0x20 <= byte < 0x7F else f"\\x{byte:02x}"
+
+
+def size_text(size: int) -> str:
+    """1.2 MB, 12.3 kB, 812 bytes."""
+    for unit, scale in (("GB", 1e9), ("MB", 1e6), ("kB", 1e3)):
+        if size >= scale:
+            return f"{size / scale:.1f} {unit}"
+    return f"{size} byte{'s' if size != 1 else ''}"
+
+
+def _head(path: Path, limit: int) -> bytes:
+    try:
+        with open(path, "rb") as fh:
+            return fh.read(limit)
+    except OSError:
+        return b""
+
+
+def is_stream(path: Path) -> bool:
+    try:
+        mode = path.stat().st_mode
+    except OSError:
+        return False
+    return not (stat.S_ISREG(mode) or stat.S_ISDIR(mode))
+
+
+def find_text_log(directory: Path) -> Path | None:
+    """The captured TORCH_LOGS of a run directory (``trace/`` plus ``torch_logs.txt``)."""
+    for name in TEXT_LOG_NAMES:
+        candidate = directory / name
+        if candidate.is_file():
+            return candidate
+    return None
