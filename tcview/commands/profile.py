@@ -32,12 +32,13 @@ def joined(model: Model, input_path: str | None, given: str | None) -> Joined | 
     no profile (said on stderr)."""
     # Here, not at the top: every command's parser reads this module for its option.
     from tcview.ingest.profile import ProfileError, profile_path
-    from tcview.report.profile import join_at
-    from tcview.run.gpu import datasheet_peak
 
     path = profile_path(input_path, given)
     if path is None:
         return None
+    from tcview.report.profile import join_at  # (only with a profile to join)
+    from tcview.run.gpu import datasheet_peak
+
     try:
         return join_at(model, path, given or str(path), datasheet_peak)
     except (ProfileError, OSError) as exc:
