@@ -15,7 +15,7 @@ import pytest
 from conftest import FIXTURES, RUNS, SAMPLES, unpack_shared
 from ui_helpers import GPU_SAMPLE, REPO
 
-from tcview.ingest.source import detect
+from tcview.ingest.detect import detect
 
 HOSTILE = FIXTURES / "hostile"
 

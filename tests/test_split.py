@@ -388,8 +388,8 @@ def test_a_long_header_read_whole_derives_what_its_blanked_copy_does(
     if context_first:
         fields.reverse()
     js = b"{" + b", ".join(fields) + b', "has_payload": "' + _MD5 + b'"}'
-    md5, data, blank = tracefile._md5_split(js)
-    assert (md5, data, blank) == (_MD5.decode(), js, True)
+    md5, data, blank, key = tracefile._md5_split(js)
+    assert (md5, data, blank, key) == (_MD5.decode(), js, True, None)  # read whole, not cached
     cut_md5, cut = tracefile._md5_key(js)
     assert cut_md5 == md5 and cut != js
     whole = tracefile.header_info(data, len(js), blank)

@@ -12,7 +12,7 @@ from dataclasses import replace
 from pathlib import Path
 
 from tcview.ingest.builder import Builder
-from tcview.ingest.detect import detect, discover, find_text_log, plan_input
+from tcview.ingest.detect import find_text_log, plan_input
 from tcview.ingest.index import TraceSet
 from tcview.ingest.load import Hooks, Progress
 from tcview.ingest.profile import PROFILE_DIR
@@ -128,4 +128,4 @@ def load_source(
     return model
 
 
-__all__ = ["detect", "discover", "find_text_log", "load_source", "plan_input"]
+__all__ = ["NotATrace", "load_source"]

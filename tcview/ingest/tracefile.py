@@ -297,7 +297,7 @@ def prescan(path: Path, start: int, end: int) -> Lines:
     with open(path, "rb") as fh:
         fh.seek(start - lead)
         data = fh.read(end - start + lead)
-    if len(data) != end - start + lead or not data.endswith(b"\n") or data[:lead] != b"\n"[:lead]:
+    if len(data) != end - start + lead or not data.endswith(b"\n") or (lead and data[0] != 10):
         raise ValueError("the range changed")
     buf = data if lead else b"\n" + data
     base = start - 1
@@ -332,9 +332,8 @@ def prescan(path: Path, start: int, end: int) -> Lines:
                 out.append((base + s,))
             continue
         js = buf[json_start(m) : e]
-        md5, data, blank = _md5_split(js)
+        md5, data, blank, cached = _md5_split(js)
         info, slow = header_info(data, len(js), blank)
-        cached = data if not blank and len(data) <= _CACHE_MAX_KEY else None
         out.append((base + s, base + e + 1, md5, cached, info, slow, False, ()))
         if info is not None and info.kind == "inductor_output_code":
             output = len(out) - 1
@@ -385,16 +384,16 @@ def _tail_md5(js: bytes) -> str | None:
     return None
 
 
-def _md5_split(js: bytes) -> tuple[str | None, bytes, bool]:
-    """A header's md5, the JSON to read, and whether the md5 is still in it: a header too long
-    to cache is not copied to blank its md5 (`header_info` blanks it in the value); any other
-    is read as `_md5_key` gives it, which is what `_header` caches it by."""
+def _md5_split(js: bytes) -> tuple[str | None, bytes, bool, bytes | None]:
+    """A header's md5, the JSON to read, whether the md5 is still in it, and the header
+    cache's key (None: too long to cache). A header too long to cache is not copied to blank
+    its md5 (`header_info` blanks it in the value); any other is read as `_md5_key` gives it."""
     if len(js) > _LONG_HEADER:
         md5 = _tail_md5(js)
         if md5 is not None:
-            return md5, js, True
+            return md5, js, True, None
     md5, key = _md5_key(js)
-    return md5, key, False
+    return md5, key, False, key if len(key) <= _CACHE_MAX_KEY else None
 
 
 def header_info(data: bytes, size: int, blank: bool) -> tuple[Derived | None, bool]:
@@ -741,19 +740,18 @@ class TraceFile(LogSource):
         self, m: re.Match[bytes], buf: bytes, base: int, s: int, e: int, at_eof: bool
     ) -> None:
         js = buf[json_start(m) : e]
-        md5, data, blank = _md5_split(js)
-        cached = not blank and len(data) <= _CACHE_MAX_KEY
-        info = self._cache.get(data) if cached else None
+        md5, data, blank, key = _md5_split(js)
+        info = self._cache.get(key) if key is not None else None
         if info is None:
             info, slow = header_info(data, len(js), blank)
             self.slow_json += slow
             if info is None:
                 self._unparsed(buf, base, s, e)
                 return
-            if cached:
+            if key is not None:
                 if len(self._cache) > _CACHE_MAX:
                     self._cache.clear()
-                self._cache[data] = info
+                self._cache[key] = info
         self._record(info, md5, base + s, base + e + (0 if at_eof else 1))
 
     def _record(self, info: Derived, md5: str | None, offset: int, hdr_end: int) -> None:
