@@ -6,6 +6,7 @@ tables, episode counters (torch._dynamo.reset) and header caches included."""
 
 from __future__ import annotations
 
+import hashlib
 import os
 import pickle
 from pathlib import Path
@@ -314,7 +315,12 @@ def _header(kind: str, meta: object, context: list[tuple[str, object]]) -> bytes
     raw = meta if isinstance(meta, bytes) else json.dumps(meta).encode()
     fields = [json.dumps(kind).encode() + b": " + raw]
     fields += [f"{json.dumps(k)}: {json.dumps(v)}".encode() for k, v in context]
-    return _PREFIX_TEXT.encode() + b"{" + b", ".join(fields) + b"}"
+    if kind != "chromium_event":
+        return _PREFIX_TEXT.encode() + b"{" + b", ".join(fields) + b"}"
+    # As torch writes them: with a payload (the event), its md5 last.
+    event = b'{"name": "dynamo", "ph": "B"}'
+    fields.append(b'"has_payload": "' + hashlib.md5(event).hexdigest().encode() + b'"')
+    return _PREFIX_TEXT.encode() + b"{" + b", ".join(fields) + b"}\n\t" + event
 
 
 @settings(max_examples=80, deadline=None, suppress_health_check=[HealthCheck.too_slow])
@@ -322,7 +328,13 @@ def _header(kind: str, meta: object, context: list[tuple[str, object]]) -> bytes
     st.lists(
         st.tuples(
             st.sampled_from(
-                ["describe_tensor", "describe_storage", "describe_source", "describe_other"]
+                [
+                    "describe_tensor",
+                    "describe_storage",
+                    "describe_source",
+                    "describe_other",
+                    "chromium_event",
+                ]
             ),
             st.dictionaries(_KEYS, _VALUES, max_size=6) | st.sampled_from(_RAW_META),
             _CONTEXT,
@@ -333,19 +345,22 @@ def _header(kind: str, meta: object, context: list[tuple[str, object]]) -> bytes
 )
 @example([("describe_tensor", {"id": 1, "size": [2, 3], "o": {}}, [("frame_id", 0)])])
 @example([("describe_storage", raw, [("frame_id", 0)]) for raw in _RAW_META])
+@example([("chromium_event", {}, [("compiled_autograd_id", None), ("frame_id", 0)])])
+@example([("describe_source", {"id": 2}, [("compiled_autograd_id", None), ("frame_id", None)])])
 def test_fast_path_headers_index_as_json_parsed_ones(
     tmp_path_factory: pytest.TempPathFactory,
     records: list[tuple[str, dict[str, object] | bytes, list[tuple[str, object]]]],
 ) -> None:
-    """A describe_* header recognised by its shape (no JSON parser) is indexed as parsing it
-    would: kinds and their order, compiles, ranks, offsets, unparsed and slow-JSON counts."""
+    """A describe_* or chromium_event header recognised by its shape (no JSON parser) is
+    indexed as parsing it would: kinds and their order, compiles, ranks, offsets, unparsed and
+    slow-JSON counts."""
     path = tmp_path_factory.mktemp("fast") / "dedicated_log_torch_trace_x.log"
     start = _PREFIX_TEXT + '{"dynamo_start": {"stack": []}, "frame_id": 0, "frame_compile_id": 0}'
     end = start.replace('"frame_id": 0', '"frame_id": 1')
     lines = [start.encode(), *(_header(*r) for r in records), end.encode()]
     path.write_bytes(b"\n".join(lines) + b"\n")
     fast = _serial(path)
-    slow_line = tracefile.line_regex(())
+    slow_line = tracefile.line_regex((), chromium=False)
     real = tracefile.LINE
     try:
         tracefile.LINE = slow_line
@@ -355,9 +370,11 @@ def test_fast_path_headers_index_as_json_parsed_ones(
     assert differences(slow, fast, IGNORE) == []
     assert fast.files[0].kinds["dynamo_start"] == 2  # the lines are records
     # The fast path was taken (this shape is the common one in real traces).
-    if records[0][0] != "describe_other" and records[0][1] == {} and not records[0][2]:
+    kind, meta, context = records[0]
+    plain = all(k != "stack" and (v is None or type(v) is int and v <= 3) for k, v in context)
+    if kind != "describe_other" and meta == {} and plain:
         first = tracefile.LINE.search(path.read_bytes()[len(start) :])
-        assert first is not None and first.group(5) is not None
+        assert first is not None and first.group(4 if kind == "chromium_event" else 5) is not None
 
 
 def test_real_describe_headers_take_the_fast_path() -> None:

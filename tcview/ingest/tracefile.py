@@ -68,7 +68,8 @@ LOCATED_KINDS = ("chromium_event", "str", *sorted(MINOR_KINDS))
 MINOR_NAMES = {k.encode(): k for k in MINOR_KINDS}  # their names as LINE gives them
 _INT = rb"(?:0|[1-9]\d{0,17})"
 _ID_KEYS = rb'"(?:frame_id|frame_compile_id|attempt|compiled_autograd_id|rank)"'
-_CTX = rb"((?:, " + _ID_KEYS + rb": " + _INT + rb")*)"
+# (null: some torch releases write `"compiled_autograd_id": null` in every header.)
+_CTX = rb"((?:, " + _ID_KEYS + rb": (?:" + _INT + rb"|null))*)"
 # A JSON object of a shape only valid JSON has (keys of word characters; values numbers
 # orjson reads as json does, true, false, null, printable ASCII strings without escapes, and
 # lists or flat objects of those). describe_* headers' metadata has this shape.
@@ -81,18 +82,21 @@ _VALUE = (
 _OBJECT = rb"\{(?:" + _FIELD + _VALUE + rb"(?:, " + _FIELD + _VALUE + rb")*)?\}"
 
 
-def line_regex(minor_kinds: Iterable[str] = MINOR_KINDS) -> re.Pattern[bytes]:
+def line_regex(
+    minor_kinds: Iterable[str] = MINOR_KINDS, chromium: bool = True
+) -> re.Pattern[bytes]:
     """A newline before a non-empty, non-payload line; then, when it has one, the record
     prefix (groups 1-3); then, when the whole line is a well-formed header of the two commonest
     shapes, which are valid JSON by their shape alone and need nothing from their metadata,
     its context keys: a chromium_event (group 4), or a payload-less record of `minor_kinds`
-    (group 5, its kind; group 6). These are counted without a JSON parser (none of
-    `minor_kinds`: every such header is parsed, as the tests compare)."""
+    (group 5, its kind; group 6). These are counted without a JSON parser (with no
+    `minor_kinds` and not `chromium`, every header is parsed, as the tests compare)."""
     kinds = b"|".join(re.escape(k.encode()) for k in sorted(minor_kinds)) or b"(?!)"
     return re.compile(
         rb"\n(?=[^\t\n])(?:"
         + RECORD_PREFIX
-        + rb'(?:\{"chromium_event": \{\}'
+        + (rb"(?:" if chromium else rb"(?:(?!)")
+        + rb'\{"chromium_event": \{\}'
         + _CTX
         + rb'(?:, "has_payload": "[0-9a-f]{32}")?\}(?=\n)'
         + rb'|\{"('
@@ -692,7 +696,7 @@ class TraceFile(LogSource):
 
     def _context_compile(self, seg: bytes) -> Compile | Literal[False]:
         """The compile of a fast-path header's context keys (False: none), cached."""
-        header = loads(b"{" + seg[2:] + b"}") if seg else {}  # ints only (LINE's _CTX)
+        header = loads(b"{" + seg[2:] + b"}") if seg else {}  # ints and nulls (LINE's _CTX)
         key = key_from_header(header)
         rank = header.get("rank")
         if isinstance(rank, int):
