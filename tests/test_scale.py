@@ -20,7 +20,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from conftest import SAMPLES
+from conftest import FIXTURES, SAMPLES
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from model_equal import differences
@@ -1116,3 +1116,86 @@ def test_no_report_is_kept_when_asked_not_to(
     _summary_out(capsys, "--no-cache", str(trace))
     _summary_out(capsys, "--verify", str(trace))  # hashes every payload: never from a report
     assert _results(own_cache) == []
+
+
+# ---------------------------------------------------------------------- findings in a child
+
+_REPO = Path(__file__).resolve().parents[1]
+
+
+def _python(code: str, *args: str) -> str:
+    """`code` run in a new interpreter (one thread: a fork is safe there), its output."""
+    import subprocess
+    import sys
+
+    env = {**os.environ, "PYTHONPATH": str(_REPO), "TCVIEW_NO_CACHE": "1"}
+    done = subprocess.run(
+        [sys.executable, "-c", code, *args], env=env, capture_output=True, text=True, timeout=300
+    )
+    assert done.returncode == 0, done.stderr
+    return done.stdout
+
+
+def test_in_child_runs_elsewhere_and_falls_back_here() -> None:
+    """`in_child` runs the function in a forked child; a result that cannot come back (a lock
+    cannot be pickled) or an error there is made here instead, so the caller sees what a call
+    here gives."""
+    out = _python(
+        """
+import os, threading
+from tcview.ingest.parallel import in_child
+print(in_child(os.getpid)() != os.getpid())
+print(type(in_child(threading.Lock)()).__name__)
+try:
+    in_child(lambda: 1 // 0)()
+except ZeroDivisionError:
+    print("raised here")
+"""
+    )
+    assert out.split("\n")[:3] == ["True", "lock", "raised here"]
+
+
+def test_summary_json_makes_its_findings_in_a_child_and_the_same_document(
+    many_ranks: Path, tmp_path: Path
+) -> None:
+    """`summary --json` makes the findings in a forked child while it makes the rest; its
+    document is the one made in one process, byte for byte, on real traces with findings of
+    every kind (crashes, recompiles, breaks, CUDA graphs, cache misses, ranks)."""
+    inputs = [
+        *sorted(p for p in SAMPLES.iterdir() if p.is_dir()),
+        *sorted((FIXTURES / "findings").iterdir()),
+        *(FIXTURES / "recompiles" / name for name in ("size", "module_flag", "value_float")),
+        many_ranks,
+    ]
+    out = _python(
+        """
+import contextlib, io, json, os, sys
+from tcview.commands.cli import main
+from tcview.ingest.source import load_source
+from tcview.report import summary
+
+real = summary.findings
+def findings(*args):
+    with open(sys.argv[1], "a") as log:  # which process made them
+        log.write(f"{os.getpid()}\\n")
+    return real(*args)
+summary.findings = findings
+
+for path in sys.argv[2:]:
+    printed = io.StringIO()
+    with contextlib.redirect_stdout(printed):
+        main(["summary", "--json", "--no-cache", path])
+    ts = load_source(path, cache=False)
+    here = summary.summary_document(ts, parts=summary.summary_parts(ts))
+    print(printed.getvalue() == json.dumps(here, indent=2) + "\\n", path)
+made_in = set(open(sys.argv[1]).read().split())
+made_in.discard(str(os.getpid()))
+print(len(made_in), "children")
+""",
+        str(tmp_path / "pids"),
+        *map(str, inputs),
+    )
+    lines = out.strip().split("\n")
+    assert [line for line in lines[:-1] if not line.startswith("True ")] == []
+    assert len(lines) == len(inputs) + 1
+    assert lines[-1] == f"{len(inputs)} children"

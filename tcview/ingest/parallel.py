@@ -21,23 +21,26 @@ import multiprocessing
 import multiprocessing.connection
 import multiprocessing.process
 import os
+import pickle
 import signal
 import subprocess
 import sys
 import threading
 from collections import deque
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from multiprocessing.connection import Connection
 from multiprocessing.context import ForkContext
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 from tcview.ingest import signatures, snapshot
 from tcview.ingest.cache import IndexCache, stamp
 from tcview.ingest.load import Hooks
 from tcview.ingest.tracefile import Lines, TraceFile, prescan
 from tcview.model.objects import JsonValue
+
+T = TypeVar("T")
 
 # Below this many bytes to index, one process is faster than starting workers (~0.1-0.2 s).
 PARALLEL_MIN_BYTES = 24 << 20
@@ -218,6 +221,55 @@ def start_method() -> str:
     ):
         return "fork"
     return "spawn"
+
+
+def in_child(fn: Callable[[], T]) -> Callable[[], T]:
+    """`fn` run in a forked child while this process goes on; what this returns gives its
+    result (pickled back), waiting for it. Where a fork is not safe (see `start_method`) or
+    the child fails, `fn` runs here, when its result is asked for. The child sees the
+    process as it was at the fork: `fn` must not change what this process uses after."""
+    if start_method() != "fork":
+        return fn
+    try:
+        read, write = os.pipe()
+    except OSError:
+        return fn
+    try:
+        pid = os.fork()
+    except OSError:
+        os.close(read)
+        os.close(write)
+        return fn
+    if pid == 0:  # the child: the result down the pipe, then gone without any cleanup
+        status = 1
+        try:
+            signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C is the parent's to handle
+            os.close(read)
+            with os.fdopen(write, "wb") as out:
+                out.write(pickle.dumps(fn(), protocol=pickle.HIGHEST_PROTOCOL))
+            status = 0
+        finally:
+            os._exit(status)  # (no atexit handlers, no flush of the parent's buffered output)
+
+    os.close(write)
+
+    def result() -> T:
+        try:
+            with os.fdopen(read, "rb") as pipe:
+                data = pipe.read()
+        except BaseException:  # Ctrl-C: the child's work is not wanted
+            with contextlib.suppress(OSError):
+                os.kill(pid, signal.SIGKILL)
+            raise
+        finally:
+            os.waitpid(pid, 0)
+        try:
+            value: T = pickle.loads(data)
+        except Exception:  # noqa: BLE001 - the child failed: made here instead
+            return fn()
+        return value
+
+    return result
 
 
 def serve_fd(fd: int) -> None:

@@ -3,8 +3,8 @@
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Mapping
-from typing import Any, NamedTuple
+from collections.abc import Callable, Mapping
+from typing import Any, NamedTuple, TypeAlias
 
 from tcview.analysis.cudagraphs import cudagraph_counts, model_cudagraphs
 from tcview.analysis.divergence import CHECK_TITLES, CHECKS, Divergence, analyze, describe_groups
@@ -33,18 +33,29 @@ def counts_line(counts: Mapping[str, int]) -> str:
     )
 
 
+FindingsJson: TypeAlias = list[dict[str, Any]]
+# Runs a function elsewhere (another process) while the caller goes on; the function it
+# returns gives the result, waiting for it.
+Aside: TypeAlias = Callable[[Callable[[], FindingsJson]], Callable[[], FindingsJson]]
+
+
 def summary_json(
     ts: Model,
     verify: bool = False,
     divergence: Divergence | None = None,
     found: list[Finding] | None = None,
     roots: list[StackNode] | None = None,
+    found_json: Callable[[], FindingsJson] | None = None,
 ) -> dict[str, Any]:
     """The findings, the counts, and how the ranks diverge (`divergence`: an `analyze` of `ts`
-    already made; `found`: its `findings`, already made; `roots`: its `stack_trie`, made)."""
+    already made; `found`: its `findings`, already made; `roots`: its `stack_trie`, made;
+    `found_json`: gives the findings' JSON, made elsewhere, asked for last)."""
     div = divergence if divergence is not None else analyze(ts)
     out = ts.summary_counts(verify=verify)
-    out["findings"] = findings_json(found if found is not None else findings(ts, div))
+    if found_json is not None:
+        out["findings"] = []  # its place in the document; filled last
+    else:
+        out["findings"] = findings_json(found if found is not None else findings(ts, div))
     out["kernels_by_kind"] = kernels_by_kind(ts)
     out["cudagraphs"] = cudagraph_counts(ts)
     # Each recompile once, by the guard that failed against its frame's newest earlier compile.
@@ -59,6 +70,8 @@ def summary_json(
     out["rank_groups"] = div.groups
     out["first_divergence"] = div.first or None
     out["stacks"] = stack_json(roots if roots is not None else stack_trie(ts))
+    if found_json is not None:
+        out["findings"] = found_json()
     return out
 
 
@@ -80,9 +93,17 @@ def summary_parts(ts: Model, verify: bool = False) -> SummaryParts:
 
 
 def summary_document(
-    ts: Model, verify: bool = False, parts: SummaryParts | None = None
+    ts: Model, verify: bool = False, parts: SummaryParts | None = None, aside: Aside | None = None
 ) -> dict[str, Any]:
-    """`tcview summary --json`: `summary_json` and the overview the text report prints."""
+    """`tcview summary --json`: `summary_json` and the overview the text report prints.
+    `aside` (without `parts`): the findings are made there while the rest is made here."""
+    if parts is None and aside is not None:
+        div = analyze(ts)
+        found_json = aside(lambda: findings_json(findings(ts, div)))
+        roots = stack_trie(ts)
+        overview = build_overview(ts, roots=roots)
+        counts = summary_json(ts, verify, divergence=div, roots=roots, found_json=found_json)
+        return {**counts, "overview": overview.json()}
     p = parts or summary_parts(ts, verify)
     return {**p.counts, "overview": p.overview.json()}
 
