@@ -1155,39 +1155,54 @@ except ZeroDivisionError:
     assert out.split("\n")[:3] == ["True", "lock", "raised here"]
 
 
-def test_summary_json_makes_its_findings_in_a_child_and_the_same_document(
+def test_summary_makes_its_recompile_findings_in_a_child_and_the_same_report(
     many_ranks: Path, tmp_path: Path
 ) -> None:
-    """`summary --json` makes the findings in a forked child while it makes the rest; its
-    document is the one made in one process, byte for byte, on real traces with findings of
-    every kind (crashes, recompiles, breaks, CUDA graphs, cache misses, ranks)."""
+    """`summary` makes the recompile findings in a forked child while it makes the rest; what
+    it prints (JSON and text) is what it prints making them all here, byte for byte, on real
+    traces with findings of every kind (crashes, recompiles, breaks, CUDA graphs, cache misses,
+    ranks)."""
+    # One program's recompiles on two ranks: one finding, the compiles of both ranks in it.
+    (two_ranks := tmp_path / "two_ranks").mkdir()
+    trace = next((FIXTURES / "recompiles" / "size" / "trace").iterdir()).read_bytes()
+    for rank in (0, 1):
+        (two_ranks / f"dedicated_log_torch_trace_rank_{rank}_x.log").write_bytes(trace)
     inputs = [
         *sorted(p for p in SAMPLES.iterdir() if p.is_dir()),
         *sorted((FIXTURES / "findings").iterdir()),
         *(FIXTURES / "recompiles" / name for name in ("size", "module_flag", "value_float")),
         many_ranks,
+        two_ranks,
     ]
     out = _python(
         """
-import contextlib, io, json, os, sys
+import contextlib, io, os, sys
+from tcview.analysis import findings as module
 from tcview.commands.cli import main
-from tcview.ingest.source import load_source
-from tcview.report import summary
+from tcview.ingest import parallel
 
-real = summary.findings
-def findings(*args):
+real = module._recompiles
+def recompiles(*args):
     with open(sys.argv[1], "a") as log:  # which process made them
         log.write(f"{os.getpid()}\\n")
     return real(*args)
-summary.findings = findings
+module._recompiles = recompiles
 
+def printed(*args):
+    out = io.StringIO()
+    with contextlib.redirect_stdout(out):
+        main([*args, "--no-cache", "--color", "never"])
+    return out.getvalue()
+
+forked = parallel.in_child
 for path in sys.argv[2:]:
-    printed = io.StringIO()
-    with contextlib.redirect_stdout(printed):
-        main(["summary", "--json", "--no-cache", path])
-    ts = load_source(path, cache=False)
-    here = summary.summary_document(ts, parts=summary.summary_parts(ts))
-    print(printed.getvalue() == json.dumps(here, indent=2) + "\\n", path)
+    for command in (["summary", "--json"], ["summary"]):
+        parallel.in_child = forked
+        there = printed(*command, path)
+        parallel.in_child = None  # all made here, as without an aside
+        print(there == printed(*command, path) and len(there) > 100, *command, path)
+        if path.endswith("two_ranks") and "--json" in command:
+            print("On ranks 0, 1: 2 recompiles" in there, "folded")
 made_in = set(open(sys.argv[1]).read().split())
 made_in.discard(str(os.getpid()))
 print(len(made_in), "children")
@@ -1197,5 +1212,5 @@ print(len(made_in), "children")
     )
     lines = out.strip().split("\n")
     assert [line for line in lines[:-1] if not line.startswith("True ")] == []
-    assert len(lines) == len(inputs) + 1
-    assert lines[-1] == f"{len(inputs)} children"
+    assert len(lines) == 2 * len(inputs) + 2
+    assert lines[-1] == f"{2 * len(inputs)} children"

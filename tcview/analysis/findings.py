@@ -9,9 +9,10 @@ from __future__ import annotations
 
 import json
 import re
-from collections.abc import Iterable, Sequence
-from dataclasses import dataclass, field
-from typing import Any
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass, field, replace
+from functools import cache, partial
+from typing import Any, TypeAlias
 
 from tcview.analysis.autotune import autotune_seconds
 from tcview.analysis.checks import SEVERITIES
@@ -1242,22 +1243,61 @@ def rank_key(f: Finding) -> tuple[int, float, int]:
     return (SEVERITIES.index(f.severity), -(f.cost_s or 0.0), KINDS.index(f.kind))
 
 
+# Runs a function elsewhere (another process) while the caller goes on; the function it
+# returns gives the result, waiting for it.
+Aside: TypeAlias = Callable[[Callable[[], Any]], Callable[[], Any]]
+
+
 def findings(model: Model, divergence: Divergence | None = None) -> list[Finding]:
     """Every finding of the model, most important first (`divergence`: an `analyze` of the
     model already made)."""
-    found: list[Finding] = []
-    failures = _compile_failures(model)
-    found += _crashes(model, failures)
-    found += failures
-    found += _recompiles(model)
-    found += _graph_breaks(model)
-    found += _cudagraphs(model)
-    found += _cache_misses(model)
-    found += _same_graphs(model)
-    found += _symbols(model)
-    found += _compile_time(model)
-    found += _divergence(divergence if divergence is not None else analyze(model))
-    return sorted(_fold_ranks(found), key=rank_key)
+    return findings_later(model, divergence)()
+
+
+def findings_later(
+    model: Model, divergence: Divergence | None = None, aside: Aside | None = None
+) -> Callable[[], list[Finding]]:
+    """`findings`, made when the function this returns is first called. `aside`: the
+    recompile findings, the slowest to make, are made there from now on (their compiles
+    sent back as their places in `model.compiles`)."""
+    recompiles = partial(_recompiles, model)
+    if aside is not None:
+        recompiles = partial(_linked, model, aside(partial(_portable, model)))
+
+    @cache
+    def made() -> list[Finding]:
+        failures = _compile_failures(model)
+        found = [*_crashes(model, failures), *failures]
+        later = [
+            *_graph_breaks(model),
+            *_cudagraphs(model),
+            *_cache_misses(model),
+            *_same_graphs(model),
+            *_symbols(model),
+            *_compile_time(model),
+            *_divergence(divergence if divergence is not None else analyze(model)),
+        ]
+        return sorted(_fold_ranks([*found, *recompiles(), *later]), key=rank_key)
+
+    return made
+
+
+Portable: TypeAlias = list[tuple[Finding, list[int]]]
+
+
+def _portable(model: Model) -> Portable:
+    """The recompile findings without their compiles, given as their places in
+    `model.compiles` (what another process can send back)."""
+    place = {id(c): i for i, c in enumerate(model.compiles)}
+    return [
+        (replace(f, compiles=[]), [place[id(c)] for c in f.compiles]) for f in _recompiles(model)
+    ]
+
+
+def _linked(model: Model, sent: Callable[[], Portable]) -> list[Finding]:
+    """What `_portable` sent, with its compiles."""
+    compiles = model.compiles
+    return [replace(f, compiles=[compiles[i] for i in places]) for f, places in sent()]
 
 
 def _fold_ranks(found: list[Finding]) -> list[Finding]:

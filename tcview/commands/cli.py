@@ -90,14 +90,10 @@ def _summary_report(args: argparse.Namespace) -> dict[str, Any] | None:
     ts = open_input(path, _progress_printer(show), cache=not args.no_cache)
     if ts is None:
         return None
-    if args.json:  # the findings in a child process meanwhile (nothing else needs them)
-        from tcview.ingest.parallel import in_child
+    from tcview.ingest.parallel import in_child
 
-        parts = None
-        data = summary_document(ts, verify=args.verify, aside=in_child)
-    else:
-        parts = summary_parts(ts, verify=args.verify)
-        data = summary_document(ts, verify=args.verify, parts=parts)
+    parts = summary_parts(ts, verify=args.verify, aside=in_child)
+    data = summary_document(ts, verify=args.verify, parts=parts)
     try:
         prof = joined(ts, path, args.profile)
     except ProfileMissing:

@@ -4,12 +4,19 @@ from __future__ import annotations
 
 from collections import Counter
 from collections.abc import Callable, Mapping
-from typing import Any, NamedTuple, TypeAlias
+from typing import Any, NamedTuple
 
 from tcview.analysis.cudagraphs import cudagraph_counts, model_cudagraphs
 from tcview.analysis.divergence import CHECK_TITLES, CHECKS, Divergence, analyze, describe_groups
 from tcview.analysis.export import export_counts, is_export
-from tcview.analysis.findings import Finding, finding_lines, findings, findings_json
+from tcview.analysis.findings import (
+    Aside,
+    Finding,
+    finding_lines,
+    findings,
+    findings_json,
+    findings_later,
+)
 from tcview.analysis.recompiles import explain, guard_families
 from tcview.ingest.textlog import TextLog
 from tcview.model.facts import short_guard
@@ -33,26 +40,20 @@ def counts_line(counts: Mapping[str, int]) -> str:
     )
 
 
-FindingsJson: TypeAlias = list[dict[str, Any]]
-# Runs a function elsewhere (another process) while the caller goes on; the function it
-# returns gives the result, waiting for it.
-Aside: TypeAlias = Callable[[Callable[[], FindingsJson]], Callable[[], FindingsJson]]
-
-
 def summary_json(
     ts: Model,
     verify: bool = False,
     divergence: Divergence | None = None,
     found: list[Finding] | None = None,
     roots: list[StackNode] | None = None,
-    found_json: Callable[[], FindingsJson] | None = None,
+    found_later: Callable[[], list[Finding]] | None = None,
 ) -> dict[str, Any]:
     """The findings, the counts, and how the ranks diverge (`divergence`: an `analyze` of `ts`
-    already made; `found`: its `findings`, already made; `roots`: its `stack_trie`, made;
-    `found_json`: gives the findings' JSON, made elsewhere, asked for last)."""
+    already made; `found`: its `findings`, already made, or `found_later` gives them, asked
+    for last; `roots`: its `stack_trie`, made)."""
     div = divergence if divergence is not None else analyze(ts)
     out = ts.summary_counts(verify=verify)
-    if found_json is not None:
+    if found_later is not None:
         out["findings"] = []  # its place in the document; filled last
     else:
         out["findings"] = findings_json(found if found is not None else findings(ts, div))
@@ -70,8 +71,8 @@ def summary_json(
     out["rank_groups"] = div.groups
     out["first_divergence"] = div.first or None
     out["stacks"] = stack_json(roots if roots is not None else stack_trie(ts))
-    if found_json is not None:
-        out["findings"] = found_json()
+    if found_later is not None:
+        out["findings"] = findings_json(found_later())
     return out
 
 
@@ -84,26 +85,20 @@ class SummaryParts(NamedTuple):
     counts: dict[str, Any]  # summary_json's
 
 
-def summary_parts(ts: Model, verify: bool = False) -> SummaryParts:
+def summary_parts(ts: Model, verify: bool = False, aside: Aside | None = None) -> SummaryParts:
+    """`aside`: makes the slowest findings elsewhere (another process) meanwhile."""
     div = analyze(ts)
-    found = findings(ts, div)
+    found = findings_later(ts, div, aside)  # asked for once the rest is made
     roots = stack_trie(ts)
-    counts = summary_json(ts, verify=verify, divergence=div, found=found, roots=roots)
-    return SummaryParts(div, build_overview(ts, roots=roots), found, counts)
+    overview = build_overview(ts, roots=roots)
+    counts = summary_json(ts, verify=verify, divergence=div, roots=roots, found_later=found)
+    return SummaryParts(div, overview, found(), counts)
 
 
 def summary_document(
-    ts: Model, verify: bool = False, parts: SummaryParts | None = None, aside: Aside | None = None
+    ts: Model, verify: bool = False, parts: SummaryParts | None = None
 ) -> dict[str, Any]:
-    """`tcview summary --json`: `summary_json` and the overview the text report prints.
-    `aside` (without `parts`): the findings are made there while the rest is made here."""
-    if parts is None and aside is not None:
-        div = analyze(ts)
-        found_json = aside(lambda: findings_json(findings(ts, div)))
-        roots = stack_trie(ts)
-        overview = build_overview(ts, roots=roots)
-        counts = summary_json(ts, verify, divergence=div, roots=roots, found_json=found_json)
-        return {**counts, "overview": overview.json()}
+    """`tcview summary --json`: `summary_json` and the overview the text report prints."""
     p = parts or summary_parts(ts, verify)
     return {**p.counts, "overview": p.overview.json()}
 
