@@ -78,7 +78,7 @@ def tiny_threshold(monkeypatch: pytest.MonkeyPatch) -> None:
     every file to them (the loading thread takes none of its own)."""
     monkeypatch.setattr(parallel, "PARALLEL_MIN_BYTES", 0)
     monkeypatch.setattr("tcview.ingest.index.PARALLEL_MIN_BYTES", 0)
-    monkeypatch.setattr("tcview.ingest.index.own_share", lambda workers: 0.0)
+    monkeypatch.setattr("tcview.ingest.index.own_share", lambda workers, caching: 0.0)
 
 
 @pytest.fixture
@@ -165,6 +165,18 @@ def test_the_loading_thread_indexes_its_share(
     _same(serial, par)
 
 
+@pytest.mark.parametrize("workers", [1, 3])
+def test_the_share_makes_the_loading_thread_as_busy_as_a_worker(workers: int) -> None:
+    """The loading thread's share of the files leaves it as busy as each worker: it restores
+    their snapshots besides its own files, and with the cache it also encodes and stores its
+    own files' snapshots, so that it keeps fewer."""
+    e, r, s = parallel.ENCODE_COST, parallel.RESTORE_COST, parallel.STORE_COST
+    for caching, own, theirs in ((False, 1, 1 + e), (True, 1 + e + s, 1 + e + s)):
+        x = parallel.own_share(workers, caching)
+        assert x * own + (1 - x) * r == pytest.approx((1 - x) * theirs / workers)
+    assert parallel.own_share(workers, True) < parallel.own_share(workers)
+
+
 _SERIAL: dict[Path, TraceSet] = {}
 
 
@@ -183,7 +195,7 @@ def test_any_split_among_workers_equals_the_serial_index(
     """However many workers, whatever share the loading thread keeps, however many files:
     the parallel index is the serial one."""
     monkeypatch.setattr("tcview.ingest.index.PARALLEL_MIN_BYTES", 0)
-    monkeypatch.setattr("tcview.ingest.index.own_share", lambda workers: share)
+    monkeypatch.setattr("tcview.ingest.index.own_share", lambda workers, caching: share)
     monkeypatch.setattr(parallel, "start_method", lambda: "fork")
     trace = many_ranks.parent / f"first_{files}"
     if trace not in _SERIAL:

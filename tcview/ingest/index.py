@@ -191,7 +191,7 @@ class TraceSet(Model):
         results: Iterator[Done | None] | None = None
         if workers is not None:
             stats.workers, stats.start_method = workers.count, workers.method
-            share = own_share(workers.count)
+            share = own_share(workers.count, caching=store is not None)
             sent = {i for n, i in enumerate(work) if not _takes(n, share)}
             root, cap = (str(store.root), store.max_bytes) if store is not None else (None, 0)
             results = workers.map([Job(str(found[i]), root, cap) for i in work if i in sent])
