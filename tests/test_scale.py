@@ -1151,10 +1151,12 @@ def _python(code: str, *args: str) -> str:
 def test_in_child_runs_elsewhere_and_falls_back_here() -> None:
     """`in_child` runs the function in a forked child; a result that cannot come back (a lock
     cannot be pickled) or an error there is made here instead, so the caller sees what a call
-    here gives."""
+    here gives; so is a result asked for twice (the pipe is read once), and one of a process
+    too big to fork."""
     out = _python(
         """
 import os, threading
+from tcview.ingest import parallel
 from tcview.ingest.parallel import in_child
 print(in_child(os.getpid)() != os.getpid())
 print(type(in_child(threading.Lock)()).__name__)
@@ -1162,9 +1164,13 @@ try:
     in_child(lambda: 1 // 0)()
 except ZeroDivisionError:
     print("raised here")
+again = in_child(os.getpid)
+print(again() != again() == os.getpid())
+parallel.IN_CHILD_MAX_RSS = 0
+print(in_child(os.getpid)() == os.getpid())
 """
     )
-    assert out.split("\n")[:3] == ["True", "lock", "raised here"]
+    assert out.split("\n")[:5] == ["True", "lock", "raised here", "True", "True"]
 
 
 def test_summary_makes_its_recompile_findings_in_a_child_and_the_same_report(
@@ -1194,9 +1200,10 @@ from tcview.commands.cli import main
 from tcview.ingest import parallel
 
 real = module._recompiles
+forking = True
 def recompiles(*args):
-    with open(sys.argv[1], "a") as log:  # which process made them
-        log.write(f"{os.getpid()}\\n")
+    with open(sys.argv[1], "a") as log:  # which process made them, and when
+        log.write(f"{forking} {os.getpid()}\\n")
     return real(*args)
 module._recompiles = recompiles
 
@@ -1209,15 +1216,16 @@ def printed(*args):
 forked = parallel.in_child
 for path in sys.argv[2:]:
     for command in (["summary", "--json"], ["summary"]):
-        parallel.in_child = forked
+        parallel.in_child, forking = forked, True
         there = printed(*command, path)
-        parallel.in_child = None  # all made here, as without an aside
+        parallel.in_child, forking = None, False  # all made here, as without an aside
         print(there == printed(*command, path) and len(there) > 100, *command, path)
         if path.endswith("two_ranks") and "--json" in command:
             print("On ranks 0, 1: 2 recompiles" in there, "folded")
-made_in = set(open(sys.argv[1]).read().split())
-made_in.discard(str(os.getpid()))
-print(len(made_in), "children")
+made = [line.split() for line in open(sys.argv[1])]
+children = {pid for forked_run, pid in made if pid != str(os.getpid())}
+here = [pid for forked_run, pid in made if forked_run == "True" and pid == str(os.getpid())]
+print(len(children), "children,", len(here), "made here instead")
 """,
         str(tmp_path / "pids"),
         *map(str, inputs),
@@ -1225,4 +1233,4 @@ print(len(made_in), "children")
     lines = out.strip().split("\n")
     assert [line for line in lines[:-1] if not line.startswith("True ")] == []
     assert len(lines) == 2 * len(inputs) + 2
-    assert lines[-1] == f"{2 * len(inputs)} children"
+    assert lines[-1] == f"{2 * len(inputs)} children, 0 made here instead"

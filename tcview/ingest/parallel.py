@@ -66,8 +66,8 @@ def job_count() -> int:
 
 # What a file costs, relative to indexing it: its snapshot written (in a worker, and in the
 # loading thread for the cache), read back (in the loading thread), and stored in the cache.
-# Measured on the shared rank traces (tests/benchmarks): 5.8 ms indexed, 0.86 ms encoded,
-# 0.89 ms restored, 0.45 ms stored.
+# Measured on the shared rank traces (tests/benchmarks; storing: 0.45 ms a file, against 5.8
+# ms to index it).
 ENCODE_COST = 0.15
 RESTORE_COST = 0.14
 STORE_COST = 0.08
@@ -228,12 +228,29 @@ def start_method() -> str:
     return "spawn"
 
 
+# A forked child copies the pages it writes to (every object it touches), up to all that
+# this process holds: above this much resident memory, `in_child` runs its function here, so
+# that the two stay under 300 MB (issue 24's bound for 1,024 ranks).
+IN_CHILD_MAX_RSS = 150 << 20
+
+
+def resident_bytes() -> int | None:
+    """This process's resident memory (Linux; None elsewhere)."""
+    try:
+        with open("/proc/self/statm", "rb") as fh:
+            return int(fh.read().split()[1]) * os.sysconf("SC_PAGE_SIZE")
+    except (OSError, ValueError, IndexError):
+        return None
+
+
 def in_child(fn: Callable[[], T]) -> Callable[[], T]:
     """`fn` run in a forked child while this process goes on; what this returns gives its
-    result (pickled back), waiting for it. Where a fork is not safe (see `start_method`) or
-    the child fails, `fn` runs here, when its result is asked for. The child sees the
-    process as it was at the fork: `fn` must not change what this process uses after."""
-    if start_method() != "fork":
+    result (pickled back), waiting for it. Where a fork is not safe (see `start_method`),
+    would cost too much memory (IN_CHILD_MAX_RSS), or the child fails, `fn` runs here, when
+    its result is asked for. In the child `fn` sees this process as it was at the fork, and
+    what it changes there is lost: only its result comes back."""
+    rss = resident_bytes()
+    if start_method() != "fork" or rss is None or rss > IN_CHILD_MAX_RSS:
         return fn
     try:
         read, write = os.pipe()
@@ -247,8 +264,7 @@ def in_child(fn: Callable[[], T]) -> Callable[[], T]:
         return fn
     if pid == 0:  # the child: the result down the pipe, then gone without any cleanup
         status = 1
-        try:
-            signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C is the parent's to handle
+        try:  # (Ctrl-C in the terminal ends it too: its result is then not wanted)
             os.close(read)
             with os.fdopen(write, "wb") as out:
                 out.write(pickle.dumps(fn(), protocol=pickle.HIGHEST_PROTOCOL))
@@ -257,8 +273,13 @@ def in_child(fn: Callable[[], T]) -> Callable[[], T]:
             os._exit(status)  # (no atexit handlers, no flush of the parent's buffered output)
 
     os.close(write)
+    asked = False
 
     def result() -> T:
+        nonlocal asked
+        if asked:  # (the pipe is read once; asked again after an error: made here)
+            return fn()
+        asked = True
         try:
             with os.fdopen(read, "rb") as pipe:
                 data = pipe.read()
