@@ -13,6 +13,8 @@ import multiprocessing
 import os
 import shutil
 import struct
+import subprocess
+import sys
 import tempfile
 import time
 from array import array
@@ -20,7 +22,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from conftest import FIXTURES, SAMPLES
+from conftest import FIXTURES, REPO, SAMPLES
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from model_equal import differences
@@ -1132,15 +1134,10 @@ def test_no_report_is_kept_when_asked_not_to(
 
 # ---------------------------------------------------------------------- findings in a child
 
-_REPO = Path(__file__).resolve().parents[1]
-
 
 def _python(code: str, *args: str) -> str:
     """`code` run in a new interpreter (one thread: a fork is safe there), its output."""
-    import subprocess
-    import sys
-
-    env = {**os.environ, "PYTHONPATH": str(_REPO), "TCVIEW_NO_CACHE": "1"}
+    env = {**os.environ, "PYTHONPATH": str(REPO), "TCVIEW_NO_CACHE": "1"}
     done = subprocess.run(
         [sys.executable, "-c", code, *args], env=env, capture_output=True, text=True, timeout=300
     )
