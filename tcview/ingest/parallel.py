@@ -207,6 +207,13 @@ def _serve(conn: Connection) -> None:
     for fd in (0, 1, 2):
         os.dup2(devnull, fd)
     os.close(devnull)
+    # A file's index is full of reference cycles (its records, compiles and the file itself),
+    # which the command's raised thresholds (cli.GC_THRESHOLDS) left for many jobs: on 1,024
+    # ranks a worker held 65 MB, its parent's 250 beside it. Each job's objects are collected
+    # when it is done (0.4 ms a file), and only those: what the worker was started with is
+    # frozen, so that the collector never walks it (a fork's pages are shared until written).
+    # The worker then holds 31 MB (tests/benchmarks/PROFILE.md, "Eighth round").
+    gc.freeze()
     while True:
         try:
             job = conn.recv()
@@ -215,6 +222,7 @@ def _serve(conn: Connection) -> None:
         if job is None:
             return
         conn.send(run_job(job))
+        gc.collect()
 
 
 def start_method() -> str:

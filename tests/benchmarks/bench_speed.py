@@ -20,8 +20,10 @@ process, in this order:
 4. `tcview summary --json --no-cache ranks/` (divergence included), then
    `tlparse ranks/ --all-ranks-html`.
 
-Prints each round, the medians with the ratios, the load average before each round, and one
-JSON line.
+Each command's peak resident memory is that of its largest process (ru_maxrss from `wait4`:
+tcview's loading process, which waits for its workers and its findings child; tlparse's one
+process), taken at no cost to the timing. Prints each round, the medians with the ratios, the
+load average before each round, and one JSON line.
 """
 
 from __future__ import annotations
@@ -51,15 +53,24 @@ from rankdir import templates  # noqa: E402
 COMPILE_DIR = re.compile(r"^-_\d+_\d+_\d+$")  # tlparse: one folder a compile id
 
 
-def timed(cmd: list[str], env: dict[str, str]) -> tuple[float, str]:
-    t = time.perf_counter()
-    proc = subprocess.run(cmd, capture_output=True, env=env, cwd=REPO)
-    dt = time.perf_counter() - t
-    if proc.returncode != 0:
-        raise SystemExit(
-            f"{' '.join(cmd[:5])} failed ({proc.returncode}):\n{proc.stderr[-3000:]!r}"
-        )
-    return dt, proc.stdout.decode(errors="replace")
+def timed(cmd: list[str], env: dict[str, str]) -> tuple[float, str, float]:
+    """Wall seconds, stdout, and the peak resident memory in MB of the command's largest
+    process: the kernel's ru_maxrss over the process and the children it waited for (tcview's
+    workers and its findings child; tlparse is one process). Output goes to files, not pipes,
+    so that the process is waited for here, with its usage."""
+    with tempfile.TemporaryFile() as out, tempfile.TemporaryFile() as err:
+        t = time.perf_counter()
+        proc = subprocess.Popen(cmd, stdout=out, stderr=err, env=env, cwd=REPO)
+        _pid, status, usage = os.wait4(proc.pid, 0)
+        dt = time.perf_counter() - t
+        proc.returncode = os.waitstatus_to_exitcode(status)
+        if proc.returncode != 0:
+            err.seek(0)
+            raise SystemExit(
+                f"{' '.join(cmd[:5])} failed ({proc.returncode}):\n{err.read()[-3000:]!r}"
+            )
+        out.seek(0)
+        return dt, out.read().decode(errors="replace"), usage.ru_maxrss / 1024  # (KB on Linux)
 
 
 def main() -> None:
@@ -96,29 +107,32 @@ def main() -> None:
     env.pop("TCVIEW_NO_CACHE", None)
     tc = [sys.executable, "-m", "tcview.commands.cli", "summary", "--json", "-q"]
     rows: dict[str, list[float]] = {}
+    memory: dict[str, list[float]] = {}  # peak RSS (MB) of the largest process
     facts: dict[str, Any] = {"cores": os.cpu_count(), "file_mb": trace.stat().st_size >> 20}
     loads = []
 
-    def add(name: str, value: float) -> None:
+    def add(name: str, value: float, mb: float | None = None) -> None:
         rows.setdefault(name, []).append(value)
+        if mb is not None:
+            memory.setdefault(name, []).append(mb)
 
     for r in range(args.repeat):
         loads.append(os.getloadavg()[0])
-        dt, out = timed([*tc, "--no-cache", str(trace)], env)
-        add("file: tcview", dt)
-        dt1, out1 = timed([*tc, "--no-cache", str(trace)], {**env, "TCVIEW_JOBS": "1"})
-        add("file: tcview, one process", dt1)
+        dt, out, mb = timed([*tc, "--no-cache", str(trace)], env)
+        add("file: tcview", dt, mb)
+        dt1, out1, mb = timed([*tc, "--no-cache", str(trace)], {**env, "TCVIEW_JOBS": "1"})
+        add("file: tcview, one process", dt1, mb)
         cores = str(os.cpu_count() or 1)
-        dt2, out2 = timed([*tc, "--no-cache", str(trace)], {**env, "TCVIEW_JOBS": cores})
-        add("file: tcview, split forced", dt2)
+        dt2, out2, mb = timed([*tc, "--no-cache", str(trace)], {**env, "TCVIEW_JOBS": cores})
+        add("file: tcview, split forced", dt2, mb)
         assert out1 == out == out2, "one process and a split disagree"
         counts = json.loads(out)
         if tl:
             tl_out = work / "tl"
-            dt, _ = timed(
+            dt, _, mb = timed(
                 [tl, str(trace), "-p", "-o", str(tl_out), "--no-browser", "--overwrite"], env
             )
-            add("file: tlparse -p", dt)
+            add("file: tlparse -p", dt, mb)
             facts["tlparse_compile_dirs"] = sum(
                 1 for p in tl_out.iterdir() if p.is_dir() and COMPILE_DIR.match(p.name)
             )
@@ -126,19 +140,19 @@ def main() -> None:
             k: counts[k] for k in ("records", "compiles", "recompiles", "kernels", "ranks")
         }
         shutil.rmtree(cache, ignore_errors=True)
-        dt, first = timed([*tc, str(trace)], env)
-        add("file: first open (cache written)", dt)
-        dt, again = timed([*tc, str(trace)], env)
-        add("file: reopen", dt)
+        dt, first, mb = timed([*tc, str(trace)], env)
+        add("file: first open (cache written)", dt, mb)
+        dt, again, mb = timed([*tc, str(trace)], env)
+        add("file: reopen", dt, mb)
         shutil.rmtree(cache / "results")  # what `tcview open` reads: the index alone
-        dt, indexed = timed([*tc, str(trace)], env)
-        add("file: reopen from the index alone", dt)
+        dt, indexed, mb = timed([*tc, str(trace)], env)
+        add("file: reopen from the index alone", dt, mb)
         assert first == again == indexed == out, "the reopen differs"
-        dt, rout = timed([*tc, "--no-cache", str(ranks)], env)
-        add("128 ranks: tcview", dt)
+        dt, rout, mb = timed([*tc, "--no-cache", str(ranks)], env)
+        add("128 ranks: tcview", dt, mb)
         facts["divergence"] = "divergence" in json.loads(rout)
         if tl:
-            dt, _ = timed(
+            dt, _, mb = timed(
                 [
                     tl,
                     str(ranks),
@@ -150,7 +164,7 @@ def main() -> None:
                 ],
                 env,
             )
-            add("128 ranks: tlparse --all-ranks-html", dt)
+            add("128 ranks: tlparse --all-ranks-html", dt, mb)
         print(
             f"round {r + 1} (load {loads[-1]:.2f}): "
             + ", ".join(f"{k} {v[-1]:.2f} s" for k, v in rows.items()),
@@ -163,6 +177,10 @@ def main() -> None:
     )
     for k, v in med.items():
         print(f"  {k:40} {v:7.2f} s   ({', '.join(f'{x:.2f}' for x in rows[k])})")
+    peak = {k: statistics.median(v) for k, v in memory.items()}
+    print("peak RSS of the largest process, medians (MB)")
+    for k, v in peak.items():
+        print(f"  {k:40} {v:7.0f} MB  ({', '.join(f'{x:.0f}' for x in memory[k])})")
     ratios = {}
     if "file: tlparse -p" in med:
         ratios["file vs tlparse -p"] = med["file: tlparse -p"] / med["file: tcview"]
@@ -174,10 +192,25 @@ def main() -> None:
     ratios["file: split forced vs one process"] = (
         med["file: tcview, one process"] / med["file: tcview, split forced"]
     )
+    if "file: tlparse -p" in peak:
+        ratios["file memory: tlparse -p / tcview"] = peak["file: tlparse -p"] / peak["file: tcview"]
+    if "128 ranks: tlparse --all-ranks-html" in peak:
+        ratios["128 ranks memory: tlparse / tcview"] = (
+            peak["128 ranks: tlparse --all-ranks-html"] / peak["128 ranks: tcview"]
+        )
     for k, x in ratios.items():
         print(f"  {k:40} x{x:.1f}")
     print("  " + json.dumps(facts))
-    line = json.dumps({"medians": med, "rounds": rows, "ratios": ratios, "loads": loads, **facts})
+    line = json.dumps(
+        {
+            "medians": med,
+            "rounds": rows,
+            "peak_rss_mb": peak,
+            "ratios": ratios,
+            "loads": loads,
+            **facts,
+        }
+    )
     print(line)
     if args.out:
         args.out.write_text(line + "\n")
