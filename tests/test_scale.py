@@ -156,8 +156,9 @@ def test_a_worker_frees_each_jobs_index_under_the_commands_thresholds(tmp_path: 
     files = sorted((tmp_path / "r").glob("*.log"))
 
     def resident_mb(pid: int) -> float:
-        with open(f"/proc/{pid}/statm", "rb") as fh:
-            return int(fh.read().split()[1]) * os.sysconf("SC_PAGE_SIZE") / 1e6
+        size = parallel.resident_bytes(pid)
+        assert size is not None
+        return size / 1e6
 
     before = gc.get_threshold()
     gc.set_threshold(*GC_THRESHOLDS)

@@ -242,10 +242,10 @@ def start_method() -> str:
 IN_CHILD_MAX_RSS = 150 << 20
 
 
-def resident_bytes() -> int | None:
-    """This process's resident memory (Linux; None elsewhere)."""
+def resident_bytes(pid: int | None = None) -> int | None:
+    """The resident memory of process `pid`, by default this one (Linux; None elsewhere)."""
     try:
-        with open("/proc/self/statm", "rb") as fh:
+        with open(f"/proc/{pid or 'self'}/statm", "rb") as fh:
             return int(fh.read().split()[1]) * os.sysconf("SC_PAGE_SIZE")
     except (OSError, ValueError, IndexError):
         return None

@@ -13,7 +13,6 @@ from tcview.analysis.findings import (
     Aside,
     Finding,
     finding_lines,
-    findings,
     findings_json,
     findings_later,
 )
@@ -44,19 +43,16 @@ def summary_json(
     ts: Model,
     verify: bool = False,
     divergence: Divergence | None = None,
-    found: list[Finding] | None = None,
     roots: list[StackNode] | None = None,
-    found_later: Callable[[], list[Finding]] | None = None,
+    found: Callable[[], list[Finding]] | None = None,
 ) -> dict[str, Any]:
     """The findings, the counts, and how the ranks diverge (`divergence`: an `analyze` of `ts`
-    already made; `found`: its `findings`, already made, or `found_later` gives them, asked
-    for last; `roots`: its `stack_trie`, made)."""
+    already made; `roots`: its `stack_trie`, made; `found` gives its findings, asked for
+    last, when the rest is made: `findings_later`'s)."""
     div = divergence if divergence is not None else analyze(ts)
+    made = found if found is not None else findings_later(ts, div)
     out = ts.summary_counts(verify=verify)
-    if found_later is not None:
-        out["findings"] = []  # its place in the document; filled last
-    else:
-        out["findings"] = findings_json(found if found is not None else findings(ts, div))
+    out["findings"] = []  # its place in the document; filled last
     out["kernels_by_kind"] = kernels_by_kind(ts)
     out["cudagraphs"] = cudagraph_counts(ts)
     # Each recompile once, by the guard that failed against its frame's newest earlier compile.
@@ -71,8 +67,7 @@ def summary_json(
     out["rank_groups"] = div.groups
     out["first_divergence"] = div.first or None
     out["stacks"] = stack_json(roots if roots is not None else stack_trie(ts))
-    if found_later is not None:
-        out["findings"] = findings_json(found_later())
+    out["findings"] = findings_json(made())
     return out
 
 
@@ -91,7 +86,7 @@ def summary_parts(ts: Model, verify: bool = False, aside: Aside | None = None) -
     found = findings_later(ts, div, aside)  # asked for once the rest is made
     roots = stack_trie(ts)
     overview = build_overview(ts, roots=roots)
-    counts = summary_json(ts, verify=verify, divergence=div, roots=roots, found_later=found)
+    counts = summary_json(ts, verify=verify, divergence=div, roots=roots, found=found)
     return SummaryParts(div, overview, found(), counts)
 
 
