@@ -337,7 +337,9 @@ async def test_the_key_again_cancels_a_running_benchmark(
         )
         await press_and_wait("B", CancelBenchDialog)
         await press_and_wait("y", KernelsView)
-        await until(pilot, lambda: app.browser.bencher.results, 30, "the cancelled benchmark's result")
+        await until(
+            pilot, lambda: app.browser.bencher.results, 30, "the cancelled benchmark's result"
+        )
         assert app.browser.bencher.results[-1].cancelled
         assert app.browser.bencher.job is None
     assert wait_for(lambda: not any(alive(p) for p in pids)), "left a process behind"
@@ -363,7 +365,16 @@ def test_bench_times_the_cpp_graph_and_each_kernels_share(
     where = tmp_path / "tmp"
     where.mkdir()
     done = subprocess.run(
-        [sys.executable, "-m", "tcview.commands.cli", "bench", str(run), "--compile", "0/0", "--json"]
+        [
+            sys.executable,
+            "-m",
+            "tcview.commands.cli",
+            "bench",
+            str(run),
+            "--compile",
+            "0/0",
+            "--json",
+        ]
         + ["--yes", "--times", "3", "--repeat", "3"],
         cwd=REPO,
         capture_output=True,

@@ -57,7 +57,9 @@ async def test_triton_graph_benchmarked_from_the_kernels_view(fixture_runs: Path
         await pilot.press("K")
         await settle(app, pilot)
         await pilot.press("down", "B")
-        await until(pilot, lambda: isinstance(app.screen, BenchDialog), 120, seen=lambda: app.screen)
+        await until(
+            pilot, lambda: isinstance(app.screen, BenchDialog), 120, seen=lambda: app.screen
+        )
         assert isinstance(app.screen, BenchDialog)
         await pilot.press("y")
         await until(pilot, lambda: app.browser.bencher.results, 400, "the benchmark's result")

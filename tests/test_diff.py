@@ -52,7 +52,10 @@ if TYPE_CHECKING:
 
 def _tcview(*args: str) -> subprocess.CompletedProcess[str]:
     return subprocess.run(
-        [sys.executable, "-m", "tcview.commands.cli", *args], capture_output=True, text=True, cwd=REPO
+        [sys.executable, "-m", "tcview.commands.cli", *args],
+        capture_output=True,
+        text=True,
+        cwd=REPO,
     )
 
 
@@ -114,7 +117,10 @@ def test_a_run_against_itself_is_no_change(fixture_runs: Path) -> None:
         assert not diff.changed, run
         assert not any(diff.counts().values()), run
         assert all(k.status == SAME for k in diff.kernels)
-        assert diff_fail_on(diff, parse_fail_on("new-breaks,new-recompiles,slower:0%", DIFF_CHECKS)) == []
+        assert (
+            diff_fail_on(diff, parse_fail_on("new-breaks,new-recompiles,slower:0%", DIFF_CHECKS))
+            == []
+        )
 
 
 @pytest.mark.e2e
@@ -438,7 +444,10 @@ def test_a_new_or_gone_frame_has_no_time_on_its_missing_side() -> None:
 def test_one_fail_on_parser_for_every_command() -> None:
     """summary, run and diff check --fail-on through one parser: unknown names are refused
     with the names the command knows; a parametric check is a pattern, not a literal."""
-    assert parse_fail_on(" graph_breaks, divergence ", SUMMARY_CHECKS) == ["graph_breaks", "divergence"]
+    assert parse_fail_on(" graph_breaks, divergence ", SUMMARY_CHECKS) == [
+        "graph_breaks",
+        "divergence",
+    ]
     assert parse_fail_on("slower:5%,new-kernels", DIFF_CHECKS) == ["slower:5%", "new-kernels"]
     for text, checks in (("new-breaks", SUMMARY_CHECKS), ("slower:N%", DIFF_CHECKS)):
         with pytest.raises(ValueError, match="--fail-on: unknown .* \\(use "):

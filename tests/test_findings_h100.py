@@ -139,7 +139,9 @@ async def test_the_first_screen_leads_with_the_worst_finding_and_w_goes_to_its_e
             await pilot.pause(0.05)
         lines = _shown(app)
         assert lines[1].startswith("findings (1), worst first"), lines[:3]
-        assert lines[2].startswith("  error   `forward` hit the recompile limit on `self.layer_idx`")
+        assert lines[2].startswith(
+            "  error   `forward` hit the recompile limit on `self.layer_idx`"
+        )
         await pilot.press("w")
         assert await _until(pilot, lambda: isinstance(app.screen, FindingsView))
         table = app.screen.query_one(DataTable)

@@ -206,7 +206,15 @@ def test_read_only_trace_dir_opens_and_nothing_is_written(tmp_path: Path) -> Non
     root.chmod(0o555)
     try:
         out = subprocess.run(
-            [sys.executable, "-m", "tcview.commands.cli", "summary", "--json", "--verify", str(root)],
+            [
+                sys.executable,
+                "-m",
+                "tcview.commands.cli",
+                "summary",
+                "--json",
+                "--verify",
+                str(root),
+            ],
             capture_output=True,
             text=True,
             cwd=tmp_path,

@@ -219,7 +219,10 @@ def test_parsing_rules() -> None:
 
 def _tcview(*args: str) -> subprocess.CompletedProcess[str]:
     return subprocess.run(
-        [sys.executable, "-m", "tcview.commands.cli", *args], capture_output=True, text=True, cwd=REPO
+        [sys.executable, "-m", "tcview.commands.cli", *args],
+        capture_output=True,
+        text=True,
+        cwd=REPO,
     )
 
 

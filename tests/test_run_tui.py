@@ -196,7 +196,9 @@ async def test_x_stops_a_long_job_and_leaves_nothing(tmp_path: Path) -> None:
         await pilot.press("x")
         # "stopping…" for the grace's second, unless the job obeyed its SIGTERM at once
         await until(
-            pilot, lambda: any("stopping…" in text for text in seen) or session.done, seen=lambda: seen
+            pilot,
+            lambda: any("stopping…" in text for text in seen) or session.done,
+            seen=lambda: seen,
         )
         assert await until(pilot, lambda: session.done)
         assert await until(pilot, lambda: app.status_left.startswith(("killed", "exited")))

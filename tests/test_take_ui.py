@@ -347,7 +347,15 @@ def test_map_path_on_the_command_line() -> None:
     assert PathMap.parse(args.map_path).local("/w/f.py") == "/x/f.py"
     for command in ("open", "run"):
         out = subprocess.run(
-            [sys.executable, "-m", "tcview.commands.cli", command, "--map-path", "nonsense", "x.py"],
+            [
+                sys.executable,
+                "-m",
+                "tcview.commands.cli",
+                command,
+                "--map-path",
+                "nonsense",
+                "x.py",
+            ],
             capture_output=True,
             text=True,
             cwd=REPO,

@@ -307,6 +307,7 @@ async def test_an_idle_followed_app_does_not_poll_the_model(tmp_path: Path) -> N
             "nothing changed: nothing to redraw",
             seen=lambda: calls,
         )
+
         # A burst of updates from another thread becomes one or two redraws.
         def burst_of_updates() -> None:
             for _ in range(200):

@@ -37,7 +37,9 @@ def terminal() -> Iterator[Start]:
 
 
 def _tcview(*args: str) -> str:
-    return " ".join([shlex.quote(sys.executable), "-m", "tcview.commands.cli", *map(shlex.quote, args)])
+    return " ".join(
+        [shlex.quote(sys.executable), "-m", "tcview.commands.cli", *map(shlex.quote, args)]
+    )
 
 
 def _captures() -> list[Path]:

@@ -1731,4 +1731,3 @@ def recompile_budget(model: Model, limits: dict[int, int] | None = None) -> Budg
             if worst is None or used / limit > worst.recompiles / worst.limit:
                 worst = budget
     return worst
-

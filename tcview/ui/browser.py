@@ -596,9 +596,7 @@ class BrowserScreen(Screen[None]):
                 )
             export = model is not None and is_export(model)
             budget = (
-                recompile_budget(model, self._limits)
-                if model is not None and self.follow
-                else None
+                recompile_budget(model, self._limits) if model is not None and self.follow else None
             )
         self._budget = budget.text() if budget is not None else ""
         self._records_shown = summary.get("records", 0)

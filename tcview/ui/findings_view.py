@@ -50,4 +50,3 @@ class FindingsView(TableView[Finding]):
                 markup=False,
                 message="no compile holds this finding's evidence: E lists the run's errors",
             )
-

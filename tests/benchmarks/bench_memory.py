@@ -164,7 +164,15 @@ def main() -> None:
         print(f"trace: {trace} ({mb:.0f} MB, built in {time.perf_counter() - t0:.0f} s)")
 
         rows: list[tuple[str, float, float]] = []
-        summary = [sys.executable, "-m", "tcview.commands.cli", "summary", "--json", "-q", str(trace)]
+        summary = [
+            sys.executable,
+            "-m",
+            "tcview.commands.cli",
+            "summary",
+            "--json",
+            "-q",
+            str(trace),
+        ]
         dt, rss, out = measure(summary)
         counts = json.loads(out)
         rows.append(("summary --json (index)", dt, rss))
