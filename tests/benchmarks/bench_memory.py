@@ -164,16 +164,8 @@ def main() -> None:
         print(f"trace: {trace} ({mb:.0f} MB, built in {time.perf_counter() - t0:.0f} s)")
 
         rows: list[tuple[str, float, float]] = []
-        summary = [
-            sys.executable,
-            "-m",
-            "tcview.commands.cli",
-            "summary",
-            "--json",
-            "-q",
-            str(trace),
-        ]
-        dt, rss, out = measure(summary)
+        cli = [sys.executable, "-m", "tcview.commands.cli"]
+        dt, rss, out = measure([*cli, "summary", "--json", "-q", str(trace)])
         counts = json.loads(out)
         rows.append(("summary --json (index)", dt, rss))
         dt, rss, out = measure(_browse_cmd(trace, False))
