@@ -22,11 +22,12 @@ process, in this order:
 
 Each command's peak resident memory is that of its largest process (ru_maxrss from `wait4`:
 tcview's loading process, which waits for its workers and its findings child; tlparse's one
-process), taken at no cost to the timing. Linux starts a child's ru_maxrss at the peak of the
-process that started it (the high-water mark survives fork and exec), so the inputs are built
-in a child of their own and this process stays small; its own peak, the floor under every
-figure, is printed and kept in the JSON (`runner_peak_mb`). Prints each round, the medians with the ratios, the
-load average before each round, and one JSON line.
+process), taken at no cost to the timing. Linux starts a child's ru_maxrss at its parent's
+peak at the moment the child starts (the high-water mark survives fork and exec), so the inputs
+are built in a child of their own and this process stays small. Its own peak before the first
+round and after the last, the floor under the figures, is printed and kept in the JSON
+(`runner_peak_mb`). Prints each round, the medians with the ratios, the load average before
+each round, and one JSON line.
 """
 
 from __future__ import annotations
@@ -77,6 +78,10 @@ def timed(cmd: list[str], env: dict[str, str]) -> tuple[float, str, float]:
         return dt, out.read().decode(errors="replace"), usage.ru_maxrss / 1024  # (KB on Linux)
 
 
+def _own_peak_mb() -> float:
+    return round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024, 1)
+
+
 def build_inputs(trace: Path, ranks: Path, args: argparse.Namespace) -> None:
     if not trace.exists():
         bench_index.build(trace, bench_index.source_files(None), args.size_mb << 20)
@@ -115,6 +120,7 @@ def main() -> None:
         sizes += ["--rank-mb", str(args.rank_mb)]
         build = [sys.executable, str(HERE), "--build-only", "--dir", str(work), *sizes]
         subprocess.run(build, check=True)
+    first_floor = _own_peak_mb()
     tl = shutil.which("tlparse")
     env = {k: v for k, v in os.environ.items() if k != "PYTHONDONTWRITEBYTECODE"}
     env["PYTHONPATH"] = os.pathsep.join(p for p in (str(REPO), env.get("PYTHONPATH")) if p)
@@ -194,10 +200,12 @@ def main() -> None:
     for k, v in med.items():
         print(f"  {k:40} {v:7.2f} s   ({', '.join(f'{x:.2f}' for x in rows[k])})")
     peak = {k: statistics.median(v) for k, v in memory.items()}
-    floor = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
-    facts["runner_peak_mb"] = round(floor, 1)
-    print(f"peak RSS of the largest process, medians (MB; none can be under {floor:.0f} MB,")
-    print("this runner's own peak, which a child starts from)")
+    floor = [first_floor, _own_peak_mb()]
+    facts["runner_peak_mb"] = floor
+    print("peak RSS of the largest process, medians (MB; a command's figure starts from this")
+    print(
+        f"runner's own peak when it starts: {floor[0]:.0f} MB before the rounds, {floor[1]:.0f} after)"
+    )
     for k, v in peak.items():
         print(f"  {k:40} {v:7.0f} MB  ({', '.join(f'{x:.0f}' for x in memory[k])})")
     ratios = {}
