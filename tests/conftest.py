@@ -23,6 +23,7 @@ SHARED_ARCHIVE = REPO.parent / "shared" / "traces.tar.xz"
 # TCVIEW_TESTS_NO_SHARED=1 runs the tests as a fresh clone would: as if ../shared were absent.
 HIDE_SHARED = os.environ.get("TCVIEW_TESTS_NO_SHARED", "") not in ("", "0")
 SAMPLES = REPO / "sample_traces"
+TCVIEW_CLI = [sys.executable, "-m", "tcview.commands.cli"]  # the command, in a new process
 FIXTURES = Path(__file__).resolve().parent / "fixtures"
 # Tests that run torch in this Python (a job under `tcview run`, a benchmark): the README's
 # test command alone installs no torch (`.ci/run` does, first).

@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from conftest import find_as, needs_torch
+from conftest import TCVIEW_CLI, find_as, needs_torch
 from run_helpers import alive, wait_for
 from ui_helpers import REPO, ready, settle, sync
 from waits import holds, until
@@ -365,16 +365,7 @@ def test_bench_times_the_cpp_graph_and_each_kernels_share(
     where = tmp_path / "tmp"
     where.mkdir()
     done = subprocess.run(
-        [
-            sys.executable,
-            "-m",
-            "tcview.commands.cli",
-            "bench",
-            str(run),
-            "--compile",
-            "0/0",
-            "--json",
-        ]
+        [*TCVIEW_CLI, "bench", str(run), "--compile", "0/0", "--json"]
         + ["--yes", "--times", "3", "--repeat", "3"],
         cwd=REPO,
         capture_output=True,

@@ -252,6 +252,5 @@ def test_errors_equal_the_independent_counter(fixture_runs: Path, tmp_path: Path
     for log in [*logs, chained]:
         counted[log] = count_errors(log.read_bytes())
         assert TextLog.load(str(log)).summary_counts()["errors"] == counted[log], log
-    assert (
-        sum(counted.values()) == 5
-    )  # crash_ranks 3, h100_cudagraph_crash_docs 1, the chained one 1
+    # crash_ranks 3, h100_cudagraph_crash_docs 1, the chained one 1
+    assert sum(counted.values()) == 5

@@ -14,7 +14,7 @@ import time
 from pathlib import Path
 
 import pytest
-from conftest import FIXTURES, REPO, SAMPLES
+from conftest import FIXTURES, REPO, SAMPLES, TCVIEW_CLI
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from refcount import count
@@ -206,15 +206,7 @@ def test_read_only_trace_dir_opens_and_nothing_is_written(tmp_path: Path) -> Non
     root.chmod(0o555)
     try:
         out = subprocess.run(
-            [
-                sys.executable,
-                "-m",
-                "tcview.commands.cli",
-                "summary",
-                "--json",
-                "--verify",
-                str(root),
-            ],
+            [*TCVIEW_CLI, "summary", "--json", "--verify", str(root)],
             capture_output=True,
             text=True,
             cwd=tmp_path,

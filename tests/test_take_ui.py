@@ -335,9 +335,8 @@ def test_copied_kinds_of_model_objects() -> None:
 @pytest.mark.e2e
 def test_map_path_on_the_command_line() -> None:
     import subprocess
-    import sys
 
-    from conftest import REPO
+    from conftest import REPO, TCVIEW_CLI
 
     from tcview.commands.cli import build_parser
 
@@ -347,15 +346,7 @@ def test_map_path_on_the_command_line() -> None:
     assert PathMap.parse(args.map_path).local("/w/f.py") == "/x/f.py"
     for command in ("open", "run"):
         out = subprocess.run(
-            [
-                sys.executable,
-                "-m",
-                "tcview.commands.cli",
-                command,
-                "--map-path",
-                "nonsense",
-                "x.py",
-            ],
+            [*TCVIEW_CLI, command, "--map-path", "nonsense", "x.py"],
             capture_output=True,
             text=True,
             cwd=REPO,

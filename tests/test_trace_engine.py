@@ -10,7 +10,7 @@ import sys
 from pathlib import Path
 
 import pytest
-from conftest import REPO, SAMPLES, shared_run_dirs, unpack_shared
+from conftest import REPO, SAMPLES, TCVIEW_CLI, shared_run_dirs, unpack_shared
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from refcount import count
@@ -319,43 +319,19 @@ def test_summary_cli_json_and_fail_on(tmp_path: Path) -> None:
     for key in REF_KEYS:
         assert key in data
     gate = subprocess.run(
-        [
-            sys.executable,
-            "-m",
-            "tcview.commands.cli",
-            "summary",
-            "--fail-on",
-            "graph_breaks",
-            str(sample),
-        ],
+        [*TCVIEW_CLI, "summary", "--fail-on", "graph_breaks", str(sample)],
         capture_output=True,
         cwd=REPO,
     )
     assert gate.returncode == 1
     ok = subprocess.run(
-        [
-            sys.executable,
-            "-m",
-            "tcview.commands.cli",
-            "summary",
-            "--fail-on",
-            "failures",
-            str(sample),
-        ],
+        [*TCVIEW_CLI, "summary", "--fail-on", "failures", str(sample)],
         capture_output=True,
         cwd=REPO,
     )
     assert ok.returncode == 0
     typo = subprocess.run(
-        [
-            sys.executable,
-            "-m",
-            "tcview.commands.cli",
-            "summary",
-            "--fail-on",
-            "graph_break",
-            str(sample),
-        ],
+        [*TCVIEW_CLI, "summary", "--fail-on", "graph_break", str(sample)],
         capture_output=True,
         text=True,
         cwd=REPO,
