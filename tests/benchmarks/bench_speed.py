@@ -133,10 +133,9 @@ def main() -> None:
     facts: dict[str, Any] = {"cores": os.cpu_count(), "file_mb": trace.stat().st_size >> 20}
     loads = []
 
-    def add(name: str, value: float, mb: float | None = None) -> None:
+    def add(name: str, value: float, mb: float) -> None:
         rows.setdefault(name, []).append(value)
-        if mb is not None:
-            memory.setdefault(name, []).append(mb)
+        memory.setdefault(name, []).append(mb)
 
     for r in range(args.repeat):
         loads.append(os.getloadavg()[0])
