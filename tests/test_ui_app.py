@@ -604,6 +604,32 @@ def test_fit_path_cuts_the_path_from_the_left() -> None:
 
 
 @sync
+async def test_the_status_bars_progress_repaints_its_line_without_a_layout() -> None:
+    """The left part changes at each step of an index's progress. It is one line whatever its
+    text, so a change repaints that line and asks for no layout of the screen (which repaints
+    the tree and the reader: 3 of a 541 MB load's 12 layouts were these)."""
+    app = TcviewApp(str(CPU_SAMPLE))
+    async with app.run_test(size=SIZE) as pilot:
+        await ready(app, pilot)
+        left = app.screen.query_one("#status-left", Static)
+        asked: list[bool] = []  # each refresh's `layout`
+        refresh = left.refresh
+
+        def recording(*regions: Any, layout: bool = False, **kwargs: Any) -> Widget:
+            asked.append(layout)
+            return refresh(*regions, layout=layout, **kwargs)
+
+        left.refresh = recording  # type: ignore[method-assign, assignment]
+        for percent in (10, 40, 100):
+            app.status_left = f"static · indexing {percent}% · {CPU_SAMPLE}"
+        await until(pilot, lambda: "indexing 100%" in str(left.render()))
+        assert asked and not any(asked), asked
+        await settle(app, pilot)
+        assert left.size.height == 1
+        assert "indexing 100%" in screen_text(app)
+
+
+@sync
 async def test_a_long_path_keeps_its_end_in_the_status_bar(tmp_path: Path) -> None:
     deep = tmp_path / ("run_" + "x" * 150) / "trace"
     shutil.copytree(CPU_SAMPLE / "trace", deep)

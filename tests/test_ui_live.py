@@ -24,6 +24,7 @@ from tcview.model.objects import Frame, Model
 from tcview.run.session import Launcher
 from tcview.run.spec import PythonInfo, RunOptions, build_spec
 from tcview.ui.app import BrowserApp, TcviewApp
+from tcview.ui.browser import TREE_GAP
 from tcview.ui.reader import Reader
 from tcview.ui.run_app import RunApp
 from tcview.ui.tree import TraceTree
@@ -325,8 +326,9 @@ async def test_an_idle_followed_app_does_not_poll_the_model(tmp_path: Path) -> N
 async def test_an_indexing_app_redraws_when_the_loader_says_so(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    """No timer while a one-shot load indexes: a load that stalls gets no redraw, and each
-    chunk indexed is shown without waiting for the end."""
+    """No polling while a one-shot load indexes: what it read before it stalled is shown
+    (the tree and counts once TREE_GAP has passed), then nothing is redrawn until it goes on;
+    and the end is shown without waiting for a timer."""
     monkeypatch.setattr(tcview.ingest.load, "CHUNK", 64 << 10)
     stalled, go_on = threading.Event(), threading.Event()
     progress = ModelSession._progress
@@ -349,7 +351,17 @@ async def test_an_indexing_app_redraws_when_the_loader_says_so(
             seen=lambda: (app.status_left, app.browser.records_shown()),
         )
         # and no redraw of a chunk before the stall is still due
-        await until(pilot, lambda: app.browser._live_timer is None, what="no redraw due")
+        browser = app.browser
+        await until(
+            pilot,
+            lambda: browser._live_timer is None and browser._tree_timer is None,
+            what="no redraw due",
+        )
+        model = browser.model
+        assert model is not None
+        with browser.session.lock:
+            read = model.summary_counts()["records"]
+        assert browser.records_shown() == read  # all it read before the stall
         calls = count_redraws(app)
         await holds(
             pilot,
@@ -360,7 +372,46 @@ async def test_an_indexing_app_redraws_when_the_loader_says_so(
         )
         go_on.set()
         await ready(app, pilot)
-        assert calls and app.status_right == counts_text(summary_json(CPU_SAMPLE))
+        assert app.status_right == counts_text(summary_json(CPU_SAMPLE))
+
+
+@pytest.mark.e2e
+@sync
+async def test_an_indexing_app_redraws_its_tree_once_a_tree_gap_and_its_progress_more_often(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """While a load indexes, the tree, counts and overview are redrawn at most once per
+    TREE_GAP (each such redraw walks the model and repaints the screen, and held a 541 MB load
+    back by a quarter), while its progress moves in the status bar."""
+    monkeypatch.setattr(tcview.ingest.load, "CHUNK", 64 << 10)
+    progress = ModelSession._progress
+
+    def slow(self: ModelSession, done: int, total: int) -> None:
+        progress(self, done, total)
+        time.sleep(0.05)  # a slow disk: about 27 chunks, 1.5 s
+
+    monkeypatch.setattr(ModelSession, "_progress", slow)
+    app = TcviewApp(str(CPU_SAMPLE))
+    async with app.run_test(size=SIZE) as pilot:
+        browser = app.browser
+        redraws: list[float] = []  # while indexing
+        original = browser.refresh_model
+
+        def recording() -> None:
+            if browser._indexing:
+                redraws.append(time.monotonic())
+            original()
+
+        browser.refresh_model = recording  # type: ignore[method-assign]
+        progress_shown: set[str] = set()
+        while not browser.session.finished:
+            progress_shown.update(p for p in app.status_left.split(" · ") if "indexing" in p)
+            await pilot.pause(0.02)
+        await ready(app, pilot)
+        assert app.status_right == counts_text(summary_json(CPU_SAMPLE))
+    gaps = [b - a for a, b in zip(redraws, redraws[1:], strict=False)]
+    assert all(gap >= 0.9 * TREE_GAP for gap in gaps), gaps
+    assert len(progress_shown) >= 3, progress_shown
 
 
 @sync

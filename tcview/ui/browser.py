@@ -81,7 +81,13 @@ from tcview.ui.views import VIEWS, KernelsView, OtherView, TableView
 ViewClass: TypeAlias = type[TableView[Any]] | type[OtherView]
 ALL_VIEWS: dict[str, ViewClass] = {**VIEWS, "ranks": RanksView, "findings": FindingsView}
 
-INDEX_GAP = 0.2  # while a one-shot load indexes: at most 5 redraws a second
+INDEX_GAP = 0.2  # while the first read indexes: its progress at most 5 times a second
+# While the first read indexes, the tree, the counts and the overview are redrawn at most this
+# often (the first rows at once): each such redraw walks the model and repaints the screen,
+# and the UI thread's work holds the loading thread back (the GIL). Redrawn with the progress,
+# they made the app read a 541 MB trace in 1.43-1.57 s; 1.11-1.18 s now, where `tcview
+# summary` takes 0.7 s (tests/benchmarks/PROFILE.md, tenth round).
+TREE_GAP = 1.0
 # Redraws from a growing model take at most about a tenth of the time: a redraw that took
 # 30 ms waits 0.3 s for the next (a big tree would otherwise slow the index it shows).
 REDRAW_SHARE = 0.1
@@ -274,6 +280,8 @@ class BrowserScreen(Screen[None]):
         self._indexing = False  # the session's first read is still going
         self._live_timer: Timer | None = None  # a redraw held back by LIVE_GAP or INDEX_GAP
         self._live_at = 0.0
+        self._tree_due = 0.0  # while indexing: when the tree may be redrawn again (TREE_GAP)
+        self._tree_timer: Timer | None = None  # …then redrawn, should no more progress come
         self._redraw_s = 0.0  # what the last redraw from the model took
         self._last_item: Item | None = None
         # The cursor is still where _first_row put it: highlights there keep the overview.
@@ -382,7 +390,8 @@ class BrowserScreen(Screen[None]):
             return
         if self._live_timer is not None:
             return  # a redraw is already due
-        gap = max(INDEX_GAP if self._indexing else LIVE_GAP, self._redraw_s / REDRAW_SHARE)
+        # (While indexing, most redraws show the progress only: cheap.)
+        gap = INDEX_GAP if self._indexing else max(LIVE_GAP, self._redraw_s / REDRAW_SHARE)
         wait = self._live_at + gap - time.monotonic()
         if wait > 0:
             self._live_timer = self.set_timer(wait, self._live_refresh)
@@ -419,6 +428,7 @@ class BrowserScreen(Screen[None]):
         self._newest = None
         self.loaded_at = None
         self._indexing = True
+        self._tree_due = 0.0
         self._index()
         self.app.refresh_bindings()
         self.refresh_counts()
@@ -435,20 +445,34 @@ class BrowserScreen(Screen[None]):
         if not self.is_attached:
             return
         try:
-            self.refresh_model()
-            self._redraw_s = time.monotonic() - self._live_at
+            if self._indexing and self.session.finished:
+                self._indexing = False
+                self._model_ready()  # the tree, counts and overview, whole
+            elif self._indexing and self._live_at < self._tree_due:
+                self.update_status()  # the progress now; the rest once due
+                if self._tree_timer is None:
+                    wait = max(0.001, self._tree_due - self._live_at)
+                    self._tree_timer = self.set_timer(wait, self._tree_refresh)
+            else:
+                self.refresh_model()
+                self._redraw_s = time.monotonic() - self._live_at
+                if self._indexing:
+                    self._tree_due = self._live_at + max(TREE_GAP, self._redraw_s / REDRAW_SHARE)
             if self.follow and self.loaded_at is not None and self._find_timer is None:
                 # a live input's findings: made again FIND_GAP after the last time at most
                 # (Textual's timer divides by its interval: never 0.)
                 wait = max(0.001, self._found_at - self._live_at)
                 self._find_timer = self.set_timer(wait, self._find_again)
-            if self._indexing and self.session.finished:
-                self._indexing = False
-                self._model_ready()
             if self.follow_newest:
                 self._select_newest()
         except NoMatches:
             pass  # shutting down: the widgets are already gone
+
+    def _tree_refresh(self) -> None:
+        """The tree held back while indexing (TREE_GAP) is due: drawn unless a redraw is."""
+        self._tree_timer = None
+        if self._live_timer is None and self._indexing:
+            self._live_refresh()
 
     def _select_newest(self) -> None:
         with self.session.lock:
@@ -502,14 +526,18 @@ class BrowserScreen(Screen[None]):
     def _model_ready(self) -> None:
         self.loaded_at = time.monotonic()
         self._found_at = self.loaded_at + FIND_GAP
+        if self._tree_timer is not None:
+            self._tree_timer.stop()
+            self._tree_timer = None
         self._find()
         tree = self.main_tree
-        tree.mark_new = self.follow  # from now on, what arrives is marked as new
-        with self.session.lock:
+        with self.session.lock:  # the first read's last rows (not marked as new)
+            self._versions = self.session.versions()  # (refresh_model: nothing new since)
             if tree.root.data is None or tree.root.data.obj is not self.model:
                 tree.set_model(self.model)
             else:
                 tree.refresh_model()
+        tree.mark_new = self.follow  # from now on, what arrives is marked as new
         if self._last_item is None:
             self._last_item = tree.root.data
         self.refresh_counts()
