@@ -4,6 +4,7 @@ panes wrap, and the app is told about changes instead of polling for them."""
 
 from __future__ import annotations
 
+import contextlib
 import os
 import shutil
 import sys
@@ -14,10 +15,13 @@ from typing import Any
 
 import pytest
 from conftest import FIXTURES, SAMPLES
+from rich.text import Text
+from textual.worker import NoActiveWorker, get_current_worker
 from ui_helpers import CPU_SAMPLE, counts_text, ready, settle, summary_json, sync
 from waits import holds, until
 
 import tcview.ingest.load
+import tcview.ui.viewer
 from tcview.ingest.replay import replay
 from tcview.ingest.session import ModelSession
 from tcview.model.objects import Frame, Model
@@ -412,6 +416,38 @@ async def test_an_indexing_app_redraws_its_tree_once_a_tree_gap_and_its_progress
     gaps = [b - a for a, b in zip(redraws, redraws[1:], strict=False)]
     assert all(gap >= 0.9 * TREE_GAP for gap in gaps), gaps
     assert len(progress_shown) >= 3, progress_shown
+
+
+@pytest.mark.e2e
+@sync
+async def test_the_lexers_are_warmed_up_once_the_first_read_is_done(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Importing the lexers takes the GIL from the loading thread: they are warmed up, ahead
+    of the first item shown, once the first read is done, not while it indexes."""
+    monkeypatch.setattr(tcview.ingest.load, "CHUNK", 64 << 10)
+    progress = ModelSession._progress
+
+    def slow(self: ModelSession, done: int, total: int) -> None:
+        progress(self, done, total)
+        time.sleep(0.02)
+
+    monkeypatch.setattr(ModelSession, "_progress", slow)
+    app = TcviewApp(str(CPU_SAMPLE))
+    read: list[bool] = []  # at each of the warm-up's calls: whether the first read was done
+    highlight = tcview.ui.viewer.highlight_line
+
+    def recording(text: str, language: str | None) -> Text:
+        with contextlib.suppress(NoActiveWorker):
+            if get_current_worker().description == "warm up":
+                read.append(app.browser.session.finished)
+        return highlight(text, language)
+
+    monkeypatch.setattr(tcview.ui.viewer, "highlight_line", recording)
+    async with app.run_test(size=SIZE) as pilot:
+        await ready(app, pilot)
+        await until(pilot, lambda: len(read) == 3, seen=lambda: read)
+    assert read == [True, True, True]
 
 
 @sync
