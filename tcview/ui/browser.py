@@ -459,11 +459,11 @@ class BrowserScreen(Screen[None]):
                 self._redraw_s = time.monotonic() - self._live_at
                 if self._indexing:
                     self._tree_due = self._live_at + max(TREE_GAP, self._redraw_s / REDRAW_SHARE)
-            if self.follow and self.loaded_at is not None and self._find_timer is None:
-                # a live input's findings: made again FIND_GAP after the last time at most
-                # (Textual's timer divides by its interval: never 0.)
-                wait = max(0.001, self._found_at - self._live_at)
-                self._find_timer = self.set_timer(wait, self._find_again)
+                elif self.follow and self.loaded_at is not None and self._find_timer is None:
+                    # a live input's findings: made again FIND_GAP after the last time at most
+                    # (Textual's timer divides by its interval: never 0.)
+                    wait = max(0.001, self._found_at - self._live_at)
+                    self._find_timer = self.set_timer(wait, self._find_again)
             if self.follow_newest:
                 self._select_newest()
         except NoMatches:
