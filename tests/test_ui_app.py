@@ -607,7 +607,7 @@ def test_fit_path_cuts_the_path_from_the_left() -> None:
 async def test_the_status_bars_progress_repaints_its_line_without_a_layout() -> None:
     """The left part changes at each step of an index's progress. It is one line whatever its
     text, so a change repaints that line and asks for no layout of the screen (which repaints
-    the tree and the reader: 3 of a 541 MB load's 12 layouts were these)."""
+    the tree and the reader: 3 of a 541 MB load's 12–13 layouts were these)."""
     app = TcviewApp(str(CPU_SAMPLE))
     async with app.run_test(size=SIZE) as pilot:
         await ready(app, pilot)
@@ -625,8 +625,13 @@ async def test_the_status_bars_progress_repaints_its_line_without_a_layout() -> 
         await until(pilot, lambda: "indexing 100%" in str(left.render()))
         assert asked and not any(asked), asked
         await settle(app, pilot)
-        assert left.size.height == 1
         assert "indexing 100%" in screen_text(app)
+        # A line longer than the bar stays one line, cut with an ellipsis.
+        app.status_left = "static · " + "a notice too long to fit " * 10 + f"· {CPU_SAMPLE}"
+        await settle(app, pilot)
+        assert left.size.height == 1
+        status_line = screen_text(app).splitlines()[-2]
+        assert status_line.lstrip().startswith("static · a notice") and "…" in status_line
 
 
 @sync

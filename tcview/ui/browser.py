@@ -430,6 +430,9 @@ class BrowserScreen(Screen[None]):
         self.loaded_at = None
         self._indexing = True
         self._tree_due = 0.0
+        if self._tree_timer is not None:
+            self._tree_timer.stop()
+            self._tree_timer = None
         self._index()
         self.app.refresh_bindings()
         self.refresh_counts()
@@ -449,16 +452,20 @@ class BrowserScreen(Screen[None]):
             if self._indexing and self.session.finished:
                 self._indexing = False
                 self._model_ready()  # the tree, counts and overview, whole
+                self._redraw_s = time.monotonic() - self._live_at
             elif self._indexing and self._live_at < self._tree_due:
                 self.update_status()  # the progress now; the rest once due
                 if self._tree_timer is None:
                     wait = max(0.001, self._tree_due - self._live_at)
                     self._tree_timer = self.set_timer(wait, self._tree_refresh)
+                return  # (nothing new in the tree to select)
             else:
                 self.refresh_model()
                 self._redraw_s = time.monotonic() - self._live_at
                 if self._indexing:
-                    self._tree_due = self._live_at + max(TREE_GAP, self._redraw_s / REDRAW_SHARE)
+                    if self.main_tree.last_line >= 0:  # (until the first rows: every redraw)
+                        gap = max(TREE_GAP, self._redraw_s / REDRAW_SHARE)
+                        self._tree_due = self._live_at + gap
                 elif self.follow and self.loaded_at is not None and self._find_timer is None:
                     # a live input's findings: made again FIND_GAP after the last time at most
                     # (Textual's timer divides by its interval: never 0.)
