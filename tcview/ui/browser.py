@@ -85,8 +85,8 @@ INDEX_GAP = 0.2  # while the first read indexes: its progress at most 5 times a 
 # While the first read indexes, the tree, the counts and the overview are redrawn at most this
 # often (the first rows at once): each such redraw walks the model and repaints the screen,
 # and the UI thread's work holds the loading thread back (the GIL). Redrawn with the progress,
-# they made the app read a 541 MB trace in 1.43-1.57 s; 1.11-1.18 s now, where `tcview
-# summary` takes 0.7 s (tests/benchmarks/PROFILE.md, tenth round).
+# they made the app read a 541 MB trace in 1.43-1.57 s; about 1.1 s now, where `tcview
+# summary`'s load takes 0.7 s (tests/benchmarks/PROFILE.md, tenth round).
 TREE_GAP = 1.0
 # Redraws from a growing model take at most about a tenth of the time: a redraw that took
 # 30 ms waits 0.3 s for the next (a big tree would otherwise slow the index it shows).
