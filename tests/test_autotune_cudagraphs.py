@@ -6,11 +6,10 @@ from __future__ import annotations
 import json
 import shutil
 import subprocess
-import sys
 from pathlib import Path
 
 import pytest
-from conftest import find_as
+from conftest import TCVIEW_CLI, find_as
 from ui_helpers import REPO, ready, settle, sync
 
 from tcview.analysis.autotune import NO_TABLES, autotuned_ops
@@ -31,7 +30,7 @@ WINNERS = {
 
 def show(*args: str) -> str:
     done = subprocess.run(
-        [sys.executable, "-m", "tcview.commands.cli", "show", *args],
+        [*TCVIEW_CLI, "show", *args],
         cwd=REPO,
         capture_output=True,
         text=True,

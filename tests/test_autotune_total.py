@@ -7,10 +7,10 @@ from __future__ import annotations
 
 import re
 import subprocess
-import sys
 from pathlib import Path
 
 import pytest
+from conftest import TCVIEW_CLI
 from ui_helpers import REPO, ready, settle, sync
 
 from tcview.analysis.autotune import autotune_seconds, autotune_time, autotuned_ops
@@ -42,7 +42,7 @@ def test_the_total_counts_the_backward_and_agrees_with_the_ops(run: Path) -> Non
 
 def test_show_says_the_total_and_its_parts(run: Path) -> None:
     out = subprocess.run(
-        [sys.executable, "-m", "tcview.commands.cli", "show", str(run), "0/0"],
+        [*TCVIEW_CLI, "show", str(run), "0/0"],
         cwd=REPO,
         capture_output=True,
         text=True,

@@ -175,8 +175,7 @@ def test_a_pipe_without_yes_runs_nothing(fixture_runs: Path, tmp_path: Path) -> 
     run = fixture_runs / "cpu_bench"
     before = tree_digest(run)
     done = subprocess.run(
-        [sys.executable, "-m", "tcview.commands.cli", "bench", str(run), "--compile", "0/0"]
-        + ["--python", str(python)],
+        [*TCVIEW_CLI, "bench", str(run), "--compile", "0/0"] + ["--python", str(python)],
         cwd=REPO,
         capture_output=True,
         text=True,

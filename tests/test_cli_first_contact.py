@@ -12,7 +12,7 @@ import sys
 from pathlib import Path
 
 import pytest
-from conftest import FIXTURES, RUNS, SAMPLES, unpack_shared
+from conftest import FIXTURES, RUNS, SAMPLES, TCVIEW_CLI, unpack_shared
 from ui_helpers import GPU_SAMPLE, REPO
 
 from tcview.ingest.detect import detect
@@ -25,7 +25,7 @@ def tcview(*args: str, cwd: Path = REPO) -> subprocess.CompletedProcess[str]:
     env = dict(os.environ, PYTHONPATH=str(REPO))
     env.pop("TORCH_TRACE", None)
     out = subprocess.run(
-        [sys.executable, "-m", "tcview.commands.cli", *args],
+        [*TCVIEW_CLI, *args],
         capture_output=True,
         cwd=cwd,
         env=env,

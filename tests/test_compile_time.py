@@ -6,10 +6,10 @@ from __future__ import annotations
 
 import json
 import subprocess
-import sys
 from pathlib import Path
 
 import pytest
+from conftest import TCVIEW_CLI
 from ui_helpers import REPO, ready, settle, sync
 
 from tcview.analysis.compiletime import compile_seconds, compile_time
@@ -23,7 +23,7 @@ FORWARD, BACKWARD, OTHER = 5.404623, 3.414115, 1.959939
 
 def cli(*args: str) -> str:
     done = subprocess.run(
-        [sys.executable, "-m", "tcview.commands.cli", *args],
+        [*TCVIEW_CLI, *args],
         cwd=REPO,
         capture_output=True,
         text=True,

@@ -6,11 +6,10 @@ from __future__ import annotations
 
 import json
 import subprocess
-import sys
 from pathlib import Path
 
 import pytest
-from conftest import REPO, shared_run_dirs
+from conftest import REPO, TCVIEW_CLI, shared_run_dirs
 from textref import count_errors
 
 from tcview.ingest.index import TraceSet
@@ -147,7 +146,7 @@ def test_a_crashed_torchrun_job_has_an_error_per_rank(fixture_runs: Path) -> Non
 
 def _summary(path: Path, *args: str) -> subprocess.CompletedProcess[str]:
     return subprocess.run(
-        [sys.executable, "-m", "tcview.commands.cli", "summary", str(path), *args],
+        [*TCVIEW_CLI, "summary", str(path), *args],
         capture_output=True,
         text=True,
         cwd=REPO,
@@ -224,7 +223,7 @@ def test_a_traceback_is_an_error_unless_the_program_went_on(
 def test_tcview_run_of_a_job_that_crashes(tmp_path: Path) -> None:
     """run.json's non-zero exit code is an error of the run directory."""
     done = subprocess.run(
-        [sys.executable, "-m", "tcview.commands.cli", "run", "--no-tui", "--fail-on", "errors"]
+        [*TCVIEW_CLI, "run", "--no-tui", "--fail-on", "errors"]
         + ["--dir", "A", "--", "sh", "-c", "echo hi; exit 3"],
         capture_output=True,
         text=True,

@@ -6,9 +6,9 @@ partitions, whose custom op tagged cudagraph_unsafe is left out of the CUDA grap
 from __future__ import annotations
 
 import subprocess
-import sys
 from pathlib import Path
 
+from conftest import TCVIEW_CLI
 from ui_helpers import REPO
 
 from tcview.analysis.cudagraphs import cudagraph_counts, model_cudagraphs
@@ -26,9 +26,7 @@ def test_a_skipped_forward_and_a_recorded_backward_is_partly_used(fixture_runs: 
     assert cudagraph_counts(model) == {"used": 1, "skipped": 0}
     shown = subprocess.run(
         [
-            sys.executable,
-            "-m",
-            "tcview.commands.cli",
+            *TCVIEW_CLI,
             "show",
             str(fixture_runs / "cudagraphs_partial"),
             "0/0",

@@ -9,12 +9,11 @@ from __future__ import annotations
 import json
 import re
 import subprocess
-import sys
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import pytest
-from conftest import REPO, shared_run_dirs
+from conftest import REPO, TCVIEW_CLI, shared_run_dirs
 from ui_helpers import SnapCompare, ready, settle, sync
 
 from tcview.analysis.diff import (
@@ -52,7 +51,7 @@ if TYPE_CHECKING:
 
 def _tcview(*args: str) -> subprocess.CompletedProcess[str]:
     return subprocess.run(
-        [sys.executable, "-m", "tcview.commands.cli", *args],
+        [*TCVIEW_CLI, *args],
         capture_output=True,
         text=True,
         cwd=REPO,

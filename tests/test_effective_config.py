@@ -7,10 +7,9 @@ from __future__ import annotations
 
 import json
 import subprocess
-import sys
 from pathlib import Path
 
-from conftest import find_as
+from conftest import TCVIEW_CLI, find_as
 from ui_helpers import REPO
 
 from tcview.analysis.recompiles import compile_config
@@ -20,7 +19,7 @@ from tcview.model.objects import Compile
 
 def config_rows(run: Path, cid: str) -> dict[str, tuple[str, str]]:
     out = subprocess.run(
-        [sys.executable, "-m", "tcview.commands.cli", "show", "--json", str(run), cid],
+        [*TCVIEW_CLI, "show", "--json", str(run), cid],
         cwd=REPO,
         capture_output=True,
         text=True,

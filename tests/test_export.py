@@ -15,7 +15,7 @@ from collections import Counter
 from pathlib import Path
 
 import pytest
-from conftest import FIXTURES, REPO, SAMPLES
+from conftest import FIXTURES, REPO, SAMPLES, TCVIEW_CLI
 from ui_helpers import summary_json
 
 GPU_RUN = SAMPLES / "gpu_tinyblock"
@@ -25,7 +25,7 @@ HEADER = re.compile(r"^(?:\[rank\d+\]:)?[A-Z]\d{4} [\d:.]+ +\d+ [^\]]*\] (\{.*)$
 
 def _tcview(*args: object, cwd: Path = REPO) -> subprocess.CompletedProcess[str]:
     return subprocess.run(
-        [sys.executable, "-m", "tcview.commands.cli", *map(str, args)],
+        [*TCVIEW_CLI, *map(str, args)],
         capture_output=True,
         text=True,
         cwd=cwd,

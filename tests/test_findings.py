@@ -8,12 +8,11 @@ from __future__ import annotations
 
 import json
 import subprocess
-import sys
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import pytest
-from conftest import FIXTURES, REPO, SAMPLES
+from conftest import FIXTURES, REPO, SAMPLES, TCVIEW_CLI
 from ui_helpers import ready, sync
 
 from tcview.analysis.checks import SEVERITIES, fail_on
@@ -387,7 +386,7 @@ def test_show_findings(fixture_runs: Path) -> None:
 def test_summary_cli_fail_on_warnings(shared_traces: Path) -> None:
     run = shared_traces / "cpu-torch2.13" / "b_graph_breaks"
     done = subprocess.run(
-        [sys.executable, "-m", "tcview.commands.cli", "summary", str(run), "--json",
+        [*TCVIEW_CLI, "summary", str(run), "--json",
          "--fail-on", "warnings"],
         capture_output=True, text=True, cwd=REPO, timeout=120,
     )  # fmt: skip

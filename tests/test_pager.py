@@ -18,7 +18,7 @@ import time
 from pathlib import Path
 
 import pytest
-from conftest import REPO, SAMPLES
+from conftest import REPO, SAMPLES, TCVIEW_CLI
 
 CPU_RUN = SAMPLES / "cpu_breaks_recompiles"
 ESCAPE = "\x1b["
@@ -49,7 +49,7 @@ def _in_pty(args: list[str], env: dict[str, str], rows: int = 24, cols: int = 10
     master, slave = os.openpty()
     fcntl.ioctl(slave, termios.TIOCSWINSZ, struct.pack("HHHH", rows, cols, 0, 0))
     proc = subprocess.Popen(
-        [sys.executable, "-m", "tcview.commands.cli", *args],
+        [*TCVIEW_CLI, *args],
         stdin=slave,
         stdout=slave,
         stderr=slave,
@@ -79,7 +79,7 @@ def _in_pty(args: list[str], env: dict[str, str], rows: int = 24, cols: int = 10
 
 def _piped(args: list[str], env: dict[str, str]) -> subprocess.CompletedProcess[str]:
     return subprocess.run(
-        [sys.executable, "-m", "tcview.commands.cli", *args],
+        [*TCVIEW_CLI, *args],
         capture_output=True,
         text=True,
         env=env,

@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from conftest import FIXTURES, REPO, needs_torch
+from conftest import FIXTURES, REPO, TCVIEW_CLI, needs_torch
 
 import tcview.ingest.profile as ingest_profile
 from tcview.analysis.profile import join_profile
@@ -217,7 +217,7 @@ def test_gpu_join_through_correlation(shared_traces: Path, tmp_path: Path) -> No
 
 def _tcview(*args: str) -> subprocess.CompletedProcess[str]:
     return subprocess.run(
-        [sys.executable, "-m", "tcview.commands.cli", *args],
+        [*TCVIEW_CLI, *args],
         capture_output=True,
         text=True,
         cwd=REPO,

@@ -7,12 +7,11 @@ from __future__ import annotations
 import json
 import re
 import subprocess
-import sys
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import pytest
-from conftest import FIXTURES, REPO, unpack_shared
+from conftest import FIXTURES, REPO, TCVIEW_CLI, unpack_shared
 from ui_helpers import SnapCompare, ready, settle, sync
 
 from tcview.analysis.provenance import (
@@ -219,7 +218,7 @@ def test_parsing_rules() -> None:
 
 def _tcview(*args: str) -> subprocess.CompletedProcess[str]:
     return subprocess.run(
-        [sys.executable, "-m", "tcview.commands.cli", *args],
+        [*TCVIEW_CLI, *args],
         capture_output=True,
         text=True,
         cwd=REPO,

@@ -9,11 +9,10 @@ import json
 import re
 import shutil
 import subprocess
-import sys
 from pathlib import Path
 
 import pytest
-from conftest import FIXTURES, REPO, unpack_shared
+from conftest import FIXTURES, REPO, TCVIEW_CLI, unpack_shared
 
 from tcview.analysis.checks import fail_on
 from tcview.analysis.divergence import (
@@ -208,7 +207,7 @@ def test_two_ranks_compiles_are_aligned_by_compile_id() -> None:
 
 def _summary(path: Path, *args: str) -> subprocess.CompletedProcess[str]:
     return subprocess.run(
-        [sys.executable, "-m", "tcview.commands.cli", "summary", "-q", str(path), *args],
+        [*TCVIEW_CLI, "summary", "-q", str(path), *args],
         capture_output=True,
         text=True,
         cwd=REPO,
@@ -234,7 +233,7 @@ def test_fail_on_divergence(fixture_runs: Path, tmp_path: Path) -> None:
 @pytest.mark.e2e
 def test_fail_on_names_divergence_among_its_kinds() -> None:
     out = subprocess.run(
-        [sys.executable, "-m", "tcview.commands.cli", "summary", "x", "--fail-on", "nope"],
+        [*TCVIEW_CLI, "summary", "x", "--fail-on", "nope"],
         capture_output=True,
         text=True,
         cwd=REPO,

@@ -12,6 +12,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from conftest import TCVIEW_CLI
 from run_helpers import alive, assert_group_gone, job_pids
 from waits import stays
 
@@ -217,7 +218,7 @@ def test_tcview_dying_takes_the_job_down(
     tmp_path: Path, long_command: Path, sig: signal.Signals
 ) -> None:
     run_dir = tmp_path / "D"
-    cmd = [sys.executable, "-m", "tcview.commands.cli", "run", "--no-tui", "--dir", str(run_dir)]
+    cmd = [*TCVIEW_CLI, "run", "--no-tui", "--dir", str(run_dir)]
     tcview = subprocess.Popen(
         [*cmd, "--", str(long_command)],
         stdin=subprocess.DEVNULL,
@@ -249,7 +250,7 @@ def test_tcview_dying_takes_the_job_down(
 
 def tcview_run(tmp_path: Path, *args: str) -> subprocess.CompletedProcess[str]:
     return subprocess.run(
-        [sys.executable, "-m", "tcview.commands.cli", "run", *args],
+        [*TCVIEW_CLI, "run", *args],
         capture_output=True,
         text=True,
         timeout=60,

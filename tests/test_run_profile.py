@@ -7,12 +7,11 @@ from __future__ import annotations
 import json
 import os
 import subprocess
-import sys
 from pathlib import Path
 from typing import Any
 
 import pytest
-from conftest import needs_torch
+from conftest import TCVIEW_CLI, needs_torch
 
 JOB = Path(__file__).resolve().parent / "fixtures" / "jobs" / "profile_job.py"
 pytestmark = [needs_torch, pytest.mark.slow, pytest.mark.xdist_group("run_torch")]
@@ -24,7 +23,7 @@ open(os.environ["USER_SITE_MARK"], "a").write(f"{os.getpid()}\\n")
 
 def tcview(cwd: Path, *args: str, env: dict[str, str] | None = None) -> Any:
     return subprocess.run(
-        [sys.executable, "-m", "tcview.commands.cli", *args],
+        [*TCVIEW_CLI, *args],
         capture_output=True,
         text=True,
         timeout=300,

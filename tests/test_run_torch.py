@@ -10,6 +10,7 @@ import sys
 from pathlib import Path
 
 import pytest
+from conftest import TCVIEW_CLI
 
 from tcview.ingest.index import TraceSet
 from tcview.report.summary import summary_json
@@ -30,7 +31,7 @@ STATUS = re.compile(
 
 def tcview(cwd: Path, *args: str) -> subprocess.CompletedProcess[str]:
     return subprocess.run(
-        [sys.executable, "-m", "tcview.commands.cli", *args],
+        [*TCVIEW_CLI, *args],
         capture_output=True,
         text=True,
         timeout=240,

@@ -10,11 +10,10 @@ from __future__ import annotations
 import json
 import re
 import subprocess
-import sys
 from pathlib import Path
 
 import pytest
-from conftest import FIXTURES, REPO, SAMPLES, shared_run_dirs
+from conftest import FIXTURES, REPO, SAMPLES, TCVIEW_CLI, shared_run_dirs
 
 import tcview.report.search as engine
 from tcview.analysis.kernels import split_output_code
@@ -187,7 +186,7 @@ def test_hostile_text_is_found_and_shown_literally() -> None:
 
 def _grep(*args: object) -> subprocess.CompletedProcess[str]:
     return subprocess.run(
-        [sys.executable, "-m", "tcview.commands.cli", "grep", *map(str, args)],
+        [*TCVIEW_CLI, "grep", *map(str, args)],
         capture_output=True,
         text=True,
         cwd=REPO,
@@ -238,7 +237,7 @@ def test_grep_reads_stdin() -> None:
     capture = CPU_RUN / "torch_logs.txt"
     from_file = _grep("Recompiling function", capture)
     piped = subprocess.run(
-        [sys.executable, "-m", "tcview.commands.cli", "grep", "Recompiling function", "-"],
+        [*TCVIEW_CLI, "grep", "Recompiling function", "-"],
         input=capture.read_bytes(),
         capture_output=True,
         cwd=REPO,

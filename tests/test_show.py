@@ -10,11 +10,10 @@ from __future__ import annotations
 import json
 import re
 import subprocess
-import sys
 from pathlib import Path
 
 import pytest
-from conftest import REPO, find_as, unpack_shared
+from conftest import REPO, TCVIEW_CLI, find_as, unpack_shared
 from ui_helpers import ready, settle, sync
 from waits import until
 
@@ -46,7 +45,7 @@ def shared(*parts: str) -> Path:
 
 def show(*args: str) -> subprocess.CompletedProcess[str]:
     return subprocess.run(
-        [sys.executable, "-m", "tcview.commands.cli", "show", *args],
+        [*TCVIEW_CLI, "show", *args],
         capture_output=True,
         text=True,
         cwd=REPO,
@@ -752,9 +751,7 @@ def test_every_detail_builds_on_hostile_and_sample_traces(path: Path) -> None:
         render_text(detail)
     out = subprocess.run(
         [
-            sys.executable,
-            "-m",
-            "tcview.commands.cli",
+            *TCVIEW_CLI,
             "show",
             str(path),
             *(["0/0"] if model.compiles else ["x"]),

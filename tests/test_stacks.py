@@ -8,9 +8,9 @@ from __future__ import annotations
 
 import json
 import subprocess
-import sys
 from pathlib import Path
 
+from conftest import TCVIEW_CLI
 from ui_helpers import REPO
 
 from tcview.ingest.source import load_source
@@ -21,7 +21,7 @@ SCRIPT = "/tmp/runs/guards_renumbered/script.py"  # where the run was made
 
 def cli(*args: str) -> str:
     return subprocess.run(
-        [sys.executable, "-m", "tcview.commands.cli", *args],
+        [*TCVIEW_CLI, *args],
         cwd=REPO,
         capture_output=True,
         text=True,

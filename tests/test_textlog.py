@@ -10,7 +10,7 @@ import time
 from pathlib import Path
 
 import pytest
-from conftest import FIXTURES, REPO, shared_run_dirs
+from conftest import FIXTURES, REPO, TCVIEW_CLI, shared_run_dirs
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from textref import count_text
@@ -180,7 +180,7 @@ def test_agreement_covers_every_kind(shared_traces: Path) -> None:
 
 def _summary_json(args: list[str], stdin: bytes | None = None) -> dict:
     out = subprocess.run(
-        [sys.executable, "-m", "tcview.commands.cli", "summary", "--json", *args],
+        [*TCVIEW_CLI, "summary", "--json", *args],
         input=stdin,
         capture_output=True,
         cwd=REPO,
@@ -501,7 +501,7 @@ def test_any_chunk_split_gives_the_same_index(sizes: list[int]) -> None:
 @pytest.mark.e2e
 def test_cli_summary_text_on_a_capture() -> None:
     out = subprocess.run(
-        [sys.executable, "-m", "tcview.commands.cli", "summary", str(SMALL)],
+        [*TCVIEW_CLI, "summary", str(SMALL)],
         capture_output=True,
         text=True,
         cwd=REPO,

@@ -9,12 +9,11 @@ from __future__ import annotations
 import json
 import re
 import subprocess
-import sys
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import pytest
-from conftest import FIXTURES, REPO
+from conftest import FIXTURES, REPO, TCVIEW_CLI
 from ui_helpers import SnapCompare, ready, settle, summary_json, sync
 
 from tcview.analysis.export import (
@@ -212,7 +211,7 @@ def test_md5_states_on_edited_copies(tmp_path: Path) -> None:
 @pytest.mark.e2e
 def test_show_export_prints_the_report() -> None:
     out = subprocess.run(
-        [sys.executable, "-m", "tcview.commands.cli", "show", str(DRAFT / "trace"), "export"],
+        [*TCVIEW_CLI, "show", str(DRAFT / "trace"), "export"],
         capture_output=True,
         text=True,
         cwd=REPO,
@@ -232,7 +231,7 @@ def test_show_export_json_puts_each_issue_at_the_user_line(shared_traces: Path) 
     stack outside torch (the test's forward, as the raw stack says), not torch's logging."""
     log = shared_traces / "tlparse-corpus" / "export.log"
     out = subprocess.run(
-        [sys.executable, "-m", "tcview.commands.cli", "show", str(log), "export", "--json"],
+        [*TCVIEW_CLI, "show", str(log), "export", "--json"],
         capture_output=True,
         text=True,
         cwd=REPO,

@@ -309,7 +309,7 @@ def test_md5_mismatch_is_flagged_not_fatal(tmp_path: Path) -> None:
 def test_summary_cli_json_and_fail_on(tmp_path: Path) -> None:
     sample = SAMPLES / "cpu_breaks_recompiles" / "trace"
     run = subprocess.run(
-        [sys.executable, "-m", "tcview.commands.cli", "summary", "--json", str(sample)],
+        [*TCVIEW_CLI, "summary", "--json", str(sample)],
         capture_output=True,
         text=True,
         cwd=REPO,
@@ -338,7 +338,7 @@ def test_summary_cli_json_and_fail_on(tmp_path: Path) -> None:
     )
     assert typo.returncode == 2 and "graph_breaks" in typo.stderr
     text = subprocess.run(
-        [sys.executable, "-m", "tcview.commands.cli", "summary", str(sample)],
+        [*TCVIEW_CLI, "summary", str(sample)],
         capture_output=True,
         text=True,
         cwd=REPO,

@@ -10,7 +10,7 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
-from conftest import FIXTURES, needs_torch, unpack_shared
+from conftest import FIXTURES, TCVIEW_CLI, needs_torch, unpack_shared
 from tmux_helpers import Terminal, need_tmux
 from ui_helpers import CPU_SAMPLE, REPO, counts_text, summary_json
 
@@ -37,9 +37,7 @@ def terminal() -> Iterator[Start]:
 
 
 def _tcview(*args: str) -> str:
-    return " ".join(
-        [shlex.quote(sys.executable), "-m", "tcview.commands.cli", *map(shlex.quote, args)]
-    )
+    return " ".join(map(shlex.quote, [*TCVIEW_CLI, *args]))
 
 
 def _captures() -> list[Path]:

@@ -7,11 +7,11 @@ import html
 import json
 import re
 import subprocess
-import sys
 from collections.abc import Awaitable, Callable, Iterable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol, TypeVar
 
+from conftest import REPO, SAMPLES, TCVIEW_CLI
 from waits import until
 
 if TYPE_CHECKING:
@@ -21,8 +21,6 @@ if TYPE_CHECKING:
 
     from tcview.ui.tree import Item
 
-REPO = Path(__file__).resolve().parent.parent
-SAMPLES = REPO / "sample_traces"
 GPU_SAMPLE = SAMPLES / "gpu_tinyblock"
 CPU_SAMPLE = SAMPLES / "cpu_breaks_recompiles"
 
@@ -130,7 +128,7 @@ def screen_text(app: Any) -> str:
 
 def summary_json(path: Path | str) -> dict:
     out = subprocess.run(
-        [sys.executable, "-m", "tcview.commands.cli", "summary", "--json", "-q", str(path)],
+        [*TCVIEW_CLI, "summary", "--json", "-q", str(path)],
         capture_output=True,
         text=True,
         check=True,
