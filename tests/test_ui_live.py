@@ -35,6 +35,20 @@ from tcview.ui.tree import TraceTree
 from tcview.ui.views import KernelsView
 
 SIZE = (120, 40)
+
+
+def slow_chunks(monkeypatch: pytest.MonkeyPatch, chunk: int, seconds: float) -> None:
+    """A slow disk: the load reads `chunk` bytes at a time and takes `seconds` more for each."""
+    monkeypatch.setattr(tcview.ingest.load, "CHUNK", chunk)
+    progress = ModelSession._progress
+
+    def slow(self: ModelSession, done: int, total: int) -> None:
+        progress(self, done, total)
+        time.sleep(seconds)
+
+    monkeypatch.setattr(ModelSession, "_progress", slow)
+
+
 CAPTURE = FIXTURES / "torch_logs_small.txt"  # a real TORCH_LOGS capture
 
 
@@ -141,14 +155,7 @@ async def test_overview_counts_move_with_the_status_bar_while_indexing(
     shared_traces: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     # Index in many small, slow steps, as a big trace would go.
-    monkeypatch.setattr(tcview.ingest.load, "CHUNK", 16 << 10)
-    progress = ModelSession._progress
-
-    def slow(self: ModelSession, done: int, total: int) -> None:
-        time.sleep(0.004)
-        progress(self, done, total)
-
-    monkeypatch.setattr(ModelSession, "_progress", slow)
+    slow_chunks(monkeypatch, 16 << 10, 0.004)
     trace = shared_traces / "h200-torch2.11" / "gpt_train" / "trace"
     app = TcviewApp(str(trace))
     seen: set[str] = set()
@@ -391,14 +398,7 @@ async def test_an_indexing_app_redraws_its_tree_once_a_tree_gap_and_its_progress
     """While a load indexes, the tree, counts and overview are redrawn at most once per
     TREE_GAP (each such redraw walks the model and repaints the screen, and held a 541 MB load
     back by a quarter), while its progress moves in the status bar."""
-    monkeypatch.setattr(tcview.ingest.load, "CHUNK", 64 << 10)
-    progress = ModelSession._progress
-
-    def slow(self: ModelSession, done: int, total: int) -> None:
-        progress(self, done, total)
-        time.sleep(0.1)  # a slow disk: about 27 chunks, 2.7 s
-
-    monkeypatch.setattr(ModelSession, "_progress", slow)
+    slow_chunks(monkeypatch, 64 << 10, 0.1)  # a slow disk: about 27 chunks, 2.7 s
     app = TcviewApp(str(CPU_SAMPLE))
     async with app.run_test(size=SIZE) as pilot:
         browser = app.browser
@@ -432,14 +432,7 @@ async def test_the_lexers_are_warmed_up_once_the_first_read_is_done(
 ) -> None:
     """Importing the lexers takes the GIL from the loading thread: they are warmed up, ahead
     of the first item shown, once the first read is done, not while it indexes."""
-    monkeypatch.setattr(tcview.ingest.load, "CHUNK", 64 << 10)
-    progress = ModelSession._progress
-
-    def slow(self: ModelSession, done: int, total: int) -> None:
-        progress(self, done, total)
-        time.sleep(0.02)
-
-    monkeypatch.setattr(ModelSession, "_progress", slow)
+    slow_chunks(monkeypatch, 64 << 10, 0.02)
     app = TcviewApp(str(CPU_SAMPLE))
     read: list[bool] = []  # at each of the warm-up's calls: whether the first read was done
     highlight = tcview.ui.viewer.highlight_line

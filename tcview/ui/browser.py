@@ -430,9 +430,7 @@ class BrowserScreen(Screen[None]):
         self.loaded_at = None
         self._indexing = True
         self._tree_due = 0.0
-        if self._tree_timer is not None:
-            self._tree_timer.stop()
-            self._tree_timer = None
+        self._drop_held_tree()
         self._index()
         self.app.refresh_bindings()
         self.refresh_counts()
@@ -475,6 +473,11 @@ class BrowserScreen(Screen[None]):
                 self._select_newest()
         except NoMatches:
             pass  # shutting down: the widgets are already gone
+
+    def _drop_held_tree(self) -> None:
+        if self._tree_timer is not None:
+            self._tree_timer.stop()
+            self._tree_timer = None
 
     def _tree_refresh(self) -> None:
         """The tree held back while indexing (TREE_GAP) is due: drawn unless a redraw is."""
@@ -534,9 +537,7 @@ class BrowserScreen(Screen[None]):
     def _model_ready(self) -> None:
         self.loaded_at = time.monotonic()
         self._found_at = self.loaded_at + FIND_GAP
-        if self._tree_timer is not None:
-            self._tree_timer.stop()
-            self._tree_timer = None
+        self._drop_held_tree()
         self._find()
         self._warm_up()
         tree = self.main_tree

@@ -29,9 +29,10 @@ class StatusBar(Horizontal):
         self._shown_left = value
         left = self.query_one("#status-left", Static)
         fitted = fit_path(value, left.content_size.width) if left.content_size.width else value
-        # One line (1fr wide, 1 high) whatever its text: no layout, which would repaint the
-        # whole screen at each step of an index's progress.
-        left.update(Text(fitted, no_wrap=True, overflow="ellipsis"), layout=False)
+        # One line (1fr wide, 1 high, cut with an ellipsis: app.tcss) whatever its text: no
+        # layout, which would repaint the whole screen at each step of an index's progress.
+        # (Text: the trace's path shown literally, never as markup.)
+        left.update(Text(fitted), layout=False)
 
     def on_resize(self) -> None:
         self.call_after_refresh(lambda: self._left(self._shown_left))
