@@ -641,5 +641,17 @@ async def test_a_long_path_keeps_its_end_in_the_status_bar(tmp_path: Path) -> No
     app = TcviewApp(str(deep))
     async with app.run_test(size=(100, 30)) as pilot:
         await ready(app, pilot)
-        shown = str(app.screen.query_one("#status-left", Static).render())
+        left = app.screen.query_one("#status-left", Static)
+        shown = str(left.render())
         assert shown.startswith("static · …") and shown.endswith("xxx/trace"), shown
+        # Wider counts leave the path less room: it is cut again, still keeping its end.
+        width = left.content_size.width
+        app.status_right = "compiles 1234567 · breaks 1234567 · recompiles 1234567"
+        await until(pilot, lambda: left.content_size.width < width)
+        await until(
+            pilot,
+            lambda: len(str(left.render())) <= left.content_size.width,
+            seen=lambda: (str(left.render()), left.content_size.width),
+        )
+        assert str(left.render()).endswith("xxx/trace")
+        assert "static · …" in screen_text(app) and "xxx/trace" in screen_text(app)

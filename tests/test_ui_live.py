@@ -325,11 +325,23 @@ async def test_an_idle_followed_app_does_not_poll_the_model(tmp_path: Path) -> N
             for _ in range(200):
                 app.browser.model_moved()
 
+        # The counts (a walk over every compile) are not made again for a redraw that finds
+        # nothing new, the first since the first read included.
+        await until(pilot, lambda: app.browser._findings is not None, what="the findings")
+        counted: list[float] = []
+        counts = app.browser.refresh_counts
+
+        def counting_counts() -> None:
+            counted.append(time.monotonic())
+            counts()
+
+        app.browser.refresh_counts = counting_counts  # type: ignore[method-assign]
         burst = threading.Thread(target=burst_of_updates)
         burst.start()
         burst.join()
         await until(pilot, lambda: calls, what="a redraw after the burst")
         await holds(pilot, lambda: len(calls) <= 3, 0.3, "one or two redraws", seen=lambda: calls)
+        assert counted == []
 
 
 @pytest.mark.e2e

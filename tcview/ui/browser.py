@@ -543,6 +543,7 @@ class BrowserScreen(Screen[None]):
         tree = self.main_tree
         with self.session.lock:  # the first read's last rows (not marked as new)
             self._versions = self.session.versions()  # (refresh_model: nothing new since)
+            self._status_state = self._status_of(self._versions)  # (counts: drawn below)
             if tree.root.data is None or tree.root.data.obj is not self.model:
                 tree.set_model(self.model)
             else:
@@ -592,7 +593,7 @@ class BrowserScreen(Screen[None]):
                 else:
                     tree.refresh_model()
         # The counts walk every compile: only when something moved.
-        state = (versions, len(self.session.notices), self.session.finished)
+        state = self._status_of(versions)
         if changed or state != self._status_state:
             self._status_state = state
             self.refresh_counts()
@@ -602,6 +603,10 @@ class BrowserScreen(Screen[None]):
         if self.goto_target and self.session.follow and self._goto(self.goto_target) is None:
             self.goto_target = None
         self._first_row()
+
+    def _status_of(self, versions: tuple[int, ...]) -> tuple[object, ...]:
+        """What the counts and status bar show depend on (the session's lock held)."""
+        return (versions, len(self.session.notices), self.session.finished)
 
     @property
     def overview_shown(self) -> bool:

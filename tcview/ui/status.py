@@ -35,10 +35,14 @@ class StatusBar(Horizontal):
         left.update(Text(fitted), layout=False)
 
     def on_resize(self) -> None:
-        self.call_after_refresh(lambda: self._left(self._shown_left))
+        self._refit()
 
     def _right(self, value: str) -> None:
-        self.query_one("#status-right", Static).update(Text(value, no_wrap=True))
+        self.query_one("#status-right", Static).update(Text(value))
+        self._refit()  # the counts' width is the path's room: fitted again once laid out
+
+    def _refit(self) -> None:
+        self.call_after_refresh(lambda: self._left(self._shown_left))
 
 
 def fit_path(line: str, width: int) -> str:
