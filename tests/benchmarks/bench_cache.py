@@ -35,6 +35,8 @@ REPO = HERE.parents[2]
 sys.path.insert(0, str(REPO / "tests"))
 sys.path.insert(0, str(REPO))
 
+from conftest import TCVIEW_CLI  # noqa: E402
+
 
 def load_child(path: str) -> None:
     """Time `load_source` alone (imports done first) and print it with the summary's hash."""
@@ -77,7 +79,7 @@ def main() -> None:
             build(trace, source_files(None), int(args.size_mb * (1 << 20)))
         cache = tmp / "cache"
         env = {"TCVIEW_CACHE_DIR": str(cache), "TCVIEW_NO_CACHE": ""}
-        cli = [sys.executable, "-m", "tcview.commands.cli", "summary", "--json", "-q"]
+        cli = [*TCVIEW_CLI, "summary", "--json", "-q"]
         child = [sys.executable, str(HERE), "--child-load", str(trace)]
         times: dict[str, list[float]] = {}
         outputs: set[bytes] = set()

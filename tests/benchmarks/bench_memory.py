@@ -36,6 +36,7 @@ sys.path.insert(0, str(REPO / "tests"))
 sys.path.insert(0, str(HERE.parent))
 
 from bench_index import measure  # noqa: E402
+from conftest import TCVIEW_CLI  # noqa: E402
 from ui_helpers import ready  # noqa: E402
 
 LIMIT_MB = 300
@@ -164,7 +165,7 @@ def main() -> None:
         print(f"trace: {trace} ({mb:.0f} MB, built in {time.perf_counter() - t0:.0f} s)")
 
         rows: list[tuple[str, float, float]] = []
-        cli = [sys.executable, "-m", "tcview.commands.cli"]
+        cli = list(TCVIEW_CLI)
         dt, rss, out = measure([*cli, "summary", "--json", "-q", str(trace)])
         counts = json.loads(out)
         rows.append(("summary --json (index)", dt, rss))

@@ -45,6 +45,7 @@ REPO = HERE.parents[2]
 sys.path.insert(0, str(REPO / "tests"))
 sys.path.insert(0, str(REPO))
 
+from conftest import TCVIEW_CLI  # noqa: E402
 from rankdir import SHARED_RANK_DIRS, build, templates  # noqa: E402
 
 PAGE = os.sysconf("SC_PAGE_SIZE")
@@ -280,7 +281,7 @@ def main() -> None:
 
     tl = None if args.no_tlparse else shutil.which("tlparse")
     textual = importlib.util.find_spec("textual") is not None
-    tc = [sys.executable, "-m", "tcview.commands.cli", "summary", "--json", "-q"]
+    tc = [*TCVIEW_CLI, "summary", "--json", "-q"]
     no_cache = {"TCVIEW_NO_CACHE": "1"}
     serial_env = {**no_cache, "TCVIEW_JOBS": "1"}
     par_env = {**no_cache, "TCVIEW_JOBS": str(args.workers)}

@@ -28,6 +28,9 @@ HERE = Path(__file__).resolve()
 REPO = HERE.parents[2]
 sys.path.insert(0, str(REPO))
 sys.path.insert(0, str(HERE.parent))
+sys.path.insert(0, str(REPO / "tests"))
+
+from conftest import TCVIEW_CLI  # noqa: E402
 
 # (label, text, regex): a rare string (once per copy of the source traces), a common one, a
 # string found nowhere (every byte read, nothing to map), a regex, one without capitals.
@@ -78,7 +81,7 @@ def engine(trace: Path) -> dict:
 def grep(trace: Path, text: str) -> tuple[float, float, int]:
     from bench_index import measure
 
-    dt, rss, out = measure([sys.executable, "-m", "tcview.commands.cli", "grep", text, str(trace)])
+    dt, rss, out = measure([*TCVIEW_CLI, "grep", text, str(trace)])
     return dt, rss, out.count("\n")
 
 

@@ -52,6 +52,7 @@ sys.path.insert(0, str(REPO / "tests"))
 sys.path.insert(0, str(HERE.parent))
 
 import bench_index  # noqa: E402
+from conftest import TCVIEW_CLI  # noqa: E402
 from rankdir import build as build_ranks  # noqa: E402
 from rankdir import templates  # noqa: E402
 
@@ -127,7 +128,7 @@ def main() -> None:
     env["TCVIEW_CACHE_DIR"] = str(cache)
     env.pop("TCVIEW_JOBS", None)
     env.pop("TCVIEW_NO_CACHE", None)
-    tc = [sys.executable, "-m", "tcview.commands.cli", "summary", "--json", "-q"]
+    tc = [*TCVIEW_CLI, "summary", "--json", "-q"]
     rows: dict[str, list[float]] = {}
     memory: dict[str, list[float]] = {}  # peak RSS (MB) of the largest process
     facts: dict[str, Any] = {"cores": os.cpu_count(), "file_mb": trace.stat().st_size >> 20}

@@ -25,6 +25,8 @@ HERE = Path(__file__).resolve()
 REPO = HERE.parents[2]
 sys.path.insert(0, str(REPO / "tests"))
 
+from conftest import TCVIEW_CLI  # noqa: E402
+
 PID = re.compile(rb"^((?:\[rank\d+\]:)?[A-Z]\d{4} \d\d:\d\d:\d\d\.\d+ +)(\d+) ", re.M)
 FOUR = ("compiles", "graph_breaks", "recompiles", "kernels")
 
@@ -102,7 +104,7 @@ def main() -> int:
         expected = {k: v * copies for k, v in count_text(blob).items()}
         mb = size / 1e6
         print(f"capture: {mb:.1f} MB, {copies} copies of {len(files)} real captures")
-        tcview = [sys.executable, "-m", "tcview.commands.cli", "summary", "--json", "-q"]
+        tcview = [*TCVIEW_CLI, "summary", "--json", "-q"]
         results = {}
         for label, cmd, stdin in (
             ("file", [*tcview, str(path)], None),
