@@ -3,8 +3,11 @@
     python tests/benchmarks/bench_index.py [--size-mb 500] [--source DIR] [--keep FILE]
 
 Builds a trace of at least --size-mb by repeating the records of real GPU traces, with
-frame ids renumbered on each repetition so that every copy adds new frames and compiles. Then
-runs, in this order and on the same file: `tcview summary --json` (full index) and
+frame ids renumbered on each repetition so that every copy adds new frames and compiles. The
+traces are those of single-GPU jobs. `--with-rank-files` adds the rank files of multi-GPU
+jobs, as the traces of runs A to O were built; `tlparse -p` reads one rank of a file, and
+skipped 98% of such a trace's records as `other_rank`. Then runs, in this order and on the
+same file: `tcview summary --json` (full index) and
 `tlparse FILE -p -o DIR --no-browser`, each in a fresh process, and prints wall time, MB/s and
 peak RSS (ru_maxrss of the child) with the ratios. tlparse is skipped when it is not installed
 (`pip install tlparse`).
@@ -28,16 +31,24 @@ HERE = Path(__file__).resolve()
 REPO = HERE.parents[2]
 sys.path.insert(0, str(REPO / "tests"))
 
+from conftest import TCVIEW_CLI  # noqa: E402
+
 FRAME_ID = re.compile(rb'"frame_id": (\d+)')
+RANK_HEADER = re.compile(rb'^[A-Z]\d{4} [^\n]*\] \{[^\n]*"rank": \d', re.M)
 
 
-def source_files(source: Path | None) -> list[Path]:
+def source_files(source: Path | None, with_rank_files: bool = False) -> list[Path]:
+    """The trace files under `source` (the shared archive's H200 traces by default): those of
+    single-GPU jobs, whose headers name no rank, unless `with_rank_files`."""
     if source is None:
         from conftest import unpack_shared
 
         root = unpack_shared()
         source = root / "h200-torch2.11" if root else REPO / "sample_traces"
-    return sorted(source.rglob("dedicated_log_torch_trace*.log"))
+    files = sorted(source.rglob("dedicated_log_torch_trace*.log"))
+    if with_rank_files:
+        return files
+    return [f for f in files if RANK_HEADER.search(f.read_bytes()) is None]
 
 
 def _renumber(shift: int) -> Callable[[re.Match[bytes]], bytes]:
@@ -88,29 +99,21 @@ def main() -> None:
     ap.add_argument("--source", type=Path)
     ap.add_argument("--keep", type=Path, help="write the trace here and keep it")
     ap.add_argument("--no-tlparse", action="store_true")
+    ap.add_argument("--with-rank-files", action="store_true", help="as runs A to O were built")
     args = ap.parse_args()
 
     tmp = Path(tempfile.mkdtemp(prefix="tcview-bench-"))
     try:
         trace = args.keep or tmp / "dedicated_log_torch_trace_bench.log"
         if not trace.exists():
-            files = source_files(args.source)
+            files = source_files(args.source, args.with_rank_files)
             size = build(trace, files, args.size_mb << 20)
         else:
             size = trace.stat().st_size
         mb = size / (1 << 20)
         print(f"trace: {trace} ({mb:.0f} MB)")
         rows = []
-        tc = [
-            sys.executable,
-            "-m",
-            "tcview.commands.cli",
-            "summary",
-            "--json",
-            "-q",
-            "--no-cache",
-            str(trace),
-        ]
+        tc = [*TCVIEW_CLI, "summary", "--json", "-q", "--no-cache", str(trace)]
         dt, rss, out = measure(tc)
         counts = json.loads(out[out.index("{") :]) if out.strip().startswith("{") else {}
         rows.append(("tcview summary --json", dt, rss))

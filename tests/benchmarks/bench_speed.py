@@ -4,7 +4,8 @@
         [--ranks 128] [--rank-mb 1.64] [--out FILE]
 
 In DIR (a temporary folder unless given; kept when given, the inputs reused), builds
-`trace.log` as bench_index.py builds its trace and `ranks/` as bench_ranks.py builds its small
+`trace.log` as bench_index.py builds its trace (from single-GPU jobs' traces, so that
+`tlparse -p` reads every record; `--with-rank-files` as runs A to O were built) and `ranks/` as bench_ranks.py builds its small
 directory. The index cache is DIR/.cache/tcview: the file sits in the folder that holds the
 cache directory, as `~/trace.log` beside `~/.cache/tcview` does. Byte-code caching is on (the
 children run without PYTHONDONTWRITEBYTECODE), as users have it. Each round, each a fresh
@@ -13,7 +14,9 @@ process, in this order:
 1. `tcview summary --json --no-cache FILE` as users run it (split into ranges over the idle
    cores, if any), with one process (TCVIEW_JOBS=1), and split over every core whatever the
    load (TCVIEW_JOBS=cores): the same JSON;
-2. `tlparse FILE -p`; the compile folders it wrote against tcview's compiles;
+2. `tlparse FILE -p`; after the rounds, the records it read of each kind (raw.jsonl, and
+   chromium_events.json for the chromium events) against tcview's (tlparse folds the string
+   table's `str` records into one line), and its compilation_metrics against tcview's compiles;
 3. the first open with the cache emptied (the index entry and the report written), then the
    reopen (the kept report), then a reopen without the kept report (the index entry restored,
    the report made again, as `tcview open` does): the same JSON;
@@ -57,13 +60,90 @@ from rankdir import build as build_ranks  # noqa: E402
 from rankdir import templates  # noqa: E402
 
 COMPILE_DIR = re.compile(r"^-_\d+_\d+_\d+$")  # tlparse: one folder a compile id
+# raw.jsonl's keys besides a record's kind (tlparse adds the glog prefix's fields)
+TLPARSE_FIELDS = frozenset(
+    {"attempt", "frame_id", "frame_compile_id", "compiled_autograd_id", "rank", "has_payload"}
+    | {"lineno", "pathname", "thread", "timestamp", "payload_filename"}
+)
+KINDS_CHILD = (
+    "import json, sys\n"
+    "from collections import Counter\n"
+    "from tcview.ingest.source import load_source\n"
+    "kinds = Counter()\n"
+    "for f in load_source(sys.argv[1], cache=False).files:\n"
+    "    kinds.update(f.kinds)\n"
+    "print(json.dumps(kinds))\n"
+)
 
 
-def timed(cmd: list[str], env: dict[str, str]) -> tuple[float, str, float]:
+def tlparse_kinds(out: Path) -> dict[str, int]:
+    """The records `tlparse -p` read, by kind: raw.jsonl (one line a record, the string table
+    one line) and chromium_events.json (the chromium events, which raw.jsonl leaves out)."""
+    kinds: dict[str, int] = {}
+    with open(out / "raw.jsonl", "rb") as fh:
+        for line in fh:
+            rest = [k for k in json.loads(line) if k not in TLPARSE_FIELDS]
+            if len(rest) == 2 and "stack" in rest:  # a kind with a stack beside it
+                rest.remove("stack")
+            kind = rest[0] if len(rest) == 1 else repr(sorted(rest))
+            kinds[kind] = kinds.get(kind, 0) + 1
+    events = json.loads((out / "chromium_events.json").read_bytes())
+    if events:
+        kinds["chromium_event"] = len(events)
+    return kinds
+
+
+TLPARSE_STATS = re.compile(r"Stats \{([^}]*)\}")
+
+
+def same_counts(trace: Path, tl_out: Path, env: dict[str, str], stderr: str) -> dict[str, Any]:
+    """tcview's records of each kind against those tlparse wrote (see tlparse_kinds), and
+    against those it says it read (`stderr`'s "Stats { ok: N, other_rank: M, … }": a record
+    of a rank other than the first it saw is skipped)."""
+    found = TLPARSE_STATS.search(stderr)
+    stats: dict[str, int] = {}
+    for field in found[1].split(",") if found else []:
+        name, _, value = field.partition(":")
+        stats[name.strip()] = int(value)
+    child = subprocess.run(
+        [sys.executable, "-c", KINDS_CHILD, str(trace)],
+        env=env,
+        cwd=REPO,
+        check=True,
+        capture_output=True,
+        text=True,
+    )
+    ours: dict[str, int] = json.loads(child.stdout)
+    theirs = tlparse_kinds(tl_out)
+    strings = ours.pop("str", 0)  # (tlparse: one string_table line)
+    if theirs.get("string_table") == 1 and strings:
+        del theirs["string_table"]
+    differ = {
+        k: [ours.get(k, 0), theirs.get(k, 0)]
+        for k in sorted(set(ours) | set(theirs))
+        if ours.get(k, 0) != theirs.get(k, 0)
+    }
+    records = sum(ours.values())  # (without the `str` records)
+    if stats.get("ok") != records:
+        differ["records read (tlparse's ok)"] = [records, stats.get("ok", 0)]
+    return {
+        "kinds": len(ours),
+        "records": records,
+        "str_records": strings,
+        "compilation_metrics": theirs.get("compilation_metrics", 0),
+        "tlparse_stats": stats,
+        "equal": not differ,
+        "differ": differ,
+    }
+
+
+def timed(
+    cmd: list[str], env: dict[str, str], errors: list[str] | None = None
+) -> tuple[float, str, float]:
     """Wall seconds, stdout, and the peak resident memory in MB of the command's largest
     process: the kernel's ru_maxrss over the process and the children it waited for (tcview's
     workers and its findings child; tlparse is one process). Output goes to files, not pipes,
-    so that the process is waited for here, with its usage."""
+    so that the process is waited for here, with its usage. `errors` gets its stderr."""
     with tempfile.TemporaryFile() as out, tempfile.TemporaryFile() as err:
         t = time.perf_counter()
         proc = subprocess.Popen(cmd, stdout=out, stderr=err, env=env, cwd=REPO)
@@ -75,6 +155,9 @@ def timed(cmd: list[str], env: dict[str, str]) -> tuple[float, str, float]:
             raise SystemExit(
                 f"{' '.join(cmd[:5])} failed ({proc.returncode}):\n{err.read()[-3000:]!r}"
             )
+        if errors is not None:
+            err.seek(0)
+            errors.append(err.read().decode(errors="replace"))
         out.seek(0)
         return dt, out.read().decode(errors="replace"), usage.ru_maxrss / 1024  # (KB on Linux)
 
@@ -85,7 +168,8 @@ def _own_peak_mb() -> float:
 
 def build_inputs(trace: Path, ranks: Path, args: argparse.Namespace) -> None:
     if not trace.exists():
-        bench_index.build(trace, bench_index.source_files(None), args.size_mb << 20)
+        files = bench_index.source_files(None, args.with_rank_files)
+        bench_index.build(trace, files, args.size_mb << 20)
     if not ranks.exists():
         from conftest import unpack_shared
 
@@ -105,6 +189,7 @@ def main() -> None:
     ap.add_argument("--rank-mb", type=float, default=1.64)
     ap.add_argument("--repeat", type=int, default=3)
     ap.add_argument("--out", type=Path)
+    ap.add_argument("--with-rank-files", action="store_true", help="as runs A to O were built")
     ap.add_argument("--build-only", action="store_true", help=argparse.SUPPRESS)
     args = ap.parse_args()
 
@@ -119,6 +204,7 @@ def main() -> None:
     if not trace.exists() or not ranks.exists():
         sizes = ["--size-mb", str(args.size_mb), "--ranks", str(args.ranks)]
         sizes += ["--rank-mb", str(args.rank_mb)]
+        sizes += ["--with-rank-files"] if args.with_rank_files else []
         build = [sys.executable, str(HERE), "--build-only", "--dir", str(work), *sizes]
         subprocess.run(build, check=True)
     first_floor = _own_peak_mb()
@@ -151,8 +237,11 @@ def main() -> None:
         counts = json.loads(out)
         if tl:
             tl_out = work / "tl"
+            tl_err: list[str] = []
             dt, _, mb = timed(
-                [tl, str(trace), "-p", "-o", str(tl_out), "--no-browser", "--overwrite"], env
+                [tl, str(trace), "-p", "-o", str(tl_out), "--no-browser", "--overwrite"],
+                env,
+                tl_err,
             )
             add("file: tlparse -p", dt, mb)
             facts["tlparse_compile_dirs"] = sum(
@@ -227,6 +316,19 @@ def main() -> None:
         )
     for k, x in ratios.items():
         print(f"  {k:40} x{x:.1f}")
+    if tl:
+        same = same_counts(trace, work / "tl", env, tl_err[-1])
+        facts["tlparse_counts"] = same
+        print(
+            f"  counts: tcview {same['records']} records of {same['kinds']} kinds (and "
+            f"{same['str_records']} `str`: tlparse's string table), "
+            f"{facts['counts']['compiles']} compiles; tlparse -p "
+            + (
+                f"read as many of each kind, {same['compilation_metrics']} compilation_metrics"
+                if same["equal"]
+                else f"other counts (tcview, tlparse): {same['differ']}"
+            )
+        )
     print("  " + json.dumps(facts))
     line = json.dumps(
         {
