@@ -291,16 +291,17 @@ async def test_overview_key_line_is_whole_at_120_columns() -> None:
 # ---------------------------------------------------------------- 11.5: told, not polling
 
 
-def count_redraws(app: TcviewApp) -> list[float]:
-    """The times of the app's redraws from the model from now on."""
+def count_calls(app: TcviewApp, method: str = "refresh_model") -> list[float]:
+    """The times of the browser's calls to `method` from now on (by default its redraws from
+    the model)."""
     calls: list[float] = []
-    original = app.browser.refresh_model
+    original = getattr(app.browser, method)
 
     def counting() -> None:
         calls.append(time.monotonic())
         original()
 
-    app.browser.refresh_model = counting  # type: ignore[method-assign]
+    setattr(app.browser, method, counting)
     return calls
 
 
@@ -311,7 +312,7 @@ async def test_an_idle_followed_app_does_not_poll_the_model(tmp_path: Path) -> N
     app = TcviewApp(str(trace), follow=True)
     async with app.run_test(size=SIZE) as pilot:
         await ready(app, pilot)
-        calls = count_redraws(app)
+        calls = count_calls(app)
         await holds(
             pilot,
             lambda: calls == [],
@@ -320,22 +321,16 @@ async def test_an_idle_followed_app_does_not_poll_the_model(tmp_path: Path) -> N
             seen=lambda: calls,
         )
 
+        # The counts (a walk over every compile) are not made again for a redraw that finds
+        # nothing new, the first since the first read included.
+        await until(pilot, lambda: app.browser._findings is not None, what="the findings")
+        counted = count_calls(app, "refresh_counts")
+
         # A burst of updates from another thread becomes one or two redraws.
         def burst_of_updates() -> None:
             for _ in range(200):
                 app.browser.model_moved()
 
-        # The counts (a walk over every compile) are not made again for a redraw that finds
-        # nothing new, the first since the first read included.
-        await until(pilot, lambda: app.browser._findings is not None, what="the findings")
-        counted: list[float] = []
-        counts = app.browser.refresh_counts
-
-        def counting_counts() -> None:
-            counted.append(time.monotonic())
-            counts()
-
-        app.browser.refresh_counts = counting_counts  # type: ignore[method-assign]
         burst = threading.Thread(target=burst_of_updates)
         burst.start()
         burst.join()
@@ -389,7 +384,7 @@ async def test_an_indexing_app_redraws_when_the_loader_says_so(
             lambda: browser.records_shown() == read,
             seen=lambda: (browser.records_shown(), read),
         )
-        calls = count_redraws(app)
+        calls = count_calls(app)
         await holds(
             pilot,
             lambda: calls == [],
