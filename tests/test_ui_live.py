@@ -28,7 +28,7 @@ from tcview.model.objects import Frame, Model
 from tcview.run.session import Launcher
 from tcview.run.spec import PythonInfo, RunOptions, build_spec
 from tcview.ui.app import BrowserApp, TcviewApp
-from tcview.ui.browser import TREE_GAP
+from tcview.ui.browser import TREE_GAP, BrowserScreen
 from tcview.ui.reader import Reader
 from tcview.ui.run_app import RunApp
 from tcview.ui.tree import TraceTree
@@ -291,17 +291,16 @@ async def test_overview_key_line_is_whole_at_120_columns() -> None:
 # ---------------------------------------------------------------- 11.5: told, not polling
 
 
-def count_calls(app: TcviewApp, method: str = "refresh_model") -> list[float]:
-    """The times of the browser's calls to `method` from now on (by default its redraws from
-    the model)."""
+def count_redraws(app: TcviewApp) -> list[float]:
+    """The times of the app's redraws from the model from now on."""
     calls: list[float] = []
-    original = getattr(app.browser, method)
+    original = app.browser.refresh_model
 
     def counting() -> None:
         calls.append(time.monotonic())
         original()
 
-    setattr(app.browser, method, counting)
+    app.browser.refresh_model = counting  # type: ignore[method-assign]
     return calls
 
 
@@ -312,7 +311,7 @@ async def test_an_idle_followed_app_does_not_poll_the_model(tmp_path: Path) -> N
     app = TcviewApp(str(trace), follow=True)
     async with app.run_test(size=SIZE) as pilot:
         await ready(app, pilot)
-        calls = count_calls(app)
+        calls = count_redraws(app)
         await holds(
             pilot,
             lambda: calls == [],
@@ -320,11 +319,6 @@ async def test_an_idle_followed_app_does_not_poll_the_model(tmp_path: Path) -> N
             "nothing changed: nothing to redraw",
             seen=lambda: calls,
         )
-
-        # The counts (a walk over every compile) are not made again for a redraw that finds
-        # nothing new, the first since the first read included.
-        await until(pilot, lambda: app.browser._findings is not None, what="the findings")
-        counted = count_calls(app, "refresh_counts")
 
         # A burst of updates from another thread becomes one or two redraws.
         def burst_of_updates() -> None:
@@ -336,7 +330,35 @@ async def test_an_idle_followed_app_does_not_poll_the_model(tmp_path: Path) -> N
         burst.join()
         await until(pilot, lambda: calls, what="a redraw after the burst")
         await holds(pilot, lambda: len(calls) <= 3, 0.3, "one or two redraws", seen=lambda: calls)
-        assert counted == []
+
+
+@sync
+async def test_a_redraw_that_finds_nothing_new_after_the_first_read_makes_no_counts(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The counts walk every compile: the first read's end draws them once, and a followed
+    input's next redraw that finds nothing new (as a watcher's event can bring) draws none."""
+    made: list[int] = []  # the counts made by a redraw right after the first read's end
+
+    def ready_then_redraw(browser: BrowserScreen) -> None:
+        model_ready(browser)
+        counts = browser.refresh_counts
+        counted: list[int] = []
+        browser.refresh_counts = lambda: counted.append(1)  # type: ignore[method-assign]
+        browser.refresh_model()
+        browser.refresh_counts = counts  # type: ignore[method-assign]
+        made.append(len(counted))
+
+    model_ready = BrowserScreen._model_ready
+    monkeypatch.setattr(BrowserScreen, "_model_ready", ready_then_redraw)
+    trace = tmp_path / "trace"
+    shutil.copytree(CPU_SAMPLE / "trace", trace)
+    app = TcviewApp(str(trace), follow=True)
+    async with app.run_test(size=SIZE) as pilot:
+        await ready(app, pilot)
+        await until(pilot, lambda: made, what="the first read's end")
+        assert made == [0]
+        assert counts_text(summary_json(trace)) == app.status_right
 
 
 @pytest.mark.e2e
@@ -384,7 +406,7 @@ async def test_an_indexing_app_redraws_when_the_loader_says_so(
             lambda: browser.records_shown() == read,
             seen=lambda: (browser.records_shown(), read),
         )
-        calls = count_calls(app)
+        calls = count_redraws(app)
         await holds(
             pilot,
             lambda: calls == [],
