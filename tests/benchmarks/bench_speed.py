@@ -5,10 +5,11 @@
 
 In DIR (a temporary folder unless given; kept when given, the inputs reused), builds
 `trace.log` as bench_index.py builds its trace (from single-GPU jobs' traces, so that
-`tlparse -p` reads every record; `--with-rank-files` as runs A to O were built) and `ranks/` as bench_ranks.py builds its small
-directory. The index cache is DIR/.cache/tcview: the file sits in the folder that holds the
-cache directory, as `~/trace.log` beside `~/.cache/tcview` does. Byte-code caching is on (the
-children run without PYTHONDONTWRITEBYTECODE), as users have it. Each round, each a fresh
+`tlparse -p` reads every record; `--with-rank-files` as runs A to O were built) and `ranks/`
+as bench_ranks.py builds its small directory. The index cache is DIR/.cache/tcview: the file
+sits in the folder that holds the cache directory, as `~/trace.log` beside `~/.cache/tcview`
+does. Byte-code caching is on (the children run without PYTHONDONTWRITEBYTECODE), as users
+have it. Each round, each a fresh
 process, in this order:
 
 1. `tcview summary --json --no-cache FILE` as users run it (split into ranges over the idle
