@@ -168,6 +168,7 @@ MODULE_TIERS = {
     "test_show": "unit",
     "test_show_layout": "unit",
     "test_split": "unit",
+    "test_lines_c": "unit",
     "test_ssh": "e2e",
     "test_stacks": "e2e",
     "test_take_ui": "app",

@@ -25,11 +25,12 @@ def _run(*args: str) -> subprocess.CompletedProcess[str]:
 @pytest.mark.skipif(importlib.util.find_spec("mypy") is None, reason="mypy is not installed")
 def test_mypy_reports_no_error() -> None:
     """Over tcview and the tests with the project's config (the README's `mypy tcview tests`):
-    every module but the fixtures and the GPU runs' job scripts."""
+    every module but the fixtures and the GPU runs' job scripts (and the C module's stub)."""
     done = _run("mypy", "tcview", "tests")
     assert done.returncode == 0, done.stdout + done.stderr
     skipped = ("tests/fixtures/", "tests/benchmarks/gpu_runs/")
-    sources = [*ROOT.glob("tcview/**/*.py"), *ROOT.glob("tests/**/*.py")]
+    sources = [*ROOT.glob("tcview/**/*.py"), *ROOT.glob("tcview/**/*.pyi")]
+    sources += ROOT.glob("tests/**/*.py")
     checked = [p for p in sources if not p.relative_to(ROOT).as_posix().startswith(skipped)]
     assert f"no issues found in {len(checked)} source files" in done.stdout, done.stdout
 

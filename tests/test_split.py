@@ -360,13 +360,12 @@ def test_fast_path_headers_index_as_json_parsed_ones(
     lines = [start.encode(), *(_header(*r) for r in records), end.encode()]
     path.write_bytes(b"\n".join(lines) + b"\n")
     fast = _serial(path)
-    slow_line = tracefile.line_regex((), chromium=False)
-    real = tracefile.LINE
+    real = tracefile.find_lines
     try:
-        tracefile.LINE = slow_line
+        tracefile.find_lines = tracefile.regex_lines(tracefile.line_regex((), chromium=False))
         slow = _serial(path)
     finally:
-        tracefile.LINE = real
+        tracefile.find_lines = real
     assert differences(slow, fast, IGNORE) == []
     assert fast.files[0].kinds["dynamo_start"] == 2  # the lines are records
     # The fast path was taken (this shape is the common one in real traces).

@@ -4,8 +4,9 @@ The file is fed in chunks of bytes, in order. Complete lines are indexed at once
 partial line stays pending until more bytes arrive (or `finish()` says the file is done).
 Feeding a file in any split gives the same index as one read of the whole file.
 
-Speed: one regex pass finds the start of every line that is not a payload line. The common
-``chromium_event`` headers (most records) are recognised by that same regex and counted without
+Speed: one pass finds the start of every line that is not a payload line (`find_lines`: the
+`LINE` regex, or the same matcher in C where it was built). The common ``chromium_event`` and
+``describe_*`` headers (most records) are recognised by that same pass and counted without
 building a record; other headers are parsed as JSON, with a cache keyed by the header text
 minus its md5. Payload lines are never visited in Python, except in output code, where a
 regex over the payload finds the kernel definitions.
@@ -21,7 +22,7 @@ import os
 import re
 import sys
 from array import array
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from itertools import chain
 from pathlib import Path
@@ -155,10 +156,37 @@ def nests_deeper(value: Any, limit: int = NESTING_MAX) -> bool:
     return True
 
 
-def json_start(m: re.Match[bytes]) -> int:
-    """Where the JSON of a header LINE matched starts: after the record prefix (the match
-    ends there unless it took a fast path)."""
-    return m.start(5) - 2 if m.start(5) >= 0 else m.end()
+# A match of LINE: where its line starts, where the match ends (after the record prefix, where
+# a header's JSON starts, unless a fast path took the whole header), then LINE's six groups:
+# bytes, or None where a group took no part (typed as `re` types them: which are None together
+# is LINE's shape).
+FoundLine = tuple[int, int, Any, Any, Any, Any, Any, Any]
+LineFinder = Callable[[bytes, int, int], Iterable[FoundLine]]
+
+
+def regex_lines(line: re.Pattern[bytes] = LINE) -> LineFinder:
+    """A finder of `line`'s matches in buf[lo:hi] (a pattern with LINE's groups)."""
+
+    def found(buf: bytes, lo: int, hi: int) -> Iterator[FoundLine]:
+        for m in line.finditer(buf, lo, hi):
+            rank, ts, pid, seg, minor, minor_seg = m.groups()
+            yield m.start() + 1, m.end(), rank, ts, pid, seg, minor, minor_seg
+
+    return found
+
+
+def _built_lines() -> LineFinder | None:
+    """LINE's matcher in C (`_lines.c`, four times as fast as the regex), where the package
+    was built with it (a compiler was at hand)."""
+    try:
+        from tcview.ingest._lines import lines
+    except ImportError:  # pragma: no cover - depends on the build
+        return None
+    return lines
+
+
+c_lines = _built_lines()
+find_lines: LineFinder = c_lines or regex_lines()
 
 
 try:  # optional speed-up (tcview[fast]); the result is the same as json's
@@ -311,12 +339,10 @@ def prescan(path: Path, start: int, end: int) -> Lines:
     last = None
     output: int | None = None  # index in `out` of an output code whose payload is not read
     segs: dict[bytes, bytes] = {}  # one object per context: pickled once, unpickled once
-    for m in LINE.finditer(buf):
-        s = m.start() + 1
+    for s, pend, rank_b, ts_b, pid_b, seg, minor_b, minor_seg in find_lines(buf, 0, len(buf)):
         if output is not None:
             out[output] = _with_payload(out[output], buf, base, s)
             output = None
-        rank_b, ts_b, pid_b, seg, minor_b, minor_seg = m.groups()
         if ts_b is not None:
             if last is None:
                 found.first_ts = ts_b
@@ -335,7 +361,7 @@ def prescan(path: Path, start: int, end: int) -> Lines:
             if buf[s:e].strip():
                 out.append((base + s,))
             continue
-        js = buf[json_start(m) : e]
+        js = buf[pend:e]
         md5, data, blank, cached = _md5_split(js)
         info, slow = header_info(data, len(js), blank)
         out.append((base + s, base + e + 1, md5, cached, info, slow, False, ()))
@@ -646,9 +672,7 @@ class TraceFile(LogSource):
         n_chromium = 0
         last = None
         minor = self.minor
-        for m in LINE.finditer(buf, lo, cut + 1):
-            rank_b, ts_b, pid_b, seg, minor_b, minor_seg = m.groups()
-            s = m.start() + 1
+        for s, pend, rank_b, ts_b, pid_b, seg, minor_b, minor_seg in find_lines(buf, lo, cut + 1):
             if self._open is not None:
                 self._extend_open(buf, base, s)
                 self._close_open()
@@ -686,7 +710,7 @@ class TraceFile(LogSource):
             if ts_b is None:
                 self._unparsed(buf, base, s, e)
             else:
-                self._header(m, buf, base, s, e, eof_line and e == cut)
+                self._header(buf[pend:e], base + s, base + e + (0 if eof_line and e == cut else 1))
         if n_chromium:
             self.kinds["chromium_event"] += n_chromium
         if last is not None:
@@ -740,23 +764,22 @@ class TraceFile(LogSource):
         lineno = self.lineno_of(offset)
         self.unparsed.append((offset, lineno))
 
-    def _header(
-        self, m: re.Match[bytes], buf: bytes, base: int, s: int, e: int, at_eof: bool
-    ) -> None:
-        js = buf[json_start(m) : e]
+    def _header(self, js: bytes, offset: int, hdr_end: int) -> None:
+        """A header that no fast path took: its JSON `js`, its line from `offset` to
+        `hdr_end` (past the newline, if the line has one)."""
         md5, data, blank, key = _md5_split(js)
         info = self._cache.get(key) if key is not None else None
         if info is None:
             info, slow = header_info(data, len(js), blank)
             self.slow_json += slow
             if info is None:
-                self._unparsed(buf, base, s, e)
+                self.unparsed.append((offset, self.lineno_of(offset)))
                 return
             if key is not None:
                 if len(self._cache) > _CACHE_MAX:
                     self._cache.clear()
                 self._cache[key] = info
-        self._record(info, md5, base + s, base + e + (0 if at_eof else 1))
+        self._record(info, md5, offset, hdr_end)
 
     def _record(self, info: Derived, md5: str | None, offset: int, hdr_end: int) -> None:
         kind, meta, key, attempt, name, rank, md5_field, typed = info
