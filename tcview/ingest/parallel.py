@@ -92,10 +92,11 @@ SPLIT_MIN_BYTES = 48 << 20
 RANGE_BYTES = 4 << 20
 # What prescanning a range costs a worker (read whole, pickled to send), and applying it costs
 # the loading thread, relative to the loading thread reading the range itself. Measured on
-# forty 4 MB ranges of bench_index.py's trace (minimum of 6, tests/benchmarks/PROFILE.md): 356
-# ms read here, 334 ms prescanned and pickled, 49 ms unpickled and 54 ms applied.
-PRESCAN_COST = 0.94
-APPLY_COST = 0.29
+# forty 4 MB ranges of bench_index.py's trace with the C line matcher (minimum of 5,
+# tests/benchmarks/PROFILE.md, "Twelfth round"): 188 ms read here, 154 ms prescanned and
+# pickled, 19 ms unpickled and 45 ms applied.
+PRESCAN_COST = 0.82
+APPLY_COST = 0.34
 # Jobs a worker is sent before its first result comes back: it goes from one to the next
 # without waiting for the loading thread to ask.
 JOBS_AHEAD = 4
