@@ -7,6 +7,8 @@ trace the project and ../shared hold."""
 from __future__ import annotations
 
 import hashlib
+import shutil
+import sysconfig
 from pathlib import Path
 
 import pytest
@@ -19,7 +21,7 @@ from tcview.ingest import tracefile
 from tcview.ingest.source import load_source
 
 c_lines = tracefile.c_lines
-pytestmark = pytest.mark.skipif(c_lines is None, reason="the C line matcher was not built")
+needs_c = pytest.mark.skipif(c_lines is None, reason="the C line matcher was not built")
 
 regex = tracefile.regex_lines()
 HEX = hashlib.md5(b"x").hexdigest().encode()
@@ -174,6 +176,7 @@ def same(buf: bytes, lo: int, hi: int) -> None:
     assert c_lines(buf, lo, hi) == list(regex(buf, lo, hi))
 
 
+@needs_c
 @settings(max_examples=600, deadline=None)
 @given(st.lists(LINES, min_size=1, max_size=8), st.data())
 @example([WELL_FORMED[0]], None)
@@ -187,6 +190,7 @@ def test_generated_lines_are_found_as_the_regex_finds_them(
         same(buf, lo, data.draw(st.integers(lo, len(buf))))
 
 
+@needs_c
 @pytest.mark.parametrize(
     "line",
     [
@@ -217,6 +221,7 @@ def _same_in_thirds(path: Path) -> None:
         same(buf, lo, hi)
 
 
+@needs_c
 def test_real_traces_are_found_as_the_regex_finds_them() -> None:
     paths = _traces(SAMPLES) + _traces(FIXTURES)
     assert len(paths) > 20
@@ -224,6 +229,7 @@ def test_real_traces_are_found_as_the_regex_finds_them() -> None:
         _same_in_thirds(path)
 
 
+@needs_c
 def test_the_shared_traces_are_found_as_the_regex_finds_them(shared_traces: Path) -> None:
     paths = _traces(shared_traces)
     assert len(paths) > 100
@@ -231,6 +237,7 @@ def test_the_shared_traces_are_found_as_the_regex_finds_them(shared_traces: Path
         _same_in_thirds(path)
 
 
+@needs_c
 @pytest.mark.parametrize("sample", ["gpu_triton_user", "cpu_breaks_recompiles"])
 def test_a_trace_indexes_alike_with_either_finder(
     sample: str, monkeypatch: pytest.MonkeyPatch
@@ -239,3 +246,13 @@ def test_a_trace_indexes_alike_with_either_finder(
     built = load_source(path, cache=False)
     monkeypatch.setattr(tracefile, "find_lines", regex)
     assert differences(load_source(path, cache=False), built, ("version",)) == []
+
+
+def test_the_c_matcher_is_built_where_a_compiler_is() -> None:
+    """Where the Python that runs the tests has a C compiler and its headers, the install built
+    the matcher (else every test above would skip, and the index run at the regex's speed)."""
+    cc = (sysconfig.get_config_var("CC") or "cc").split()[0]
+    headers = Path(sysconfig.get_paths()["include"]) / "Python.h"
+    if shutil.which(cc) is None or not headers.exists():
+        pytest.skip("no C compiler or no Python headers: the install leaves the matcher out")
+    assert c_lines is not None, "setup.py's extension was not built (pip install -e . builds it)"

@@ -2,10 +2,10 @@
 
    lines(buf, lo, hi) -> list of (s, pend, rank, ts, pid, seg, minor, minor_seg), one for each
    match of LINE in buf[lo:hi] (as `LINE.finditer(buf, lo, hi)` finds them, so nothing past hi
-   is read): s is where the line starts (the match's start + 1), pend where its record prefix
-   ends, or its header's when a fast path matched (the match's end), and the rest the match's six groups (bytes,
-   or None where a group did not take part). A test compares the two on generated and real
-   traces (tests/test_lines_c.py); the Python module falls back to the regex without this one.
+   is read): s is where the line starts (the match's start + 1), pend where the match ends (the
+   record prefix's end, or the header's when a fast path took it), and the rest the match's six
+   groups (bytes, or None where a group took no part). A test compares the two on generated
+   and real traces (tests/test_lines_c.py); without this module, tracefile uses the regex.
 
    Every matcher below takes a position and returns the position after what it matched, or -1.
    The grammar is the regex's: at each point at most one alternative can go on, so matching
