@@ -9,222 +9,72 @@ from __future__ import annotations
 
 import json
 import re
-from collections.abc import Callable, Iterable, Sequence
-from dataclasses import dataclass, field, replace
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, replace
 from functools import cache, partial
 from typing import Any, TypeAlias
 
 from tcview.analysis.autotune import autotune_seconds
+from tcview.analysis.breaks import break_cause, break_findings, is_generic_hint
 from tcview.analysis.checks import SEVERITIES
 from tcview.analysis.cudagraphs import EAGER_REASON, model_cudagraphs, short_reason
 from tcview.analysis.divergence import Divergence, analyze, describe_groups
-from tcview.analysis.recompiles import compile_config, diagnose, family_of
+from tcview.analysis.finding import (
+    DOMINANT_MIN_S,
+    DOMINANT_SHARE,
+    STACK_SHOWN,
+    STORM_RECOMPILES,
+    TRACEBACK_LINE,
+    Finding,
+    compile_cost_s,
+    compile_ids,
+    frame_name,
+    frame_where,
+    plural,
+    ranks_of,
+    sentence,
+    text_frames,
+    total_cost,
+    traceback_frames,
+    where_text,
+)
+from tcview.analysis.owner import Owner, is_user_file, owner_of, user_line
+from tcview.analysis.recompile_findings import recompile_findings
+from tcview.analysis.recompiles import family_of
+from tcview.analysis.rules import DOCS, KINDS, Kind, Severity
+from tcview.analysis.verdicts import user_stopped, verdicts
 from tcview.model.objects import (
     Compile,
     Error,
     Frame,
     Model,
     Record,
-    is_torch_internal,
     stack_frames,
 )
 from tcview.model.ranks import ranks_label
 
-_PATH = re.compile(r"(?:[\w.~-]*[/\\])+([\w.-]+)")
-_DIGITS = re.compile(r"\d+")
+__all__ = [
+    "Finding",
+    "compile_cost_s",
+    "is_user_file",
+    "text_frames",
+    "user_line",
+    "where_text",
+]
 
-# Kinds, in the order they rank within one severity when their cost is equal.
-CRASH = "crash"
-COMPILE_FAILED = "compile_failed"
-RECOMPILE_LIMIT = "recompile_limit"
-RECOMPILE_STORM = "recompile_storm"
-RECOMPILES = "recompiles"
-GRAPH_BREAK = "graph_break"
-CUDAGRAPHS = "cudagraphs"
-CACHE_MISS = "cache_miss"
-SAME_GRAPHS = "same_graphs"
-SPECIALIZATION = "specialization"
-UNBACKED = "unbacked"
-COMPILE_TIME = "compile_time"
-DIVERGENCE = "divergence"
-KINDS = (
-    CRASH,
-    COMPILE_FAILED,
-    RECOMPILE_LIMIT,
-    RECOMPILE_STORM,
-    DIVERGENCE,
-    GRAPH_BREAK,
-    CUDAGRAPHS,
-    CACHE_MISS,
-    SAME_GRAPHS,
-    RECOMPILES,
-    COMPILE_TIME,
-    SPECIALIZATION,
-    UNBACKED,
-)
-
-# A frame that recompiled this many times (without hitting the limit) is a storm.
-STORM_RECOMPILES = 3
-# One frame, phase or autotuning taking this share of all compile time "dominates" it, when
-# the run spent at least DOMINANT_MIN_S compiling.
-DOMINANT_SHARE = 0.5
-DOMINANT_MIN_S = 5.0
-# Crash stacks: at most this many lines, from the user's line outward; the rest are counted.
-STACK_SHOWN = 8
-
-DOCS = {
-    "recompiles": "https://docs.pytorch.org/docs/stable/compile/programming_model.recompilation.html",
-    "graph_breaks": "https://docs.pytorch.org/docs/stable/compile/programming_model.fullgraph_true.html",
-    "cudagraphs": "https://docs.pytorch.org/docs/stable/torch.compiler_cudagraph_trees.html",
-    "mark_step": "https://docs.pytorch.org/docs/stable/generated/torch.compiler.cudagraph_mark_step_begin.html",
-    "cache": "https://docs.pytorch.org/tutorials/recipes/torch_compile_caching_configuration_tutorial.html",
-    "dynamic": "https://docs.pytorch.org/docs/stable/torch.compiler_dynamic_shapes.html",
-}
-
-
-@dataclass
-class Finding:
-    """One problem: what (`kind`, `severity`, `title`, `detail`), the `evidence`, the user's
-    line (`where`: ``{"file", "line"}``), the compile seconds it cost (`cost_s`, backward
-    compiles included), what to do (`fix`) and a docs page (`doc`)."""
-
-    kind: str
-    severity: str
-    title: str
-    detail: str
-    evidence: dict[str, Any] = field(default_factory=dict)
-    where: dict[str, Any] | None = None
-    cost_s: float | None = None
-    fix: str = ""
-    doc: str = ""
-    compiles: list[Compile] = field(default_factory=list, repr=False, compare=False)
-
-    @property
-    def key(self) -> tuple[str, str]:
-        """What identifies the finding across runs (`tcview diff`): its kind and its title
-        without directories and numbers (counts, compile ids and line numbers change)."""
-        title = _PATH.sub(lambda m: m.group(1), self.title)
-        return (self.kind, _DIGITS.sub("#", title))
-
-    def to_json(self) -> dict[str, Any]:
-        return {
-            "kind": self.kind,
-            "severity": self.severity,
-            "title": self.title,
-            "detail": self.detail,
-            "evidence": self.evidence,
-            "where": self.where,
-            "cost_s": None if self.cost_s is None else round(self.cost_s, 6),
-            "fix": self.fix,
-            "doc": self.doc,
-        }
-
-
-# ---------------------------------------------------------------------- the user's line
-
-_LIBRARY = re.compile(
-    r"(?:^|[/\\])(?:site|dist)-packages[/\\]"  # installed packages
-    r"|(?:^|[/\\])lib[/\\](?:pypy|python)\d+(?:\.\d+)?[/\\]"  # the standard library
-    r"|(?:^|[/\\])torch[/\\]"  # torch, also from a source checkout
-    r"|(?:^|[/\\])bin[/\\][^/\\.]+$"  # a launcher's console script (torchrun)
-    r"|^<frozen "
-)
-_FRAME_TEXT = re.compile(r"^(?P<file>.+?):(?P<line>\d+)(?: in (?P<name>.*))?$")
-_TRACEBACK_LINE = re.compile(r'File "(?P<file>[^"]+)", line (?P<line>\d+)(?:, in (?P<name>\S+))?')
-
-
-def is_user_file(filename: str) -> bool:
-    """A file of the user's program: not in site-packages, the standard library or torch."""
-    return bool(filename) and not _LIBRARY.search(filename)
-
-
-def user_line(frames: Sequence[tuple[str, Any]]) -> dict[str, Any] | None:
-    """The innermost frame of `frames` ((file, line), outermost first) outside site-packages,
-    the standard library and torch, as ``{"file", "line"}``; None when every frame is a
-    library's."""
-    for filename, line in reversed(frames):
-        if is_user_file(filename):
-            return {"file": filename, "line": line if isinstance(line, int) else None}
-    return None
-
-
-def text_frames(lines: Iterable[str]) -> list[tuple[str, int]]:
-    """(file, line) of ``file:line in name`` texts (an `Error`'s stack)."""
-    out = []
-    for text in lines:
-        m = _FRAME_TEXT.match(text.strip())
-        if m is not None:
-            out.append((m.group("file"), int(m.group("line"))))
-    return out
-
-
-def traceback_frames(text: str) -> list[tuple[str, int]]:
-    """(file, line) of each ``File "x.py", line 3, in f`` line of a traceback or message."""
-    return [(m.group("file"), int(m.group("line"))) for m in _TRACEBACK_LINE.finditer(text)]
-
-
-def _frame_where(frame: Frame | None) -> dict[str, Any] | None:
-    if frame is None:
-        return None
-    found = user_line([(f.filename, f.line) for f in frame.stack])
-    if found is None and frame.co_filename and is_user_file(frame.co_filename):
-        line = frame.co_firstlineno
-        found = {"file": frame.co_filename, "line": line if isinstance(line, int) else None}
-    return found
-
-
-def where_text(where: dict[str, Any] | None) -> str:
-    if not where:
-        return ""
-    line = where.get("line")
-    return f"{where.get('file')}:{'?' if line is None else line}"
-
-
-# ---------------------------------------------------------------------- cost
-
-
-def compile_cost_s(comp: Compile) -> float | None:
-    """The compile's seconds: its frame compile and its backward compile (compiled lazily on
-    the first backward, logged as ``bwd_compilation_metrics``); None when neither is timed."""
-    total = comp.compile_time_s
-    for rec in comp.metric_records:
-        if rec.kind != "bwd_compilation_metrics" or not isinstance(rec.meta, dict):
-            continue
-        bwd = rec.meta.get("inductor_compile_time_s")
-        if isinstance(bwd, (int, float)) and not isinstance(bwd, bool):
-            total = (total or 0.0) + float(bwd)
-    return total
-
-
-def _cost(compiles: Iterable[Compile]) -> float | None:
-    times = [t for t in map(compile_cost_s, compiles) if t is not None]
-    return sum(times) if times else None
-
-
-def _ids(compiles: Iterable[Compile]) -> list[str]:
-    return [c.id_label for c in compiles]
-
-
-def _who(compiles: Sequence[Compile]) -> list[int]:
-    return sorted({c.file.rank for c in compiles if c.file.rank is not None})
-
-
-def _plural(n: int, word: str) -> str:
-    return f"{n} {word}{'' if n == 1 else 's'}"
-
-
-def _frame_name(frame: Frame | None) -> str:
-    """The function a user knows the frame by: a compiled module's ``forward`` rather than
-    torch's ``inner`` wrapper."""
-    if frame is None:
-        return "?"
-    code = frame.code_frame
-    if code is not None and is_torch_internal(code.filename):
-        return frame.label  # ``<module> (train.py:14) → inner``: the call site and the wrapper
-    if frame.co_name:
-        return frame.co_name
-    return code.name if code is not None else f"frame {frame.id_text}"
-
+CRASH = Kind.CRASH
+COMPILE_FAILED = Kind.COMPILE_FAILED
+RECOMPILE_LIMIT = Kind.RECOMPILE_LIMIT
+RECOMPILE_STORM = Kind.RECOMPILE_STORM
+RECOMPILES = Kind.RECOMPILES
+GRAPH_BREAK = Kind.GRAPH_BREAK
+CUDAGRAPHS = Kind.CUDAGRAPHS
+CACHE_MISS = Kind.CACHE_MISS
+SAME_GRAPHS = Kind.SAME_GRAPHS
+SPECIALIZATION = Kind.SPECIALIZATION
+UNBACKED = Kind.UNBACKED
+COMPILE_TIME = Kind.COMPILE_TIME
+DIVERGENCE = Kind.DIVERGENCE
 
 # ---------------------------------------------------------------------- crashes
 
@@ -267,7 +117,7 @@ def _crash_stack(error: Error) -> tuple[list[tuple[str, int]], list[str], int, i
     frames = text_frames(error.stack)
     texts = list(error.stack)
     block = error.message.partition("from user code:")[2]
-    for m in _TRACEBACK_LINE.finditer(block):
+    for m in TRACEBACK_LINE.finditer(block):
         frames.append((m.group("file"), int(m.group("line"))))
         texts.append(f"{m.group('file')}:{m.group('line')} in {m.group('name') or '?'}")
     user = next((i for i in range(len(frames) - 1, -1, -1) if is_user_file(frames[i][0])), None)
@@ -290,11 +140,18 @@ def _crash_stack(error: Error) -> tuple[list[tuple[str, int]], list[str], int, i
     return frames, lines, outer, below
 
 
+# What a Python job raises when it is asked to stop.
+_STOP_ERRORS = ("KeyboardInterrupt", "SystemExit")
+
+
 def _crashes(model: Model, failures: list[Finding]) -> list[Finding]:
     """The run's uncaught errors, alike ones (several ranks) as one; a compile failure that
     is the crash (same exception and message) is folded into it."""
     groups: dict[tuple[str, str], list[Error]] = {}
+    stopped = user_stopped(model)
     for error in model.run_errors():
+        if stopped and error.error_type.rsplit(".", 1)[-1] in _STOP_ERRORS:
+            continue  # the user's stop, which the job_stopped verdict tells
         groups.setdefault((error.error_type, error.first_line), []).append(error)
     out = []
     for (etype, first), errors in groups.items():
@@ -333,6 +190,13 @@ def _crashes(model: Model, failures: list[Finding]) -> list[Finding]:
             evidence["tensor_created_at"] = made
             lines.insert(1, f"The tensor read was made at {where_text(made)}.")
         compiles: list[Compile] = []
+        ran = _in_output_code(model, frames)
+        if ran is not None:
+            comp, text = ran
+            lines.insert(1, text)
+            compiles.append(comp)
+            evidence["output_code_of"] = comp.id_label
+            where = where or frame_where(comp.frame)
         for failure in list(failures):
             ftype = failure.evidence.get("fail_type", "")
             if (
@@ -344,17 +208,17 @@ def _crashes(model: Model, failures: list[Finding]) -> list[Finding]:
                 compiles += failure.compiles
                 where = where or failure.where
         if compiles:
-            evidence["compiles"] = _ids(compiles)
+            evidence["compiles"] = compile_ids(compiles)
         out.append(
             Finding(
                 CRASH,
-                "error",
+                Severity.ERROR,
                 f"The run crashed{who}{at}: {etype}",
                 "\n".join(lines),
                 evidence,
                 where,
                 None,
-                hint or "Fix the error at the user's line (the first line of the stack).",
+                "" if is_generic_hint(hint) else hint,
                 DOCS["mark_step"]
                 if "cudagraph_mark_step_begin" in hint
                 else (url.group(0).rstrip(".") if url is not None else ""),
@@ -362,6 +226,44 @@ def _crashes(model: Model, failures: list[Finding]) -> list[Finding]:
             )
         )
     return out
+
+
+def _in_output_code(model: Model, frames: list[tuple[str, int]]) -> tuple[Compile, str] | None:
+    """The compile whose output code (Inductor's generated module) a stack ran in, with a
+    sentence naming it, the line, the kernel on that line and the user's line it compiles."""
+    generated = [(f, n) for f, n in frames if owner_of(f) is Owner.GENERATED]
+    if not generated:
+        return None
+    by_file: dict[str, tuple[Compile, Record]] = {}
+    for comp in model.compiles:
+        for rec in comp.output_codes:
+            meta = rec.meta if isinstance(rec.meta, dict) else {}
+            name = meta.get("filename") or meta.get("file_path")
+            if isinstance(name, str):
+                by_file.setdefault(name, (comp, rec))
+    for filename, line in reversed(generated):
+        found = by_file.get(filename)
+        if found is None:
+            continue
+        comp, rec = found
+        kernel = ""
+        try:
+            code = rec.payload().split("\n")
+        except OSError:
+            code = []
+        if 0 < line <= len(code):
+            names = [k.name for k in comp.kernels if k.name in code[line - 1]]
+            if names:
+                kernel = f", in kernel `{names[0]}`"
+            elif "extern_kernels." in code[line - 1]:
+                kernel = ", in a library kernel (extern_kernels)"
+        user = frame_where(comp.frame)
+        of = f", the compiled code of your line {where_text(user)}" if user else ""
+        return comp, (
+            f"It was raised while running compile {comp.id_label} (`{frame_name(comp.frame)}`): "
+            f"line {line} of its output code{kernel}{of}."
+        )
+    return None
 
 
 def _first_line(text: str) -> str:
@@ -385,6 +287,7 @@ def _compile_failures(model: Model) -> list[Finding]:
     out = []
     by: dict[tuple[str, str], list[Compile]] = {}
     reasons: dict[tuple[str, str], str] = {}
+    locations: dict[tuple[str, str], str] = {}
     for failure in model.failures:
         if failure.is_recompile_limit or failure.compile is None:
             continue
@@ -394,197 +297,41 @@ def _compile_failures(model: Model) -> list[Finding]:
         if failure.compile not in by[key]:
             by[key].append(failure.compile)
         reasons.setdefault(key, failure.reason)
+        locations.setdefault(key, failure.location)
     for (ftype, first), compiles in by.items():
         frame = compiles[0].frame
-        where = user_line(traceback_frames(reasons[(ftype, first)])) or _frame_where(frame)
-        hint = torch_hint(reasons[(ftype, first)])
+        reason = reasons[(ftype, first)]
+        where = user_line(traceback_frames(reason)) or frame_where(frame)
+        hint = torch_hint(reason)
+        code = frame.co_filename if frame is not None and frame.co_filename else ""
+        cause = break_cause(first, reason, locations[(ftype, first)] or code, [], [])
+        lines = [
+            f"{ftype}: {first} ({plural(len(compiles), 'compile')}: "
+            f"{', '.join(compile_ids(compiles))}). The frame runs eagerly."
+        ]
+        severity = Severity.ERROR
+        if cause.package:
+            lines.append(
+                f"The compiled frame is {cause.package}'s code, not yours"
+                + (f": your call at {where_text(where)} leads there." if where else ".")
+            )
+            if cause.rule is not None and cause.rule.by_design:
+                lines.append(f"{sentence(cause.says)}. Nothing to change.")
+                severity = Severity.INFO
+        fix = cause.fix or ("" if is_generic_hint(hint) or cause.package else hint)
         out.append(
             Finding(
                 COMPILE_FAILED,
-                "error",
-                f"Compiling `{_frame_name(frame)}` failed: {ftype}",
-                f"{ftype}: {first} ({_plural(len(compiles), 'compile')}: "
-                f"{', '.join(_ids(compiles))}).",
-                {"compiles": _ids(compiles), "fail_type": ftype, "reason": first},
+                severity,
+                f"Compiling `{frame_name(frame)}` failed: {ftype}",
+                "\n".join(lines),
+                {"compiles": compile_ids(compiles), "fail_type": ftype, "reason": first},
                 where,
-                _cost(compiles),
-                hint or "Read the reason at the user's line; the frame did not compile.",
-                _doc_in(reasons[(ftype, first)]),
-                compiles,
-            )
-        )
-    return out
-
-
-# ---------------------------------------------------------------------- recompiles
-
-
-def recompile_explanation(frame: Frame) -> tuple[list[str], list[str], list[dict[str, Any]]]:
-    """Why a frame recompiled, as recompiles.py says it today: (sentences, fixes, causes).
-
-    The one place findings read recompiles.py, so that its guard families drop in here."""
-    d = diagnose(frame, compile_config(frame.compiles[-1], False))
-    facts = [s for s in d.sentences if not _is_advice(s)]
-    advice = [s for s in d.sentences if _is_advice(s)]
-    causes = [
-        {
-            "input": c.input,
-            "what": c.what,
-            "count": c.count,
-            "values": c.values or c.guarded,
-            "compiles": _ids(c.compiles),
-        }
-        for c in d.causes
-    ]
-    return facts, advice, causes
-
-
-def _is_advice(sentence: str) -> bool:
-    return not (
-        sentence.startswith("The recompile limit")
-        or re.match(r"^\d+ recompiles?\b", sentence) is not None
-        or sentence.startswith("No recompiles")
-    )
-
-
-def _guard_where(recompiled: Sequence[Compile]) -> dict[str, Any] | None:
-    """The user's line a failed guard came from (its ``User stack trace:``), when logged."""
-    for comp in recompiled:
-        if comp.recompile is not None and comp.recompile.reasons:
-            found = user_line(traceback_frames(comp.recompile.reasons[0]))
-            if found is not None:
-                return found
-    return None
-
-
-_CODE_FILE = re.compile(
-    r'<code object \S+ at 0x[0-9a-f]+, file "(?P<file>[^"]+)", line (?P<line>\d+)>'
-)
-
-
-def _object_where(recompiled: Sequence[Compile]) -> dict[str, Any] | None:
-    """Where the object an identity guard names was defined (``<code object causal ..., file
-    "train.py", line 11>``), when that is the user's file: the frame itself may be torch's."""
-    for comp in recompiled:
-        if comp.recompile is not None and comp.recompile.reasons:
-            m = _CODE_FILE.search(comp.recompile.reasons[0])
-            if m is not None and is_user_file(m.group("file")):
-                return {"file": m.group("file"), "line": int(m.group("line"))}
-    return None
-
-
-def _recompiles(model: Model) -> list[Finding]:
-    out = []
-    for source in model.files:
-        for frame in source.frames.values():
-            recompiled = [c for c in frame.compiles if c.key.is_recompile]
-            limit = next(
-                (c for c in frame.compiles if any(f.is_recompile_limit for f in c.failures)), None
-            )
-            if not recompiled and limit is None:
-                continue
-            facts, advice, causes = recompile_explanation(frame)
-            name = _frame_name(frame)
-            n = len(recompiled)
-            evidence: dict[str, Any] = {
-                "frame": frame.id_label,
-                "recompiles": n,
-                "compiles": _ids(recompiled),
-                "causes": causes,
-            }
-            if source.rank is not None:
-                evidence["rank"] = source.rank
-            named = [c for c in causes if c["input"]]
-            because = ""
-            if len(named) == 1:
-                because = f" on `{named[0]['input']}` {named[0]['what']}"
-            elif named:  # each cause, most recompiles first (as `causes` is ordered)
-                shown = ", ".join(f"`{c['input']}` {c['what']}" for c in named[:3])
-                because = f" on {shown}" + (f" and {len(named) - 3} more" if len(named) > 3 else "")
-            if limit is not None:
-                kind, severity = RECOMPILE_LIMIT, "error"
-                title = f"`{name}` hit the recompile limit{because}: it runs eagerly from then on"
-                evidence["limit_compile"] = limit.id_label
-            elif n >= STORM_RECOMPILES:
-                kind, severity = RECOMPILE_STORM, "warning"
-                title = f"`{name}` recompiled {n} times{because}"
-            else:
-                kind, severity = RECOMPILES, "info"
-                title = f"`{name}` recompiled {'once' if n == 1 else f'{n} times'}{because}"
-            fix = " ".join(advice) or (
-                "Find the input that changes between calls (the guards of the recompile) and "
-                "keep it the same, or make it dynamic."
-            )
-            if limit is not None and not advice:
-                fix += " Raising torch._dynamo.config.recompile_limit only hides the cause."
-            out.append(
-                Finding(
-                    kind,
-                    severity,
-                    title,
-                    " ".join(facts),
-                    evidence,
-                    _guard_where(recompiled) or _frame_where(frame) or _object_where(recompiled),
-                    _cost(recompiled),
-                    fix,
-                    DOCS["recompiles"],
-                    recompiled or ([limit] if limit is not None else []),
-                )
-            )
-    return out
-
-
-# ---------------------------------------------------------------------- graph breaks
-
-
-def _break_where(location: str, user_stack: Sequence[str]) -> dict[str, Any] | None:
-    found = user_line(text_frames(user_stack)) if user_stack else None
-    if found is None and location:
-        found = user_line(text_frames([location]))
-    return found
-
-
-def _graph_breaks(model: Model) -> list[Finding]:
-    out = []
-    for group in model.grouped_breaks():
-        first = group.first
-        compiles: list[Compile] = []
-        for b in group.breaks:
-            if b.compile is not None and b.compile not in compiles:
-                compiles.append(b.compile)
-        cost = _cost(compiles)
-        where = _break_where(group.location, first.user_stack)
-        at = f" at {where_text(where)}" if where else ""
-        spent = f"; the compiles that broke here took {cost:.2f}s" if cost else ""
-        fix = (
-            first.hints[0]
-            if first.hints
-            else (
-                "Rewrite the line so Dynamo can trace it, or move it out of the compiled region "
-                "(torch.compiler.disable on a helper): each break splits the graph in two."
-            )
-        )
-        out.append(
-            Finding(
-                GRAPH_BREAK,
-                "warning",
-                f"Graph break{at}: {group.reason} ({group.count}×)",
-                (first.explanation or group.reason)
-                + f" — {_plural(group.count, 'break')} in {_plural(len(compiles), 'compile')}"
-                + spent
-                + ".",
-                {
-                    "count": group.count,
-                    "reason": group.reason,
-                    "location": group.location,
-                    "compiles": _ids(compiles),
-                    "ranks": _who(compiles),
-                },
-                where,
-                cost,
+                total_cost(compiles),
                 fix,
-                first.url or DOCS["graph_breaks"],
+                _doc_in(reason),
                 compiles,
+                subject=f"{frame_name(frame)}:{ftype}",
             )
         )
     return out
@@ -610,13 +357,13 @@ def _cudagraphs(model: Model) -> list[Finding]:
     total = len(used) + sum(len(v) for (state, _), v in by.items() if state == "skipped")
     out = []
     for (state, reason), compiles in by.items():
-        where = user_line(traceback_frames(raw[(state, reason)])) or _frame_where(compiles[0].frame)
+        where = user_line(traceback_frames(raw[(state, reason)])) or frame_where(compiles[0].frame)
         share = f"{len(used)} of {total} CUDA-graph compiles ran as CUDA graphs"
         if reason.startswith(EAGER_REASON):
             said = raw[(state, reason)].removeprefix(EAGER_REASON).lstrip(": ")
             title = "CUDA graphs not replayed: the graph ran eagerly at run time"
             detail = (
-                f"{_plural(len(compiles), 'compile')} ({', '.join(_ids(compiles))}) made for CUDA "
+                f"{plural(len(compiles), 'compile')} ({', '.join(compile_ids(compiles))}) made for CUDA "
                 "graphs ran as plain code at run time: each call pays the kernel launches "
                 "again. " + (f"torch said: {said}. " if said else "") + f"{share}."
             )
@@ -624,7 +371,7 @@ def _cudagraphs(model: Model) -> list[Finding]:
         elif state == "skipped":
             title = f"CUDA graphs skipped: {reason}"
             detail = (
-                f"{_plural(len(compiles), 'compile')} ({', '.join(_ids(compiles))}) ran without "
+                f"{plural(len(compiles), 'compile')} ({', '.join(compile_ids(compiles))}) ran without "
                 f"CUDA graphs because of {reason}: each call pays the kernel launches again. "
                 f"{share}."
             )
@@ -632,20 +379,20 @@ def _cudagraphs(model: Model) -> list[Finding]:
         else:
             title = f"CUDA graphs partial: {reason} left out"
             detail = (
-                f"{_plural(len(compiles), 'compile')} ({', '.join(_ids(compiles))}) ran as CUDA "
+                f"{plural(len(compiles), 'compile')} ({', '.join(compile_ids(compiles))}) ran as CUDA "
                 f"graphs except for {reason}, which run outside them. {share}."
             )
             fix = _cudagraph_fix(reason, raw[(state, reason)])
         out.append(
             Finding(
                 CUDAGRAPHS,
-                "warning" if state == "skipped" else "info",
+                Severity.WARNING if state == "skipped" else Severity.INFO,
                 title,
                 detail,
                 {
                     "state": state,
                     "reason": reason,
-                    "compiles": _ids(compiles),
+                    "compiles": compile_ids(compiles),
                     "used": len(used),
                     "total": total,
                 },
@@ -793,7 +540,7 @@ def _cache_misses(model: Model) -> list[Finding]:
         out.append(
             Finding(
                 CACHE_MISS,
-                "warning",
+                Severity.WARNING,
                 f"Cache miss on a warm cache at {comp.id_label} ({', '.join(caches)}): "
                 f"{what} changed",
                 f"The cache held this graph: {hit} hit it, yet {comp.id_label} missed "
@@ -805,7 +552,7 @@ def _cache_misses(model: Model) -> list[Finding]:
                     "hit": hit,
                     "changed_components": changed,
                 },
-                _frame_where(comp.frame),
+                frame_where(comp.frame),
                 compile_cost_s(comp),
                 cache_fix(changed),
                 DOCS["cache"],
@@ -899,7 +646,7 @@ def cache_key_changes(a: Model, b: Model) -> list[CacheKeyChange]:
                 event.cache,
                 a_id,
                 comp.id_label,
-                _frame_name(comp.frame),
+                frame_name(comp.frame),
                 changed_components(a_key, key),
             )
         )
@@ -961,13 +708,13 @@ def _same_graphs(model: Model) -> list[Finding]:
                 out.append(
                     Finding(
                         SAME_GRAPHS,
-                        "warning" if n >= STORM_RECOMPILES else "info",
-                        f"These {n} graphs of `{_frame_name(frame)}` would be one dynamic graph",
-                        f"{', '.join(_ids(compiles))} captured the same graph except for sizes or "
+                        Severity.WARNING if n >= STORM_RECOMPILES else Severity.INFO,
+                        f"These {n} graphs of `{frame_name(frame)}` would be one dynamic graph",
+                        f"{', '.join(compile_ids(compiles))} captured the same graph except for sizes or "
                         "constants: each value got its own compile.",
-                        {"frame": frame.id_label, "compiles": _ids(compiles)},
-                        _frame_where(frame),
-                        _cost(compiles[1:]),  # the first compile was needed anyway
+                        {"frame": frame.id_label, "compiles": compile_ids(compiles)},
+                        frame_where(frame),
+                        total_cost(compiles[1:]),  # the first compile was needed anyway
                         "Mark the changing size dynamic (torch._dynamo.mark_dynamic(x, dim), or "
                         "torch.compile(dynamic=True)), or pass a changing number as a tensor.",
                         DOCS["dynamic"],
@@ -1032,8 +779,8 @@ def _symbols(model: Model) -> list[Finding]:
             out.append(
                 Finding(
                     SPECIALIZATION,
-                    "info",
-                    f"`{_frame_name(comp.frame)}` ({comp.id_label}): a dynamic {what} was "
+                    Severity.INFO,
+                    f"`{frame_name(comp.frame)}` ({comp.id_label}): a dynamic {what} was "
                     f"specialised to a constant ({names})",
                     f"Dynamo had made this {what} dynamic, then fixed it to the value seen: "
                     "other values will recompile. "
@@ -1042,7 +789,7 @@ def _symbols(model: Model) -> list[Finding]:
                         for s in specs
                     ),
                     {"compile": comp.id_label, "specializations": specs},
-                    specs[0]["where"] or _frame_where(comp.frame),
+                    specs[0]["where"] or frame_where(comp.frame),
                     None,
                     (
                         "Pass the number as a tensor (a float learning rate: "
@@ -1066,15 +813,15 @@ def _symbols(model: Model) -> list[Finding]:
             out.append(
                 Finding(
                     UNBACKED,
-                    "info",
-                    f"`{_frame_name(comp.frame)}` ({comp.id_label}): "
-                    f"{_plural(len(unbacked), 'data-dependent symbol')}",
+                    Severity.INFO,
+                    f"`{frame_name(comp.frame)}` ({comp.id_label}): "
+                    f"{plural(len(unbacked), 'data-dependent symbol')}",
                     "Sizes or values that depend on tensor data (.item(), nonzero()): "
                     + "; ".join(lines[:8])
                     + (f"; … {len(lines) - 8} more" if len(lines) > 8 else "")
                     + ".",
                     {"compile": comp.id_label, "symbols": unbacked},
-                    unbacked[0]["where"] or _frame_where(comp.frame),
+                    unbacked[0]["where"] or frame_where(comp.frame),
                     None,
                     "Where code branches on them or uses them as sizes, tell the compiler what "
                     "holds with torch._check(...) (e.g. torch._check(n >= 0)); otherwise it "
@@ -1106,13 +853,13 @@ def _fold_specializations(found: list[Finding]) -> list[Finding]:
             continue
         first.compiles.extend(f.compiles)
         first.evidence["specializations"] = [*first.evidence["specializations"], *specs]
-        ids = _ids(first.compiles)
+        ids = compile_ids(first.compiles)
         first.evidence["compile"] = ids[0]
         first.evidence["compiles"] = ids
         values = ", ".join(dict.fromkeys(s["value"] for s in first.evidence["specializations"]))
         floats = all(s["symbol"].startswith("zf") for s in first.evidence["specializations"])
         first.title = (
-            f"`{_frame_name(frame)}` ({len(ids)} compiles): a dynamic "
+            f"`{frame_name(frame)}` ({len(ids)} compiles): a dynamic "
             f"{'number' if floats else 'size'} was specialised to a constant in each "
             f"({', '.join(names)})"
         )
@@ -1138,7 +885,7 @@ def _compile_time(model: Model) -> list[Finding]:
         if comp.frame is None or t is None:
             continue
         code = comp.frame.code_frame
-        key = (_frame_name(comp.frame), code.filename if code else "", comp.frame.co_firstlineno)
+        key = (frame_name(comp.frame), code.filename if code else "", comp.frame.co_firstlineno)
         frame, seconds, compiles = by_frame.get(key, (comp.frame, 0.0, []))
         by_frame[key] = (frame, seconds + t, [*compiles, comp])
     if len(by_frame) > 1:
@@ -1147,16 +894,16 @@ def _compile_time(model: Model) -> list[Finding]:
             out.append(
                 Finding(
                     COMPILE_TIME,
-                    "info",
-                    f"`{_frame_name(frame)}` took {seconds / total:.0%} of the compile time",
-                    f"{seconds:.1f}s of {total:.1f}s compiling went to `{_frame_name(frame)}` "
-                    f"({_plural(len(compiles), 'compile')}){_top_phase(compiles)}.",
+                    Severity.INFO,
+                    f"`{frame_name(frame)}` took {seconds / total:.0%} of the compile time",
+                    f"{seconds:.1f}s of {total:.1f}s compiling went to `{frame_name(frame)}` "
+                    f"({plural(len(compiles), 'compile')}){_top_phase(compiles)}.",
                     {
                         "frame": frame.id_label,
                         "seconds": round(seconds, 3),
                         "total_s": round(total, 3),
                     },
-                    _frame_where(frame),
+                    frame_where(frame),
                     seconds,
                     "Start with this frame: its recompiles and graph breaks (above) add compiles; "
                     "a FX graph cache kept warm between runs (the same TORCHINDUCTOR_CACHE_DIR) "
@@ -1172,12 +919,12 @@ def _compile_time(model: Model) -> list[Finding]:
         out.append(
             Finding(
                 COMPILE_TIME,
-                "info",
+                Severity.INFO,
                 f"Autotuning took {tuning / total:.0%} of the compile time",
                 f"{tuning:.1f}s of {total:.1f}s compiling went to autotuning (max-autotune) in "
-                f"{_plural(len(compiles), 'compile')}.",
+                f"{plural(len(compiles), 'compile')}.",
                 {"autotune_s": round(tuning, 3), "total_s": round(total, 3)},
-                _frame_where(compiles[0].frame) if compiles else None,
+                frame_where(compiles[0].frame) if compiles else None,
                 tuning,
                 "Autotuning results are cached under TORCHINDUCTOR_CACHE_DIR: later runs on this "
                 "machine skip most of it when the cache is kept; compile the parts that do not "
@@ -1222,7 +969,7 @@ def _divergence(div: Divergence) -> list[Finding]:
     return [
         Finding(
             DIVERGENCE,
-            "warning",
+            Severity.WARNING,
             f"Ranks compiled differently: {len(div.groups)} groups ({describe_groups(div.groups)})",
             div.first or "The ranks' compiles differ (tcview summary lists each check).",
             {"groups": div.groups, "first": div.first},
@@ -1260,16 +1007,16 @@ def findings_later(
     """`findings`, made when the function this returns is first called. `aside`: the
     recompile findings, the slowest to make, are made there from now on (their compiles
     sent back as their places in `model.compiles`)."""
-    recompiles = partial(_recompiles, model)
+    recompiles = partial(recompile_findings, model)
     if aside is not None:
         recompiles = partial(_linked, model, aside(partial(_portable, model)))
 
     @cache
     def made() -> list[Finding]:
         failures = _compile_failures(model)
-        found = [*_crashes(model, failures), *failures]
+        found = [*verdicts(model), *_crashes(model, failures), *failures]
         later = [
-            *_graph_breaks(model),
+            *break_findings(model),
             *_cudagraphs(model),
             *_cache_misses(model),
             *_same_graphs(model),
@@ -1290,7 +1037,8 @@ def _portable(model: Model) -> Portable:
     `model.compiles` (what another process can send back)."""
     place = {id(c): i for i, c in enumerate(model.compiles)}
     return [
-        (replace(f, compiles=[]), [place[id(c)] for c in f.compiles]) for f in _recompiles(model)
+        (replace(f, compiles=[]), [place[id(c)] for c in f.compiles])
+        for f in recompile_findings(model)
     ]
 
 
@@ -1316,7 +1064,7 @@ def _fold_ranks(found: list[Finding]) -> list[Finding]:
         if finding.cost_s is not None:
             first.cost_s = (first.cost_s or 0.0) + finding.cost_s
     for finding in out:
-        ranks = _who(finding.compiles)
+        ranks = ranks_of(finding.compiles)
         if len(ranks) > 1:
             finding.evidence["ranks"] = ranks
             finding.evidence.pop("rank", None)

@@ -40,6 +40,7 @@ from dataclasses import dataclass, field, replace
 from functools import lru_cache
 from typing import Any
 
+from tcview.analysis.changes import COMPARED, Change, diff, guard_facts, guard_text
 from tcview.model.facts import short_guard
 from tcview.model.objects import Compile, Frame, Model, Record
 
@@ -274,6 +275,7 @@ class GuardFailure:
     where: str = ""  # the user's line the guard came from (``script.py:7 in f``), when logged
     key: str = ""  # the dict key of a ``___dict_contains`` guard (``'shift'``)
     raw: str = ""  # the guard's first line as logged, with its source comment
+    logged: str = field(default="", compare=False)  # all of it, its user stack too
 
     @property
     def key3(self) -> tuple[str, str, int | None]:
@@ -332,12 +334,15 @@ def parse_guard_failure(reason: str) -> GuardFailure:
             where,
             key,
             first,
+            reason,
         )
         return _with_family(failure, groups)
     against, _, rest = text.partition(": ")
     if re.fullmatch(r"!?\d+(?:/\d+)*(?:_\d+)?", against):
-        return GuardFailure("other", "", None, "", "", against, rest, "other", where, "", first)
-    return GuardFailure("other", "", None, "", "", "", text, "other", where, "", first)
+        return GuardFailure(
+            "other", "", None, "", "", against, rest, "other", where, "", first, reason
+        )
+    return GuardFailure("other", "", None, "", "", "", text, "other", where, "", first, reason)
 
 
 def _with_family(f: GuardFailure, groups: dict[str, str | None]) -> GuardFailure:
@@ -643,8 +648,6 @@ _GLOBAL_WORDS = (
     ("num_threads", "the number of threads (torch.set_num_threads)"),
     ("torch_function", "torch function handling (torch._C.DisableTorchFunction)"),
 )
-_GUARD_RECORDS = ("dynamo_cpp_guards_str", "guards")
-GUARD_TEXTS_CACHED = 64  # compiles whose guards text is kept (a frame's explanations reread it)
 _TENSOR_MATCH = re.compile(
     r"check_tensor\((?P<input>[^,]+),.*?size=\[(?P<size>[^\]]*)\], stride=\[(?P<stride>[^\]]*)\]"
 )
@@ -693,17 +696,6 @@ class Explanation:
             "fix": self.fix,
             "doc": self.doc,
         }
-
-
-def guard_text(comp: Compile) -> str:
-    """The guards a compile installed, as logged (trace or TORCH_LOGS=guards; "" when neither).
-    Read from disk once per compile and record count (a live compile gains its guards late)."""
-    return _guard_text(comp, len(comp.records))
-
-
-@lru_cache(maxsize=GUARD_TEXTS_CACHED)
-def _guard_text(comp: Compile, _records: int) -> str:
-    return "\n".join(r.payload() for r in comp.records if r.kind in _GUARD_RECORDS)
 
 
 def family_of(comp: Compile, failure: GuardFailure | None = None) -> str:
@@ -1551,12 +1543,71 @@ class Diagnosis:
 
 
 def primary_failure(comp: Compile) -> GuardFailure | None:
-    """The guard failure that made a recompile: the first one logged (against the newest
-    compile of the frame; the others repeat it against older ones)."""
+    """The guard failure that made a recompile: the one logged against the earlier compile
+    it is closest to (`recompile_cause`), else the first one logged."""
     rc = comp.recompile
     if rc is None or not rc.reasons:
         return None
-    return parse_guard_failure(rc.reasons[0])
+    closest = recompile_cause(comp).closest
+    failures = [parse_guard_failure(r) for r in rc.reasons]
+    if closest is not None:
+        for f in failures:
+            if f.against == closest.id_text:
+                return f
+    return failures[0]
+
+
+@dataclass
+class RecompileCause:
+    """Why one recompile happened: the earlier compile of its frame it is closest to, and
+    every value that differs from it (`changes`, from both compiles' guards)."""
+
+    compile: Compile
+    closest: Compile | None
+    changes: list[Change]
+    guarded: bool  # both compiles' guards were logged (else: the recompile log alone)
+
+
+def recompile_cause(comp: Compile) -> RecompileCause:
+    """The earlier compile of `comp`'s frame with the fewest differences from it (the newest
+    of equals), and those differences. Without guards, from the recompile log alone: the
+    entry whose failed guard names what differs from the most entries (the oldest of
+    equals), since calls that vary one thing and go back fail the newest entry on the
+    previous change being undone."""
+    return _recompile_cause(comp, len(comp.records))
+
+
+@lru_cache(maxsize=256)
+def _recompile_cause(comp: Compile, _records: int) -> RecompileCause:
+    frame = comp.frame
+    earlier = [] if frame is None else [c for c in frame.compiles if c.key < comp.key]
+    earlier = earlier[-COMPARED:]
+    mine = guard_facts(comp)
+    best: tuple[Compile, list[Change]] | None = None
+    if mine:
+        for other in reversed(earlier):  # newest first: it wins a tie
+            theirs = guard_facts(other)
+            changes = diff(theirs, mine) if theirs else []
+            if changes and (best is None or len(changes) < len(best[1])):
+                best = (other, changes)
+    if best is not None:
+        return RecompileCause(comp, best[0], best[1], True)
+    return RecompileCause(comp, _closest_by_log(comp, earlier), [], False)
+
+
+def _closest_by_log(comp: Compile, earlier: list[Compile]) -> Compile | None:
+    if comp.recompile is None or not comp.recompile.reasons:
+        return None
+    failures = [parse_guard_failure(r) for r in comp.recompile.reasons]
+    counts: dict[tuple[str, str], int] = {}
+    for f in failures:
+        counts[(f.input, f.change)] = counts.get((f.input, f.change), 0) + 1
+    by_id = {c.id_text: c for c in earlier}
+    ranked = sorted(
+        (f for f in failures if f.against in by_id),
+        key=lambda f: (-counts[(f.input, f.change)], by_id[f.against].key),
+    )
+    return by_id[ranked[0].against] if ranked else None
 
 
 def diagnose(frame: Frame, config: CompileConfig | None = None) -> Diagnosis:

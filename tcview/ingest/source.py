@@ -17,7 +17,7 @@ from tcview.ingest.index import TraceSet
 from tcview.ingest.load import Hooks, Progress
 from tcview.ingest.profile import PROFILE_DIR
 from tcview.ingest.textlog import TextLog
-from tcview.model.objects import Error, Model
+from tcview.model.objects import Error, JobEnd, Model
 
 # Files a run directory holds beside its trace and its log (`tcview run` writes run.json,
 # through run.json.tmp, and stdout.txt; the shared runs the others); not reported as skipped.
@@ -68,21 +68,43 @@ def run_dir_skipped(
 RUN_JSON = "run.json"  # what `tcview run` writes beside the trace: the job's exit code
 
 
-def run_json_error(directory: Path) -> Error | None:
-    """The error a run directory's run.json reports: a non-zero exit code (None otherwise)."""
-    path = directory / RUN_JSON
+def read_job_end(directory: Path) -> JobEnd | None:
+    """How the job of a run directory ended, from its run.json (None without one)."""
     try:
-        data = json.loads(path.read_bytes())
+        data = json.loads((directory / RUN_JSON).read_bytes())
     except (OSError, ValueError, RecursionError):
         return None
     if not isinstance(data, dict):
         return None
     code = data.get("exit_code")
-    if not isinstance(code, int) or isinstance(code, bool) or code == 0:
-        return None
+    sig = data.get("signal")
+    elapsed = data.get("elapsed_s")
     command = data.get("command_line")
-    message = command if isinstance(command, str) else ""
-    return Error(None, f"exit code {code}", message, origin="run.json", where=str(path))
+    return JobEnd(
+        str(data.get("status") or ""),
+        code if isinstance(code, int) and not isinstance(code, bool) else None,
+        sig if isinstance(sig, str) and sig else None,
+        data.get("stopped_by_user") is True,
+        float(elapsed)
+        if isinstance(elapsed, (int, float)) and not isinstance(elapsed, bool)
+        else None,
+        command if isinstance(command, str) else "",
+    )
+
+
+def run_json_error(directory: Path) -> Error | None:
+    """The error a run directory's run.json reports: a non-zero exit code the user did not
+    ask for (None otherwise; a signal is the job's end, not an error with a traceback)."""
+    end = read_job_end(directory)
+    if end is None or not end.exit_code or end.stopped_by_user:
+        return None
+    return Error(
+        None,
+        f"exit code {end.exit_code}",
+        end.command,
+        origin="run.json",
+        where=str(directory / RUN_JSON),
+    )
 
 
 def load_source(
@@ -120,10 +142,14 @@ def load_source(
             if not ts.files:
                 hooks.publish(text)
                 model = text
-    error = run_json_error(Path(path)) if Path(path).is_dir() else None
-    if error is not None:
+    directory = Path(path)
+    end = read_job_end(directory) if directory.is_dir() else None
+    error = run_json_error(directory) if end is not None else None
+    if end is not None:
         with hooks.lock:
-            Builder(model).error(error)
+            model.job_end = end
+            if error is not None:
+                Builder(model).error(error)
             model.version += 1
     return model
 

@@ -483,6 +483,18 @@ class Failure:
 _WORDY = re.compile(r"\w")
 
 
+@dataclass(frozen=True, slots=True)
+class JobEnd:
+    """How a job that `tcview run` ran ended, as its run.json records it."""
+
+    status: str  # "exited 1", "killed (SIGSEGV)", "running"
+    exit_code: int | None  # None when a signal ended it
+    signal: str | None  # "SIGSEGV", "SIGKILL" …
+    stopped_by_user: bool  # the user asked it to stop (`x`, Ctrl-C, q)
+    elapsed_s: float | None
+    command: str = ""
+
+
 @dataclass(eq=False, slots=True)
 class Error:
     """The run crashed: an uncaught Python traceback in a capture, or a non-zero exit code.
@@ -1054,6 +1066,7 @@ class Model(Facts, ABC):
     other: Sequence[OtherLine]  # output that is not a log message (empty for traces)
     format: str = TRACE_FORMAT  # TRACE_FORMAT or TEXT_FORMAT (a TORCH_LOGS capture)
     text: Model | None = None  # a run directory's TORCH_LOGS capture, beside its traces
+    job_end: JobEnd | None = None  # a run directory's run.json: how the job ended
 
     def __init__(self, display: str, root: Path | None, lock: Lock | None = None) -> None:
         Facts.__init__(self)

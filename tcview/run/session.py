@@ -474,6 +474,8 @@ class RunSession:
             "status": st.text if st.state != "running" else "running",
             "exit_code": st.returncode,
             "signal": st.signal,
+            # The user asked it to stop (`x`, q, Ctrl-C): its end is not a crash.
+            "stopped_by_user": self._stopping.is_set(),
             "pid": st.pid,  # the supervisor's, which is also the job's process group id
             "python": info.executable if info else launcher.spec.python,
             "python_version": info.version if info else None,

@@ -1,0 +1,169 @@
+"""A finding: one problem of a run in words a user understands, with its evidence, the user's
+line, what it cost and what to do; and what the analyses that make findings share (the user's
+line of a stack, a compile's cost, names and counts in words).
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from tcview.analysis.owner import is_user_file, plain_function, user_line
+from tcview.analysis.rules import Kind, Severity
+from tcview.model.objects import Compile, Frame, is_torch_internal
+
+_PATH = re.compile(r"(?:[\w.~-]*[/\\])+([\w.-]+)")
+_DIGITS = re.compile(r"\d+")
+
+# A frame that recompiled this many times (without hitting the limit) is a storm.
+STORM_RECOMPILES = 3
+# One frame, phase or autotuning taking this share of all compile time "dominates" it, when
+# the run spent at least DOMINANT_MIN_S compiling.
+DOMINANT_SHARE = 0.5
+DOMINANT_MIN_S = 5.0
+# Crash stacks: at most this many lines, from the user's line outward; the rest are counted.
+STACK_SHOWN = 8
+
+
+@dataclass
+class Finding:
+    """One problem: what (`kind`, `severity`, `title`, `detail`), the `evidence`, the user's
+    line (`where`: ``{"file", "line"}``), the compile seconds it added (`cost_s`, backward
+    compiles included), what to do (`fix`: "" where the trace does not show what would help)
+    and a docs page (`doc`). `subject` is what it is about, the same across runs (a frame,
+    a user line and a cause): with the kind, it makes the finding's `id`."""
+
+    kind: Kind
+    severity: Severity
+    title: str
+    detail: str
+    evidence: dict[str, Any] = field(default_factory=dict)
+    where: dict[str, Any] | None = None
+    cost_s: float | None = None
+    fix: str = ""
+    doc: str = ""
+    compiles: list[Compile] = field(default_factory=list, repr=False, compare=False)
+    subject: str = ""
+
+    def __post_init__(self) -> None:
+        self.kind = Kind(self.kind)
+        self.severity = Severity(self.severity)
+
+    @property
+    def id(self) -> str:
+        """``recompile_limit:f@train.py``: stable across runs (no counts, ids or directories)."""
+        subject = self.subject or _DIGITS.sub("#", _PATH.sub(lambda m: m.group(1), self.title))
+        return f"{self.kind.value}:{subject}"
+
+    @property
+    def key(self) -> tuple[str, str]:
+        """What identifies the finding across runs (`tcview diff`)."""
+        return (self.kind.value, self.id)
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "id": self.id,
+            "kind": self.kind.value,
+            "severity": self.severity.value,
+            "title": self.title,
+            "detail": self.detail,
+            "evidence": self.evidence,
+            "where": self.where,
+            "cost_s": None if self.cost_s is None else round(self.cost_s, 6),
+            "fix": self.fix,
+            "doc": self.doc,
+        }
+
+
+# ---------------------------------------------------------------------- the user's line
+
+_FRAME_TEXT = re.compile(r"^(?P<file>.+?):(?P<line>\d+)(?: in (?P<name>.*))?$")
+TRACEBACK_LINE = re.compile(r'File "(?P<file>[^"]+)", line (?P<line>\d+)(?:, in (?P<name>\S+))?')
+
+
+def text_frames(lines: Iterable[str]) -> list[tuple[str, int]]:
+    """(file, line) of ``file:line in name`` texts (an `Error`'s stack)."""
+    out = []
+    for text in lines:
+        m = _FRAME_TEXT.match(text.strip())
+        if m is not None:
+            out.append((m.group("file"), int(m.group("line"))))
+    return out
+
+
+def traceback_frames(text: str) -> list[tuple[str, int]]:
+    """(file, line) of each ``File "x.py", line 3, in f`` line of a traceback or message."""
+    return [(m.group("file"), int(m.group("line"))) for m in TRACEBACK_LINE.finditer(text)]
+
+
+def frame_where(frame: Frame | None) -> dict[str, Any] | None:
+    if frame is None:
+        return None
+    found = user_line([(f.filename, f.line) for f in frame.stack])
+    if found is None and frame.co_filename and is_user_file(frame.co_filename):
+        line = frame.co_firstlineno
+        found = {"file": frame.co_filename, "line": line if isinstance(line, int) else None}
+    return found
+
+
+def where_text(where: dict[str, Any] | None) -> str:
+    if not where:
+        return ""
+    line = where.get("line")
+    return f"{where.get('file')}:{'?' if line is None else line}"
+
+
+# ---------------------------------------------------------------------- cost
+
+
+def compile_cost_s(comp: Compile) -> float | None:
+    """The compile's seconds: its frame compile and its backward compile (compiled lazily on
+    the first backward, logged as ``bwd_compilation_metrics``); None when neither is timed."""
+    total = comp.compile_time_s
+    for rec in comp.metric_records:
+        if rec.kind != "bwd_compilation_metrics" or not isinstance(rec.meta, dict):
+            continue
+        bwd = rec.meta.get("inductor_compile_time_s")
+        if isinstance(bwd, (int, float)) and not isinstance(bwd, bool):
+            total = (total or 0.0) + float(bwd)
+    return total
+
+
+def total_cost(compiles: Iterable[Compile]) -> float | None:
+    times = [t for t in map(compile_cost_s, compiles) if t is not None]
+    return sum(times) if times else None
+
+
+def compile_ids(compiles: Iterable[Compile]) -> list[str]:
+    return [c.id_label for c in compiles]
+
+
+def ranks_of(compiles: Sequence[Compile]) -> list[int]:
+    return sorted({c.file.rank for c in compiles if c.file.rank is not None})
+
+
+def sentence(text: str) -> str:
+    """`text` with a capital first letter, unless it starts with a name from code
+    (``torch.optim …``, ``print()``)."""
+    if not text or re.match(r"[a-z_]+[.(_]", text) or text.startswith("`"):
+        return text
+    return text[0].upper() + text[1:]
+
+
+def plural(n: int, word: str) -> str:
+    return f"{n} {word}{'' if n == 1 else 's'}"
+
+
+def frame_name(frame: Frame | None) -> str:
+    """The function a user knows the frame by: a compiled module's ``forward`` rather than
+    torch's ``inner`` wrapper."""
+    if frame is None:
+        return "?"
+    code = frame.code_frame
+    if code is not None and is_torch_internal(code.filename):
+        return frame.label  # ``<module> (train.py:14) → inner``: the call site and the wrapper
+    if frame.co_name:
+        return plain_function(frame.co_name)
+    return plain_function(code.name) if code is not None else f"frame {frame.id_text}"

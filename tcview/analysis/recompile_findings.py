@@ -1,0 +1,227 @@
+"""Findings about recompiles: each recompile against the earlier compile of its frame it
+differs least from (`recompiles.recompile_cause`), every value that changed, the frame's
+limit, and what to do.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Sequence
+from typing import Any
+
+from tcview.analysis.changes import Aspect, Change, show, user_name
+from tcview.analysis.finding import (
+    STORM_RECOMPILES,
+    Finding,
+    compile_ids,
+    frame_name,
+    frame_where,
+    total_cost,
+    traceback_frames,
+)
+from tcview.analysis.owner import is_user_file, user_line
+from tcview.analysis.recompiles import (
+    GuardFailure,
+    compile_config,
+    diagnose,
+    primary_failure,
+    recompile_cause,
+)
+from tcview.analysis.rules import DOCS, Kind, Severity
+from tcview.model.objects import Compile, Frame, Model, is_torch_internal
+
+
+def _is_advice(sentence: str) -> bool:
+    return not (
+        sentence.startswith("The recompile limit")
+        or re.match(r"^\d+ recompiles?\b", sentence) is not None
+        or sentence.startswith("No recompiles")
+    )
+
+
+def _guard_where(failures: Sequence[GuardFailure | None]) -> dict[str, Any] | None:
+    """The user's line a failed guard came from (its ``User stack trace:``), when logged."""
+    for failure in failures:
+        if failure is not None:
+            found = user_line(traceback_frames(failure.logged))
+            if found is not None:
+                return found
+    return None
+
+
+_CODE_FILE = re.compile(
+    r'<code object \S+ at 0x[0-9a-f]+, file "(?P<file>[^"]+)", line (?P<line>\d+)>'
+)
+
+
+def _object_where(recompiled: Sequence[Compile]) -> dict[str, Any] | None:
+    """Where the object an identity guard names was defined (``<code object causal ..., file
+    "train.py", line 11>``), when that is the user's file: the frame itself may be torch's."""
+    for comp in recompiled:
+        if comp.recompile is not None and comp.recompile.reasons:
+            m = _CODE_FILE.search(comp.recompile.reasons[0])
+            if m is not None and is_user_file(m.group("file")):
+                return {"file": m.group("file"), "line": int(m.group("line"))}
+    return None
+
+
+def _step_text(comp: Compile, failure: GuardFailure | None) -> tuple[str, list[str]]:
+    """One recompile in words (``0/2, against 0/0: x dtype float32 → float64``) and the
+    names of what changed."""
+    cause = recompile_cause(comp)
+    frame = comp.frame
+    against = f", against {cause.closest.id_label}" if cause.closest is not None else ""
+    if cause.changes:
+        names = [_change_label(c, frame) for c in cause.changes]
+        said = "; ".join(_change_text(c, frame) for c in cause.changes)
+        return f"{comp.id_label}{against}: {said}", names
+    if failure is not None and failure.family != "other":
+        name = (
+            user_name(failure.input, frame)
+            if failure.input.startswith(("L[", "G["))
+            else failure.input
+        )
+        label = f"`{name}` {failure.what}" if name else failure.what
+        return f"{comp.id_label}{against}: {label} (guard `{failure.text}` failed)", [label]
+    if failure is not None:
+        return f"{comp.id_label}{against}: guard `{failure.text}` failed", []
+    return f"{comp.id_label}: no guard failure was logged", []
+
+
+_ARG = re.compile(r"^(args|kwargs)\[([^\]]+)\]")
+
+
+def _input_name(name: str, frame: Frame | None) -> str:
+    """An input as the user knows it: the `args[0]` of torch's wrapper around a compiled
+    module is the first argument of the user's call."""
+    m = _ARG.match(name)
+    code = frame.code_frame if frame is not None else None
+    if m is None or code is None or not is_torch_internal(code.filename):
+        return name
+    where = frame.user_frame if frame is not None else None
+    call = f" of the call at {where.where}" if where is not None else ""
+    if m.group(1) == "args" and m.group(2).isdigit():
+        nth = int(m.group(2)) + 1
+        suffix = {1: "st", 2: "nd", 3: "rd"}.get(nth, "th")
+        return f"the {nth}{suffix} argument{call} ({name})"
+    return f"the keyword argument {m.group(2)}{call} ({name})"
+
+
+def _change_label(change: Change, frame: Frame | None) -> str:
+    name = f"`{_input_name(user_name(change.source, frame), frame)}`"
+    if change.aspect in (Aspect.VALUE, Aspect.GLOBAL):
+        return name
+    return f"{name} {change.aspect.value}"
+
+
+def _change_text(change: Change, frame: Frame | None) -> str:
+    return f"{_change_label(change, frame)} {show(change.old)} → {show(change.new)}"
+
+
+def recompile_findings(model: Model) -> list[Finding]:
+    out = []
+    for source in model.files:
+        for frame in source.frames.values():
+            recompiled = [c for c in frame.compiles if c.key.is_recompile]
+            limit = next(
+                (c for c in frame.compiles if any(f.is_recompile_limit for f in c.failures)), None
+            )
+            if not recompiled and limit is None:
+                continue
+            d = diagnose(frame, compile_config(frame.compiles[-1], False))
+            name = frame_name(frame)
+            made = [c for c in recompiled if c is not limit]
+            failures = [primary_failure(c) for c in made]
+            steps: list[str] = []
+            labels: list[str] = []
+            for comp, failure in zip(made, failures, strict=True):
+                text, names = _step_text(comp, failure)
+                steps.append(text)
+                labels += [n for n in names if n not in labels]
+            n = len(made)
+            evidence: dict[str, Any] = {
+                "frame": frame.id_label,
+                "recompiles": n,
+                "compiles": compile_ids(made),
+                "changes": [
+                    {
+                        "compile": c.id_label,
+                        "against": cause.closest.id_label if cause.closest else None,
+                        "changed": [
+                            {
+                                "name": user_name(ch.source, frame),
+                                "what": ch.aspect.value,
+                                "old": ch.old,
+                                "new": ch.new,
+                            }
+                            for ch in cause.changes
+                        ],
+                    }
+                    for c in made
+                    for cause in [recompile_cause(c)]
+                ],
+            }
+            if source.rank is not None:
+                evidence["rank"] = source.rank
+            shown = ", ".join(labels[:5]) + (
+                f" and {len(labels) - 5} more" if len(labels) > 5 else ""
+            )
+            because = f" on {shown}" if shown else ""
+            lines = ["Each recompile, against the earlier compile it differs least from:"]
+            lines += [f"  {t}" for t in steps[:12]]
+            if len(steps) > 12:
+                lines.append(f"  … {len(steps) - 12} more")
+            if limit is not None:
+                kind, severity = Kind.RECOMPILE_LIMIT, Severity.ERROR
+                cap = f" ({d.limit_name} = {d.limit})" if d.limit is not None else ""
+                title = (
+                    f"`{name}` hit the recompile limit{cap} after recompiling{because}: "
+                    "it runs eagerly from then on"
+                )
+                step, last = _step_text(limit, primary_failure(limit))
+                lines.append(
+                    f"The call that hit the limit ({step.split(':', 1)[0]}) differed again"
+                    + (f": {step.split(': ', 1)[1]}" if ": " in step else "")
+                    + f". From then on `{name}` runs eagerly; calls that match an earlier compile "
+                    "still run compiled."
+                )
+                evidence["limit_compile"] = limit.id_label
+                evidence["limit_change"] = last
+            elif n >= STORM_RECOMPILES:
+                kind, severity = Kind.RECOMPILE_STORM, Severity.WARNING
+                title = f"`{name}` recompiled {n} times{because}"
+            else:
+                kind, severity = Kind.RECOMPILES, Severity.INFO
+                title = f"`{name}` recompiled {'once' if n == 1 else f'{n} times'}{because}"
+            advice = [s for s in d.sentences if _is_advice(s)]
+            if limit is not None:
+                advice = [a.replace("Fix: none needed for two graphs; if", "Fix:") for a in advice]
+                advice = [a for a in advice if "none needed" not in a]
+            fix = " ".join(advice)
+            if limit is not None:
+                fix = (fix + " " if fix else "") + (
+                    "Raising torch._dynamo.config.recompile_limit only hides the cause."
+                )
+            out.append(
+                Finding(
+                    kind,
+                    severity,
+                    title,
+                    "\n".join(lines),
+                    evidence,
+                    _guard_where(failures) or frame_where(frame) or _object_where(made),
+                    total_cost(made),
+                    fix,
+                    DOCS["recompiles"],
+                    made or ([limit] if limit is not None else []),
+                    subject=_frame_subject(frame),
+                )
+            )
+    return out
+
+
+def _frame_subject(frame: Frame) -> str:
+    """A frame as the same across runs: its function and its file's name."""
+    code = frame.code_frame
+    file = (frame.co_filename or (code.filename if code else "")).rsplit("/", 1)[-1]
+    return f"{frame_name(frame)}@{file}" if file else frame_name(frame)

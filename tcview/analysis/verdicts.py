@@ -1,0 +1,266 @@
+"""Verdicts on the whole run, which come first when they hold: nothing compiled, a process that
+died inside a compile, how the job ended, a trace cut short, CUDA graphs recorded again for
+every shape, compiled autograd switched on and never used.
+"""
+
+from __future__ import annotations
+
+import re
+from collections import Counter
+from typing import Any
+
+from tcview.analysis.finding import (
+    Finding,
+    compile_ids,
+    frame_name,
+    frame_where,
+    plural,
+    ranks_of,
+)
+from tcview.analysis.recompiles import compile_config
+from tcview.analysis.rules import DOCS, Kind, Severity
+from tcview.model.objects import Compile, LogSource, Model
+
+_SIGNAL_WORDS = {
+    "SIGSEGV": "a segmentation fault (a crash in native code: a CUDA kernel, a C++ extension)",
+    "SIGKILL": "SIGKILL (often the kernel's out-of-memory killer, or a scheduler's limit)",
+    "SIGABRT": "an abort (a failed assertion in native code)",
+    "SIGBUS": "a bus error (memory that went away, such as a full /dev/shm)",
+    "SIGTERM": "SIGTERM (a scheduler or another process asked it to stop)",
+    "SIGFPE": "a floating-point exception in native code",
+    "SIGILL": "an illegal instruction (a binary built for another CPU)",
+}
+# The phase a compile was in, by the last kind of record it wrote.
+_PHASES = (
+    ("inductor_output_code", "after Inductor wrote its output code (loading or running it)"),
+    ("inductor_post_grad_graph", "in Inductor, generating code"),
+    ("aot_forward_graph", "in AOTAutograd or Inductor's lowering"),
+    ("aot_inference_graph", "in AOTAutograd or Inductor's lowering"),
+    ("aot_joint_graph", "in AOTAutograd"),
+    ("dynamo_output_graph", "after Dynamo's graph, in AOTAutograd or Inductor"),
+    ("dynamo_start", "in Dynamo, tracing the frame"),
+)
+_GLOG_TIME = re.compile(rb"^[IWEVD](\d{4} \d\d:\d\d:\d\d)")
+
+
+def verdicts(model: Model) -> list[Finding]:
+    return [
+        *_job_end(model),
+        *_died_in_compile(model),
+        *_trace_cut(model),
+        *_nothing_compiled(model),
+        *_compiled_autograd_unused(model),
+    ]
+
+
+def user_stopped(model: Model) -> bool:
+    """The user stopped the job (its run.json says so): its KeyboardInterrupt is no crash."""
+    return model.job_end is not None and model.job_end.stopped_by_user
+
+
+# ---------------------------------------------------------------------- the job's end
+
+
+def _job_end(model: Model) -> list[Finding]:
+    end = model.job_end
+    if end is None:
+        return []
+    ran = f" after {end.elapsed_s:.1f}s" if end.elapsed_s is not None else ""
+    busy = _busy(model)
+    if end.stopped_by_user:
+        return [
+            Finding(
+                Kind.JOB_STOPPED,
+                Severity.INFO,
+                f"You stopped the job{ran}",
+                f"The job was stopped on request ({end.status or 'stopped'}); its trace ends "
+                f"there. {busy}",
+                {"status": end.status, "signal": end.signal, "exit_code": end.exit_code},
+                subject="stopped",
+            )
+        ]
+    if end.signal is None:
+        return []  # an exit code: the crash finding (its traceback, or run.json's code) says it
+    words = _SIGNAL_WORDS.get(end.signal, end.signal)
+    return [
+        Finding(
+            Kind.JOB_KILLED,
+            Severity.ERROR,
+            f"The job was killed by {end.signal}{ran}",
+            f"It ended by {words}, not by a Python error, so there is no traceback. {busy}",
+            {"status": end.status, "signal": end.signal},
+            fix=(
+                "Run it again with `ulimit -c unlimited` or under `python -X faulthandler` to "
+                "see where native code crashed."
+                if end.signal == "SIGSEGV"
+                else ""
+            ),
+            subject=end.signal,
+        )
+    ]
+
+
+def _busy(model: Model) -> str:
+    """What the job was doing when it ended: the compile it died in, else its last compile."""
+    dying = [c for f in model.files for c in [_unfinished(f)] if c is not None]
+    if dying:
+        comp = dying[0]
+        return f"It was compiling `{frame_name(comp.frame)}` ({comp.id_label}), {_phase(comp)}."
+    done = [c for c in model.compiles if c.metrics]
+    if done:
+        last = max(done, key=lambda c: c.order)
+        return (
+            f"No compile was under way: the last compile, `{frame_name(last.frame)}` "
+            f"({last.id_label}), had finished, so it was running compiled or eager code."
+        )
+    return "Nothing had compiled yet."
+
+
+# ---------------------------------------------------------------------- died in a compile
+
+
+def _unfinished(source: LogSource) -> Compile | None:
+    """The compile a complete trace file ends inside: its last compile, with no metrics."""
+    if not source.finished or not source.logs_metrics or not source.compiles:
+        return None
+    last = max(source.compiles.values(), key=lambda c: c.order)
+    if last.compilation_metrics() or last.failures or not last.records:
+        return None
+    return last
+
+
+def _phase(comp: Compile) -> str:
+    kinds = {r.kind for r in comp.records}
+    return next((words for kind, words in _PHASES if kind in kinds), "early in the compile")
+
+
+def _when(comp: Compile) -> str:
+    last = comp.records[-1]
+    try:
+        m = _GLOG_TIME.match(last.source.header_line(last))
+    except OSError:
+        return ""
+    return f" at {m.group(1).decode()[5:]}" if m else ""
+
+
+def _died_in_compile(model: Model) -> list[Finding]:
+    out = []
+    for source in model.files:
+        comp = _unfinished(source)
+        if comp is None:
+            continue
+        who = f" on rank {source.rank}" if source.rank is not None else ""
+        out.append(
+            Finding(
+                Kind.DIED_IN_COMPILE,
+                Severity.ERROR,
+                f"The process{who} died while compiling `{frame_name(comp.frame)}` "
+                f"({comp.id_label})",
+                f"Its trace ends inside compile {comp.id_label}, {_phase(comp)}{_when(comp)}: "
+                "the compile never finished, so the process died or was killed there (a crash "
+                "in native code, an out-of-memory kill, a timeout).",
+                {"compile": comp.id_label, "phase": _phase(comp), "file": source.display},
+                frame_where(comp.frame),
+                None,
+                "",
+                "",
+                [comp],
+                subject=f"{frame_name(comp.frame)}",
+            )
+        )
+    return out
+
+
+# ---------------------------------------------------------------------- cut short
+
+
+def _trace_cut(model: Model) -> list[Finding]:
+    cut = [f for f in model.files if f.truncated]
+    if not cut:
+        return []
+    names = ", ".join(f.display for f in cut[:3]) + (" …" if len(cut) > 3 else "")
+    return [
+        Finding(
+            Kind.TRACE_CUT,
+            Severity.WARNING,
+            f"{plural(len(cut), 'trace file')} cut short: the last record ends mid-way",
+            f"{names}: the file ends inside a record's payload, so the run's end is missing "
+            "(the job was killed while writing, the disk filled up, or the copy was cut).",
+            {"files": [f.display for f in cut]},
+            subject="cut",
+        )
+    ]
+
+
+# ---------------------------------------------------------------------- nothing compiled
+
+
+def _nothing_compiled(model: Model) -> list[Finding]:
+    compiles = [c for c in model.compiles if c.compilation_metrics()]
+    if not compiles or model.kernels or any(c.output_codes for c in model.compiles):
+        return []
+    if any(c.status not in ("empty graph", "failed") for c in compiles):
+        return []
+    empty = [c for c in compiles if c.status == "empty graph"]
+    if not empty:
+        return []  # every compile failed: the failures say why
+    frames = Counter(frame_name(c.frame) for c in empty)
+    names = ", ".join(f"`{n}`" for n, _ in frames.most_common(4))
+    breaks = Counter(b.reason for c in empty for b in c.breaks)
+    why = ""
+    if breaks:
+        reason, n = breaks.most_common(1)[0]
+        why = f" The compiled frames broke the graph before any operation ({reason}, {n}×)."
+    return [
+        Finding(
+            Kind.NOTHING_COMPILED,
+            Severity.ERROR,
+            "Nothing was compiled: every graph was empty and no kernel was made",
+            f"{plural(len(empty), 'compile')} of {names} captured no operation, and Inductor "
+            "made no kernel: the model ran eagerly, with torch.compile's overhead on top." + why,
+            {"compiles": compile_ids(empty), "ranks": ranks_of(empty), "breaks": dict(breaks)},
+            frame_where(empty[0].frame),
+            None,
+            "",
+            DOCS["troubleshooting"],
+            empty,
+            subject="all",
+        )
+    ]
+
+
+# ---------------------------------------------------------------------- compiled autograd
+
+
+def _compiled_autograd_unused(model: Model) -> list[Finding]:
+    if any(c.key.autograd_id is not None for c in model.compiles):
+        return []
+    frames = {id(c.frame): c for c in model.compiles if c.frame is not None}  # one config a frame
+    on = [c for c in frames.values() if _dynamo_config(c).get("compiled_autograd") is True]
+    if not on:
+        return []
+    backward = any(r.role == "backward" for c in model.compiles for r in c.records)
+    return [
+        Finding(
+            Kind.COMPILED_AUTOGRAD_UNUSED,
+            Severity.INFO,
+            "Compiled autograd was on, yet no backward ran through it",
+            "torch._dynamo.config.compiled_autograd was True when the frames compiled, but no "
+            "compiled autograd graph (a `!0/…` compile) was made"
+            + (
+                ": the backward ran as AOTAutograd's compiled backward instead."
+                if backward
+                else ": no backward ran while it was on."
+            ),
+            {"compiles": compile_ids(on[:8])},
+            None,
+            None,
+            "",
+            DOCS["compiled_autograd"],
+            subject="config",
+        )
+    ]
+
+
+def _dynamo_config(comp: Compile) -> dict[str, Any]:
+    return compile_config(comp, False).dynamo
