@@ -95,17 +95,17 @@ def torch_hint(message: str) -> str:
         if line.startswith("Hint:") and "TORCH_LOGS" not in line:
             return line.removeprefix("Hint:").strip()
     sentences = [
-        sentence
+        said
         for line in lines
-        for sentence in _SENTENCE_END.split(line)
-        if "TORCH_LOGS" not in sentence and "TORCHDYNAMO_VERBOSE" not in sentence
+        for said in _SENTENCE_END.split(line)
+        if "TORCH_LOGS" not in said and "TORCHDYNAMO_VERBOSE" not in said
     ]
-    for sentence in sentences:  # advice first: a torch call may also be quoted user code
-        if _ADVICE.match(sentence):
-            return sentence
-    for sentence in sentences:
-        if _TORCH_CALL.search(sentence) and not sentence.startswith("return "):
-            return sentence
+    for said in sentences:  # advice first: a torch call may also be quoted user code
+        if _ADVICE.match(said):
+            return said
+    for said in sentences:
+        if _TORCH_CALL.search(said) and not said.startswith("return "):
+            return said
     return ""
 
 
