@@ -108,6 +108,21 @@ RULES: tuple[BreakRule, ...] = (
         "an empty tensor of the output's shape and dtype.",
     ),
     BreakRule(
+        "c_function",
+        _USER,
+        re.compile(r"does not know how to trace the builtin|marked as skipped"),
+        "a call to {fn}, a builtin or C-extension function Dynamo cannot trace",
+        "Call {fn} outside the compiled function and pass its result in as an argument.",
+    ),
+    BreakRule(
+        "mark_dynamic_fixed",
+        _USER,
+        re.compile(r"ConstraintViolation|Constraints violated|marked as dynamic but"),
+        "a dimension marked dynamic (`mark_dynamic`) that the code fixes to a constant",
+        "Drop the `mark_dynamic` on that dimension (the code needs it constant), or use "
+        "`torch._dynamo.maybe_mark_dynamic`, which lets it be specialised.",
+    ),
+    BreakRule(
         "optimizer_step",
         _TORCH,
         re.compile(
@@ -171,7 +186,8 @@ class BreakCause:
         return self.rule.name if self.rule is not None else "other"
 
 
-_OP = re.compile(r"(?:custom op|operator)\s+`?(?:[\w]+::)?(?P<op>\w+)`?")
+_OP = re.compile(r"`(?P<op>\w+)\.register_fake`|CustomOpDef\(\w+::(?P<op2>\w+)\)")
+_FN = re.compile(r"(?:builtin|the function) `(?P<fn>[\w.]+)`")
 
 
 def break_cause(
@@ -183,12 +199,19 @@ def break_cause(
     if not inner and stack:
         inner = stack[-1].split(" in ", 1)[0].rsplit(":", 1)[0]
     owner = owner_of(inner) if inner else Owner.USER
+    if owner is Owner.LIBRARY and _called_by_user(inner, stack):
+        owner = Owner.USER  # the user's own call of the standard library (copy.deepcopy)
     package = _package(inner, stack) if owner in _TORCH else ""
     text = "\n".join([reason, explanation, location])
     for rule in RULES:
         if owner in rule.owners and rule.pattern.search(text):
             op = _OP.search(text)
-            fill = {"package": package, "op": op.group("op") if op else "the op"}
+            fn = _FN.search(text)
+            fill = {
+                "package": package,
+                "op": (op.group("op") or op.group("op2")) if op else "the op",
+                "fn": f"`{fn.group('fn').rstrip('.')}`" if fn else "it",
+            }
             return BreakCause(
                 rule, owner, package, rule.says.format(**fill), rule.fix.format(**fill)
             )
@@ -196,6 +219,20 @@ def break_cause(
         return BreakCause(None, owner, package, "", "")
     specific = [h for h in hints if not _GENERIC_HINT.search(h)]
     return BreakCause(None, owner, package, "", specific[0] if specific else "")
+
+
+def _called_by_user(inner: str, stack: Sequence[str]) -> bool:
+    """The innermost frames are the standard library's, and the user's code called them."""
+    if "-packages" in inner:
+        return False
+    for text in reversed(stack):
+        filename = text.split(" in ", 1)[0].rsplit(":", 1)[0]
+        owner = owner_of(filename)
+        if owner is Owner.USER:
+            return True
+        if owner is not Owner.LIBRARY or "-packages" in filename:
+            return False
+    return False
 
 
 def _package(inner: str, stack: Sequence[str]) -> str:

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import json
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from enum import Enum
 from functools import lru_cache
 
@@ -169,6 +169,17 @@ def _global_facts(facts: Facts, text: str) -> None:
         facts[(f"{GLOBAL_SOURCE}.{key}", Aspect.GLOBAL)] = json.dumps(value)
 
 
+def covers(guarded: str, value: str) -> bool:
+    """Whether a compile guarded on `guarded` accepts `value`: the same, or dynamic there (a
+    number made dynamic, a size with dynamic dimensions)."""
+    if guarded == value or guarded == "dynamic":
+        return True
+    if guarded.startswith("[") and value.startswith("["):
+        a, b = guarded.strip("[]").split(", "), value.strip("[]").split(", ")
+        return len(a) == len(b) and all(x in (y, "None") for x, y in zip(a, b, strict=True))
+    return False
+
+
 @dataclass(frozen=True)
 class Change:
     """One value that differs between two compiles of a frame."""
@@ -177,6 +188,7 @@ class Change:
     aspect: Aspect
     old: str
     new: str
+    count: int = 1  # the changes it stands for (every submodule's training flag)
 
     @property
     def name(self) -> str:
@@ -230,11 +242,51 @@ def diff(old: Facts, new: Facts) -> list[Change]:
         if c.aspect is not Aspect.TYPE and c.source in typed:
             continue  # another type: its other facts follow from that
         kept.append(c)
-    return sorted(kept, key=_order)
+    return sorted(_fold(kept), key=_order)
 
 
-def _order(c: Change) -> tuple[int, str]:
-    return (list(Aspect).index(c.aspect), c.source)
+_PARAM = re.compile(r"\._(?:parameters|buffers)\[")
+_TRAINING = re.compile(r"\.training$")
+
+
+def _fold(changes: list[Change]) -> list[Change]:
+    """One change for many alike: the parameters of a module cast to another dtype, every
+    submodule's `training` flag flipped by model.train() / model.eval()."""
+    out: list[Change] = []
+    params: dict[tuple[Aspect, str, str], list[Change]] = {}
+    training = [c for c in changes if _TRAINING.search(c.source)]
+    for c in changes:
+        if _PARAM.search(c.source):
+            params.setdefault((c.aspect, c.old, c.new), []).append(c)
+        elif c not in training:
+            out.append(c)
+    for (aspect, old, new), group in params.items():
+        if len(group) == 1:
+            out.append(group[0])
+        else:
+            owner = min((c.source.split("._", 1)[0] for c in group), key=len)
+            out.append(Change(f"{owner}.parameters ({len(group)})", aspect, old, new))
+    if training:
+        top = min(training, key=lambda c: len(c.source))
+        out.append(
+            top if len(training) == 1 else replace(top, source=top.source, count=len(training))
+        )
+    return out
+
+
+def _order(c: Change) -> tuple[int, int, str]:
+    """The function's own arguments first, then what hangs off them, globals last."""
+    depth = (
+        c.source.count(".")
+        + c.source.count("[")
+        + (5 if c.source.startswith(("G[", GLOBAL_SOURCE)) else 0)
+    )
+    return (depth, list(Aspect).index(c.aspect), c.source)
+
+
+# How Dynamo reaches into a module: self._modules['drop']._parameters['weight'] is the user's
+# self.drop.weight.
+_MODULE_PARTS = re.compile(r"\._(?:modules|parameters|buffers)\[['\"](\w+)['\"]\]")
 
 
 def user_name(source: str, frame: Frame | None = None) -> str:
@@ -246,7 +298,7 @@ def user_name(source: str, frame: Frame | None = None) -> str:
     m = re.match(r"^[LG]\[(['\"])(.+?)\1\]", source)
     if m is None:
         return source
-    head, rest = m.group(2), source[m.end() :]
+    head, rest = m.group(2), _MODULE_PARTS.sub(r".\1", source[m.end() :])
     if head.startswith("___stack"):
         line = None
         if frame is not None and frame.co_name:

@@ -16,6 +16,7 @@ from typing import Any, TypeAlias
 
 from tcview.analysis.autotune import autotune_seconds
 from tcview.analysis.breaks import break_cause, break_findings, is_generic_hint
+from tcview.analysis.changes import user_name
 from tcview.analysis.checks import SEVERITIES
 from tcview.analysis.cudagraphs import EAGER_REASON, model_cudagraphs, short_reason
 from tcview.analysis.divergence import Divergence, analyze, describe_groups
@@ -40,7 +41,7 @@ from tcview.analysis.finding import (
 )
 from tcview.analysis.owner import Owner, is_user_file, owner_of, user_line
 from tcview.analysis.recompile_findings import recompile_findings
-from tcview.analysis.recompiles import family_of
+from tcview.analysis.recompiles import compile_config, family_of
 from tcview.analysis.rules import DOCS, KINDS, Kind, Severity
 from tcview.analysis.verdicts import user_stopped, verdicts
 from tcview.model.objects import (
@@ -769,6 +770,7 @@ def _symbols(model: Model) -> list[Finding]:
                         or _stack_where(rec.source, body.get("stack")),
                     }
                 )
+        specs = [s for s in specs if _asked_dynamic(comp, s["sources"])]
         if specs:
             specs = list({(s["symbol"], s["value"]): s for s in specs}.values())
             names = ", ".join(
@@ -831,6 +833,17 @@ def _symbols(model: Model) -> list[Finding]:
                 )
             )
     return _fold_specializations(out)
+
+
+def _asked_dynamic(comp: Compile, sources: list[str]) -> bool:
+    """A specialisation worth a finding: of a size the user marked dynamic, in a frame that
+    never recompiled (a recompile's finding already names a value that changed; a size
+    Dynamo made dynamic on its own and fixed again costs nothing while it stays the same)."""
+    frame = comp.frame
+    if frame is None or any(c.key.is_recompile for c in frame.compiles):
+        return False
+    marked = {name for name, _dims in compile_config(comp, False).marked_dynamic}
+    return any(user_name(s).split(".size()", 1)[0] in marked for s in sources)
 
 
 def _fold_specializations(found: list[Finding]) -> list[Finding]:

@@ -22,6 +22,7 @@ from tcview.analysis.finding import (
 from tcview.analysis.owner import is_user_file, user_line
 from tcview.analysis.recompiles import (
     GuardFailure,
+    RecompileCause,
     compile_config,
     diagnose,
     primary_failure,
@@ -109,6 +110,8 @@ def _input_name(name: str, frame: Frame | None) -> str:
 
 def _change_label(change: Change, frame: Frame | None) -> str:
     name = f"`{_input_name(user_name(change.source, frame), frame)}`"
+    if change.count > 1:
+        name += f" (and {change.count - 1} submodules')"
     if change.aspect in (Aspect.VALUE, Aspect.GLOBAL):
         return name
     return f"{name} {change.aspect.value}"
@@ -122,102 +125,137 @@ def recompile_findings(model: Model) -> list[Finding]:
     out = []
     for source in model.files:
         for frame in source.frames.values():
-            recompiled = [c for c in frame.compiles if c.key.is_recompile]
-            limit = next(
-                (c for c in frame.compiles if any(f.is_recompile_limit for f in c.failures)), None
+            found = _frame_finding(frame, source.rank)
+            if found is not None:
+                out.append(found)
+    return out
+
+
+# What a call can switch back and forth between, each setting getting one graph that later
+# calls in that setting reuse: grad mode, autocast, train/eval, a dtype, requires_grad.
+_MODES = (Aspect.GLOBAL, Aspect.DTYPE, Aspect.REQUIRES_GRAD)
+
+
+def _by_mode(causes: Sequence[RecompileCause]) -> bool:
+    """Every recompile came from switching a mode (train/eval, no_grad, a dtype, a bool)."""
+    changes = [c for cause in causes for c in cause.changes]
+    return bool(changes) and all(
+        c.aspect in _MODES
+        or c.source.endswith(".training")
+        or (c.aspect is Aspect.VALUE and {c.old, c.new} <= {"True", "False"})
+        for c in changes
+    )
+
+
+def _frame_finding(frame: Frame, rank: int | None) -> Finding | None:
+    recompiled = [c for c in frame.compiles if c.key.is_recompile]
+    limit = next((c for c in frame.compiles if any(f.is_recompile_limit for f in c.failures)), None)
+    if not recompiled and limit is None:
+        return None
+    d = diagnose(frame, compile_config(frame.compiles[-1], False))
+    name = frame_name(frame)
+    made = [c for c in recompiled if c is not limit]
+    causes = [recompile_cause(c) for c in made]
+    failures = [primary_failure(c) for c in made]
+    steps: list[str] = []
+    labels: list[str] = []
+    for comp, failure in zip(made, failures, strict=True):
+        text, names = _step_text(comp, failure)
+        steps.append(text)
+        labels += [n for n in names if n not in labels]
+    n = len(made)
+    evidence = _evidence(frame, made, causes)
+    if rank is not None:
+        evidence["rank"] = rank
+    shown = ", ".join(labels[:5]) + (f" and {len(labels) - 5} more" if len(labels) > 5 else "")
+    because = f" on {shown}" if shown else ""
+    lines = ["Each recompile, against the earlier compile it differs least from:"]
+    lines += [f"  {t}" for t in steps[:12]]
+    if len(steps) > 12:
+        lines.append(f"  … {len(steps) - 12} more")
+    advice = [s for s in d.sentences if _is_advice(s)]
+    if limit is not None:
+        kind, severity = Kind.RECOMPILE_LIMIT, Severity.ERROR
+        cap = f" ({d.limit_name} = {d.limit})" if d.limit is not None else ""
+        title = (
+            f"`{name}` hit the recompile limit{cap} after recompiling{because}: "
+            "it runs eagerly from then on"
+        )
+        step, last = _step_text(limit, primary_failure(limit))
+        lines.append(
+            f"The call that hit the limit ({step.split(':', 1)[0]}) differed again"
+            + (f": {step.split(': ', 1)[1]}" if ": " in step else "")
+            + f". From then on `{name}` runs eagerly; calls that match an earlier compile "
+            "still run compiled."
+        )
+        evidence["limit_compile"] = limit.id_label
+        evidence["limit_change"] = last
+        advice = [a for a in advice if "none needed" not in a]
+        advice.append("Raising torch._dynamo.config.recompile_limit only hides the cause.")
+    elif n >= STORM_RECOMPILES:
+        kind, severity = Kind.RECOMPILE_STORM, Severity.WARNING
+        title = f"`{name}` recompiled {n} times{because}"
+    else:
+        kind, severity = Kind.RECOMPILES, Severity.INFO
+        title = f"`{name}` recompiled {'once' if n == 1 else f'{n} times'}{because}"
+        if _by_mode(causes):
+            lines.append(
+                "Expected: one graph for each mode the calls switch between; a call that goes "
+                "back to a mode already seen reuses its graph (no further recompile was logged)."
+                " Nothing to change."
             )
-            if not recompiled and limit is None:
-                continue
-            d = diagnose(frame, compile_config(frame.compiles[-1], False))
-            name = frame_name(frame)
-            made = [c for c in recompiled if c is not limit]
-            failures = [primary_failure(c) for c in made]
-            steps: list[str] = []
-            labels: list[str] = []
-            for comp, failure in zip(made, failures, strict=True):
-                text, names = _step_text(comp, failure)
-                steps.append(text)
-                labels += [n for n in names if n not in labels]
-            n = len(made)
-            evidence: dict[str, Any] = {
-                "frame": frame.id_label,
-                "recompiles": n,
-                "compiles": compile_ids(made),
-                "changes": [
+            advice = []
+    return Finding(
+        kind,
+        severity,
+        title,
+        "\n".join(lines),
+        evidence,
+        _recompile_where(frame, failures, made),
+        total_cost(made),
+        " ".join(advice),
+        DOCS["recompiles"],
+        made or ([limit] if limit is not None else []),
+        subject=_frame_subject(frame),
+    )
+
+
+def _recompile_where(
+    frame: Frame, failures: Sequence[GuardFailure | None], made: Sequence[Compile]
+) -> dict[str, Any] | None:
+    """The line of the guard that failed, when every recompile's was the same line; else
+    the frame's own line (its function, or the user's call of it)."""
+    lines = [_guard_where([f]) for f in failures if f is not None]
+    distinct = {(w["file"], w["line"]) for w in lines if w is not None}
+    if len(distinct) == 1 and None not in lines:
+        return lines[0]
+    return frame_where(frame) or _guard_where(failures) or _object_where(made)
+
+
+def _evidence(
+    frame: Frame, made: Sequence[Compile], causes: Sequence[RecompileCause]
+) -> dict[str, Any]:
+    return {
+        "frame": frame.id_label,
+        "recompiles": len(made),
+        "compiles": compile_ids(made),
+        "changes": [
+            {
+                "compile": c.id_label,
+                "against": cause.closest.id_label if cause.closest else None,
+                "changed": [
                     {
-                        "compile": c.id_label,
-                        "against": cause.closest.id_label if cause.closest else None,
-                        "changed": [
-                            {
-                                "name": user_name(ch.source, frame),
-                                "what": ch.aspect.value,
-                                "old": ch.old,
-                                "new": ch.new,
-                            }
-                            for ch in cause.changes
-                        ],
+                        "name": user_name(ch.source, frame),
+                        "what": ch.aspect.value,
+                        "old": ch.old,
+                        "new": ch.new,
                     }
-                    for c in made
-                    for cause in [recompile_cause(c)]
+                    for ch in cause.changes
                 ],
             }
-            if source.rank is not None:
-                evidence["rank"] = source.rank
-            shown = ", ".join(labels[:5]) + (
-                f" and {len(labels) - 5} more" if len(labels) > 5 else ""
-            )
-            because = f" on {shown}" if shown else ""
-            lines = ["Each recompile, against the earlier compile it differs least from:"]
-            lines += [f"  {t}" for t in steps[:12]]
-            if len(steps) > 12:
-                lines.append(f"  … {len(steps) - 12} more")
-            if limit is not None:
-                kind, severity = Kind.RECOMPILE_LIMIT, Severity.ERROR
-                cap = f" ({d.limit_name} = {d.limit})" if d.limit is not None else ""
-                title = (
-                    f"`{name}` hit the recompile limit{cap} after recompiling{because}: "
-                    "it runs eagerly from then on"
-                )
-                step, last = _step_text(limit, primary_failure(limit))
-                lines.append(
-                    f"The call that hit the limit ({step.split(':', 1)[0]}) differed again"
-                    + (f": {step.split(': ', 1)[1]}" if ": " in step else "")
-                    + f". From then on `{name}` runs eagerly; calls that match an earlier compile "
-                    "still run compiled."
-                )
-                evidence["limit_compile"] = limit.id_label
-                evidence["limit_change"] = last
-            elif n >= STORM_RECOMPILES:
-                kind, severity = Kind.RECOMPILE_STORM, Severity.WARNING
-                title = f"`{name}` recompiled {n} times{because}"
-            else:
-                kind, severity = Kind.RECOMPILES, Severity.INFO
-                title = f"`{name}` recompiled {'once' if n == 1 else f'{n} times'}{because}"
-            advice = [s for s in d.sentences if _is_advice(s)]
-            if limit is not None:
-                advice = [a.replace("Fix: none needed for two graphs; if", "Fix:") for a in advice]
-                advice = [a for a in advice if "none needed" not in a]
-            fix = " ".join(advice)
-            if limit is not None:
-                fix = (fix + " " if fix else "") + (
-                    "Raising torch._dynamo.config.recompile_limit only hides the cause."
-                )
-            out.append(
-                Finding(
-                    kind,
-                    severity,
-                    title,
-                    "\n".join(lines),
-                    evidence,
-                    _guard_where(failures) or frame_where(frame) or _object_where(made),
-                    total_cost(made),
-                    fix,
-                    DOCS["recompiles"],
-                    made or ([limit] if limit is not None else []),
-                    subject=_frame_subject(frame),
-                )
-            )
-    return out
+            for c, cause in zip(made, causes, strict=True)
+        ],
+    }
 
 
 def _frame_subject(frame: Frame) -> str:

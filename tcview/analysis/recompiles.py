@@ -40,7 +40,16 @@ from dataclasses import dataclass, field, replace
 from functools import lru_cache
 from typing import Any
 
-from tcview.analysis.changes import COMPARED, Change, diff, guard_facts, guard_text
+from tcview.analysis.changes import (
+    COMPARED,
+    Aspect,
+    Change,
+    Facts,
+    diff,
+    guard_facts,
+    guard_text,
+    user_name,
+)
 from tcview.model.facts import short_guard
 from tcview.model.objects import Compile, Frame, Model, Record
 
@@ -1135,9 +1144,9 @@ def _words(e: Explanation, frame: Frame, config: CompileConfig, n: int) -> tuple
         )
     if family == "requires_grad":
         return (
-            f"{who} requires_grad changed: {change}; each setting gets its own graph.",
-            f"pass it the same way on every call (e.g. `{f.input or 'x'}.detach()` where no "
-            "gradient is needed).",
+            f"{who} requires_grad changed: {change}; each setting gets its own graph, and a call "
+            "that goes back to a setting already seen reuses its graph.",
+            "",
             "",
         )
     if family == "dispatch_keys":
@@ -1286,6 +1295,21 @@ def _module_words(
     return words, fix + ".", RECOMPILES_DOC
 
 
+_LR_FIX = (
+    "create the optimizer with a tensor learning rate, e.g. "
+    "`torch.optim.AdamW(params, lr=torch.tensor({first}))`, and change it only in place: an LR "
+    "scheduler does (`scheduler.step()` fills the tensor); where your loop sets it, write "
+    "`g['lr'].fill_(new_lr)`, not `g['lr'] = new_lr` (a new float or tensor recompiles as "
+    "before). Run eagerly, Adam and AdamW take a tensor lr only with `fused=True` or "
+    "`capturable=True`"
+)
+
+
+def _is_lr(name: str) -> bool:
+    """An optimizer's learning rate (``self.param_groups[0]['lr']``)."""
+    return "param_groups" in name and "'lr'" in name
+
+
 def _value_words(
     e: Explanation, frame: Frame, config: CompileConfig, n: int, who: str, change: str, seen: str
 ) -> tuple[str, str, str]:
@@ -1315,8 +1339,10 @@ def _value_words(
             f"{who} was {noun} baked into the graph as {_short(f.expected)}{where}; it changed, "
             "and at this recompile Dynamo made it dynamic (a graph input), so other values "
             "reuse the new graph.",
-            "none needed for this one recompile (pass it as a tensor to avoid even this one).",
-            "",
+            _LR_FIX.format(first=_short(f.expected))
+            if _is_lr(f.input)
+            else "none needed for this one recompile (pass it as a tensor to avoid even this one).",
+            OPTIMIZER_LR_DOC if _is_lr(f.input) else "",
         )
     if kind == "bool":
         return (
@@ -1332,19 +1358,16 @@ def _value_words(
             "",
         )
     if kind == "float":
-        if "param_groups" in f.input and "lr" in f.input:
+        if _is_lr(f.input):
             first = _short(e.values[0]) if e.values else "0.001"
             words = f"the optimizer's learning rate {words}"
-            fix = (
-                "make the learning rate a tensor when creating the optimizer, e.g. "
-                f"`torch.optim.AdamW(params, lr=torch.tensor({first}))`, as PyTorch's recipe for "
-                "a compiled optimizer with an LR scheduler does: the scheduler then updates it "
-                "in place and the compiled step does not recompile (run eagerly, Adam and AdamW "
-                "take a tensor lr only with `fused=True` or `capturable=True`)"
-            )
+            fix = _LR_FIX.format(first=first)
             doc = OPTIMIZER_LR_DOC
         else:
-            fix = "pass it as a tensor (`torch.tensor(value)`), or move it out of the compiled function"
+            fix = (
+                "pass it as a tensor (`torch.tensor(value)`; one kept between calls is updated in "
+                "place with `.fill_(value)`), or move it out of the compiled function"
+            )
             doc = RECOMPILES_DOC
         if config.dynamo.get("specialize_float") is True:
             fix += "; specialize_float is on: set `torch._dynamo.config.specialize_float = False`"
@@ -1591,23 +1614,112 @@ def _recompile_cause(comp: Compile, _records: int) -> RecompileCause:
             if changes and (best is None or len(changes) < len(best[1])):
                 best = (other, changes)
     if best is not None:
-        return RecompileCause(comp, best[0], best[1], True)
-    return RecompileCause(comp, _closest_by_log(comp, earlier), [], False)
+        return RecompileCause(comp, best[0], _with_values(comp, best[1]), True)
+    closest, changes = _closest_by_log(comp, earlier)
+    return RecompileCause(comp, closest, changes, False)
 
 
-def _closest_by_log(comp: Compile, earlier: list[Compile]) -> Compile | None:
+def _with_values(comp: Compile, changes: list[Change]) -> list[Change]:
+    """A number the compile made dynamic, with the value the call passed (its symbol's)."""
+    if not any(c.new == "dynamic" for c in changes):
+        return changes
+    values: dict[str, str] = {}
+    for rec in comp.records:
+        if rec.kind != "create_symbol":
+            continue
+        body = rec.full_meta()
+        if isinstance(body, dict) and isinstance(body.get("source"), str):
+            values.setdefault(body["source"], str(body.get("val", "")))
+    return [
+        replace(c, new=f"{values[c.source]} (dynamic from now on)")
+        if c.new == "dynamic" and values.get(c.source)
+        else c
+        for c in changes
+    ]
+
+
+# The aspect of a fact a failed guard is about.
+_ASPECTS = {
+    "size": Aspect.SIZE,
+    "stride": Aspect.STRIDE,
+    "rank": Aspect.DIMS,
+    "dtype": Aspect.DTYPE,
+    "device": Aspect.DEVICE,
+    "dispatch keys": Aspect.DEVICE,
+    "requires_grad": Aspect.REQUIRES_GRAD,
+    "value": Aspect.VALUE,
+    "length": Aspect.LENGTH,
+    "keys": Aspect.KEYS,
+    "type": Aspect.TYPE,
+    "identity": Aspect.IDENTITY,
+    "global state": Aspect.GLOBAL,
+    "dynamic marking": Aspect.MARKING,
+}
+
+
+def _fact_of(facts: Facts, failure: GuardFailure) -> tuple[str, Aspect] | None:
+    """The fact of a compile's guards that a failed guard is about."""
+    aspect = _ASPECTS.get(failure.change)
+    return next((k for k in facts if k[1] is aspect and user_name(k[0]) == failure.input), None)
+
+
+def _closest_by_log(comp: Compile, earlier: list[Compile]) -> tuple[Compile | None, list[Change]]:
+    """Without the call's own guards (a call that was not compiled: the one that hit the
+    limit), from the failure it logged against each earlier compile. A failed guard on a
+    value every earlier compile holds alike is a value the call changed for sure (it differs
+    from all of them): the newest compile failing on such a value is the closest. Otherwise
+    the failure logged against the most compiles, the oldest of equals (calls that vary one
+    thing and go back fail the newest compile on the previous change being undone)."""
     if comp.recompile is None or not comp.recompile.reasons:
-        return None
-    failures = [parse_guard_failure(r) for r in comp.recompile.reasons]
-    counts: dict[tuple[str, str], int] = {}
-    for f in failures:
-        counts[(f.input, f.change)] = counts.get((f.input, f.change), 0) + 1
+        return None, []
     by_id = {c.id_text: c for c in earlier}
-    ranked = sorted(
-        (f for f in failures if f.against in by_id),
-        key=lambda f: (-counts[(f.input, f.change)], by_id[f.against].key),
-    )
-    return by_id[ranked[0].against] if ranked else None
+    logged = [
+        (entry, f)
+        for f in map(parse_guard_failure, comp.recompile.reasons)
+        for entry in [by_id.get(f.against)]
+        if entry is not None
+    ]
+    if not logged:
+        return None, []
+    facts = {id(e): guard_facts(e) for e, _f in logged}
+    sure: list[tuple[Compile, Change]] = []
+    for entry, failure in logged:
+        key = _fact_of(facts[id(entry)], failure)
+        if key is None:
+            continue
+        value = facts[id(entry)][key]
+        if all(facts[id(e)].get(key, value) == value for e, _f in logged):
+            sure.append((entry, Change(key[0], key[1], value, _new_value(value, failure))))
+    if sure:
+        entry = max((e for e, _c in sure), key=lambda e: e.key)
+        changes = list({(c.source, c.aspect): c for _e, c in sure}.values())
+        return entry, changes
+    counts: dict[tuple[str, str], int] = {}
+    for _e, f in logged:
+        counts[(f.input, f.change)] = counts.get((f.input, f.change), 0) + 1
+    if len(counts) == 1:  # the same input failed against every compile: the newest is closest
+        entry, failure = max(logged, key=lambda ef: ef[0].key)
+    else:
+        entry, failure = min(
+            logged, key=lambda ef: (-counts[(ef[1].input, ef[1].change)], ef[0].key)
+        )
+    key = _fact_of(facts[id(entry)], failure)
+    if key is None:
+        return entry, []
+    old = facts[id(entry)][key]
+    return entry, [Change(key[0], key[1], old, _new_value(old, failure))]
+
+
+def _new_value(old: str, failure: GuardFailure) -> str:
+    """The call's value, where the failed guard logged it: a size's new dimension in place."""
+    if not failure.actual:
+        return "another value"
+    if failure.index is not None and old.startswith("["):
+        dims = old.strip("[]").split(", ")
+        if failure.index < len(dims):
+            dims[failure.index] = failure.actual
+            return f"[{', '.join(dims)}]"
+    return failure.actual
 
 
 def diagnose(frame: Frame, config: CompileConfig | None = None) -> Diagnosis:
