@@ -115,6 +115,15 @@ RULES: tuple[BreakRule, ...] = (
         "Call {fn} outside the compiled function and pass its result in as an argument.",
     ),
     BreakRule(
+        "disabled",
+        _USER,
+        re.compile(r"disable\(\)`d function"),
+        "your code calls {fn}, which is wrapped in `torch.compiler.disable`: it runs eagerly, "
+        "outside the graph",
+        "If {fn} should be compiled, remove `torch.compiler.disable` from it; if it must run "
+        "eagerly, this split is the one you asked for.",
+    ),
+    BreakRule(
         "mark_dynamic_fixed",
         _USER,
         re.compile(r"ConstraintViolation|Constraints violated|marked as dynamic but"),
@@ -187,7 +196,7 @@ class BreakCause:
 
 
 _OP = re.compile(r"`(?P<op>\w+)\.register_fake`|CustomOpDef\(\w+::(?P<op2>\w+)\)")
-_FN = re.compile(r"(?:builtin|the function) `(?P<fn>[\w.]+)`")
+_FN = re.compile(r"(?:builtin|the function) `(?P<fn>[\w.]+)`|<function (?P<fn2>[\w.<>]+) at 0x")
 
 
 def break_cause(
@@ -210,7 +219,7 @@ def break_cause(
             fill = {
                 "package": package,
                 "op": (op.group("op") or op.group("op2")) if op else "the op",
-                "fn": f"`{fn.group('fn').rstrip('.')}`" if fn else "it",
+                "fn": f"`{(fn.group('fn') or fn.group('fn2')).rstrip('.')}`" if fn else "it",
             }
             return BreakCause(
                 rule, owner, package, rule.says.format(**fill), rule.fix.format(**fill)

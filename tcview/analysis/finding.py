@@ -108,6 +108,19 @@ def frame_where(frame: Frame | None) -> dict[str, Any] | None:
     return found
 
 
+def call_site(frame: Frame | None) -> dict[str, Any] | None:
+    """The user's line that called a compiled frame (its stack's innermost user frame that is
+    not the frame's own code), else the frame's own line."""
+    if frame is None:
+        return None
+    calls = [
+        (f.filename, f.line)
+        for f in frame.stack
+        if not (f.name == frame.co_name and f.filename == frame.co_filename)
+    ]
+    return user_line(calls) or frame_where(frame)
+
+
 def where_text(where: dict[str, Any] | None) -> str:
     if not where:
         return ""

@@ -40,6 +40,7 @@ from tcview.analysis.finding import (
     where_text,
 )
 from tcview.analysis.owner import Owner, is_user_file, owner_of, user_line
+from tcview.analysis.provenance import kernel_provenance
 from tcview.analysis.recompile_findings import recompile_findings
 from tcview.analysis.recompiles import compile_config, family_of
 from tcview.analysis.rules import DOCS, KINDS, Kind, Severity
@@ -193,11 +194,11 @@ def _crashes(model: Model, failures: list[Finding]) -> list[Finding]:
         compiles: list[Compile] = []
         ran = _in_output_code(model, frames)
         if ran is not None:
-            comp, text = ran
+            comp, text, user = ran
             lines.insert(1, text)
             compiles.append(comp)
             evidence["output_code_of"] = comp.id_label
-            where = where or frame_where(comp.frame)
+            where = user or where
         for failure in list(failures):
             ftype = failure.evidence.get("fail_type", "")
             if (
@@ -210,6 +211,10 @@ def _crashes(model: Model, failures: list[Finding]) -> list[Finding]:
                 where = where or failure.where
         if compiles:
             evidence["compiles"] = compile_ids(compiles)
+        cause = break_cause(first, error.message, where_text(where), [], [])
+        if cause.rule is not None:
+            lines.insert(1, f"Cause: {cause.says}.")
+        fix = cause.fix or ("" if is_generic_hint(hint) else hint)
         out.append(
             Finding(
                 CRASH,
@@ -219,7 +224,7 @@ def _crashes(model: Model, failures: list[Finding]) -> list[Finding]:
                 evidence,
                 where,
                 None,
-                "" if is_generic_hint(hint) else hint,
+                fix,
                 DOCS["mark_step"]
                 if "cudagraph_mark_step_begin" in hint
                 else (url.group(0).rstrip(".") if url is not None else ""),
@@ -229,7 +234,9 @@ def _crashes(model: Model, failures: list[Finding]) -> list[Finding]:
     return out
 
 
-def _in_output_code(model: Model, frames: list[tuple[str, int]]) -> tuple[Compile, str] | None:
+def _in_output_code(
+    model: Model, frames: list[tuple[str, int]]
+) -> tuple[Compile, str, dict[str, Any] | None] | None:
     """The compile whose output code (Inductor's generated module) a stack ran in, with a
     sentence naming it, the line, the kernel on that line and the user's line it compiles."""
     generated = [(f, n) for f, n in frames if owner_of(f) is Owner.GENERATED]
@@ -252,18 +259,42 @@ def _in_output_code(model: Model, frames: list[tuple[str, int]]) -> tuple[Compil
             code = rec.payload().split("\n")
         except OSError:
             code = []
+        user = None
         if 0 < line <= len(code):
-            names = [k.name for k in comp.kernels if k.name in code[line - 1]]
-            if names:
-                kernel = f", in kernel `{names[0]}`"
+            kernels = [k for k in comp.kernels if k.name in code[line - 1]]
+            if kernels:
+                kernel = f", in kernel `{kernels[0].name}`"
+                _unit, prov = kernel_provenance(kernels[0])
+                lines = prov.user_lines if prov is not None else []
+                user = next(
+                    ({"file": ln.file, "line": ln.line} for ln in lines if is_user_file(ln.file)),
+                    None,
+                )
             elif "extern_kernels." in code[line - 1]:
                 kernel = ", in a library kernel (extern_kernels)"
-        user = frame_where(comp.frame)
-        of = f", the compiled code of your line {where_text(user)}" if user else ""
-        return comp, (
-            f"It was raised while running compile {comp.id_label} (`{frame_name(comp.frame)}`): "
-            f"line {line} of its output code{kernel}{of}."
+        of = f", which computes your line {where_text(user)}" if user else ""
+        if user is None:  # the user's call of the compiled function, not its def line
+            user = _caller_of(comp, frames)
+            of = f", called from your line {where_text(user)}" if user else ""
+        return (
+            comp,
+            (
+                f"It was raised while running compile {comp.id_label} (`{frame_name(comp.frame)}`): "
+                f"line {line} of its output code{kernel}{of}."
+            ),
+            user,
         )
+    return None
+
+
+def _caller_of(comp: Compile, frames: list[tuple[str, int]]) -> dict[str, Any] | None:
+    """The user's line that called a compiled function: the innermost user frame of a stack
+    that is not the function's own first line (where its compiled code is placed)."""
+    frame = comp.frame
+    own = (frame.co_filename, frame.co_firstlineno) if frame is not None else None
+    for filename, line in reversed(frames):
+        if is_user_file(filename) and (filename, line) != own:
+            return {"file": filename, "line": line}
     return None
 
 

@@ -9,17 +9,21 @@ import re
 from collections import Counter
 from typing import Any
 
+from tcview.analysis.breaks import break_cause
 from tcview.analysis.finding import (
     Finding,
+    call_site,
     compile_ids,
     frame_name,
     frame_where,
     plural,
     ranks_of,
+    text_frames,
 )
+from tcview.analysis.owner import user_line
 from tcview.analysis.recompiles import compile_config
 from tcview.analysis.rules import DOCS, Kind, Severity
-from tcview.model.objects import Compile, LogSource, Model
+from tcview.model.objects import Compile, LogSource, Model, stack_frames
 
 _SIGNAL_WORDS = {
     "SIGSEGV": "a segmentation fault (a crash in native code: a CUDA kernel, a C++ extension)",
@@ -143,11 +147,71 @@ def _when(comp: Compile) -> str:
     return f" at {m.group(1).decode()[5:]}" if m else ""
 
 
+# Open spans at a trace's end that mean a compile was under way (torch's chromium events).
+_COMPILING = re.compile(r"compile|inductor|dynamo|aot|export|autotune|codegen", re.I)
+_TAIL_EVENTS = 400  # chromium events read from a trace's end to find the spans still open
+
+
+def open_spans(source: LogSource) -> list[str]:
+    """The spans a trace file ends inside (outermost first): B events never ended."""
+    offsets = source.chromium_offsets()
+    if not offsets:
+        return []
+    try:
+        events = source.chromium_payloads(offsets[-_TAIL_EVENTS:])
+    except (OSError, ValueError):
+        return []
+    stack: list[str] = []
+    for event in events:
+        name = str(event.get("name", ""))
+        if event.get("ph") == "B":
+            stack.append(name)
+        elif event.get("ph") == "E" and name in stack:
+            del stack[len(stack) - 1 - stack[::-1].index(name) :]
+    return stack
+
+
+def _last_user_line(source: LogSource) -> dict[str, Any] | None:
+    """The user's line of the last record that carries a stack (what was being compiled)."""
+    for rec in reversed(source.records[-50:]):
+        meta = rec.meta if isinstance(rec.meta, dict) else None
+        if meta is not None and "stack" in meta:
+            found = user_line([(f.filename, f.line) for f in stack_frames(source, meta["stack"])])
+            if found is not None:
+                return found
+    return None
+
+
+def _died_in_spans(source: LogSource) -> Finding | None:
+    """A trace of a compile with no compile id (torch.export, AOTInductor) that ends inside it."""
+    if not source.finished:
+        return None
+    spans = open_spans(source)
+    if not spans or not _COMPILING.search(spans[0]):
+        return None
+    who = f" on rank {source.rank}" if source.rank is not None else ""
+    inner = " › ".join(spans[-4:])
+    return Finding(
+        Kind.DIED_IN_COMPILE,
+        Severity.ERROR,
+        f"The process{who} died while compiling, inside `{spans[0]}`",
+        f"Its trace ends inside {plural(len(spans), 'open span')}: {inner}. The compile never "
+        "finished, so the process died or was killed there (a crash in native code, an "
+        "out-of-memory kill, a timeout).",
+        {"spans": spans, "file": source.display},
+        _last_user_line(source),
+        subject=spans[0],
+    )
+
+
 def _died_in_compile(model: Model) -> list[Finding]:
     out = []
     for source in model.files:
         comp = _unfinished(source)
         if comp is None:
+            found = _died_in_spans(source) if not source.compiles else None
+            if found is not None:
+                out.append(found)
             continue
         who = f" on rank {source.rank}" if source.rank is not None else ""
         out.append(
@@ -160,7 +224,7 @@ def _died_in_compile(model: Model) -> list[Finding]:
                 "the compile never finished, so the process died or was killed there (a crash "
                 "in native code, an out-of-memory kill, a timeout).",
                 {"compile": comp.id_label, "phase": _phase(comp), "file": source.display},
-                frame_where(comp.frame),
+                call_site(comp.frame),
                 None,
                 "",
                 "",
@@ -206,22 +270,47 @@ def _nothing_compiled(model: Model) -> list[Finding]:
         return []  # every compile failed: the failures say why
     frames = Counter(frame_name(c.frame) for c in empty)
     names = ", ".join(f"`{n}`" for n, _ in frames.most_common(4))
-    breaks = Counter(b.reason for c in empty for b in c.breaks)
-    why = ""
-    if breaks:
-        reason, n = breaks.most_common(1)[0]
-        why = f" The compiled frames broke the graph before any operation ({reason}, {n}×)."
+    lines = [
+        f"{plural(len(empty), 'compile')} of {names} captured no operation, and Inductor made "
+        "no kernel: the model ran eagerly, with torch.compile's overhead on top."
+    ]
+    breaks = [b for c in empty for b in c.breaks]
+    where = frame_where(empty[0].frame)
+    fix = ""
+    causes = [
+        (b, break_cause(b.reason, b.explanation, b.location, b.user_stack, b.hints)) for b in breaks
+    ]
+    ddp = [b for b, cause in causes if cause.name == "ddp"]
+    mine = [(b, cause) for b, cause in causes if cause.rule is not None and not cause.package]
+    if ddp:
+        lines.append(
+            "torch.compile wrapped DistributedDataParallel: Dynamo compiled DDP's own forward, "
+            "which breaks the graph around its logger and reducer, and the module it calls is "
+            "torch's own code (such as `nn.Sequential`), where Dynamo starts no frame of its "
+            "own."
+        )
+        fix = (
+            "Compile the model inside DDP, `DDP(torch.compile(model))` (or `model.compile()` "
+            "before wrapping it), so the compiled frame is the module's forward."
+        )
+    elif mine:
+        b, cause = mine[0]
+        lines.append(f"Every graph ended at a break before any operation: {cause.says}.")
+        fix = cause.fix
+        where = user_line(text_frames(b.user_stack)) or where
+    elif breaks:
+        reason, n = Counter(b.reason for b in breaks).most_common(1)[0]
+        lines.append(f"The compiled frames broke the graph before any operation ({reason}, {n}×).")
     return [
         Finding(
             Kind.NOTHING_COMPILED,
             Severity.ERROR,
             "Nothing was compiled: every graph was empty and no kernel was made",
-            f"{plural(len(empty), 'compile')} of {names} captured no operation, and Inductor "
-            "made no kernel: the model ran eagerly, with torch.compile's overhead on top." + why,
-            {"compiles": compile_ids(empty), "ranks": ranks_of(empty), "breaks": dict(breaks)},
-            frame_where(empty[0].frame),
+            "\n".join(lines),
+            {"compiles": compile_ids(empty), "ranks": ranks_of(empty)},
+            where,
             None,
-            "",
+            fix,
             DOCS["troubleshooting"],
             empty,
             subject="all",

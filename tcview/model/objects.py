@@ -988,6 +988,10 @@ class LogSource(ABC):
         """The Chrome trace events of the chromium_event records at `offsets` (traces only)."""
         return []
 
+    def chromium_offsets(self) -> array[int]:
+        """Every chromium event's header offset, in file order (traces only)."""
+        return array("q")
+
     @abstractmethod
     def close(self) -> None:
         """Release the file handle, if any."""
