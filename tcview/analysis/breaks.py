@@ -110,7 +110,7 @@ RULES: tuple[BreakRule, ...] = (
     BreakRule(
         "c_function",
         _USER,
-        re.compile(r"does not know how to trace the builtin|marked as skipped"),
+        re.compile(r"does not know how to trace the builtin"),
         "a call to {fn}, a builtin or C-extension function Dynamo cannot trace",
         "Call {fn} outside the compiled function and pass its result in as an argument.",
     ),
@@ -189,12 +189,14 @@ class BreakCause:
     package: str  # torch.optim, transformers … (the innermost frame's, when not the user's)
     says: str
     fix: str
+    code: str = ""  # where in that package: ``optimizer.py:80``, ``lr_scheduler.py``
 
     @property
     def name(self) -> str:
         return self.rule.name if self.rule is not None else "other"
 
 
+_SKIPPED_IN = re.compile(r"marked that the function `[^`]+` in file `(?P<file>[^`]+)`")
 _OP = re.compile(r"`(?P<op>\w+)\.register_fake`|CustomOpDef\(\w+::(?P<op2>\w+)\)")
 _FN = re.compile(r"(?:builtin|the function) `(?P<fn>[\w.]+)`|<function (?P<fn2>[\w.<>]+) at 0x")
 
@@ -211,6 +213,12 @@ def break_cause(
     if owner is Owner.LIBRARY and _called_by_user(inner, stack):
         owner = Owner.USER  # the user's own call of the standard library (copy.deepcopy)
     package = _package(inner, stack) if owner in _TORCH else ""
+    code = short_location(location)
+    skipped = _SKIPPED_IN.search(explanation)
+    if owner is Owner.USER and skipped and owner_of(skipped.group("file")) in _TORCH:
+        # the user's line calls a function of torch's that Dynamo is told not to trace
+        owner, package = owner_of(skipped.group("file")), package_of(skipped.group("file"))
+        code = skipped.group("file").replace("\\", "/").rsplit("/", 1)[-1]
     text = "\n".join([reason, explanation, location])
     for rule in RULES:
         if owner in rule.owners and rule.pattern.search(text):
@@ -221,13 +229,12 @@ def break_cause(
                 "op": (op.group("op") or op.group("op2")) if op else "the op",
                 "fn": f"`{(fn.group('fn') or fn.group('fn2')).rstrip('.')}`" if fn else "it",
             }
-            return BreakCause(
-                rule, owner, package, rule.says.format(**fill), rule.fix.format(**fill)
-            )
+            says, fix = rule.says.format(**fill), rule.fix.format(**fill)
+            return BreakCause(rule, owner, package, says, fix, code)
     if owner in _TORCH:
-        return BreakCause(None, owner, package, "", "")
+        return BreakCause(None, owner, package, "", "", code)
     specific = [h for h in hints if not _GENERIC_HINT.search(h)]
-    return BreakCause(None, owner, package, "", specific[0] if specific else "")
+    return BreakCause(None, owner, package, "", specific[0] if specific else "", code)
 
 
 def _called_by_user(inner: str, stack: Sequence[str]) -> bool:
@@ -292,7 +299,7 @@ def break_findings(model: Model) -> list[Finding]:
         if inside:
             title = f"Graph break inside {cause.package}, from your call{at}: {group.reason}"
             lines.append(
-                f"The break is in {cause.package}'s code ({short_location(group.location)}), "
+                f"The break is in {cause.package}'s code ({cause.code}), "
                 "not in yours: your call"
                 + (f" at {where_text(where)}" if where else "")
                 + " leads there."

@@ -200,12 +200,17 @@ class Change:
         return f"{self.name}{what} {show(self.old)} → {show(self.new)}"
 
 
+_FLOAT = re.compile(r"-?\d+\.\d+(?:e[+-]?\d+)?")
+
+
 def show(value: str) -> str:
     """A fact's value in words: a number or size Dynamo made dynamic says so."""
     if value == "dynamic":
         return "dynamic (any value)"
     if value.startswith("[") and "None" in value:
         return value.replace("None", "dynamic")
+    if _FLOAT.fullmatch(value):  # as the user wrote it: 0.009, not 0.009000000000000001
+        return repr(float(f"{float(value):.12g}"))
     if value in ("true", "false"):
         return value.capitalize()
     return value

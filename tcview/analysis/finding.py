@@ -12,7 +12,7 @@ from typing import Any
 
 from tcview.analysis.owner import is_user_file, plain_function, user_line
 from tcview.analysis.rules import Kind, Severity
-from tcview.model.objects import Compile, Frame, is_torch_internal
+from tcview.model.objects import Compile, Frame, is_torch_internal, stack_frames
 
 _PATH = re.compile(r"(?:[\w.~-]*[/\\])+([\w.-]+)")
 _DIGITS = re.compile(r"\d+")
@@ -109,10 +109,23 @@ def frame_where(frame: Frame | None) -> dict[str, Any] | None:
 
 
 def call_site(frame: Frame | None) -> dict[str, Any] | None:
-    """The user's line that called a compiled frame (its stack's innermost user frame that is
-    not the frame's own code), else the frame's own line."""
+    """The user's line that called a compiled frame: the innermost user frame of the full
+    stack a symbol of its compiles was made under (the frame's own stack in a trace leaves
+    out the frames between the module and the call), else of the frame's stack that is not
+    the frame's own code, else the frame's own line."""
     if frame is None:
         return None
+    for comp in frame.compiles:
+        for rec in comp.records:
+            if rec.kind != "create_symbol":
+                continue
+            body = rec.full_meta()
+            if isinstance(body, dict):
+                found = user_line(
+                    [(f.filename, f.line) for f in stack_frames(rec.source, body.get("stack"))]
+                )
+                if found is not None:
+                    return found
     calls = [
         (f.filename, f.line)
         for f in frame.stack

@@ -13,6 +13,7 @@ from tcview.analysis.changes import Aspect, Change, show, user_name
 from tcview.analysis.finding import (
     STORM_RECOMPILES,
     Finding,
+    call_site,
     compile_ids,
     frame_name,
     frame_where,
@@ -118,6 +119,8 @@ def _change_label(change: Change, frame: Frame | None) -> str:
 
 
 def _change_text(change: Change, frame: Frame | None) -> str:
+    if change.aspect is Aspect.IDENTITY:  # object ids say nothing to a reader
+        return f"{_change_label(change, frame)}: another object than before"
     return f"{_change_label(change, frame)} {show(change.old)} → {show(change.new)}"
 
 
@@ -225,6 +228,11 @@ def _recompile_where(
 ) -> dict[str, Any] | None:
     """The line of the guard that failed, when every recompile's was the same line; else
     the frame's own line (its function, or the user's call of it)."""
+    code = frame.co_filename or (frame.code_frame.filename if frame.code_frame else "")
+    if code and not is_user_file(code):  # torch's or a library's function: the user's call
+        found = call_site(frame)
+        if found is not None:
+            return found
     lines = [_guard_where([f]) for f in failures if f is not None]
     distinct = {(w["file"], w["line"]) for w in lines if w is not None}
     if len(distinct) == 1 and None not in lines:

@@ -1614,15 +1614,18 @@ def _recompile_cause(comp: Compile, _records: int) -> RecompileCause:
             if changes and (best is None or len(changes) < len(best[1])):
                 best = (other, changes)
     if best is not None:
-        return RecompileCause(comp, best[0], _with_values(comp, best[1]), True)
-    closest, changes = _closest_by_log(comp, earlier)
-    return RecompileCause(comp, closest, changes, False)
+        closest, changes = best
+        logged = _logged_change(comp, closest, guard_facts(closest), mine)
+        if logged is not None and all(c.source != logged.source for c in changes):
+            changes = [*changes, logged]  # torch's own word on what failed, when it adds one
+        return RecompileCause(comp, closest, _with_values(comp, changes), True)
+    found, logged_changes = _closest_by_log(comp, earlier)
+    return RecompileCause(comp, found, logged_changes, False)
 
 
-def _with_values(comp: Compile, changes: list[Change]) -> list[Change]:
-    """A number the compile made dynamic, with the value the call passed (its symbol's)."""
-    if not any(c.new == "dynamic" for c in changes):
-        return changes
+def symbol_values(comp: Compile) -> dict[str, str]:
+    """{source: value} of the symbols a compile made: what the call passed for each number
+    or size it made dynamic (``L['x'].size()[0]`` -> ``512``)."""
     values: dict[str, str] = {}
     for rec in comp.records:
         if rec.kind != "create_symbol":
@@ -1630,12 +1633,28 @@ def _with_values(comp: Compile, changes: list[Change]) -> list[Change]:
         body = rec.full_meta()
         if isinstance(body, dict) and isinstance(body.get("source"), str):
             values.setdefault(body["source"], str(body.get("val", "")))
-    return [
-        replace(c, new=f"{values[c.source]} (dynamic from now on)")
-        if c.new == "dynamic" and values.get(c.source)
-        else c
-        for c in changes
-    ]
+    return values
+
+
+def _with_values(comp: Compile, changes: list[Change]) -> list[Change]:
+    """A number or size the compile made dynamic, with the value the call passed."""
+    if not any(c.new == "dynamic" or "None" in c.new for c in changes):
+        return changes
+    values = symbol_values(comp)
+    out = []
+    for c in changes:
+        if c.new == "dynamic" and values.get(c.source):
+            c = replace(c, new=f"{values[c.source]} (dynamic from now on)")
+        elif c.aspect is Aspect.SIZE and "None" in c.new:
+            dims = c.new.strip("[]").split(", ")
+            shown = [
+                values.get(f"{c.source}.size()[{i}]", "dynamic") if d == "None" else d
+                for i, d in enumerate(dims)
+            ]
+            free = [str(i) for i, d in enumerate(dims) if d == "None"]
+            c = replace(c, new=f"[{', '.join(shown)}] (dim {', '.join(free)} dynamic from now on)")
+        out.append(c)
+    return out
 
 
 # The aspect of a fact a failed guard is about.
@@ -1710,8 +1729,27 @@ def _closest_by_log(comp: Compile, earlier: list[Compile]) -> tuple[Compile | No
     return entry, [Change(key[0], key[1], old, _new_value(old, failure))]
 
 
+def _logged_change(comp: Compile, against: Compile, theirs: Facts, mine: Facts) -> Change | None:
+    """The failure torch logged against `against`, as a change of one of its facts."""
+    if comp.recompile is None:
+        return None
+    for failure in map(parse_guard_failure, comp.recompile.reasons):
+        if failure.against != against.id_text:
+            continue
+        key = _fact_of(theirs, failure)
+        if key is None:
+            return None
+        old = theirs[key]
+        new = mine.get(key) or _new_value(old, failure)
+        return Change(key[0], key[1], old, new) if new != old else None
+    return None
+
+
 def _new_value(old: str, failure: GuardFailure) -> str:
-    """The call's value, where the failed guard logged it: a size's new dimension in place."""
+    """The call's value, where the failed guard logged it: a size's new dimension in place,
+    the other bool."""
+    if old in ("True", "False") and failure.change == "value":
+        return "False" if old == "True" else "True"
     if not failure.actual:
         return "another value"
     if failure.index is not None and old.startswith("["):

@@ -21,7 +21,7 @@ from tcview.analysis.finding import (
     text_frames,
 )
 from tcview.analysis.owner import user_line
-from tcview.analysis.recompiles import compile_config
+from tcview.analysis.recompiles import compile_config, symbol_values
 from tcview.analysis.rules import DOCS, Kind, Severity
 from tcview.model.objects import Compile, LogSource, Model, stack_frames
 
@@ -53,6 +53,7 @@ def verdicts(model: Model) -> list[Finding]:
         *_died_in_compile(model),
         *_trace_cut(model),
         *_nothing_compiled(model),
+        *_cudagraph_rerecords(model),
         *_compiled_autograd_unused(model),
     ]
 
@@ -318,6 +319,86 @@ def _nothing_compiled(model: Model) -> list[Finding]:
     ]
 
 
+# ---------------------------------------------------------------------- CUDA graphs per shape
+
+# torch warns from this many CUDA graphs of one compiled graph
+# (torch._inductor.config.triton.cudagraph_dynamic_shape_warn_limit); tcview too.
+RERECORD_MIN = 8
+
+
+def _recordings(model: Model) -> dict[str, list[float]]:
+    """{compile id: seconds of each CUDA graph recorded} of a trace's CUDAGraphNode.record
+    spans, read only where a compile's runtime metrics show several recordings."""
+    out: dict[str, list[float]] = {}
+    for source in model.files:
+        busy = [
+            c
+            for c in source.compiles.values()
+            if sum(1 for r in c.runtime_records if _cudagraphified(r.meta)) >= RERECORD_MIN
+        ]
+        if not busy:
+            continue
+        begun: dict[str, float] = {}
+        for event in source.chromium_payloads(source.chromium_offsets()):
+            if event.get("name") != "CUDAGraphNode.record":
+                continue
+            args = event.get("args")
+            cid = str(args.get("compile_id", "")) if isinstance(args, dict) else ""
+            ts = event.get("ts")
+            if not isinstance(ts, (int, float)):
+                continue
+            if event.get("ph") == "B":
+                begun[cid] = float(ts)
+            elif event.get("ph") == "E" and cid in begun:
+                out.setdefault(cid, []).append((float(ts) - begun.pop(cid)) / 1e6)
+    return out
+
+
+def _cudagraphified(meta: object) -> bool:
+    value = meta.get("runtime_cudagraphify_time_us") if isinstance(meta, dict) else None
+    return isinstance(value, (int, float)) and not isinstance(value, bool) and value > 0
+
+
+def _cudagraph_rerecords(model: Model) -> list[Finding]:
+    recorded = _recordings(model)
+    out = []
+    for comp in model.compiles:
+        times = recorded.get(comp.id_text, [])
+        if len(times) < RERECORD_MIN:
+            continue
+        dynamic = bool(symbol_values(comp))
+        out.append(
+            Finding(
+                Kind.CUDAGRAPH_RERECORD,
+                Severity.WARNING,
+                f"CUDA graphs recorded {len(times)} times for `{frame_name(comp.frame)}` "
+                f"({comp.id_label})",
+                f"One compiled graph was recorded as a CUDA graph {len(times)} times, "
+                f"{sum(times):.2f}s of recording in all"
+                + (
+                    ": its shapes are dynamic, and CUDA graphs record a new graph for each "
+                    "distinct size (torch warns from "
+                    f"{RERECORD_MIN}); each one also keeps its own memory pool."
+                    if dynamic
+                    else "."
+                ),
+                {"compile": comp.id_label, "recordings": len(times), "seconds": sum(times)},
+                call_site(comp.frame),
+                None,
+                "Pad the inputs to a few bucket sizes (multiples of 8 or 16) so a handful of "
+                "graphs cover every call, or set "
+                "`torch._inductor.config.triton.cudagraph_skip_dynamic_graphs = True` to run "
+                "dynamic-shape graphs without CUDA graphs."
+                if dynamic
+                else "",
+                DOCS["cudagraphs"],
+                [comp],
+                subject=frame_name(comp.frame),
+            )
+        )
+    return out
+
+
 # ---------------------------------------------------------------------- compiled autograd
 
 
@@ -344,7 +425,9 @@ def _compiled_autograd_unused(model: Model) -> list[Finding]:
             {"compiles": compile_ids(on[:8])},
             None,
             None,
-            "",
+            "Nothing is lost, but nothing is gained: where no backward should run compiled, "
+            "leave `torch._dynamo.config.compiled_autograd` off; otherwise call `.backward()` "
+            "while it is on.",
             DOCS["compiled_autograd"],
             subject="config",
         )
