@@ -17,6 +17,7 @@ from conftest import FIXTURES
 from tcview.analysis.finding import Finding
 
 CORPUS = FIXTURES / "corpus"
+ARCHIVE = "run.tar.xz"  # a case's trace/ and torch_logs.txt
 
 
 def cases() -> list[Path]:
@@ -33,16 +34,14 @@ _UNPACKED: dict[Path, Path] = {}
 
 
 def run_dir(case: Path) -> Path:
-    """The case as a run directory: itself, or a copy with its trace.tar.xz unpacked."""
-    archive = case / "trace.tar.xz"
-    if not archive.exists():
-        return case
+    """The case as a run directory (its trace and torch_logs.txt unpacked from run.tar.xz
+    into a temporary folder, once a session; the tests never write into fixtures)."""
     if case not in _UNPACKED:
         dest = Path(tempfile.mkdtemp(prefix=f"corpus-{case.name}-"))
         for item in case.iterdir():
-            if item.is_file() and item.name != "trace.tar.xz":
+            if item.is_file() and item.name != ARCHIVE:
                 shutil.copy(item, dest / item.name)
-        with tarfile.open(archive) as tar:
+        with tarfile.open(case / ARCHIVE) as tar:
             for member in tar.getmembers():  # our own archives: plain files and folders
                 assert member.isfile() or member.isdir(), member.name
                 assert not member.name.startswith("/") and ".." not in member.name
