@@ -45,7 +45,7 @@ def run_dir(case: Path) -> Path:
             for member in tar.getmembers():  # our own archives: plain files and folders
                 assert member.isfile() or member.isdir(), member.name
                 assert not member.name.startswith("/") and ".." not in member.name
-            tar.extractall(dest)  # noqa: S202 - checked above; no `filter` before 3.11.4
+            tar.extractall(dest)  # checked above; `filter` needs Python 3.11.4
         _UNPACKED[case] = dest
     return _UNPACKED[case]
 
@@ -124,7 +124,5 @@ def score(case: Path, found: list[Finding]) -> Score:
             out.right.append(f)
         else:
             out.unlabelled.append(f)
-    out.missed = [
-        label for label in spec["must_say"] if not any(matches(label, f) for f in found)
-    ]
+    out.missed = [label for label in spec["must_say"] if not any(matches(label, f) for f in found)]
     return out

@@ -297,7 +297,10 @@ def break_findings(model: Model) -> list[Finding]:
         inside = cause.owner in (Owner.TORCH, Owner.LIBRARY)
         lines: list[str] = []
         if inside:
-            title = f"Graph break inside {cause.package}, from your call{at}: {group.reason}"
+            title = (
+                f"Graph break inside {cause.package}, from your call{at}: {group.reason} "
+                f"({group.count}×)"
+            )
             lines.append(
                 f"The break is in {cause.package}'s code ({cause.code}), "
                 "not in yours: your call"
@@ -307,7 +310,7 @@ def break_findings(model: Model) -> list[Finding]:
             if cause.rule is not None and cause.rule.by_design:
                 lines.append(f"{sentence(cause.says)}. Nothing to change.")
         else:
-            title = f"Graph break{at}: {group.reason}"
+            title = f"Graph break{at}: {group.reason} ({group.count}×)"
             if cause.rule is not None:
                 lines.append(f"Cause: {cause.says}.")
         if first.explanation:

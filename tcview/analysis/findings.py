@@ -215,6 +215,8 @@ def _crashes(model: Model, failures: list[Finding]) -> list[Finding]:
         if cause.rule is not None:
             lines.insert(1, f"Cause: {cause.says}.")
         fix = cause.fix or ("" if is_generic_hint(hint) else hint)
+        if hint:
+            evidence["torch_hint"] = hint  # torch's own words, a fix only where specific
         out.append(
             Finding(
                 CRASH,
@@ -763,6 +765,11 @@ def _stack_where(source: Any, value: Any) -> dict[str, Any] | None:
     return user_line([(f.filename, f.line) for f in stack_frames(source, value)])
 
 
+def _innermost_is_user(source: Any, value: Any) -> bool:
+    frames = stack_frames(source, value)
+    return bool(frames) and is_user_file(frames[-1].filename)
+
+
 SYMBOL_KINDS = ("symbolic_shape_specialization", "create_unbacked_symbol")
 
 
@@ -785,9 +792,12 @@ def _symbols(model: Model) -> list[Finding]:
                 specs.append(
                     {
                         "symbol": str(body.get("symbol", "?")),
-                        "sources": [str(s) for s in sources] if isinstance(sources, list) else [],
+                        "sources": [user_name(str(s)) for s in sources]
+                        if isinstance(sources, list)
+                        else [],
                         "value": str(body.get("value", "?")),
                         "reason": str(body.get("reason", "")),
+                        "by_user": _innermost_is_user(rec.source, body.get("user_stack")),
                         "where": _stack_where(rec.source, body.get("user_stack"))
                         or _stack_where(rec.source, body.get("stack")),
                     }
@@ -801,7 +811,9 @@ def _symbols(model: Model) -> list[Finding]:
                         or _stack_where(rec.source, body.get("stack")),
                     }
                 )
-        specs = [s for s in specs if _asked_dynamic(comp, s["sources"])]
+        specs = [s for s in specs if _asked_dynamic(comp, s)]
+        for spec in specs:
+            spec.pop("by_user", None)
         if specs:
             specs = list({(s["symbol"], s["value"]): s for s in specs}.values())
             names = ", ".join(
@@ -866,15 +878,21 @@ def _symbols(model: Model) -> list[Finding]:
     return _fold_specializations(out)
 
 
-def _asked_dynamic(comp: Compile, sources: list[str]) -> bool:
-    """A specialisation worth a finding: of a size the user marked dynamic, in a frame that
-    never recompiled (a recompile's finding already names a value that changed; a size
-    Dynamo made dynamic on its own and fixed again costs nothing while it stays the same)."""
+def _asked_dynamic(comp: Compile, spec: dict[str, Any]) -> bool:
+    """A specialisation worth a finding: of a size the user asked to be dynamic (mark_dynamic,
+    or dynamic=True), fixed by the user's own code (not by a weight's shape inside torch), in
+    a frame that never recompiled (a recompile's finding already names a value that changed;
+    a size Dynamo made dynamic on its own and fixed again costs nothing while it stays)."""
     frame = comp.frame
     if frame is None or any(c.key.is_recompile for c in frame.compiles):
         return False
-    marked = {name for name, _dims in compile_config(comp, False).marked_dynamic}
-    return any(user_name(s).split(".size()", 1)[0] in marked for s in sources)
+    if not spec.get("by_user"):
+        return False
+    config = compile_config(comp, False)
+    if config.dynamo.get("assume_static_by_default") is False:  # dynamic=True
+        return True
+    marked = {name for name, _dims in config.marked_dynamic}
+    return any(user_name(s).split(".size()", 1)[0] in marked for s in spec["sources"])
 
 
 def _fold_specializations(found: list[Finding]) -> list[Finding]:

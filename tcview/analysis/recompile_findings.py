@@ -194,7 +194,8 @@ def _frame_finding(frame: Frame, rank: int | None) -> Finding | None:
         evidence["limit_compile"] = limit.id_label
         evidence["limit_change"] = last
         advice = [a for a in advice if "none needed" not in a]
-        advice.append("Raising torch._dynamo.config.recompile_limit only hides the cause.")
+        if not any("recompile_limit" in a for a in advice):
+            advice.append("Raising torch._dynamo.config.recompile_limit only hides the cause.")
     elif n >= STORM_RECOMPILES:
         kind, severity = Kind.RECOMPILE_STORM, Severity.WARNING
         title = f"`{name}` recompiled {n} times{because}"

@@ -299,12 +299,9 @@ class GuardFailure:
 
 
 def input_name(source: str) -> str:
-    """``L['x']`` -> ``x``; ``L['kwargs']['input_ids']`` -> ``kwargs['input_ids']``."""
-    source = source.strip()
-    m = _LOCAL.match(source)
-    if m is None:
-        return source
-    return m.group(2) + source[m.end() :]
+    """``L['x']`` -> ``x``; ``L['kwargs']['input_ids']`` -> ``kwargs['input_ids']``;
+    ``G['hyper']['lr']`` -> ``hyper['lr']`` (`changes.user_name`)."""
+    return user_name(source.strip())
 
 
 def parse_guard_failure(reason: str) -> GuardFailure:

@@ -269,8 +269,9 @@ def _nothing_compiled(model: Model) -> list[Finding]:
     empty = [c for c in compiles if c.status == "empty graph"]
     if not empty:
         return []  # every compile failed: the failures say why
+    empty.sort(key=lambda c: (str(c.file.path), c.order))  # as written, whatever order read
     frames = Counter(frame_name(c.frame) for c in empty)
-    names = ", ".join(f"`{n}`" for n, _ in frames.most_common(4))
+    names = ", ".join(f"`{n}`" for n in sorted(frames, key=lambda n: (-frames[n], n))[:4])
     lines = [
         f"{plural(len(empty), 'compile')} of {names} captured no operation, and Inductor made "
         "no kernel: the model ran eagerly, with torch.compile's overhead on top."
