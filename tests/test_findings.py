@@ -199,7 +199,7 @@ def test_recompile_limit_and_storm(shared_traces: Path) -> None:
     storm = _of(found, RECOMPILE_STORM)
     assert [f.title for f in storm] == ["`f` recompiled 3 times on `n`, `x` dtype, `x` size"]
     assert storm[0].severity == "warning"
-    assert _line(storm[0]) == ("recompiles.py", 4)  # three causes at two lines: the function
+    assert _line(storm[0]) == ("recompiles.py", 6)  # the one line whose guards failed: `+ n`
     assert "`x` dtype float32 → float16" in storm[0].detail  # f(x.half(), ...)
     assert "`x` size [8, 16] → [16, 8]" in storm[0].detail  # f(x.t(), ...)
 

@@ -113,7 +113,9 @@ def test_requires_grad(source: str) -> None:
     assert e.family == "requires_grad"
     assert e.values == ["False", "True"]
     assert "`x` requires_grad changed: False → True" in e.words
-    assert "`x.detach()`" in e.fix
+    # each setting's graph is reused when calls go back to it: nothing to change (detaching
+    # an input that needs its gradient would stop training)
+    assert e.fix == ""
 
 
 @pytest.mark.parametrize("source", SOURCES)
@@ -309,9 +311,11 @@ def test_global_state(source: str) -> None:
     words = [e.words for e in out]
     assert words[0] == "global state changed: grad mode (torch.no_grad() / torch.enable_grad())."
     assert "autocast (torch.autocast)" in words[1]
-    assert "deterministic algorithms (torch.use_deterministic_algorithms)" in words[3]
-    # set_default_device pushes a TorchFunctionMode: against the newest compile (the
-    # deterministic one) that is what differs first; the mode shows at the next recompile
+    assert "deterministic algorithms (torch.use_deterministic_algorithms)" in words[2]
+    # set_default_device pushes a TorchFunctionMode: against the compile it is closest to (the
+    # first; the newest differs in deterministic algorithms too, being undone) that is what
+    # differs; then the mode itself
+    assert "torch function mode stack changed" in words[3]
     assert "torch function mode stack changed" in words[4]
     assert all("one state" in e.fix for e in out)
 
@@ -321,12 +325,13 @@ def test_symbolic_shapes(source: str) -> None:
     """dynamic=True, sizes 2, 1, 8: `2 <= x.size()[0] <= 4` fails for 1, then size 1's own
     graph (0/1 specialization) fails for 8."""
     out = explained("symbolic", source)
-    assert [e.family for e in out] == ["symbolic_shape", "size"]
+    # size 8 is closest to the dynamic graph 0/0 (size 1 has a graph of its own), whose range
+    # 2..4 it falls outside: the branch on the size is the cause, not 8 != 1
+    assert [e.family for e in out] == ["symbolic_shape", "symbolic_shape"]
     assert "`x` dimension 0 is dynamic, but its graph holds only sizes 2..4" in out[0].words
     assert "mark_unbacked(x, 0)" in out[0].fix
     assert "`torch.cond`" in out[0].fix
-    assert "0/1 specialization" in out[1].words
-    assert out[1].values == ["1", "8"]
+    assert [e.failure.against for e in out if e.failure] == ["0/0", "0/0"]
 
 
 @pytest.mark.parametrize(
@@ -376,7 +381,8 @@ def test_the_compile_detail_shows_family_words_and_fix() -> None:
     text = render_text(compile_detail(comp, model))
     assert "family    value" in text
     assert "changed   the optimizer's learning rate" in text
-    assert "fix       make the learning rate a tensor" in text
+    assert "fix       create the optimizer with a tensor learning rate" in text
+    assert "fill_(new_lr)" in text
     assert "got ?" not in text
 
 

@@ -1230,13 +1230,13 @@ from tcview.analysis import findings as module
 from tcview.commands.cli import main
 from tcview.ingest import parallel
 
-real = module._recompiles
+real = module.recompile_findings
 forking = True
 def recompiles(*args):
     with open(sys.argv[1], "a") as log:  # which process made them, and when
         log.write(f"{forking} {os.getpid()}\\n")
     return real(*args)
-module._recompiles = recompiles
+module.recompile_findings = recompiles
 
 def printed(*args):
     out = io.StringIO()
@@ -1252,7 +1252,7 @@ for path in sys.argv[2:]:
         parallel.in_child, forking = None, False  # all made here, as without an aside
         print(there == printed(*command, path) and len(there) > 100, *command, path)
         if path.endswith("two_ranks") and "--json" in command:
-            print("On ranks 0, 1: 2 recompiles" in there, "folded")
+            print("On ranks 0, 1: Each recompile" in there, "folded")
 made = [line.split() for line in open(sys.argv[1])]
 children = {pid for forked_run, pid in made if pid != str(os.getpid())}
 here = [pid for forked_run, pid in made if forked_run == "True" and pid == str(os.getpid())]

@@ -50,7 +50,7 @@ COMPARED = 64  # earlier compiles a recompile is compared with, newest first
 _PREFIX = re.compile(r"^[|\s]*(?:\+-\s*)?(?:[A-Z][A-Z_]+:\s*)?")
 _COMMENT = re.compile(r"\s+#\s.*$")
 _SRC = r"(?P<src>[A-Za-z_][\w]*(?:\[[^\]]{1,200}\]|\.\w+){0,20})"
-_LIT = r"(?P<lit>-?[\w.+-]+|'[^']*'|\"[^\"]*\")"
+_LIT = r"(?P<lit>[\w.]+\([^()]*\)|-?[\w.+-]+|'[^']*'|\"[^\"]*\")"
 _TENSOR = re.compile(
     r"check_tensor\((?P<src>.+?), [\w.]+, DispatchKeySet\((?P<keys>[^)]*)\), "
     r"torch\.(?P<dtype>\w+), device=(?P<device>[^,]+), requires_grad=(?P<rg>\w+), "
@@ -76,6 +76,9 @@ _FORMS: tuple[tuple[Aspect, re.Pattern[str]], ...] = (
         Aspect.MARKING,
         re.compile(r"^" + _SRC + r"\._dynamo_dynamic_indices\.issubset\((?P<lit>\{[^}]*\})\)"),
     ),
+)
+_DICT_KEY = re.compile(
+    r"^list\(dict\.keys\(" + _SRC + r"\)\)\[(?P<pos>\d+)\] == " + _LIT + r"$"
 )
 _GLOBAL = re.compile(r"___check_global_state\(\) against (?P<json>\{.*\})")
 _DEVICE_KEYS = ("CUDA", "CPU", "XPU", "MPS", "Meta", "HIP", "XLA", "MTIA", "PrivateUse1")
@@ -109,6 +112,7 @@ def parse_facts(text: str) -> Facts:
     """The facts of a guards text (`guard_facts` without the compile)."""
     facts: Facts = {}
     typed: dict[str, str] = {}
+    dict_keys: dict[str, dict[int, str]] = {}
     for raw in text.split("\n"):
         line = _COMMENT.sub("", _PREFIX.sub("", raw[:2000])).strip()
         if not line:
@@ -121,6 +125,10 @@ def parse_facts(text: str) -> Facts:
         if g is not None:
             _global_facts(facts, g.group("json"))
             continue
+        k = _DICT_KEY.match(line)
+        if k is not None:  # a dict the code iterated: the key at each position
+            dict_keys.setdefault(k.group("src"), {})[int(k.group("pos"))] = k.group("lit")
+            continue
         for aspect, pattern in _FORMS:
             f = pattern.match(line)
             if f is None:
@@ -132,6 +140,8 @@ def parse_facts(text: str) -> Facts:
                 lit = "none"
             facts.setdefault((src, aspect), lit)
             break
+    for src, keys in dict_keys.items():
+        facts[(src, Aspect.KEYS)] = f"[{', '.join(keys[i] for i in sorted(keys))}]"
     for src, cls in typed.items():
         facts[(src, Aspect.TYPE)] = cls
         if cls in ("int", "float") and (src, Aspect.VALUE) not in facts:
@@ -166,7 +176,8 @@ def _global_facts(facts: Facts, text: str) -> None:
             enabled = value.get("enabled")
             if isinstance(enabled, list):
                 value = "on" if any(enabled) else "off"
-        facts[(f"{GLOBAL_SOURCE}.{key}", Aspect.GLOBAL)] = json.dumps(value)
+        text = value if isinstance(value, str) else json.dumps(value)
+        facts[(f"{GLOBAL_SOURCE}.{key}", Aspect.GLOBAL)] = text
 
 
 def covers(guarded: str, value: str) -> bool:
@@ -299,7 +310,10 @@ def user_name(source: str, frame: Frame | None = None) -> str:
     ``self.layers[3]``, ``G['hyper']['lr']`` -> ``hyper['lr']``, the global state's keys by
     name; a resume function's stack slot is a value carried across its graph break."""
     if source.startswith(f"{GLOBAL_SOURCE}."):
-        return source[len(GLOBAL_SOURCE) + 1 :]
+        key = source[len(GLOBAL_SOURCE) + 1 :]
+        return "autocast" if key == "autocast_state" else key
+    if source == "utils_device.CURRENT_DEVICE":
+        return "the default device (torch.set_default_device)"
     m = re.match(r"^[LG]\[(['\"])(.+?)\1\]", source)
     if m is None:
         return source

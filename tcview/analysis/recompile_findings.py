@@ -234,9 +234,8 @@ def _recompile_where(
         found = call_site(frame)
         if found is not None:
             return found
-    lines = [_guard_where([f]) for f in failures if f is not None]
-    distinct = {(w["file"], w["line"]) for w in lines if w is not None}
-    if len(distinct) == 1 and None not in lines:
+    lines = [w for f in failures if f is not None for w in [_guard_where([f])] if w is not None]
+    if len({(w["file"], w["line"]) for w in lines}) == 1:
         return lines[0]
     return frame_where(frame) or _guard_where(failures) or _object_where(made)
 

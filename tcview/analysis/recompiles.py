@@ -1607,8 +1607,11 @@ def _recompile_cause(comp: Compile, _records: int) -> RecompileCause:
     if mine:
         for other in reversed(earlier):  # newest first: it wins a tie
             theirs = guard_facts(other)
-            changes = diff(theirs, mine) if theirs else []
-            if changes and (best is None or len(changes) < len(best[1])):
+            if not theirs:
+                continue
+            changes = diff(theirs, mine)
+            # none found: what differs is in no guard tcview reads; the logged failure says
+            if best is None or len(changes) < len(best[1]):
                 best = (other, changes)
     if best is not None:
         closest, changes = best
@@ -1713,9 +1716,13 @@ def _closest_by_log(comp: Compile, earlier: list[Compile]) -> tuple[Compile | No
     counts: dict[tuple[str, str], int] = {}
     for _e, f in logged:
         counts[(f.input, f.change)] = counts.get((f.input, f.change), 0) + 1
-    if len(counts) == 1:  # the same input failed against every compile: the newest is closest
-        entry, failure = max(logged, key=lambda ef: ef[0].key)
-    else:
+    top = max(counts.values())
+    if top > 1:  # one input failed against several compiles: the newest of them is closest
+        entry, failure = max(
+            (ef for ef in logged if counts[(ef[1].input, ef[1].change)] == top),
+            key=lambda ef: ef[0].key,
+        )
+    else:  # each failed on another input: the oldest compile (the calls' common base)
         entry, failure = min(
             logged, key=lambda ef: (-counts[(ef[1].input, ef[1].change)], ef[0].key)
         )
