@@ -139,15 +139,18 @@ def _real_inputs(unpacked_runs: Path) -> list[Path]:
     if shared is not None:
         roots.append(shared)
     files = (p for root in roots for p in root.rglob("*") if p.is_file())
-    # The archived runs are checked unpacked; bytecode is not an input, nor a profiler trace
-    # (gzip: `--profile` reads it).
+    # The archived runs (and the corpus's, run.tar.xz) are checked unpacked; bytecode is not
+    # an input, nor a profiler trace (gzip: `--profile` reads it).
     profiles = (
         ".json.gz",
     )  # torch.profiler traces, as export_chrome_trace and TensorBoard write them
     return sorted(
         p
         for p in files
-        if p.parent != RUNS and p.suffix != ".pyc" and not p.name.endswith(profiles)
+        if p.parent != RUNS
+        and p.suffix != ".pyc"
+        and not p.name.endswith(profiles)
+        and p.name != "run.tar.xz"
     )
 
 
