@@ -77,9 +77,7 @@ _FORMS: tuple[tuple[Aspect, re.Pattern[str]], ...] = (
         re.compile(r"^" + _SRC + r"\._dynamo_dynamic_indices\.issubset\((?P<lit>\{[^}]*\})\)"),
     ),
 )
-_DICT_KEY = re.compile(
-    r"^list\(dict\.keys\(" + _SRC + r"\)\)\[(?P<pos>\d+)\] == " + _LIT + r"$"
-)
+_DICT_KEY = re.compile(r"^list\(dict\.keys\(" + _SRC + r"\)\)\[(?P<pos>\d+)\] == " + _LIT + r"$")
 _GLOBAL = re.compile(r"___check_global_state\(\) against (?P<json>\{.*\})")
 _DEVICE_KEYS = ("CUDA", "CPU", "XPU", "MPS", "Meta", "HIP", "XLA", "MTIA", "PrivateUse1")
 

@@ -1,7 +1,8 @@
 """The finding kinds: each one's severity, what it is about, and its docs page, in one table.
 
-The findings (`findings.py`, `verdicts.py`) say which kind a finding is; the README's list and
-`docs/reference/findings.md` are generated from `RULES` (`python -m tcview.analysis.rules`).
+The findings (`findings.py`, `verdicts.py`, `breaks.py`, `recompile_findings.py`) say which
+kind a finding is; the README's list is generated from `RULES` (`python -m
+tcview.analysis.rules README.md` rewrites it; a test holds it).
 Their order is the order findings of one severity and cost are listed in.
 """
 
@@ -129,8 +130,8 @@ RULES: dict[Kind, Rule] = {
         Rule(
             Kind.CUDAGRAPH_RERECORD,
             Severity.WARNING,
-            "CUDA graphs recorded again for each distinct shape: how many, which sizes, the "
-            "recording time.",
+            "One compiled graph recorded as a CUDA graph again and again, once for each distinct "
+            "shape: how many times, and the recording time.",
             DOCS["cudagraphs"],
         ),
         Rule(
@@ -207,5 +208,25 @@ def kinds_table() -> list[str]:
     return lines
 
 
+BEGIN = "<!-- finding kinds: made by `python -m tcview.analysis.rules README.md` -->"
+END = "<!-- end of finding kinds -->"
+
+
+def with_table(text: str) -> str:
+    """`text` (a Markdown page) with the kinds' table put between its markers."""
+    head, found, rest = text.partition(BEGIN)
+    _old, found_end, tail = rest.partition(END)
+    if not (found and found_end):
+        raise ValueError(f"no {BEGIN!r} … {END!r} in the page")
+    return "\n".join([head + BEGIN, *kinds_table(), END + tail])
+
+
 if __name__ == "__main__":
-    sys.stdout.write("\n".join(kinds_table()) + "\n")
+    if len(sys.argv) > 1:
+        for name in sys.argv[1:]:
+            with open(name, encoding="utf-8") as fh:
+                page = fh.read()
+            with open(name, "w", encoding="utf-8") as fh:
+                fh.write(with_table(page))
+    else:
+        sys.stdout.write("\n".join(kinds_table()) + "\n")
