@@ -273,3 +273,25 @@ def test_rank_files_growing_interleaved_equal_one_shot(
     follower.step()
     follower.finish()
     assert _summary(follower.model) == expected
+
+
+def test_a_followed_run_directory_learns_how_its_job_ended(tmp_path: Path) -> None:
+    """run.json comes when `tcview run`'s job ends: the live model's findings then say a stop
+    the user asked for, as a one-shot load does, and no crash."""
+    from tcview.analysis.findings import findings
+
+    run = tmp_path / "run"
+    shutil.copytree(SAMPLES / "cpu_breaks_recompiles", run)
+    follower = Follower(str(run))
+    follower.step()
+    assert follower.model.job_end is None
+    (run / "run.json").write_text(
+        '{"status": "killed (SIGINT)", "exit_code": null, "signal": "SIGINT", '
+        '"stopped_by_user": true, "elapsed_s": 3.5}'
+    )
+    assert follower.step()
+    end = follower.model.job_end
+    assert end is not None and end.stopped_by_user and end.signal == "SIGINT"
+    kinds = {f.kind.value for f in findings(follower.model)}
+    assert "job_stopped" in kinds and "crash" not in kinds
+    assert not follower.step()  # read once

@@ -321,3 +321,43 @@ def test_started_from_a_thread_that_ends(tmp_path: Path) -> None:
     session.stop(grace_s=2.0)
     assert session.wait(20) is not None
     assert_group_gone(session.pid, pids)
+
+
+# -- how the job ended, as the findings say it ---------------------------------------
+
+
+def _findings_of(run_dir: Path) -> list[Any]:
+    from tcview.analysis.findings import findings
+    from tcview.ingest.source import load_source
+
+    return findings(load_source(str(run_dir), cache=False))
+
+
+def test_a_stop_the_user_asked_for_is_no_crash(tmp_path: Path) -> None:
+    """`x` (stop) sends SIGINT: the job's KeyboardInterrupt and its signal are the user's."""
+    session = start(tmp_path, py_spec(str(LONG_JOB)))
+    job_pids(session.run_dir)  # running
+    session.stop(grace_s=5.0)
+    assert session.wait(20) is not None
+    meta = json.loads((session.run_dir / "run.json").read_text())
+    assert meta["stopped_by_user"] is True
+    found = _findings_of(session.run_dir)
+    assert [f.kind.value for f in found] == ["job_stopped"]
+    assert found[0].severity == "info" and found[0].title.startswith("You stopped the job")
+
+
+def test_a_job_killed_by_a_signal_is_said_first(tmp_path: Path) -> None:
+    """A segfault gives no traceback: the signal is the finding, an error."""
+    job = tmp_path / "segv.py"
+    job.write_text(
+        "import os, signal\nprint('start', flush=True)\nos.kill(os.getpid(), signal.SIGSEGV)\n"
+    )
+    session = start(tmp_path, py_spec(str(job)))
+    status = session.wait(20)
+    assert status is not None and status.text == "killed (SIGSEGV)"
+    meta = json.loads((session.run_dir / "run.json").read_text())
+    assert meta["stopped_by_user"] is False
+    found = _findings_of(session.run_dir)
+    assert found[0].kind.value == "job_killed" and found[0].severity == "error"
+    assert "SIGSEGV" in found[0].title and "segmentation fault" in found[0].detail
+    assert "faulthandler" in found[0].fix

@@ -25,6 +25,7 @@ from tcview.ingest.cache import IndexCache
 from tcview.ingest.detect import find_text_log, is_trace_name, plan_input, trace_reason
 from tcview.ingest.index import TraceSet
 from tcview.ingest.load import CHUNK
+from tcview.ingest.source import RUN_JSON, read_job_end
 from tcview.ingest.textlog import TextLog
 from tcview.ingest.tracefile import TraceFile
 from tcview.model.objects import Lock
@@ -56,6 +57,7 @@ class Follower:
         self.version = 0
         self.rebuilds = 0
         self._dirty: set[str] = set()
+        self._job_end_at: float | None = None  # run.json's mtime when last read
         self._wake = threading.Event()
         self._stop = threading.Event()
         self._observer: BaseObserver | None = None
@@ -113,9 +115,25 @@ class Follower:
         changed = False
         for path in self._files_to_check():
             changed |= self._read(path)
+        changed |= self._read_job_end()
         if changed:
             self.version += 1
         return changed
+
+    def _read_job_end(self) -> bool:
+        """A run directory's run.json, written when its job ends: how it ended."""
+        path = self.root / RUN_JSON
+        try:
+            at = path.stat().st_mtime
+        except OSError:
+            return False
+        if at == self._job_end_at:
+            return False
+        end = read_job_end(self.root)
+        with self.lock:
+            self.model.job_end = end
+        self._job_end_at = at
+        return True
 
     def _run(self) -> None:
         self._try_start_observer()
@@ -346,6 +364,7 @@ class Follower:
         fresh = self._empty_model()
         with self.lock:  # readers hold the lock while they read from the old files
             old, self.model = self.model, fresh
+            self._job_end_at = None  # the fresh model reads it again
             self.rebuilds += 1
             if isinstance(old, TraceSet):
                 old.close()
