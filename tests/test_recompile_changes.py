@@ -3,6 +3,8 @@ earlier compile, every change old → new in Dynamo's names made the user's."""
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 from corpus import CORPUS, run_dir
 
@@ -140,3 +142,20 @@ def test_the_readmes_kinds_are_the_registrys() -> None:
     assert with_table(readme) == readme
     block = readme.split(BEGIN, 1)[1].split(END, 1)[0]
     assert block.strip().split("\n") == kinds_table()
+
+
+def test_a_trace_cut_mid_record_says_so_first_and_where_it_ends(tmp_path: Path) -> None:
+    from conftest import SAMPLES
+
+    from tcview.analysis.findings import findings
+
+    src = next((SAMPLES / "cpu_breaks_recompiles" / "trace").iterdir())
+    data = src.read_bytes()
+    (tmp_path / src.name).write_bytes(data[: len(data) // 2])
+    found = findings(load_source(str(tmp_path), cache=False))
+    kinds = [f.kind.value for f in found]
+    assert "trace_cut" in kinds and "died_in_compile" not in kinds  # the cut may be why
+    cut = found[kinds.index("trace_cut")]
+    assert cut.evidence["inside_compile"] == ["0/1 (`scale_shift`)"]
+    whole = findings(load_source(str(src.parent), cache=False))
+    assert {"trace_cut", "died_in_compile"}.isdisjoint(f.kind.value for f in whole)

@@ -43,7 +43,7 @@ from tcview.analysis.owner import Owner, is_user_file, owner_of, user_line
 from tcview.analysis.provenance import kernel_provenance
 from tcview.analysis.recompile_findings import recompile_findings
 from tcview.analysis.recompiles import compile_config, family_of
-from tcview.analysis.rules import DOCS, KINDS, Kind, Severity
+from tcview.analysis.rules import DOCS, KINDS, VERDICTS, Kind, Severity
 from tcview.analysis.verdicts import user_stopped, verdicts
 from tcview.model.objects import (
     Compile,
@@ -1047,9 +1047,15 @@ def _divergence(div: Divergence) -> list[Finding]:
 # ---------------------------------------------------------------------- all
 
 
-def rank_key(f: Finding) -> tuple[int, float, int]:
-    """Most important first: severity, then compile seconds, then kind."""
-    return (SEVERITIES.index(f.severity), -(f.cost_s or 0.0), KINDS.index(f.kind))
+def rank_key(f: Finding) -> tuple[bool, int, float, int]:
+    """Most important first: verdicts on the whole run, then severity, compile seconds and
+    kind."""
+    return (
+        f.kind not in VERDICTS,
+        SEVERITIES.index(f.severity),
+        -(f.cost_s or 0.0),
+        KINDS.index(f.kind),
+    )
 
 
 # Runs a function elsewhere (another process) while the caller goes on; the function it

@@ -197,6 +197,18 @@ RULES: dict[Kind, Rule] = {
     )
 }
 KINDS: tuple[Kind, ...] = tuple(RULES)
+# Verdicts on the whole run: listed before every other finding when they hold.
+VERDICTS = frozenset(
+    {
+        Kind.JOB_KILLED,
+        Kind.DIED_IN_COMPILE,
+        Kind.NOTHING_COMPILED,
+        Kind.TRACE_CUT,
+        Kind.CUDAGRAPH_RERECORD,
+        Kind.COMPILED_AUTOGRAD_UNUSED,
+        Kind.JOB_STOPPED,
+    }
+)
 SEVERITY_ORDER: tuple[Severity, ...] = tuple(Severity)
 
 

@@ -128,6 +128,8 @@ def _unfinished(source: LogSource) -> Compile | None:
     """The compile a complete trace file ends inside: its last compile, with no metrics."""
     if not source.finished or not source.logs_metrics or not source.compiles:
         return None
+    if source.truncated:
+        return None  # cut mid-record: the cut, not a death, may be why it ends there
     last = max(source.compiles.values(), key=lambda c: c.order)
     if last.compilation_metrics() or last.failures or not last.records:
         return None
@@ -244,14 +246,26 @@ def _trace_cut(model: Model) -> list[Finding]:
     if not cut:
         return []
     names = ", ".join(f.display for f in cut[:3]) + (" …" if len(cut) > 3 else "")
+    inside = []
+    for source in cut:
+        last = max(source.compiles.values(), key=lambda c: c.order, default=None)
+        if last is not None and not last.compilation_metrics() and not last.failures:
+            inside.append(f"{last.id_label} (`{frame_name(last.frame)}`)")
+    during = (
+        f" It ends inside compile {', '.join(inside)}: the job may have died there, or only the "
+        "file was cut."
+        if inside
+        else ""
+    )
     return [
         Finding(
             Kind.TRACE_CUT,
             Severity.WARNING,
             f"{plural(len(cut), 'trace file')} cut short: the last record ends mid-way",
             f"{names}: the file ends inside a record's payload, so the run's end is missing "
-            "(the job was killed while writing, the disk filled up, or the copy was cut).",
-            {"files": [f.display for f in cut]},
+            "(the job was killed while writing, the disk filled up, or the copy was cut)."
+            + during,
+            {"files": [f.display for f in cut], "inside_compile": inside},
             subject="cut",
         )
     ]
