@@ -22,6 +22,7 @@ from tcview.analysis.finding import (
 )
 from tcview.analysis.owner import is_user_file, user_line
 from tcview.analysis.recompiles import (
+    Explanation,
     GuardFailure,
     RecompileCause,
     compile_config,
@@ -32,13 +33,51 @@ from tcview.analysis.recompiles import (
 from tcview.analysis.rules import DOCS, Kind, Severity
 from tcview.model.objects import Compile, Frame, Model, is_torch_internal
 
+# Families whose words say more than the values do: what the change means.
+_TELLING = ("module_flag", "identity", "symbolic_shape", "keys", "global_state", "layout")
 
-def _is_advice(sentence: str) -> bool:
-    return not (
-        sentence.startswith("The recompile limit")
-        or re.match(r"^\d+ recompiles?\b", sentence) is not None
-        or sentence.startswith("No recompiles")
-    )
+
+def _meanings(explanations: Sequence[Explanation]) -> list[str]:
+    said: dict[tuple[str, str], str] = {}
+    for e in explanations:
+        if e.failure is not None and e.family in _TELLING and e.words:
+            said[(e.failure.input, e.family)] = e.words
+    return [f"Why: {w}" for w in said.values()]
+
+
+# The families a fix names beside the input (`x` dtype); the others are its value.
+_ASPECT_WORDS = {
+    "size": "size",
+    "stride": "strides",
+    "layout": "layout",
+    "rank": "number of dimensions",
+    "dtype": "dtype",
+    "device": "device",
+    "requires_grad": "requires_grad",
+    "dispatch_keys": "dispatch keys",
+    "length": "length",
+    "symbolic_shape": "size",
+}
+
+
+def _fixes(explanations: Sequence[Explanation], limit: bool) -> list[str]:
+    """What to do, once per input and what changed (the newest recompile's words): ``For `x`
+    dtype: cast it to one dtype before the call.`` Under the limit, nothing is "none needed":
+    only the part that applies when values keep coming."""
+    out: dict[tuple[str, str], str] = {}
+    for e in explanations:
+        if e.failure is None or not e.fix:
+            continue
+        fix = e.fix
+        if limit and fix.startswith("none needed"):  # the limit was hit: more is needed
+            _head, _sep, fix = fix.partition("; ")
+            if not fix or fix.startswith("none needed"):
+                continue
+        who = f"`{user_name(e.failure.input)}`" if e.failure.input else "this frame"
+        if e.family in _ASPECT_WORDS:
+            who += f" {_ASPECT_WORDS[e.family]}"
+        out[(e.failure.input, e.family)] = f"For {who}: {fix}"
+    return [f if f.endswith(".") else f + "." for f in out.values()]
 
 
 def _guard_where(failures: Sequence[GuardFailure | None]) -> dict[str, Any] | None:
@@ -176,7 +215,8 @@ def _frame_finding(frame: Frame, rank: int | None) -> Finding | None:
     lines += [f"  {t}" for t in steps[:12]]
     if len(steps) > 12:
         lines.append(f"  … {len(steps) - 12} more")
-    advice = [s for s in d.sentences if _is_advice(s)]
+    advice = _fixes(d.explanations, limit is not None)
+    lines += _meanings(d.explanations)
     if limit is not None:
         kind, severity = Kind.RECOMPILE_LIMIT, Severity.ERROR
         cap = f" ({d.limit_name} = {d.limit})" if d.limit is not None else ""
@@ -193,7 +233,6 @@ def _frame_finding(frame: Frame, rank: int | None) -> Finding | None:
         )
         evidence["limit_compile"] = limit.id_label
         evidence["limit_change"] = last
-        advice = [a for a in advice if "none needed" not in a]
         if not any("recompile_limit" in a for a in advice):
             advice.append("Raising torch._dynamo.config.recompile_limit only hides the cause.")
     elif n >= STORM_RECOMPILES:

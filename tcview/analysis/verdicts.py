@@ -263,8 +263,7 @@ def _trace_cut(model: Model) -> list[Finding]:
             Severity.WARNING,
             f"{plural(len(cut), 'trace file')} cut short: the last record ends mid-way",
             f"{names}: the file ends inside a record's payload, so the run's end is missing "
-            "(the job was killed while writing, the disk filled up, or the copy was cut)."
-            + during,
+            "(the job was killed while writing, the disk filled up, or the copy was cut)." + during,
             {"files": [f.display for f in cut], "inside_compile": inside},
             subject="cut",
         )
