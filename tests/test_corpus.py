@@ -4,10 +4,11 @@ must-say is said."""
 
 from __future__ import annotations
 
+import tarfile
 from pathlib import Path
 
 import pytest
-from corpus import cases, run_dir, score
+from corpus import cases, labels, run_dir, score
 
 from tcview.analysis.findings import findings
 from tcview.ingest.source import load_source
@@ -26,3 +27,20 @@ def test_findings_on_the_corpus(case: Path) -> None:
     found = findings(load_source(str(run_dir(case)), cache=False))
     result = score(case, found)
     assert result.ok, result.report()
+
+
+RECORDED = [c for c in CASES if "recorded" in labels(c).get("fix_check", {})]
+
+
+@pytest.mark.parametrize("case", RECORDED, ids=[c.name for c in RECORDED])
+def test_a_fix_made_on_the_gpu_removes_the_problem(case: Path, tmp_path: Path) -> None:
+    """A GPU run's fix cannot run in CI: the same script with its fix applied was run on the
+    GPU beside the run itself, and its trace is kept."""
+    check = labels(case)["fix_check"]
+    with tarfile.open(case / check["recorded"]) as tar:
+        tar.extractall(tmp_path)  # our own archive
+    model = load_source(str(tmp_path), cache=False)
+    assert model.compiles  # the fixed run compiled
+    fixed = findings(model)
+    assert not [f.title for f in fixed if f.kind.value in check["gone"]]
+    assert not [f for f in fixed if f.severity.value == "error"]
