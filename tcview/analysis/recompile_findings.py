@@ -174,8 +174,9 @@ def recompile_findings(model: Model) -> list[Finding]:
 
 
 # What a call can switch back and forth between, each setting getting one graph that later
-# calls in that setting reuse: grad mode, autocast, train/eval, a dtype, requires_grad.
-_MODES = (Aspect.GLOBAL, Aspect.DTYPE, Aspect.REQUIRES_GRAD)
+# calls in that setting reuse: grad mode, autocast, train/eval, a dtype, a device,
+# requires_grad.
+_MODES = (Aspect.GLOBAL, Aspect.DTYPE, Aspect.DEVICE, Aspect.REQUIRES_GRAD)
 
 
 def _by_mode(causes: Sequence[RecompileCause]) -> bool:
