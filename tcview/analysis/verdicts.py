@@ -133,6 +133,11 @@ def _unfinished(source: LogSource) -> Compile | None:
     last = max(source.compiles.values(), key=lambda c: c.order)
     if last.compilation_metrics() or last.failures or not last.records:
         return None
+    # a whole trace: the compile's start is in it, or another compile's metrics are (a snippet
+    # of a trace, cut out of one, ends anywhere)
+    began = any(r.kind == "dynamo_start" for r in last.records)
+    if not began and not any(c.compilation_metrics() for c in source.compiles.values()):
+        return None
     return last
 
 
