@@ -266,9 +266,10 @@ def _trace_cut(model: Model) -> list[Finding]:
         Finding(
             Kind.TRACE_CUT,
             Severity.WARNING,
-            f"{plural(len(cut), 'trace file')} cut short: the last record ends mid-way",
-            f"{names}: the file ends inside a record's payload, so the run's end is missing "
-            "(the job was killed while writing, the disk filled up, or the copy was cut)." + during,
+            f"{plural(len(cut), 'trace file')} cut short: the last record is incomplete",
+            f"{names}: the last record's payload does not match the checksum its header gives, "
+            "so the file was cut while it was written or copied (the job killed while writing, "
+            "a full disk, a partial copy) and the run's end is missing." + during,
             {"files": [f.display for f in cut], "inside_compile": inside},
             subject="cut",
         )
