@@ -49,6 +49,30 @@ COMPARED = 64  # earlier compiles a recompile is compared with, newest first
 # (``  # if flag:  # script.py:6 in f``) are cut before matching.
 _PREFIX = re.compile(r"^[|\s]*(?:\+-\s*)?(?:[A-Z][A-Z_]+:\s*)?")
 _COMMENT = re.compile(r"\s+#\s.*$")
+# A guard tree's line names its kind; only these are read (a legacy guards text, with no
+# kinds, is read whole).
+_KIND = re.compile(r"^[|\s]*\+-\s*(\w+):")
+_READ_KINDS = frozenset(
+    {
+        "TENSOR_MATCH",
+        "GLOBAL_STATE",
+        "EQUALS_MATCH",
+        "TRUE_MATCH",
+        "FALSE_MATCH",
+        "NONE_MATCH",
+        "NOT_NONE_MATCH",
+        "CONSTANT_MATCH",
+        "LENGTH_CHECK",
+        "DICT_LENGTH",
+        "SEQUENCE_LENGTH",
+        "TYPE_MATCH",
+        "ID_MATCH",
+        "DIMENSION_DYNAMIC_MARKING_GUARD",
+        "DEFAULT_DEVICE",
+        "LAMBDA_GUARD",
+        "DICT_KEYS_MATCH",
+    }
+)
 _SRC = r"(?P<src>[A-Za-z_][\w]*(?:\[[^\]]{1,200}\]|\.\w+){0,20})"
 _LIT = r"(?P<lit>[\w.]+\([^()]*\)|-?[\w.+-]+|'[^']*'|\"[^\"]*\")"
 _TENSOR = re.compile(
@@ -78,6 +102,7 @@ _FORMS: tuple[tuple[Aspect, re.Pattern[str]], ...] = (
     ),
 )
 _DICT_KEY = re.compile(r"^list\(dict\.keys\(" + _SRC + r"\)\)\[(?P<pos>\d+)\] == " + _LIT + r"$")
+_TYPE_FORM = next(i for i, (aspect, _p) in enumerate(_FORMS) if aspect is Aspect.TYPE)
 _GLOBAL = re.compile(r"___check_global_state\(\) against (?P<json>\{.*\})")
 _DEVICE_KEYS = ("CUDA", "CPU", "XPU", "MPS", "Meta", "HIP", "XLA", "MTIA", "PrivateUse1")
 
@@ -101,9 +126,22 @@ def guard_facts(comp: Compile) -> Facts:
     return _facts(comp, len(comp.records))
 
 
-@lru_cache(maxsize=256)
+@lru_cache(maxsize=1024)
 def _facts(comp: Compile, _records: int) -> Facts:
-    return parse_facts(guard_text(comp))
+    guards = [r for r in comp.records if r.kind in _GUARD_RECORDS]
+    digests = tuple(r.md5 or "" for r in guards)
+    if not guards or not all(digests):
+        return parse_facts(guard_text(comp))
+    known = _BY_DIGEST.get(digests)  # the same guards (every rank's copy): parsed once
+    if known is None:
+        known = _BY_DIGEST[digests] = parse_facts(guard_text(comp))
+        while len(_BY_DIGEST) > FACTS_KEPT:
+            _BY_DIGEST.pop(next(iter(_BY_DIGEST)))
+    return known
+
+
+FACTS_KEPT = 1024  # guards texts whose facts are kept, by their payloads' md5
+_BY_DIGEST: dict[tuple[str, ...], Facts] = {}
 
 
 def parse_facts(text: str) -> Facts:
@@ -112,16 +150,27 @@ def parse_facts(text: str) -> Facts:
     typed: dict[str, str] = {}
     dict_keys: dict[str, dict[int, str]] = {}
     for raw in text.split("\n"):
+        kind = _KIND.match(raw)
+        name = kind.group(1) if kind is not None else ""
+        if kind is not None and name not in _READ_KINDS:
+            continue  # a guard manager, an accessor, a guard tcview does not compare
         line = _COMMENT.sub("", _PREFIX.sub("", raw[:2000])).strip()
         if not line:
             continue
-        m = _TENSOR.search(line)
-        if m is not None:
-            _tensor_facts(facts, m)
-            continue
-        g = _GLOBAL.search(line)
-        if g is not None:
-            _global_facts(facts, g.group("json"))
+        if name in ("", "TENSOR_MATCH"):
+            m = _TENSOR.search(line)
+            if m is not None:
+                _tensor_facts(facts, m)
+                continue
+        if name in ("", "GLOBAL_STATE"):
+            g = _GLOBAL.search(line)
+            if g is not None:
+                _global_facts(facts, g.group("json"))
+                continue
+        if name == "TYPE_MATCH":  # the most common guard after the managers
+            t = _FORMS[_TYPE_FORM][1].match(line)
+            if t is not None:
+                typed[t.group("src")] = t.group("lit")
             continue
         k = _DICT_KEY.match(line)
         if k is not None:  # a dict the code iterated: the key at each position

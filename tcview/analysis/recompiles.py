@@ -1568,8 +1568,10 @@ def primary_failure(comp: Compile) -> GuardFailure | None:
     rc = comp.recompile
     if rc is None or not rc.reasons:
         return None
-    closest = recompile_cause(comp).closest
     failures = [parse_guard_failure(r) for r in rc.reasons]
+    if len({(f.input, f.change, f.text) for f in failures}) == 1:
+        return failures[0]  # one guard failed against every compile: no comparing needed
+    closest = recompile_cause(comp).closest
     if closest is not None:
         for f in failures:
             if f.against == closest.id_text:
@@ -1597,7 +1599,7 @@ def recompile_cause(comp: Compile) -> RecompileCause:
     return _recompile_cause(comp, len(comp.records))
 
 
-@lru_cache(maxsize=256)
+@lru_cache(maxsize=1024)
 def _recompile_cause(comp: Compile, _records: int) -> RecompileCause:
     frame = comp.frame
     earlier = [] if frame is None else [c for c in frame.compiles if c.key < comp.key]

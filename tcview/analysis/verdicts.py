@@ -425,8 +425,11 @@ def _cudagraph_rerecords(model: Model) -> list[Finding]:
 def _compiled_autograd_unused(model: Model) -> list[Finding]:
     if any(c.key.autograd_id is not None for c in model.compiles):
         return []
-    frames = {id(c.frame): c for c in model.compiles if c.frame is not None}  # one config a frame
-    on = [c for c in frames.values() if _dynamo_config(c).get("compiled_autograd") is True]
+    first = {}  # one compile a process: the setting is the process's
+    for comp in model.compiles:
+        if comp.metrics and id(comp.file) not in first:
+            first[id(comp.file)] = comp
+    on = [c for c in first.values() if _dynamo_config(c).get("compiled_autograd") is True]
     if not on:
         return []
     backward = any(r.role == "backward" for c in model.compiles for r in c.records)
