@@ -139,7 +139,7 @@ def _real_inputs(unpacked_runs: Path) -> list[Path]:
     if shared is not None:
         roots.append(shared)
     files = (p for root in roots for p in root.rglob("*") if p.is_file())
-    # The archived runs (and the corpus's, run.tar.xz) are checked unpacked; bytecode is not
+    # The archived runs (and the corpus's run.tar.xz, fixed.tar.xz) are checked unpacked; bytecode is not
     # an input, nor a profiler trace (gzip: `--profile` reads it).
     profiles = (
         ".json.gz",
@@ -150,7 +150,7 @@ def _real_inputs(unpacked_runs: Path) -> list[Path]:
         if p.parent != RUNS
         and p.suffix != ".pyc"
         and not p.name.endswith(profiles)
-        and p.name != "run.tar.xz"
+        and p.name not in ("run.tar.xz", "fixed.tar.xz")
     )
 
 

@@ -6,7 +6,6 @@ import pytest
 
 from tcview.analysis.owner import (
     Owner,
-    inner_foreign,
     owner_of,
     package_of,
     plain_function,
@@ -70,5 +69,3 @@ def test_the_users_line_is_never_generated_code_torch_or_a_library() -> None:
     ]
     assert user_line(frames) == {"file": "/home/me/model.py", "line": 12}
     assert user_line(frames[2:]) is None
-    assert inner_foreign(frames[:3]) == "torch.nn.modules"
-    assert inner_foreign(frames[:2]) == ""

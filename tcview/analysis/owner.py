@@ -8,7 +8,7 @@ Inductor's output code belongs to a compile, not to a file the user can edit.
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable, Sequence
+from collections.abc import Sequence
 from enum import Enum
 from typing import Any
 
@@ -117,19 +117,3 @@ def user_line(frames: Sequence[tuple[str, Any]]) -> dict[str, Any] | None:
         if is_user_file(filename):
             return {"file": filename, "line": line if isinstance(line, int) else None}
     return None
-
-
-def inner_foreign(frames: Sequence[tuple[str, Any]]) -> str:
-    """The package of the innermost frame when it is torch's or a library's (the code the
-    user's call led into), else ""."""
-    for filename, _line in reversed(frames):
-        owner = owner_of(filename)
-        if owner is Owner.USER:
-            return ""
-        if owner in (Owner.TORCH, Owner.LIBRARY):
-            return package_of(filename)
-    return ""
-
-
-def owners(filenames: Iterable[str]) -> set[Owner]:
-    return {owner_of(f) for f in filenames}

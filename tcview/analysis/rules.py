@@ -209,7 +209,6 @@ VERDICTS = frozenset(
         Kind.JOB_STOPPED,
     }
 )
-SEVERITY_ORDER: tuple[Severity, ...] = tuple(Severity)
 
 
 def kinds_table() -> list[str]:
