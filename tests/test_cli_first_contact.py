@@ -139,8 +139,8 @@ def _real_inputs(unpacked_runs: Path) -> list[Path]:
     if shared is not None:
         roots.append(shared)
     files = (p for root in roots for p in root.rglob("*") if p.is_file())
-    # The archived runs (and the corpus's run.tar.xz, fixed.tar.xz) are checked unpacked; bytecode is not
-    # an input, nor a profiler trace (gzip: `--profile` reads it).
+    # The archived runs (and the corpus's run.tar.xz and fixed.tar.xz) are checked unpacked;
+    # bytecode is not an input, nor a profiler trace (gzip: `--profile` reads it).
     profiles = (
         ".json.gz",
     )  # torch.profiler traces, as export_chrome_trace and TensorBoard write them
