@@ -60,7 +60,7 @@ _ASPECT_WORDS = {
 }
 
 
-def _fixes(explanations: Sequence[Explanation], limit: bool) -> list[str]:
+def _fixes(explanations: Sequence[Explanation], limit: bool, frame: Frame) -> list[str]:
     """What to do, once per input and what changed (the newest recompile's words): ``For `x`
     dtype: cast it to one dtype before the call.`` Under the limit, nothing is "none needed":
     only the part that applies when values keep coming."""
@@ -73,7 +73,8 @@ def _fixes(explanations: Sequence[Explanation], limit: bool) -> list[str]:
             _head, _sep, fix = fix.partition("; ")
             if not fix or fix.startswith("none needed"):
                 continue
-        who = f"`{user_name(e.failure.input)}`" if e.failure.input else "this frame"
+        name = _input_name(user_name(e.failure.input), frame)
+        who = f"`{name}`" if e.failure.input else "this frame"
         if e.family in _ASPECT_WORDS:
             who += f" {_ASPECT_WORDS[e.family]}"
         out[(e.failure.input, e.family)] = f"For {who}: {fix}"
@@ -216,7 +217,7 @@ def _frame_finding(frame: Frame, rank: int | None) -> Finding | None:
     lines += [f"  {t}" for t in steps[:12]]
     if len(steps) > 12:
         lines.append(f"  … {len(steps) - 12} more")
-    advice = _fixes(d.explanations, limit is not None)
+    advice = _fixes(d.explanations, limit is not None, frame)
     lines += _meanings(d.explanations)
     if limit is not None:
         kind, severity = Kind.RECOMPILE_LIMIT, Severity.ERROR
