@@ -245,9 +245,9 @@ def _frame_finding(frame: Frame, rank: int | None) -> Finding | None:
         title = f"`{name}` recompiled {'once' if n == 1 else f'{n} times'}{because}"
         if _by_mode(causes):
             lines.append(
-                "Expected: one graph for each mode the calls switch between; a call that goes "
-                "back to a mode already seen reuses its graph (no further recompile was logged)."
-                " Nothing to change."
+                "Expected: one graph for each setting the calls switch between (train or eval, "
+                "grad mode, dtype, device, requires_grad); a call with a setting already seen "
+                "reuses its graph (no further recompile was logged). Nothing to change."
             )
             advice = []
     return Finding(
