@@ -44,3 +44,12 @@ def test_a_fix_made_on_the_gpu_removes_the_problem(case: Path, tmp_path: Path) -
     fixed = findings(model)
     assert not [f.title for f in fixed if f.kind.value in check["gone"]]
     assert not [f for f in fixed if f.severity.value == "error"]
+
+
+@pytest.mark.parametrize("case", CASES, ids=[c.name for c in CASES])
+def test_the_stderr_capture_alone_says_nothing_wrong(case: Path) -> None:
+    """Users often have only the TORCH_LOGS text (`2> log.txt`): it holds less (no frames'
+    stacks, no output code), so a must-say may be missed, but nothing said may be wrong."""
+    found = findings(load_source(str(run_dir(case) / "torch_logs.txt"), cache=False))
+    result = score(case, found)
+    assert not result.wrong, result.report()

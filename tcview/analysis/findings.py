@@ -199,6 +199,17 @@ def _crashes(model: Model, failures: list[Finding]) -> list[Finding]:
             compiles.append(comp)
             evidence["output_code_of"] = comp.id_label
             where = user or where
+        elif _in_generated(frames) and _compiled_frame_innermost(frames):
+            # compiled code whose compile the input does not show (TORCH_LOGS without
+            # output_code): the innermost user frame is the compiled function's first line
+            callers = _user_frames(frames)[1:]
+            if callers:
+                where = {"file": callers[0][0], "line": callers[0][1]}
+                lines.insert(
+                    1,
+                    "It was raised inside compiled code (Inductor's output code), "
+                    f"called from your line {where_text(where)}.",
+                )
         for failure in list(failures):
             ftype = failure.evidence.get("fail_type", "")
             if (
@@ -287,6 +298,27 @@ def _in_output_code(
             user,
         )
     return None
+
+
+def _in_generated(frames: list[tuple[str, int]]) -> bool:
+    """Whether the stack ran inside generated code, past its innermost user frame."""
+    users = [i for i, (f, _n) in enumerate(frames) if is_user_file(f)]
+    return bool(users) and any(owner_of(f) is Owner.GENERATED for f, _n in frames[users[-1] + 1 :])
+
+
+def _compiled_frame_innermost(frames: list[tuple[str, int]]) -> bool:
+    """The innermost user frame is a compiled function running (Dynamo's wrapper called it),
+    placed at its first line rather than at a line of the user's."""
+    users = [i for i, (f, _n) in enumerate(frames) if is_user_file(f)]
+    if not users or users[-1] == 0:
+        return False
+    caller = frames[users[-1] - 1][0].replace("\\", "/")
+    return caller.endswith("_dynamo/eval_frame.py")
+
+
+def _user_frames(frames: list[tuple[str, int]]) -> list[tuple[str, int]]:
+    """The user's frames of a stack, innermost first."""
+    return [(f, n) for f, n in reversed(frames) if is_user_file(f)]
 
 
 def _caller_of(comp: Compile, frames: list[tuple[str, int]]) -> dict[str, Any] | None:
