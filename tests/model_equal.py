@@ -27,6 +27,9 @@ IGNORED = frozenset(
         "_cache",  # TraceFile: parsed headers
         "_contexts",  # TraceFile: memo of fast-path headers' compiles
         "_fd",  # an open file
+        "_fd_lock",  # its lock and readers: the live object's
+        "_readers",
+        "_close_pending",
         "_marks",  # TraceFile: line numbers found so far (a cache)
         "_phases",  # Compile: chromium phases read so far (a cache)
         "read_stack",  # Compile: its stack once read from disk (a cache)

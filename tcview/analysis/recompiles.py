@@ -1919,10 +1919,9 @@ class Budget:
         return f"{name} {self.recompiles}/{self.limit} recompiles"
 
 
-def recompile_budget(model: Model, limits: dict[int, int] | None = None) -> Budget | None:
-    """The frame closest to its recompile limit (None when no frame recompiled). `limits`
-    keeps each frame's limit, read once from its first compile's config (a disk read)."""
-    limits = {} if limits is None else limits
+def recompile_budget(model: Model) -> Budget | None:
+    """The frame closest to its recompile limit (None when no frame recompiled), from what is
+    in memory: the UI's status bar asks it on every redraw."""
     worst: Budget | None = None
     for source in list(model.files):
         for frame in list(source.frames.values()):
@@ -1930,10 +1929,7 @@ def recompile_budget(model: Model, limits: dict[int, int] | None = None) -> Budg
             used = sum(1 for c in compiles if c.key.is_recompile)
             if not used:
                 continue
-            limit = limits.get(id(frame))
-            if limit is None:
-                limit = compile_config(compiles[0], False).limit or DEFAULT_RECOMPILE_LIMIT
-                limits[id(frame)] = limit
+            limit = compiles[0].recompile_limit or DEFAULT_RECOMPILE_LIMIT
             budget = Budget(frame, used, limit)
             if worst is None or used / limit > worst.recompiles / worst.limit:
                 worst = budget

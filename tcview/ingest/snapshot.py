@@ -65,7 +65,7 @@ except ImportError:  # pragma: no cover - depends on the environment
     HAVE_ORJSON = False
 
 MAGIC = b"TCVSNAP\n"
-FORMAT = 3  # bump when the layout or the meaning of a snapshot changes
+FORMAT = 4  # bump when the layout or the meaning of a snapshot changes
 _HEAD = struct.Struct("<8sIII")  # magic, format, flags, number of sections
 _LENGTH = struct.Struct("<Q")
 SECTIONS = 3  # JSON document, int64 array, raw bytes
@@ -93,6 +93,9 @@ NOT_SAVED = frozenset(
         "_cache",  # parsed headers (a cache)
         "_contexts",  # the builder's memo of fast-path headers' compiles (a cache)
         "_fd",  # an open file
+        "_fd_lock",  # its lock and readers: the live object's
+        "_readers",
+        "_close_pending",
         "signatures",  # of the finished file, carried beside the snapshot (signatures.py)
     }
 )

@@ -21,6 +21,7 @@ import json
 import os
 import re
 import sys
+import threading
 from array import array
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
@@ -37,10 +38,12 @@ from tcview.model.compile_id import PLAIN_TYPES, CompileKey, IdPart, id_part, ke
 from tcview.model.objects import (
     AOT_ID_LINE,
     KERNEL_DEF,
+    LIMIT_KEY,
     Compile,
     JsonValue,
     LogSource,
     Record,
+    config_limit,
     has_bare_lines,
     payload_from_region,
     restored_payloads,
@@ -449,7 +452,9 @@ class TraceFile(LogSource):
     """
 
     path: Path
-    _fd: int | None = None  # (a class default: __del__ may run on a half-made object)
+    # (class defaults: __del__ may run on a half-made object)
+    _fd: int | None = None
+    _fd_lock: threading.Lock | None = None
     logs_metrics = True
 
     def __init__(
@@ -467,6 +472,11 @@ class TraceFile(LogSource):
         self._cache: dict[bytes, Derived] = {}
         self._contexts = self.builder.memo()  # a fast-path header's context keys -> compile
         self._fd: int | None = None
+        # Reads from any thread share the file handle; close() (a rebuild, the end) waits for
+        # the last of them, so no read ever uses a closed or reused descriptor.
+        self._fd_lock = threading.Lock()
+        self._readers = 0
+        self._close_pending = False
         self._marks: list[tuple[int, int]] = [(0, 1)]  # known (offset, line number)
 
         # self.records holds every record except chromium events and payload-less MINOR_KINDS
@@ -877,9 +887,20 @@ class TraceFile(LogSource):
     def read(self, start: int, end: int) -> bytes:
         if end <= start:
             return b""
-        if self._fd is None:
-            self._fd = os.open(self.path, os.O_RDONLY)
-        return os.pread(self._fd, end - start, start)
+        lock = self._fd_lock
+        assert lock is not None
+        with lock:
+            if self._fd is None:
+                self._fd = os.open(self.path, os.O_RDONLY)
+            fd = self._fd
+            self._readers += 1
+        try:
+            return os.pread(fd, end - start, start)
+        finally:
+            with lock:
+                self._readers -= 1
+                if not self._readers and self._close_pending:
+                    self._close_now()
 
     def read_payload(self, record: Record) -> bytes:
         raw = self.read(record.hdr_end, record.end)
@@ -1026,9 +1047,21 @@ class TraceFile(LogSource):
         return events
 
     def close(self) -> None:
+        lock = self._fd_lock
+        if lock is None:  # half-made
+            return
+        with lock:
+            if self._readers:
+                self._close_pending = True  # the last reader closes it
+            else:
+                self._close_now()
+
+    def _close_now(self) -> None:
+        """Close the handle (the lock held, no reader on it); a later read opens it again."""
+        self._close_pending = False
         if self._fd is not None:
-            os.close(self._fd)
-            self._fd = None
+            fd, self._fd = self._fd, None
+            os.close(fd)
 
     def __del__(self) -> None:
         # A model dropped without close() (many loads in one process) must not keep its files.
@@ -1150,13 +1183,18 @@ _SCALAR_TYPES = frozenset({int, float, bool, type(None)})
 
 
 def slim(meta: dict[str, Any]) -> dict[str, Any]:
-    """Keep scalars and short strings of a big header; the full value stays on disk."""
+    """Keep scalars and short strings of a big header; the full value stays on disk. The
+    recompile limit is kept out of the long config text (what the status bar shows)."""
     out: dict[str, Any] = {}
     for k, v in meta.items():
         t = type(v)  # (a parser's values are of these types exactly)
         if t is str:
             if len(v) <= _SLIM_STR or k in KEEP_WHOLE:
                 out[k] = v
+            elif k == "dynamo_config":
+                limit = config_limit(v)
+                if limit is not None:
+                    out[LIMIT_KEY] = limit
         elif (
             t in _SCALAR_TYPES
             or k in KEEP_WHOLE

@@ -601,6 +601,18 @@ PHASES = (
 )
 
 
+# The recompile limit a compile ran with, as a slim `compilation_metrics` value keeps it out of
+# the long `dynamo_config` text (torch names it recompile_limit, earlier cache_size_limit).
+LIMIT_KEY = "recompile_limit"
+_LIMIT = re.compile(r'"(?:recompile_limit|cache_size_limit)": (\d{1,9})\b')
+
+
+def config_limit(dynamo_config: str) -> int | None:
+    """The recompile limit in a compile's `dynamo_config` text, or None."""
+    m = _LIMIT.search(dynamo_config)
+    return int(m.group(1)) if m else None
+
+
 @dataclass(eq=False, slots=True)
 class Compile:
     file: LogSource
@@ -723,6 +735,18 @@ class Compile:
         if self.cache_hit:
             out.append("cache hit")
         return out
+
+    @property
+    def recompile_limit(self) -> int | None:
+        """The recompile limit it ran with, from its metrics in memory (never the disk)."""
+        m = self.metrics
+        if not m:
+            return None
+        value = m.get(LIMIT_KEY)
+        if isinstance(value, int) and not isinstance(value, bool):
+            return value
+        text = m.get("dynamo_config")
+        return config_limit(text) if isinstance(text, str) else None
 
     @property
     def compile_time_s(self) -> float | None:
