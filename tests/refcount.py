@@ -1,7 +1,7 @@
 """An independent, deliberately naive reference counter for `summary --json` keys.
 
 It reads whole files line by line with none of the engine's code, so the tests compare two
-implementations of the spec in the issue.
+implementations of the README's definitions.
 """
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""What each compile really was (issue 12, items 1-3): episodes after `torch._dynamo.reset()`,
+"""What each compile really was: episodes after `torch._dynamo.reset()`,
 status as tlparse defines it with recompile and cache-hit marks, every restart reason, and
 the real cause of a graph break. On real traces: the repo's fixtures and ../shared."""
 

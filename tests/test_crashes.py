@@ -1,4 +1,4 @@
-"""Crashes and failures in TORCH_LOGS text (issue 12, item 6): the WON'T CONVERT rule, and
+"""Crashes and failures in TORCH_LOGS text: the WON'T CONVERT rule, and
 uncaught tracebacks and run.json exit codes as errors. On real runs: the repo's fixtures
 (tests/fixtures/jobs/*.py made them) and ../shared."""
 

@@ -1,4 +1,4 @@
-"""Diffs (issue 14, item 3): a compile against the one it replaced, and two runs.
+"""Diffs: a compile against the one it replaced, and two runs.
 
 The run diff is checked on two real CPU runs made for it (tests/fixtures/runs/diff_a and
 diff_b: the same script, with one graph break added and one kernel changed) against counts

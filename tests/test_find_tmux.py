@@ -1,4 +1,4 @@
-"""Issue 15 in a real terminal (tmux): global search to a kernel's line, `y` puts an OSC 52
+"""Search and jumps in a real terminal (tmux): global search to a kernel's line, `y` puts an OSC 52
 sequence carrying the kernel's source on the terminal (the raw bytes, read with pipe-pane),
 `e` on a break location runs $EDITOR with +LINE FILE and the app comes back after it."""
 

@@ -1,4 +1,4 @@
-"""Findings (issue 21 §2): one ranked list of what went wrong, on real runs.
+"""Findings: one ranked list of what went wrong, on real runs.
 
 The repo's own fixtures under tests/fixtures/findings/<case>/ (script.py beside the trace it
 wrote, CPU torch 2.13) and ../shared's GPU and CPU runs.

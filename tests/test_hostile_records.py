@@ -1,4 +1,4 @@
-"""Hostile and damaged provenance, export and guard records (issue 14): every shape a
+"""Hostile and damaged provenance, export and guard records: every shape a
 header or payload can take gives a message or nothing, never a crash; text stays literal."""
 
 from __future__ import annotations

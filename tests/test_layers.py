@@ -174,7 +174,7 @@ def test_no_widget_imports_the_app() -> None:
 
 
 def test_run_mode_composes_the_browser_and_subclasses_no_tcview_app() -> None:
-    """Issue 25: run mode is composition: `RunApp` builds its own browser screen with the
+    """Run mode is composition: `RunApp` builds its own browser screen with the
     job's pane in it, over the keys every app shares (app.BrowserApp), not `TcviewApp`."""
     import inspect
 

@@ -1,4 +1,4 @@
-"""Profiles joined to traces (issue 23): the streaming reader, the join of a real CPU run with
+"""Profiles joined to traces: the streaming reader, the join of a real CPU run with
 Inductor's C++ kernels profiled (tests/fixtures/profile, made by its script.py), the GPU join
 through correlation ids, and `--profile` of the CLI."""
 

@@ -1,4 +1,4 @@
-"""Provenance (issue 14, item 1): kernel -> post-grad nodes -> pre-grad nodes -> user lines and
+"""Provenance: kernel -> post-grad nodes -> pre-grad nodes -> user lines and
 back, on every provenance input we hold, compared with what tlparse 0.4.3 -i maps
 (tests/fixtures/tlparse_provenance.json, extracted from tlparse's own output files)."""
 

@@ -1,4 +1,4 @@
-"""Ranks and their divergence (issue 13 items 1-3, model and command line): the groups per
+"""Ranks and their divergence (model and command line): the groups per
 check against tlparse's all-ranks report, the first point of divergence, --fail-on divergence,
 the text report's rank labels, picking ranks, and the per-source signature."""
 

@@ -1,4 +1,4 @@
-"""Every recompile explained (issue 21 §1): the family of the guard that failed against the
+"""Every recompile explained: the family of the guard that failed against the
 newest earlier compile, the values seen, what changed in words and the fix. On real CPU runs
 of torch 2.13, one a family (tests/fixtures/recompiles/<family>/script.py made them; each
 folder holds the TORCH_TRACE directory and the TORCH_LOGS=recompiles,guards capture)."""

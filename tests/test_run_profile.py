@@ -1,4 +1,4 @@
-"""`tcview run --profile` on CPU (issue 23): a real job, unchanged, records a profiler window
+"""`tcview run --profile` on CPU: a real job, unchanged, records a profiler window
 into its run directory; the report and `summary` of the run directory join it to the compiled
 C++ kernels. Slow: real torch.compile."""
 

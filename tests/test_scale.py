@@ -1,4 +1,4 @@
-"""Issue 13 items 4 and 5: parallel indexing equals the serial index; the index cache.
+"""Parallel indexing equals the serial index; the index cache.
 
 Every comparison is a deep one (model_equal.differences: every attribute of every record,
 compile, frame, kernel and fact, and the identities between them) plus `summary --json` byte

@@ -1,4 +1,4 @@
-"""Issue 12 items 4, 5 and 7: forward/backward labels, kernels told apart (what they fuse, how
+"""Forward/backward labels, kernels told apart (what they fuse, how
 they launch, identical sources collapsed), why a frame recompiled in words (guard failures,
 config, symbolic shapes, metrics), and `tcview show` printing what the detail pane shows.
 

@@ -1,4 +1,4 @@
-"""One big file indexed in ranges (issue 24): the file is cut at record boundaries, workers
+"""One big file indexed in ranges: the file is cut at record boundaries, workers
 prescan ranges (lines found, headers parsed, kernels found) and the loading thread applies them
 in file order, reading the other ranges itself. The index must be the one a single read makes,
 whatever the cut points and whichever ranges were prescanned: compiles open at a cut, string

@@ -1,4 +1,4 @@
-"""The TORCH_LOGS text parser (issue 3): counts, messages, other output, robustness."""
+"""The TORCH_LOGS text parser: counts, messages, other output, robustness."""
 
 from __future__ import annotations
 
@@ -72,7 +72,7 @@ def test_fixture_counts_match_the_independent_counter() -> None:
 
 
 def test_recompiles_count_without_the_recompiles_log() -> None:
-    """Issue 10 item 4: without the `recompiles` log a recompile is still one (0/1 here), as in
+    """Without the `recompiles` log a recompile is still one (0/1 here), as in
     the trace and in the tree; the count does not come from `Recompiling function` messages."""
     data = DYNAMO_RECOMPILE.read_bytes()
     assert b"Recompiling function" not in data and b"[0/1]" in data
@@ -602,7 +602,7 @@ def test_generated_captures_match_the_independent_counter(data: bytes, sizes: li
 def test_a_message_handler_that_raises_is_damage_not_the_end(
     monkeypatch: pytest.MonkeyPatch, table: str, kind: str, phase: str
 ) -> None:
-    """Issue 11 item 3 for TORCH_LOGS text: one damage entry, every other count unchanged."""
+    """A handler that raises on TORCH_LOGS text: one damage entry, every other count unchanged."""
     from tcview.ingest import textmessages
     from tcview.ingest.builder import Builder
     from tcview.ingest.textproc import ProcessLog

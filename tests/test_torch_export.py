@@ -1,7 +1,7 @@
-"""torch.export traces (issue 14, item 2): the draft-export report's facts, on a real draft
+"""torch.export traces: the draft-export report's facts, on a real draft
 export (tests/fixtures/export_draft: torch 2.13, a guard Eq(s77, 3), a data-dependent branch,
-a missing and a mismatched fake kernel) and the tlparse corpus's export.log; the defects the
-issue lists (a null expression_created, a guard_added without its stack, an md5 mismatch
+a missing and a mismatched fake kernel) and the tlparse corpus's export.log; what must not be
+shown (a null expression_created, a guard_added without its stack, an md5 mismatch
 called a truncated record)."""
 
 from __future__ import annotations

@@ -427,7 +427,7 @@ def test_the_string_table_is_kept_and_its_records_located(
 def test_a_handler_that_raises_is_damage_not_the_end(
     monkeypatch: pytest.MonkeyPatch, table: str, name: str, phase: str
 ) -> None:
-    """Issue 11 item 3: the load goes on past a handler that raises on one record; every other
+    """The load goes on past a handler that raises on one record; every other
     count stays, and one damage entry names the record."""
     from tcview.ingest import handlers
     from tcview.report.summary import summary_json

@@ -1,4 +1,4 @@
-"""Pilot tests for issue 12 in the browser: episodes and marks in the tree, the Errors view,
+"""Pilot tests of compiles in the browser: episodes and marks in the tree, the Errors view,
 and "the run crashed" at the top of the overview. On the repo's fixture runs."""
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""Pilot and snapshot tests of ranks in the app (issue 13 items 1 and 2): the rank column of
+"""Pilot and snapshot tests of ranks in the app: the rank column of
 every view, the rank filter (#) over the tree, the views and the counts, the Ranks view (a) with
 the first divergence, and two ranks side by side (c)."""
 

@@ -1,5 +1,5 @@
-"""An independent, deliberately naive counter for TORCH_LOGS text, written from issue 3's spec
-(and issue 10's rule for recompiles).
+"""An independent, deliberately naive counter for TORCH_LOGS text, written from the README's
+definition of each count (recompiles included).
 
 It shares no code with tcview.trace: one regex per line over the whole decoded text.
 """
@@ -24,12 +24,12 @@ BREAKS = (
 
 
 def count_text(data: bytes) -> dict[str, int]:
-    """compiles, graph_breaks, recompiles and kernels as issues 3 and 10 define them.
+    """compiles, graph_breaks, recompiles and kernels as the README defines them.
 
     A compile is a distinct (rank, pid, episode, compile id without `_N`); a recompile is such a
     compile whose frame_compile_id is above 0, whatever messages mention it. A process's episode
     goes up by one at a "Step 1: torchdynamo start tracing" line whose id (without `_N`) already
-    started in its current episode (issue 12: ids reused after torch._dynamo.reset()).
+    started in its current episode (ids are reused after torch._dynamo.reset()).
     """
     compiles: set[tuple] = set()
     episodes: dict[tuple, int] = {}
@@ -76,7 +76,7 @@ CHAIN = (
 
 
 def count_errors(data: bytes) -> int:
-    """`errors` of a capture as the README defines them (issue 12): tracebacks in the other
+    """`errors` of a capture as the README defines them: tracebacks in the other
     output, read to their exception line (chained ones are one), less those after which the
     same rank (no rank: an unranked process) logs a message with a compile id."""
     open_: dict = {}  # rank -> "stack" | "message" | "chain"

@@ -50,7 +50,7 @@ SIGNATURE_VERSION = 2
 DIVERGENCE_SIGNATURE = "divergence"  # its name among a trace file's signatures
 # The checks, in the order a report lists them.
 CHECKS = ("compile_ids", "cache", "breaks", "tensor_meta", "collectives", "exec_order")
-# The keys of ``summary --json``'s ``divergence`` (issue 13's five); the execution order's groups
+# The keys of ``summary --json``'s ``divergence`` (the five checks); the execution order's groups
 # are ``exec_order_groups`` beside it.
 JSON_CHECKS = ("compile_ids", "cache", "breaks", "tensor_meta", "collectives")
 CHECK_TITLES = {

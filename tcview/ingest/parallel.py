@@ -87,13 +87,13 @@ def own_share(workers: int, caching: bool = False) -> float:
 # result (about 80 KB pickled) fits in a socket's default buffer, so that a worker sends it and
 # goes on without waiting for the loading thread to read it; a 16 MB range's did not, and its
 # worker stood still: the big file's load took 0.94 s in 16 MB ranges, 0.76 s in 4 MB ones
-# (tests/benchmarks/PROFILE.md, "Sixth round").
+# (tests/benchmarks/PROFILE.md, a worker that never stands still).
 SPLIT_MIN_BYTES = 48 << 20
 RANGE_BYTES = 4 << 20
 # What prescanning a range costs a worker (read whole, pickled to send), and applying it costs
 # the loading thread, relative to the loading thread reading the range itself. Measured on
 # forty 4 MB ranges of bench_index.py's trace with the C line matcher (minimum of 5,
-# tests/benchmarks/PROFILE.md, "Twelfth round"): 188 ms read here, 154 ms prescanned and
+# tests/benchmarks/PROFILE.md, the line matcher in C): 188 ms read here, 154 ms prescanned and
 # pickled, 19 ms unpickled and 45 ms applied.
 PRESCAN_COST = 0.82
 APPLY_COST = 0.34
@@ -213,7 +213,7 @@ def _serve(conn: Connection) -> None:
     # ranks a worker held 65 MB, its parent's 250 beside it. Each job's objects are collected
     # when it is done (0.4 ms a file), and only those: what the worker was started with is
     # frozen, so that the collector never walks it (a fork's pages are shared until written).
-    # The worker then holds 31 MB (tests/benchmarks/PROFILE.md, "Eighth round").
+    # The worker then holds 31 MB (tests/benchmarks/PROFILE.md, a worker's memory).
     gc.freeze()
     while True:
         try:
@@ -239,7 +239,7 @@ def start_method() -> str:
 
 # A forked child copies the pages it writes to (every object it touches), up to all that
 # this process holds: above this much resident memory, `in_child` runs its function here, so
-# that the two stay under 300 MB (issue 24's bound for 1,024 ranks).
+# that the two stay under 300 MB (the README's goal for the summary of 1,024 ranks).
 IN_CHILD_MAX_RSS = 150 << 20
 
 

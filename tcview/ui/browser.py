@@ -85,8 +85,8 @@ INDEX_GAP = 0.2  # while the first read indexes: its progress at most 5 times a 
 # While the first read indexes, the tree, the counts and the overview are redrawn at most this
 # often (the first rows at once): each such redraw walks the model and repaints the screen,
 # and the UI thread's work holds the loading thread back (the GIL). Redrawn with the progress,
-# they made the app read a 541 MB trace in 1.43-1.57 s; about 1.1 s now, where `tcview
-# summary`'s load takes 0.7 s (tests/benchmarks/PROFILE.md, tenth round).
+# they made the app read a 541 MB trace in 1.43-1.57 s, and about 1.1 s at this gap, where
+# `tcview summary`'s load takes 0.7 s (tests/benchmarks/PROFILE.md, the app's first read).
 TREE_GAP = 1.0
 # Redraws from a growing model take at most about a tenth of the time: a redraw that took
 # 30 ms waits 0.3 s for the next (a big tree would otherwise slow the index it shows).
@@ -266,10 +266,8 @@ class BrowserScreen(Screen[None]):
         self._findings: list[Finding] | None = None  # made once the model is read
         self._found_at = 0.0  # when the findings of a live input may be made again
         self._find_timer: Timer | None = None
-        # Live inputs: the frame closest to its recompile limit, for the status bar, and each
-        # frame's limit (read once).
+        # Live inputs: the frame closest to its recompile limit, for the status bar.
         self._budget = ""
-        self._limits: dict[int, int] = {}
         # The kernel picked last (a graph marks its nodes), the compile marked for a diff,
         # and the object whose provenance the pane shows (`i` again goes back).
         self.picked_kernel: Kernel | None = None
@@ -424,7 +422,6 @@ class BrowserScreen(Screen[None]):
         self._versions = ()
         self._findings = None
         self._budget = ""
-        self._limits = {}
         self._last_item = None
         self._newest = None
         self.loaded_at = None
@@ -638,9 +635,7 @@ class BrowserScreen(Screen[None]):
                     model, self.source_path, summary, state, error, picked, self._findings
                 )
             export = model is not None and is_export(model)
-            budget = (
-                recompile_budget(model, self._limits) if model is not None and self.follow else None
-            )
+            budget = recompile_budget(model) if model is not None and self.follow else None
         self._budget = budget.text() if budget is not None else ""
         self._records_shown = summary.get("records", 0)
         self._input_state = state

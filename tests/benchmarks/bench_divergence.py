@@ -1,4 +1,4 @@
-"""What the divergence pass costs on a directory of many ranks (issue 13 item 3).
+"""What the divergence pass costs on a directory of many ranks.
 
     python tests/benchmarks/bench_divergence.py [--ranks 128] [--size-mb 1.6] [--tlparse]
 

@@ -1,4 +1,4 @@
-"""Issue 23 on a GPU machine (an H100), in one command of about 6 to 8 minutes: a compiled
+"""The profile join on a GPU machine (an H100), in one command of about 6 to 8 minutes: a compiled
 GPT-2 (124M) trained with AdamW (tests/fixtures/jobs/gpu/gpt2_adamw.py), profiled as users do
 and by `tcview run --profile`, joined to its trace. Results go to $OUT (else ./bench_out):
 log.txt (everything printed) and results.json (each step's data and verdict). Exit status 1

@@ -1,8 +1,9 @@
-"""Issue 16 on a GPU machine, in one command (about 3 to 5 minutes on an H100): compile small
-jobs, benchmark a Triton graph headless and from the app, watch a job's GPU, and show the
-autotuning and CUDA-graph facts. Results go to $OUT (the device tool's folder; else
-./bench_out): log.txt (everything printed), results.json (each check's data and verdict),
-traces.tar.xz (the run directories made, for fixtures). Exit status 1 when a check failed.
+"""The GPU features checked on a GPU machine, in one command (about 3 to 5 minutes on an
+H100): compile small jobs, benchmark a Triton graph headless and from the app, watch a job's
+GPU, and show the autotuning and CUDA-graph facts. Results go to $OUT (the device tool's
+folder; else ./bench_out): log.txt (everything printed), results.json (each check's data and
+verdict), traces.tar.xz (the run directories made, for fixtures). Exit status 1 when a check
+failed.
 
 On the device machine (torch 2.11 and nvidia-ml-py are there; Textual and watchdog are not),
 from the repo root, with the wheels carried in the git-ignored `.whl/`:
@@ -62,7 +63,7 @@ sys.path[:0] = [str(REPO), str(REPO / "tests")]
 PY = sys.executable
 BUDGET_S = 450.0  # the whole script: the device tool allows 10 minutes a command
 START = time.monotonic()
-TOLERANCE = 0.20  # kernels' times against the graph's: the issue's 20%
+TOLERANCE = 0.20  # kernels' times against the graph's: they agree within 20%
 FAKE_NVML = {
     "driver": "580.159.04",
     "gpus": [
