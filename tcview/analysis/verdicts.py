@@ -34,7 +34,7 @@ _SIGNAL_WORDS = {
     "SIGFPE": "a floating-point exception in native code",
     "SIGILL": "an illegal instruction (a binary built for another CPU)",
 }
-# The phase a compile was in, by the last kind of record it wrote.
+# The phase a compile was in: the furthest kind of record it wrote, furthest first.
 _PHASES = (
     ("inductor_output_code", "after Inductor wrote its output code (loading or running it)"),
     ("inductor_post_grad_graph", "in Inductor, generating code"),
