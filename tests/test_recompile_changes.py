@@ -159,3 +159,13 @@ def test_a_trace_cut_mid_record_says_so_first_and_where_it_ends(tmp_path: Path) 
     assert cut.evidence["inside_compile"] == ["0/1 (`scale_shift`)"]
     whole = findings(load_source(str(src.parent), cache=False))
     assert {"trace_cut", "died_in_compile"}.isdisjoint(f.kind.value for f in whole)
+
+
+def test_a_librarys_function_that_recompiled_says_whose_it_is() -> None:
+    """Regional compilation of transformers' decoder layers: the frame is the library's."""
+    from tcview.analysis.findings import findings
+
+    model = load_source(str(run_dir(CORPUS / "gpu_hf_regional")), cache=False)
+    (found,) = [f for f in findings(model) if f.kind.value.startswith("recompile")]
+    assert found.title.startswith("`forward` (in transformers) recompiled 3 times")
+    assert found.where is not None and found.where["file"].endswith("script.py")

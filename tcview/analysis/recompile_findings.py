@@ -20,7 +20,7 @@ from tcview.analysis.finding import (
     total_cost,
     traceback_frames,
 )
-from tcview.analysis.owner import is_user_file, user_line
+from tcview.analysis.owner import Owner, is_user_file, owner_of, package_of, user_line
 from tcview.analysis.recompiles import (
     Explanation,
     GuardFailure,
@@ -198,6 +198,10 @@ def _frame_finding(frame: Frame, rank: int | None) -> Finding | None:
         return None
     d = diagnose(frame, compile_config(frame.compiles[-1], False))
     name = frame_name(frame)
+    code = frame.co_filename or ""
+    title_name = f"`{name}`"
+    if code and owner_of(code) is Owner.LIBRARY:  # a library's function: say whose
+        title_name += f" (in {package_of(code)})"
     made = [c for c in recompiled if c is not limit]
     causes = [recompile_cause(c) for c in made]
     failures = [primary_failure(c) for c in made]
@@ -211,8 +215,8 @@ def _frame_finding(frame: Frame, rank: int | None) -> Finding | None:
     evidence = _evidence(frame, made, causes)
     if rank is not None:
         evidence["rank"] = rank
-    shown = ", ".join(labels[:5]) + (f" and {len(labels) - 5} more" if len(labels) > 5 else "")
-    because = f" on {shown}" if shown else ""
+    listed = ", ".join(labels[:5]) + (f" and {len(labels) - 5} more" if len(labels) > 5 else "")
+    because = f" on {listed}" if listed else ""
     lines = ["Each recompile, against the earlier compile it differs least from:"]
     lines += [f"  {t}" for t in steps[:12]]
     if len(steps) > 12:
@@ -223,14 +227,14 @@ def _frame_finding(frame: Frame, rank: int | None) -> Finding | None:
         kind, severity = Kind.RECOMPILE_LIMIT, Severity.ERROR
         cap = f" ({d.limit_name} = {d.limit})" if d.limit is not None else ""
         title = (
-            f"`{name}` hit the recompile limit{cap} after recompiling{because}: "
+            f"{title_name} hit the recompile limit{cap} after recompiling{because}: "
             "it runs eagerly from then on"
         )
         step, last = _step_text(limit, primary_failure(limit))
         lines.append(
             f"The call that hit the limit ({step.split(':', 1)[0]}) differed again"
             + (f": {step.split(': ', 1)[1]}" if ": " in step else "")
-            + f". From then on `{name}` runs eagerly; calls that match an earlier compile "
+            + f". From then on {title_name} runs eagerly; calls that match an earlier compile "
             "still run compiled."
         )
         evidence["limit_compile"] = limit.id_label
@@ -239,10 +243,10 @@ def _frame_finding(frame: Frame, rank: int | None) -> Finding | None:
             advice.append("Raising torch._dynamo.config.recompile_limit only hides the cause.")
     elif n >= STORM_RECOMPILES:
         kind, severity = Kind.RECOMPILE_STORM, Severity.WARNING
-        title = f"`{name}` recompiled {n} times{because}"
+        title = f"{title_name} recompiled {n} times{because}"
     else:
         kind, severity = Kind.RECOMPILES, Severity.INFO
-        title = f"`{name}` recompiled {'once' if n == 1 else f'{n} times'}{because}"
+        title = f"{title_name} recompiled {'once' if n == 1 else f'{n} times'}{because}"
         if _by_mode(causes):
             lines.append(
                 "Expected: one graph for each setting the calls switch between (train or eval, "
