@@ -192,6 +192,7 @@ MODULE_TIERS = {
     "test_ui_ranks": "app",
     "test_ui_views": "app",
     "test_ui_snapshots": "app",
+    "test_ui_thread_reads": "e2e",
     "test_ui_tmux": "e2e",
     "test_waits": "app",
 }
