@@ -169,3 +169,17 @@ def test_a_librarys_function_that_recompiled_says_whose_it_is() -> None:
     (found,) = [f for f in findings(model) if f.kind.value.startswith("recompile")]
     assert found.title.startswith("`forward` (in transformers) recompiled 3 times")
     assert found.where is not None and found.where["file"].endswith("script.py")
+
+
+def test_what_a_library_does_to_itself_gets_no_advice_for_the_users_code() -> None:
+    """transformers' static cache and its generate() calls: CUDA graphs skipped for its own
+    CPU tensor and mutated cache, its wrapper recompiled on its own keyword arguments."""
+    from tcview.analysis.findings import findings
+
+    model = load_source(str(run_dir(CORPUS / "gpu_hf_static_generate_nopart")), cache=False)
+    found = findings(model)
+    assert {f.kind.value for f in found} >= {"cudagraphs", "recompile_storm"}
+    for f in found:
+        if f.kind.value in ("cudagraphs", "recompile_storm"):
+            assert f.fix == "", (f.title, f.fix)
+            assert "transformers' code" in f.detail or "transformers'," in f.detail

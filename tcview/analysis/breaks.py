@@ -18,6 +18,7 @@ from tcview.analysis.finding import (
     compile_ids,
     frame_where,
     plural,
+    possessive,
     ranks_of,
     sentence,
     text_frames,
@@ -302,7 +303,7 @@ def break_findings(model: Model) -> list[Finding]:
                 f"({group.count}×)"
             )
             lines.append(
-                f"The break is in {cause.package}'s code ({cause.code}), "
+                f"The break is in {possessive(cause.package)} code ({cause.code}), "
                 "not in yours: your call"
                 + (f" at {where_text(where)}" if where else "")
                 + " leads there."

@@ -178,6 +178,11 @@ def sentence(text: str) -> str:
     return text[0].upper() + text[1:]
 
 
+def possessive(name: str) -> str:
+    """``torch.optim's``, ``transformers'``."""
+    return f"{name}'" if name.endswith("s") else f"{name}'s"
+
+
 def plural(n: int, word: str) -> str:
     return f"{n} {word}{'' if n == 1 else 's'}"
 

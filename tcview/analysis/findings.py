@@ -32,6 +32,7 @@ from tcview.analysis.finding import (
     frame_name,
     frame_where,
     plural,
+    possessive,
     ranks_of,
     sentence,
     text_frames,
@@ -39,7 +40,7 @@ from tcview.analysis.finding import (
     traceback_frames,
     where_text,
 )
-from tcview.analysis.owner import Owner, is_user_file, owner_of, user_line
+from tcview.analysis.owner import Owner, is_user_file, owner_of, package_of, user_line
 from tcview.analysis.provenance import kernel_provenance
 from tcview.analysis.recompile_findings import recompile_findings
 from tcview.analysis.recompiles import compile_config, family_of
@@ -378,7 +379,7 @@ def _compile_failures(model: Model) -> list[Finding]:
         severity = Severity.ERROR
         if cause.package:
             lines.append(
-                f"The compiled frame is {cause.package}'s code, not yours"
+                f"The compiled frame is {possessive(cause.package)} code, not yours"
                 + (f": your call at {where_text(where)} leads there." if where else ".")
             )
             if cause.rule is not None and cause.rule.by_design:
@@ -449,6 +450,18 @@ def _cudagraphs(model: Model) -> list[Finding]:
                 f"graphs except for {reason}, which run outside them. {share}."
             )
             fix = _cudagraph_fix(reason, raw[(state, reason)])
+        found_in = traceback_frames(raw[(state, reason)])
+        if found_in and not any(is_user_file(f) for f, _n in found_in):
+            # what torch found is in a library's or torch's own code, not the user's
+            package = next(
+                (package_of(f) for f, _n in reversed(found_in) if "-packages" in f),
+                package_of(found_in[-1][0]),
+            )
+            detail += (
+                f" What causes it is in {possessive(package)} code, not yours: the trace does not show a "
+                "change in your code that avoids it."
+            )
+            fix = ""
         out.append(
             Finding(
                 CUDAGRAPHS,

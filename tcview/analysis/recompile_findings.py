@@ -17,6 +17,7 @@ from tcview.analysis.finding import (
     compile_ids,
     frame_name,
     frame_where,
+    possessive,
     total_cost,
     traceback_frames,
 )
@@ -200,8 +201,9 @@ def _frame_finding(frame: Frame, rank: int | None) -> Finding | None:
     name = frame_name(frame)
     code = frame.co_filename or ""
     title_name = f"`{name}`"
-    if code and owner_of(code) is Owner.LIBRARY:  # a library's function: say whose
-        title_name += f" (in {package_of(code)})"
+    library = package_of(code) if code and owner_of(code) is Owner.LIBRARY else ""
+    if library:  # a library's function: say whose
+        title_name += f" (in {library})"
     made = [c for c in recompiled if c is not limit]
     causes = [recompile_cause(c) for c in made]
     failures = [primary_failure(c) for c in made]
@@ -254,6 +256,12 @@ def _frame_finding(frame: Frame, rank: int | None) -> Finding | None:
                 "reuses its graph (no further recompile was logged). Nothing to change."
             )
             advice = []
+    if library:  # its callers are the library's own code: nothing to tell the user to change
+        lines.append(
+            f"The function is {possessive(library)}, called by {library} itself: the trace does "
+            "not show a change in your code that avoids these recompiles."
+        )
+        advice = [a for a in advice if "recompile_limit" in a]
     return Finding(
         kind,
         severity,
