@@ -61,7 +61,7 @@ def _of(found: list[Finding], kind: str) -> list[Finding]:
     return [f for f in found if f.kind == kind]
 
 
-def _line(finding: Finding) -> tuple[str, int]:
+def _line(finding: Finding) -> tuple[str, int | None]:
     assert finding.where is not None
     return Path(finding.where["file"]).name, finding.where["line"]
 

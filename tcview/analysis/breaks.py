@@ -28,6 +28,7 @@ from tcview.analysis.finding import (
 from tcview.analysis.owner import (
     RESUME_PREFIX,
     Owner,
+    Where,
     owner_of,
     package_of,
     resume_function,
@@ -269,9 +270,7 @@ def is_generic_hint(hint: str) -> bool:
     return bool(_GENERIC_HINT.search(hint))
 
 
-def _break_where(
-    location: str, user_stack: Sequence[str], frame: Frame | None
-) -> dict[str, Any] | None:
+def _break_where(location: str, user_stack: Sequence[str], frame: Frame | None) -> Where | None:
     """The user's nearest frame to a break: in its stack, else its location, else the user's
     call that led to the compiled frame (a break deep inside torch's wrapper of a module)."""
     found = user_line(text_frames(user_stack)) if user_stack else None
@@ -354,7 +353,7 @@ def break_findings(model: Model) -> list[Finding]:
     return out
 
 
-def _where_subject(where: dict[str, Any] | None) -> str:
+def _where_subject(where: Where | None) -> str:
     if not where:
         return ""
     return f"{str(where.get('file', '')).rsplit('/', 1)[-1]}:{where.get('line')}"

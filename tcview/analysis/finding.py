@@ -10,7 +10,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from tcview.analysis.owner import is_user_file, plain_function, user_line
+from tcview.analysis.owner import Where, is_user_file, plain_function, user_line
 from tcview.analysis.rules import Kind, Severity
 from tcview.model.objects import Compile, Frame, is_torch_internal, stack_frames
 
@@ -40,7 +40,7 @@ class Finding:
     title: str
     detail: str
     evidence: dict[str, Any] = field(default_factory=dict)
-    where: dict[str, Any] | None = None
+    where: Where | None = None
     cost_s: float | None = None
     fix: str = ""
     doc: str = ""
@@ -98,7 +98,7 @@ def traceback_frames(text: str) -> list[tuple[str, int]]:
     return [(m.group("file"), int(m.group("line"))) for m in TRACEBACK_LINE.finditer(text)]
 
 
-def frame_where(frame: Frame | None) -> dict[str, Any] | None:
+def frame_where(frame: Frame | None) -> Where | None:
     if frame is None:
         return None
     found = user_line([(f.filename, f.line) for f in frame.stack])
@@ -108,7 +108,7 @@ def frame_where(frame: Frame | None) -> dict[str, Any] | None:
     return found
 
 
-def call_site(frame: Frame | None) -> dict[str, Any] | None:
+def call_site(frame: Frame | None) -> Where | None:
     """The user's line that called a compiled frame: the innermost user frame of the full
     stack a symbol of its compiles was made under (the frame's own stack in a trace leaves
     out the frames between the module and the call), else of the frame's stack that is not
@@ -134,7 +134,7 @@ def call_site(frame: Frame | None) -> dict[str, Any] | None:
     return user_line(calls) or frame_where(frame)
 
 
-def where_text(where: dict[str, Any] | None) -> str:
+def where_text(where: Where | None) -> str:
     if not where:
         return ""
     line = where.get("line")

@@ -40,7 +40,7 @@ from tcview.analysis.finding import (
     traceback_frames,
     where_text,
 )
-from tcview.analysis.owner import Owner, is_user_file, owner_of, package_of, user_line
+from tcview.analysis.owner import Owner, Where, is_user_file, owner_of, package_of, user_line
 from tcview.analysis.provenance import kernel_provenance
 from tcview.analysis.recompile_findings import recompile_findings
 from tcview.analysis.recompiles import compile_config, family_of
@@ -250,7 +250,7 @@ def _crashes(model: Model, failures: list[Finding]) -> list[Finding]:
 
 def _in_output_code(
     model: Model, frames: list[tuple[str, int]]
-) -> tuple[Compile, str, dict[str, Any] | None] | None:
+) -> tuple[Compile, str, Where | None] | None:
     """The compile whose output code (Inductor's generated module) a stack ran in, with a
     sentence naming it, the line, the kernel on that line and the user's line it compiles."""
     generated = [(f, n) for f, n in frames if owner_of(f) is Owner.GENERATED]
@@ -281,7 +281,7 @@ def _in_output_code(
                 _unit, prov = kernel_provenance(kernels[0])
                 lines = prov.user_lines if prov is not None else []
                 user = next(
-                    ({"file": ln.file, "line": ln.line} for ln in lines if is_user_file(ln.file)),
+                    (Where(file=ln.file, line=ln.line) for ln in lines if is_user_file(ln.file)),
                     None,
                 )
             elif "extern_kernels." in code[line - 1]:
@@ -322,7 +322,7 @@ def _user_frames(frames: list[tuple[str, int]]) -> list[tuple[str, int]]:
     return [(f, n) for f, n in reversed(frames) if is_user_file(f)]
 
 
-def _caller_of(comp: Compile, frames: list[tuple[str, int]]) -> dict[str, Any] | None:
+def _caller_of(comp: Compile, frames: list[tuple[str, int]]) -> Where | None:
     """The user's line that called a compiled function: the innermost user frame of a stack
     that is not the function's own first line (where its compiled code is placed)."""
     frame = comp.frame
@@ -806,7 +806,7 @@ def _same_graphs(model: Model) -> list[Finding]:
 # ---------------------------------------------------------------------- dynamic shapes
 
 
-def _stack_where(source: Any, value: Any) -> dict[str, Any] | None:
+def _stack_where(source: Any, value: Any) -> Where | None:
     return user_line([(f.filename, f.line) for f in stack_frames(source, value)])
 
 

@@ -10,7 +10,7 @@ from __future__ import annotations
 import re
 from collections.abc import Sequence
 from enum import Enum
-from typing import Any
+from typing import Any, TypedDict
 
 
 class Owner(str, Enum):
@@ -32,6 +32,15 @@ _LAUNCHER = re.compile(r"(?:^|[/\\])bin[/\\][^/\\.]+$")  # a console script (tor
 _OUTPUT_CODE = re.compile(
     r"(?:^|[/\\])torchinductor_[^/\\]*[/\\]|(?:^|[/\\])[a-z0-9]{2}[/\\]c[a-z0-9]{40,}\.py$"
 )
+
+
+class Where(TypedDict):
+    """A line of the user's program, as a finding's `where` gives it (JSON as it is)."""
+
+    file: str
+    line: int | None
+
+
 RESUME_PREFIX = "torch_dynamo_resume_in_"
 _RESUME = re.compile(r"^torch_dynamo_resume_in_(?P<fn>.+?)_at_(?P<line>\d+)$")
 
@@ -110,7 +119,7 @@ def plain_function(name: str) -> str:
     return f"{fn} (after the graph break at line {line})"
 
 
-def user_line(frames: Sequence[tuple[str, Any]]) -> dict[str, Any] | None:
+def user_line(frames: Sequence[tuple[str, Any]]) -> Where | None:
     """The innermost of `frames` ((file, line), outermost first) that is the user's code, as
     ``{"file", "line"}``; None when none is."""
     for filename, line in reversed(frames):

@@ -21,7 +21,7 @@ from tcview.analysis.finding import (
     total_cost,
     traceback_frames,
 )
-from tcview.analysis.owner import Owner, is_user_file, owner_of, package_of, user_line
+from tcview.analysis.owner import Owner, Where, is_user_file, owner_of, package_of, user_line
 from tcview.analysis.recompiles import (
     Explanation,
     GuardFailure,
@@ -82,7 +82,7 @@ def _fixes(explanations: Sequence[Explanation], limit: bool, frame: Frame) -> li
     return [f if f.endswith(".") else f + "." for f in out.values()]
 
 
-def _guard_where(failures: Sequence[GuardFailure | None]) -> dict[str, Any] | None:
+def _guard_where(failures: Sequence[GuardFailure | None]) -> Where | None:
     """The user's line a failed guard came from (its ``User stack trace:``), when logged."""
     for failure in failures:
         if failure is not None:
@@ -97,7 +97,7 @@ _CODE_FILE = re.compile(
 )
 
 
-def _object_where(recompiled: Sequence[Compile]) -> dict[str, Any] | None:
+def _object_where(recompiled: Sequence[Compile]) -> Where | None:
     """Where the object an identity guard names was defined (``<code object causal ..., file
     "train.py", line 11>``), when that is the user's file: the frame itself may be torch's."""
     for comp in recompiled:
@@ -279,7 +279,7 @@ def _frame_finding(frame: Frame, rank: int | None) -> Finding | None:
 
 def _recompile_where(
     frame: Frame, failures: Sequence[GuardFailure | None], made: Sequence[Compile]
-) -> dict[str, Any] | None:
+) -> Where | None:
     """The line of the guard that failed, when every recompile's was the same line; else
     the frame's own line (its function, or the user's call of it)."""
     code = frame.co_filename or (frame.code_frame.filename if frame.code_frame else "")

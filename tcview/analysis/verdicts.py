@@ -20,7 +20,7 @@ from tcview.analysis.finding import (
     ranks_of,
     text_frames,
 )
-from tcview.analysis.owner import user_line
+from tcview.analysis.owner import Where, user_line
 from tcview.analysis.recompiles import compile_config, symbol_values
 from tcview.analysis.rules import DOCS, Kind, Severity
 from tcview.model.objects import Compile, LogSource, Model, stack_frames
@@ -179,7 +179,7 @@ def open_spans(source: LogSource) -> list[str]:
     return stack
 
 
-def _last_user_line(source: LogSource) -> dict[str, Any] | None:
+def _last_user_line(source: LogSource) -> Where | None:
     """The user's line of the last record that carries a stack (what was being compiled)."""
     for rec in reversed(source.records[-50:]):
         meta = rec.meta if isinstance(rec.meta, dict) else None
