@@ -17,18 +17,6 @@ from ui_helpers import ready, sync
 
 from tcview.analysis.checks import SEVERITIES, fail_on
 from tcview.analysis.findings import (
-    CACHE_MISS,
-    COMPILE_FAILED,
-    COMPILE_TIME,
-    CRASH,
-    CUDAGRAPHS,
-    DIVERGENCE,
-    GRAPH_BREAK,
-    RECOMPILE_LIMIT,
-    RECOMPILE_STORM,
-    SAME_GRAPHS,
-    SPECIALIZATION,
-    UNBACKED,
     Finding,
     compile_cost_s,
     findings,
@@ -37,6 +25,7 @@ from tcview.analysis.findings import (
     torch_hint,
     user_line,
 )
+from tcview.analysis.rules import Kind
 from tcview.analysis.rundiff import run_diff
 from tcview.ingest.source import load_source
 from tcview.model.objects import Model
@@ -106,7 +95,7 @@ def test_user_line_on_real_stacks(fixture_runs: Path) -> None:
 def test_a_crash_in_compiled_code_names_the_users_line_first() -> None:
     found = findings(_load(CASES / "crash"))
     crash = found[0]  # the worst first
-    assert (crash.kind, crash.severity) == (CRASH, "error")
+    assert (crash.kind, crash.severity) == (Kind.CRASH, "error")
     # the user's line inside the compiled function (Dynamo's "from user code:" frames)
     assert _line(crash) == ("script.py", 15)
     assert crash.evidence["exception"] == "torch._dynamo.exc.TorchRuntimeError"
@@ -120,13 +109,13 @@ def test_a_crash_in_compiled_code_names_the_users_line_first() -> None:
     assert crash.fix == ""
     assert crash.doc.startswith("https://meta-pytorch.github.io/compile-graph-break-site/gb/")
     # the compile that failed is the crash: one finding, with its compile
-    assert not _of(found, COMPILE_FAILED) and crash.evidence["compiles"] == ["0/1"]
+    assert not _of(found, Kind.COMPILE_FAILED) and crash.evidence["compiles"] == ["0/1"]
 
 
 def test_a_crash_in_cuda_graph_replay_says_what_torch_advises() -> None:
     # a real H100 run (torch 2.11): an output read after the next call overwrote it
     (crash,) = findings(_load(CASES / "cudagraph_overwrite"))
-    assert (crash.kind, crash.severity) == (CRASH, "error")
+    assert (crash.kind, crash.severity) == (Kind.CRASH, "error")
     assert _line(crash) == ("script.py", 24)  # print(first): where the overwritten tensor is read
     assert crash.evidence["tensor_created_at"]["line"] == 17  # return torch.matmul(x, x)
     assert crash.fix == (
@@ -155,7 +144,7 @@ def test_torch_hint_of_a_cuda_graph_overwrite() -> None:
 
 def test_compile_failures(shared_traces: Path) -> None:
     found = findings(_load(shared_traces / "h200-torch2.11" / "compile_failures"))
-    failed = _of(found, COMPILE_FAILED)
+    failed = _of(found, Kind.COMPILE_FAILED)
     assert [f.title for f in failed] == [
         "Compiling `f` failed: BackendCompilerFailed",
         "Compiling `g` failed: Unsupported",
@@ -169,7 +158,7 @@ def test_compile_failures(shared_traces: Path) -> None:
 
 def test_crashes_of_several_ranks(fixture_runs: Path) -> None:
     found = findings(_load(fixture_runs / "crash_ranks"))
-    crashes = _of(found, CRASH)
+    crashes = _of(found, Kind.CRASH)
     assert [f.title.split(" at ")[0] for f in crashes[:2]] == [
         "The run crashed on rank 0",
         "The run crashed on rank 1",
@@ -183,7 +172,7 @@ def test_crashes_of_several_ranks(fixture_runs: Path) -> None:
 
 def test_recompile_limit_and_storm(shared_traces: Path) -> None:
     found = findings(_load(shared_traces / "h200-torch2.11" / "recompiles"))
-    limit = _of(found, RECOMPILE_LIMIT)
+    limit = _of(found, Kind.RECOMPILE_LIMIT)
     assert len(limit) == 1 and found[0] is limit[0]
     hit = limit[0]
     assert hit.severity == "error" and "runs eagerly from then on" in hit.title
@@ -196,7 +185,7 @@ def test_recompile_limit_and_storm(shared_traces: Path) -> None:
     assert hit.cost_s is not None and hit.cost_s > 0
     assert "mark_dynamic(x, 1)" in hit.fix
     assert hit.doc.endswith("programming_model.recompilation.html")
-    storm = _of(found, RECOMPILE_STORM)
+    storm = _of(found, Kind.RECOMPILE_STORM)
     assert [f.title for f in storm] == ["`f` recompiled 3 times on `n`, `x` dtype, `x` size"]
     assert storm[0].severity == "warning"
     assert _line(storm[0]) == ("recompiles.py", 6)  # the one line whose guards failed: `+ n`
@@ -218,7 +207,7 @@ def test_a_changing_float_names_the_value_and_the_line_that_read_it() -> None:
 
 def test_a_per_layer_setting_that_drives_the_model_into_the_recompile_limit() -> None:
     (found,) = findings(_load(CASES / "layer_flag"))
-    assert (found.kind, found.severity) == (RECOMPILE_LIMIT, "error")
+    assert (found.kind, found.severity) == (Kind.RECOMPILE_LIMIT, "error")
     assert found.title.startswith(
         "`forward` hit the recompile limit (recompile_limit = 4) after recompiling on `self.act`"
     )
@@ -240,7 +229,7 @@ def test_a_per_layer_setting_that_drives_the_model_into_the_recompile_limit() ->
 
 def test_graphs_that_differ_only_by_sizes(fixture_runs: Path) -> None:
     found = findings(_load(fixture_runs / "recompile_limit"))
-    same = _of(found, SAME_GRAPHS)
+    same = _of(found, Kind.SAME_GRAPHS)
     assert [f.title for f in same] == ["These 4 graphs of `score` would be one dynamic graph"]
     assert same[0].evidence["compiles"] == ["0/0", "0/1", "0/2", "0/3"]
     assert "mark_dynamic" in same[0].fix
@@ -251,7 +240,7 @@ def test_graphs_that_differ_only_by_sizes(fixture_runs: Path) -> None:
 
 def test_graph_breaks_by_cause_with_count_and_cost(shared_traces: Path) -> None:
     found = findings(_load(shared_traces / "cpu-torch2.13" / "b_graph_breaks"))
-    breaks = _of(found, GRAPH_BREAK)
+    breaks = _of(found, Kind.GRAPH_BREAK)
     assert sorted(f.evidence["count"] for f in breaks) == [1, 1, 1, 2]
     twice = next(f for f in breaks if f.evidence["count"] == 2)
     assert _line(twice) == ("script.py", 25)
@@ -263,7 +252,7 @@ def test_graph_breaks_by_cause_with_count_and_cost(shared_traces: Path) -> None:
 
 
 def test_cudagraphs_skipped_and_partial(fixture_runs: Path) -> None:
-    found = _of(findings(_load(fixture_runs / "cudagraphs")), CUDAGRAPHS)
+    found = _of(findings(_load(fixture_runs / "cudagraphs")), Kind.CUDAGRAPHS)
     skipped = next(f for f in found if f.evidence["state"] == "skipped")
     assert skipped.severity == "warning" and "mutated inputs" in skipped.title
     assert _line(skipped) == ("cudagraphs.py", 19)
@@ -278,23 +267,25 @@ def test_cudagraphs_skipped_and_partial(fixture_runs: Path) -> None:
 
 def test_a_warm_cache_miss_names_the_key_component_that_changed() -> None:
     found = findings(_load(CASES / "warm_cache" / "warm"))
-    miss = _of(found, CACHE_MISS)
+    miss = _of(found, Kind.CACHE_MISS)
     assert len(miss) == 1
     assert miss[0].evidence["changed_components"] == ["inductor_config[max_fusion_size]"]
     assert miss[0].evidence["caches"] == ["aotautograd", "fx_graph"]
     assert miss[0].evidence["hit"] == "0/0"  # the same graph, compiled before the config patch
     assert "max_fusion_size" in miss[0].fix
     assert _line(miss[0]) == ("script.py", 20)
-    assert not _of(findings(_load(CASES / "warm_cache" / "cold")), CACHE_MISS)  # cold: by design
+    assert not _of(
+        findings(_load(CASES / "warm_cache" / "cold")), Kind.CACHE_MISS
+    )  # cold: by design
 
 
 def test_diff_lists_new_findings_and_the_cache_key_that_changed() -> None:
     cold, warm = _load(CASES / "warm_cache" / "cold"), _load(CASES / "warm_cache" / "warm")
     diff = run_diff(cold, warm)
     assert [c.changed for c in diff.cache_keys] == [["inductor_config[max_fusion_size]"]]
-    assert [f.kind for f in diff.new_findings if f.kind == CACHE_MISS] == [CACHE_MISS]
+    assert [f.kind for f in diff.new_findings if f.kind == Kind.CACHE_MISS] == [Kind.CACHE_MISS]
     back = run_diff(warm, cold)
-    assert CACHE_MISS in {f.kind for f in back.gone_findings} and not back.new_findings
+    assert Kind.CACHE_MISS in {f.kind for f in back.gone_findings} and not back.new_findings
     text = "\n".join(row[1] for row in run_diff_lines(diff))
     assert "findings new in B or gone from it" in text
     assert "fx_graph     body 0/0 → 0/0 #2: inductor_config[max_fusion_size]" in text
@@ -311,10 +302,10 @@ def test_diff_lists_new_findings_and_the_cache_key_that_changed() -> None:
 
 def test_specialisations_and_data_dependent_symbols(shared_traces: Path) -> None:
     found = findings(_load(shared_traces / "cpu-torch2.13" / "d_dynamic"))
-    spec = _of(found, SPECIALIZATION)
+    spec = _of(found, Kind.SPECIALIZATION)
     assert len(spec) == 1 and "x.size()[0] = 6" in spec[0].title and "L['" not in spec[0].title
     assert _line(spec[0]) == ("script.py", 31)
-    unbacked = _of(found, UNBACKED)
+    unbacked = _of(found, Kind.UNBACKED)
     assert len(unbacked) == 1 and unbacked[0].title.endswith("9 data-dependent symbols")
     symbols = unbacked[0].evidence["symbols"]
     assert [s["symbol"] for s in symbols[:2]] == ["u0", "u1"]
@@ -326,13 +317,13 @@ def test_specialisations_and_data_dependent_symbols(shared_traces: Path) -> None
 
 
 def test_compile_time_dominated_by_one_frame(shared_traces: Path) -> None:
-    found = _of(findings(_load(shared_traces / "h200-torch2.11" / "gpt_train")), COMPILE_TIME)
+    found = _of(findings(_load(shared_traces / "h200-torch2.11" / "gpt_train")), Kind.COMPILE_TIME)
     assert [f.title for f in found] == ["`forward` took 88% of the compile time"]
     assert "most of it in Inductor" in found[0].detail
 
 
 def test_compile_time_dominated_by_autotuning(fixture_runs: Path) -> None:
-    found = _of(findings(_load(fixture_runs / "autotune")), COMPILE_TIME)
+    found = _of(findings(_load(fixture_runs / "autotune")), Kind.COMPILE_TIME)
     tuning = [f for f in found if f.title.startswith("Autotuning took")]
     assert len(tuning) == 1 and tuning[0].evidence["autotune_s"] > 10
     assert "TORCHINDUCTOR_CACHE_DIR" in tuning[0].fix
@@ -350,7 +341,7 @@ def test_a_backward_compile_counts_in_the_cost(shared_traces: Path) -> None:
 
 def test_ranks_that_diverge(shared_traces: Path) -> None:
     found = findings(_load(shared_traces / "h200-torch2.11" / "ddp2"))
-    div = _of(found, DIVERGENCE)
+    div = _of(found, Kind.DIVERGENCE)
     assert len(div) == 1 and div[0].severity == "warning"
 
 
@@ -369,7 +360,7 @@ def test_summary_starts_with_findings_and_its_json_has_them(shared_traces: Path)
     model = _load(shared_traces / "h200-torch2.11" / "recompiles")
     data = summary_json(model)
     assert [list(f) for f in data["findings"]] == [KEYS] * len(data["findings"])
-    assert data["findings"][0]["kind"] == RECOMPILE_LIMIT
+    assert data["findings"][0]["kind"] == Kind.RECOMPILE_LIMIT
     assert data["findings"][0]["where"]["line"] == 14
     json.dumps(data)  # plain data
     lines = summary_text(model).split("\n")
@@ -412,7 +403,7 @@ def test_summary_cli_fail_on_warnings(shared_traces: Path) -> None:
         capture_output=True, text=True, cwd=REPO, timeout=120,
     )  # fmt: skip
     assert done.returncode == 1 and "found warnings" in done.stderr
-    assert json.loads(done.stdout)["findings"][0]["kind"] == GRAPH_BREAK
+    assert json.loads(done.stdout)["findings"][0]["kind"] == Kind.GRAPH_BREAK
 
 
 def test_findings_are_the_same_from_the_index_cache(
@@ -458,7 +449,7 @@ async def test_a_live_overview_leads_with_the_findings_as_they_come(tmp_path: Pa
 
 def test_findings_alike_on_several_ranks_are_one(shared_traces: Path) -> None:
     found = findings(_load(shared_traces / "tlparse-corpus" / "multi_rank_runtime"))
-    storm = _of(found, RECOMPILE_STORM)
+    storm = _of(found, Kind.RECOMPILE_STORM)
     assert len(storm) == 1 and storm[0].evidence["ranks"] == [0, 1, 2, 3, 4]
     assert storm[0].detail.startswith("On ranks 0–4: ")
     assert len(storm[0].compiles) == 15  # 3 recompiles on each of 5 ranks

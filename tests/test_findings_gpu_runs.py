@@ -11,16 +11,11 @@ import pytest
 from ui_helpers import ready, sync
 
 from tcview.analysis.findings import (
-    CRASH,
-    CUDAGRAPHS,
-    RECOMPILE_LIMIT,
-    RECOMPILES,
-    SAME_GRAPHS,
-    SPECIALIZATION,
     Finding,
     findings,
 )
 from tcview.analysis.recompiles import guard_families
+from tcview.analysis.rules import Kind
 from tcview.ingest.source import load_source
 
 if TYPE_CHECKING:
@@ -34,32 +29,32 @@ def _found(fixture_runs: Path, name: str) -> list[Finding]:
 def test_a_float_learning_rate_changed_every_step(fixture_runs: Path) -> None:
     found = _found(fixture_runs, "h100_lr_float")
     worst = found[0]
-    assert worst.kind == RECOMPILE_LIMIT and worst.severity == "error"
+    assert worst.kind == Kind.RECOMPILE_LIMIT and worst.severity == "error"
     assert "self.param_groups[0]['lr']" in worst.title
     assert "0.001 → 0.00095" in worst.detail and "0.00095 → 0.0009025" in worst.detail  # in order
     assert "fill_" in worst.fix  # a tensor lr changed in place, or it recompiles as before
     assert worst.where == {"file": "/workspace/examples/lr_float.py", "line": 15}
     assert "lr=torch.tensor(" in worst.fix
     # the recompiles are the float's, not sizes: no "mark it dynamic" advice
-    assert SAME_GRAPHS not in {f.kind for f in found}
+    assert Kind.SAME_GRAPHS not in {f.kind for f in found}
     # the float's specialisation in each compile is the recompile finding's, said once there
-    assert SPECIALIZATION not in {f.kind for f in found}
+    assert Kind.SPECIALIZATION not in {f.kind for f in found}
 
 
 def test_a_per_layer_index_drives_the_frame_into_the_recompile_limit(fixture_runs: Path) -> None:
     found = _found(fixture_runs, "h100_module_flag")
     worst = found[0]
-    assert worst.kind == RECOMPILE_LIMIT
+    assert worst.kind == Kind.RECOMPILE_LIMIT
     assert "self.layer_idx" in worst.title
     assert worst.where == {"file": "/workspace/examples/module_flag.py", "line": 17}
     assert "instances of `Block`" in worst.detail  # why: the code of 8 instances
     assert "compile the parent module once" in worst.fix
-    assert SAME_GRAPHS not in {f.kind for f in found}
+    assert Kind.SAME_GRAPHS not in {f.kind for f in found}
 
 
 def test_a_mask_function_swapped_on_purpose(fixture_runs: Path) -> None:
     (finding,) = _found(fixture_runs, "h100_mask_swap")
-    assert finding.kind == RECOMPILES and finding.severity == "info"
+    assert finding.kind == Kind.RECOMPILES and finding.severity == "info"
     assert "block_mask.mask_mod" in finding.title
     why = finding.detail
     assert "`causal`" in why and "each distinct function gets its own graph" in why
@@ -71,7 +66,7 @@ def test_a_mask_function_swapped_on_purpose(fixture_runs: Path) -> None:
 
 def test_a_crash_inside_cuda_graph_replay(fixture_runs: Path) -> None:
     worst = _found(fixture_runs, "h100_cudagraph_crash_docs")[0]
-    assert worst.kind == CRASH and worst.severity == "error"
+    assert worst.kind == Kind.CRASH and worst.severity == "error"
     assert worst.where == {"file": "/workspace/examples/cudagraph_crash_docs.py", "line": 14}
     assert "torch.compiler.cudagraph_mark_step_begin()" in worst.fix
     assert "frames inside torch and libraries" in worst.detail  # counted, never dropped
@@ -118,7 +113,7 @@ def test_cuda_graphs_that_ran_eagerly_at_run_time(fixture_runs: Path) -> None:
         (finding,) = [
             f
             for f in _found(fixture_runs, str(path.relative_to(fixture_runs)))
-            if f.kind == CUDAGRAPHS
+            if f.kind == Kind.CUDAGRAPHS
         ]
         assert finding.title == "CUDA graphs not replayed: the graph ran eagerly at run time"
         assert "pending, uninvoked backwards" in finding.detail

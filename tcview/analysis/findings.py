@@ -65,19 +65,6 @@ __all__ = [
     "where_text",
 ]
 
-CRASH = Kind.CRASH
-COMPILE_FAILED = Kind.COMPILE_FAILED
-RECOMPILE_LIMIT = Kind.RECOMPILE_LIMIT
-RECOMPILE_STORM = Kind.RECOMPILE_STORM
-RECOMPILES = Kind.RECOMPILES
-GRAPH_BREAK = Kind.GRAPH_BREAK
-CUDAGRAPHS = Kind.CUDAGRAPHS
-CACHE_MISS = Kind.CACHE_MISS
-SAME_GRAPHS = Kind.SAME_GRAPHS
-SPECIALIZATION = Kind.SPECIALIZATION
-UNBACKED = Kind.UNBACKED
-COMPILE_TIME = Kind.COMPILE_TIME
-DIVERGENCE = Kind.DIVERGENCE
 
 # ---------------------------------------------------------------------- crashes
 
@@ -231,7 +218,7 @@ def _crashes(model: Model, failures: list[Finding]) -> list[Finding]:
             evidence["torch_hint"] = hint  # torch's own words, a fix only where specific
         out.append(
             Finding(
-                CRASH,
+                Kind.CRASH,
                 Severity.ERROR,
                 f"The run crashed{who}{at}: {etype}",
                 "\n".join(lines),
@@ -388,7 +375,7 @@ def _compile_failures(model: Model) -> list[Finding]:
         fix = cause.fix or ("" if is_generic_hint(hint) or cause.package else hint)
         out.append(
             Finding(
-                COMPILE_FAILED,
+                Kind.COMPILE_FAILED,
                 severity,
                 f"Compiling `{frame_name(frame)}` failed: {ftype}",
                 "\n".join(lines),
@@ -464,7 +451,7 @@ def _cudagraphs(model: Model) -> list[Finding]:
             fix = ""
         out.append(
             Finding(
-                CUDAGRAPHS,
+                Kind.CUDAGRAPHS,
                 Severity.WARNING if state == "skipped" else Severity.INFO,
                 title,
                 detail,
@@ -618,7 +605,7 @@ def _cache_misses(model: Model) -> list[Finding]:
         hit = against[id(comp)]
         out.append(
             Finding(
-                CACHE_MISS,
+                Kind.CACHE_MISS,
                 Severity.WARNING,
                 f"Cache miss on a warm cache at {comp.id_label} ({', '.join(caches)}): "
                 f"{what} changed",
@@ -786,7 +773,7 @@ def _same_graphs(model: Model) -> list[Finding]:
                 n = len(compiles)
                 out.append(
                     Finding(
-                        SAME_GRAPHS,
+                        Kind.SAME_GRAPHS,
                         Severity.WARNING if n >= STORM_RECOMPILES else Severity.INFO,
                         f"These {n} graphs of `{frame_name(frame)}` would be one dynamic graph",
                         f"{', '.join(compile_ids(compiles))} captured the same graph except for sizes or "
@@ -868,7 +855,7 @@ def _symbols(model: Model) -> list[Finding]:
             what = "number" if floats else "size"
             out.append(
                 Finding(
-                    SPECIALIZATION,
+                    Kind.SPECIALIZATION,
                     Severity.INFO,
                     f"`{frame_name(comp.frame)}` ({comp.id_label}): a dynamic {what} was "
                     f"specialised to a constant ({names})",
@@ -902,7 +889,7 @@ def _symbols(model: Model) -> list[Finding]:
             ]
             out.append(
                 Finding(
-                    UNBACKED,
+                    Kind.UNBACKED,
                     Severity.INFO,
                     f"`{frame_name(comp.frame)}` ({comp.id_label}): "
                     f"{plural(len(unbacked), 'data-dependent symbol')}",
@@ -946,7 +933,7 @@ def _fold_specializations(found: list[Finding]) -> list[Finding]:
     out: list[Finding] = []
     by: dict[tuple[int, str], Finding] = {}
     for f in found:
-        specs = f.evidence.get("specializations") if f.kind == SPECIALIZATION else None
+        specs = f.evidence.get("specializations") if f.kind == Kind.SPECIALIZATION else None
         frame = f.compiles[0].frame if f.compiles else None
         if not specs or frame is None:
             out.append(f)
@@ -1000,7 +987,7 @@ def _compile_time(model: Model) -> list[Finding]:
         if seconds >= DOMINANT_SHARE * total:
             out.append(
                 Finding(
-                    COMPILE_TIME,
+                    Kind.COMPILE_TIME,
                     Severity.INFO,
                     f"`{frame_name(frame)}` took {seconds / total:.0%} of the compile time",
                     f"{seconds:.1f}s of {total:.1f}s compiling went to `{frame_name(frame)}` "
@@ -1025,7 +1012,7 @@ def _compile_time(model: Model) -> list[Finding]:
         compiles = [c for c, t in tuned if t]
         out.append(
             Finding(
-                COMPILE_TIME,
+                Kind.COMPILE_TIME,
                 Severity.INFO,
                 f"Autotuning took {tuning / total:.0%} of the compile time",
                 f"{tuning:.1f}s of {total:.1f}s compiling went to autotuning (max-autotune) in "
@@ -1075,7 +1062,7 @@ def _divergence(div: Divergence) -> list[Finding]:
         return []
     return [
         Finding(
-            DIVERGENCE,
+            Kind.DIVERGENCE,
             Severity.WARNING,
             f"Ranks compiled differently: {len(div.groups)} groups ({describe_groups(div.groups)})",
             div.first or "The ranks' compiles differ (tcview summary lists each check).",
