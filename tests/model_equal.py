@@ -26,16 +26,9 @@ IGNORED = frozenset(
         "_memos",
         "_cache",  # TraceFile: parsed headers
         "_contexts",  # TraceFile: memo of fast-path headers' compiles
-        "_fd",  # an open file
-        "_fd_lock",  # its lock and readers: the live object's
-        "_readers",
-        "_close_pending",
-        "_marks",  # TraceFile: line numbers found so far (a cache)
-        "_phases",  # Compile: chromium phases read so far (a cache)
-        "read_stack",  # Compile: its stack once read from disk (a cache)
-        "_retried",  # Compile: `retried` so far (a cache)
-        "_retried_upto",
-        "_lineno",  # Record: compared through `lineno`, computed when first asked
+        "store",  # TraceFile: its file handle, recent payloads and line numbers found
+        "memo",  # LogSource: what readers derived from its bytes (a cache)
+        "_lineno",  # Record: compared through `line_number()`
         "load_stats",  # TraceSet: how the last load went, not what it found
     }
 )
@@ -125,7 +118,7 @@ class _Walker:
         for name in sorted(names - self.ignore):
             self.walk(getattr(a, name), getattr(b, name), f"{where}.{name}")
         if type(a).__name__ == "Record":
-            self.walk(a.lineno, b.lineno, f"{where}.lineno")
+            self.walk(a.line_number(), b.line_number(), f"{where}.line_number()")
 
 
 def _attributes(obj: Any) -> set[str]:

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 from conftest import TCVIEW_CLI, find_as
-from ui_helpers import REPO, ready, settle, sync
+from ui_helpers import REPO, pane, ready, settle, sync
 
 from tcview.analysis.autotune import NO_TABLES, autotuned_ops
 from tcview.analysis.cudagraphs import cudagraph_counts, fold_reason, model_cudagraphs
@@ -157,8 +157,8 @@ async def test_time_view_shows_the_total_autotune_time(fixture_runs: Path) -> No
         await ready(app, pilot)
         await pilot.press("t")
         await settle(app, pilot)
-        assert isinstance(app.screen, TimeView)
-        head = str(app.screen.query_one("#view-head", Static).content)
+        assert isinstance(pane(app), TimeView)
+        head = str(pane(app).query_one("#view-head", Static).content)
         # compile_time_autotune_time_us: 8355136 (0/0) + 1/0's
         model = app.model
         assert model is not None

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 from conftest import TCVIEW_CLI
-from ui_helpers import REPO, ready, settle, sync
+from ui_helpers import REPO, pane, ready, settle, sync
 
 from tcview.analysis.autotune import autotune_seconds, autotune_time, autotuned_ops
 from tcview.ingest.source import load_source
@@ -68,6 +68,6 @@ async def test_time_view_says_the_same_total(run: Path) -> None:
         await ready(app, pilot)
         await pilot.press("t")
         await settle(app, pilot)
-        assert isinstance(app.screen, TimeView)
-        head = str(app.screen.query_one("#view-head", Static).content)
+        assert isinstance(pane(app), TimeView)
+        head = str(pane(app).query_one("#view-head", Static).content)
         assert "autotune 41.32s in 1 compiles" in head

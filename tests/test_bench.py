@@ -19,7 +19,7 @@ from typing import Any
 import pytest
 from conftest import TCVIEW_CLI, find_as, needs_torch
 from run_helpers import alive, wait_for
-from ui_helpers import REPO, ready, settle, sync
+from ui_helpers import REPO, on_top, pane, ready, settle, sync
 from waits import holds, until
 
 from tcview.commands.cli import main
@@ -247,17 +247,18 @@ async def test_declining_the_dialog_runs_nothing(
 
     from tcview.ui.app import TcviewApp
     from tcview.ui.bench import BenchDialog
+    from tcview.ui.options import OpenOptions
     from tcview.ui.views import KernelsView
 
     python, marker = fake_python(tmp_path)
     run = fixture_runs / "cpu_bench"
     before = tree_digest(run)
-    app = TcviewApp(str(run), python=str(python))
+    app = TcviewApp(OpenOptions(str(run), python=str(python)))
     async with app.run_test(size=(140, 45)) as pilot:
         await ready(app, pilot)
         await pilot.press("K")
         await settle(app, pilot)
-        assert isinstance(app.screen, KernelsView)
+        assert isinstance(pane(app), KernelsView)
         await pilot.press("down", "B")
         await until(pilot, lambda: isinstance(app.screen, BenchDialog), 60, seen=lambda: app.screen)
         dialog = app.screen
@@ -274,7 +275,7 @@ async def test_declining_the_dialog_runs_nothing(
         assert dialog.plan.directory.is_dir() and not list(dialog.plan.directory.iterdir())
         await pilot.press("n")
         await settle(app, pilot)
-        assert isinstance(app.screen, KernelsView)
+        assert isinstance(pane(app), KernelsView)
         assert app.browser.bencher.job is None and not app.browser.bencher.results
     assert driver_calls(marker) == [] and marker.read_text().startswith("-c")  # probed only
     assert not list(private_tmp.iterdir())
@@ -284,9 +285,10 @@ async def test_declining_the_dialog_runs_nothing(
 @sync
 async def test_the_key_says_when_it_is_off(fixture_runs: Path, tmp_path: Path) -> None:
     from tcview.ui.app import TcviewApp
+    from tcview.ui.options import OpenOptions
 
     python, marker = fake_python(tmp_path)
-    app = TcviewApp(str(fixture_runs / "cpu_bench"), python=str(python), no_exec=True)
+    app = TcviewApp(OpenOptions(str(fixture_runs / "cpu_bench"), python=str(python), no_exec=True))
     async with app.run_test(size=(140, 45)) as pilot:
         await ready(app, pilot)
         await pilot.press("K")
@@ -306,15 +308,16 @@ async def test_the_key_again_cancels_a_running_benchmark(
     """B while a benchmark runs asks whether to cancel it: n lets it run, y kills its group."""
     from tcview.ui.app import TcviewApp
     from tcview.ui.bench import BenchDialog, CancelBenchDialog
+    from tcview.ui.options import OpenOptions
     from tcview.ui.views import KernelsView
 
     python, marker = fake_python(tmp_path, "python-slow", sleep=True)
     pids_file = tmp_path / "python-slow.pids"
-    app = TcviewApp(str(fixture_runs / "cpu_bench"), python=str(python))
+    app = TcviewApp(OpenOptions(str(fixture_runs / "cpu_bench"), python=str(python)))
 
     async def press_and_wait(key: str, screen: type) -> None:
         await pilot.press(key)
-        await until(pilot, lambda: isinstance(app.screen, screen), 60, seen=lambda: app.screen)
+        await until(pilot, lambda: isinstance(on_top(app), screen), 60, seen=lambda: on_top(app))
 
     async with app.run_test(size=(140, 45)) as pilot:
         await ready(app, pilot)
@@ -398,11 +401,12 @@ async def test_bench_key_fills_the_kernels_column(
 
     from tcview.ui.app import TcviewApp
     from tcview.ui.bench import BenchDialog
+    from tcview.ui.options import OpenOptions
     from tcview.ui.views import KernelsView
 
     monkeypatch.setenv("TORCHINDUCTOR_CACHE_DIR", inductor_cache)
     python, marker = fake_python(tmp_path)
-    app = TcviewApp(str(fixture_runs / "cpu_bench"), python=str(python))
+    app = TcviewApp(OpenOptions(str(fixture_runs / "cpu_bench"), python=str(python)))
     async with app.run_test(size=(160, 45)) as pilot:
         await ready(app, pilot)
         await pilot.press("K")
@@ -414,7 +418,7 @@ async def test_bench_key_fills_the_kernels_column(
         await settle(app, pilot)
         result = app.browser.bencher.results[-1]
         assert result.ok, result.problem
-        view = app.screen
+        view = pane(app)
         assert isinstance(view, KernelsView)
         table = view.query_one(DataTable)
         assert [c.label.plain for c in table.columns.values()][-1] == KernelsView.BENCH_COLUMN

@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 from conftest import find_as
-from ui_helpers import REPO, ready, settle, sync
+from ui_helpers import REPO, pane, ready, settle, sync
 from waits import until
 
 from tcview.ingest.source import load_source
@@ -68,7 +68,7 @@ async def test_triton_graph_benchmarked_from_the_kernels_view(fixture_runs: Path
         keep("pilot_result.json", result.to_json())
         print("\n".join(result.lines()))
         assert result.ok, f"{result.problem}\n{result.output[-3000:]}"
-        view = app.screen
+        view = pane(app)
         assert isinstance(view, KernelsView)
         table = view.query_one(DataTable)
         assert [c.label.plain for c in table.columns.values()][-1] == KernelsView.BENCH_COLUMN

@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 from conftest import FIXTURES
 from textual.widgets import DataTable
-from ui_helpers import ready, settle, sync
+from ui_helpers import pane, ready, settle, sync
 
 from tcview.model.facts import parse_graph_break
 from tcview.ui.app import TcviewApp
@@ -43,7 +43,7 @@ async def test_break_detail_shows_each_hint_once(shared_traces: Path) -> None:
         await ready(app, pilot)
         await pilot.press("b")
         await settle(app, pilot)
-        view = app.screen
+        view = pane(app)
         assert isinstance(view, BreaksView) and len(view.objects) > 1
         for row in range(len(view.objects)):
             view.query_one("#view-table", DataTable).move_cursor(row=row)

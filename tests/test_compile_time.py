@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 from conftest import TCVIEW_CLI
-from ui_helpers import REPO, ready, settle, sync
+from ui_helpers import REPO, pane, ready, settle, sync
 
 from tcview.analysis.compiletime import compile_seconds, compile_time
 from tcview.analysis.rundiff import run_diff
@@ -93,11 +93,11 @@ async def test_time_view_total_counts_the_backward(run: Path) -> None:
         await ready(app, pilot)
         await pilot.press("t")
         await settle(app, pilot)
-        assert isinstance(app.screen, TimeView)
-        head = str(app.screen.query_one("#view-head", Static).content)
+        assert isinstance(pane(app), TimeView)
+        head = str(pane(app).query_one("#view-head", Static).content)
         assert "total 10.78s in 2 compiles incl. backward" in head
         assert app.model is not None
-        rows = app.screen.rows(app.model)
+        rows = pane(app).rows(app.model)
         assert [c.id_label for _, c in rows] == ["0/0", "1/0"]
 
 

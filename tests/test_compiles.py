@@ -54,7 +54,7 @@ def test_three_rounds_with_resets_are_six_compiles(resets: Path) -> None:
     assert all(c.frame is not None and c.frame.stack for c in comps)
     # Each has its own metrics record, compile time and FX graph cache result.
     assert all(len(c.compilation_metrics()) == 1 for c in comps)
-    assert [m["co_name"] for c in comps for m in c.compilation_metrics()] == [
+    assert [m.co_name for c in comps for m in c.compilation_metrics()] == [
         "g", "fn", "g", "fn", "g", "fn2",
     ]  # fmt: skip
     fx = [[e.result for e in c.cache if e.cache == "fx_graph"] for c in comps]
@@ -225,7 +225,7 @@ def test_every_compile_agrees_with_tlparse(rel: str, shared_traces: Path) -> Non
     got: list[list[Any]] = [
         [
             c.id_text,
-            m.get("co_name"),
+            m.co_name,
             c.status,
             len(c.restart_reasons),
             sorted(f"{e.cache}_cache_{e.result}" for e in c.cache),

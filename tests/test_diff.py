@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, Any
 
 import pytest
 from conftest import REPO, TCVIEW_CLI, shared_run_dirs
-from ui_helpers import SnapCompare, ready, settle, sync
+from ui_helpers import SnapCompare, pane, ready, settle, sync, viewer_shown
 
 from tcview.analysis.diff import (
     ADDED,
@@ -325,9 +325,8 @@ def test_frames_match_when_their_first_line_moved() -> None:
 
 
 def _pane(app: App[Any]) -> tuple[Document, list[str]]:
-    from tcview.ui.reader import Reader
 
-    doc = app.screen.query(Reader).first().viewer.doc
+    doc = viewer_shown(app).doc
     return doc, [doc.plain(i) for i in range(doc.count)]
 
 
@@ -336,14 +335,15 @@ def _pane(app: App[Any]) -> tuple[Document, list[str]]:
 async def test_d_diffs_a_recompile_with_what_it_replaced(shared_traces: Path) -> None:
     from tcview.ui.app import TcviewApp
     from tcview.ui.diffview import CompileDiffView
+    from tcview.ui.options import OpenOptions
 
     trace = shared_traces / "h200-torch2.11" / "recompiles" / "trace"
-    app = TcviewApp(str(trace), goto="0/2")
+    app = TcviewApp(OpenOptions(str(trace), goto="0/2"))
     async with app.run_test(size=(150, 45)) as pilot:
         await ready(app, pilot)
         await pilot.press("d")
         await settle(app, pilot)
-        assert isinstance(app.screen, CompileDiffView)
+        assert isinstance(pane(app), CompileDiffView)
         doc, text = _pane(app)
         assert doc.title == "0/1 → 0/2"
         assert "guards: 1 changed, 0 added, 0 removed, 7 same" in text
@@ -368,14 +368,15 @@ async def test_d_diffs_a_recompile_with_what_it_replaced(shared_traces: Path) ->
 async def test_d_on_a_first_compile_says_why_not(shared_traces: Path) -> None:
     from tcview.ui.app import TcviewApp
     from tcview.ui.diffview import CompileDiffView
+    from tcview.ui.options import OpenOptions
 
     trace = shared_traces / "h200-torch2.11" / "recompiles" / "trace"
-    app = TcviewApp(str(trace), goto="0/0")
+    app = TcviewApp(OpenOptions(str(trace), goto="0/0"))
     async with app.run_test(size=(150, 45)) as pilot:
         await ready(app, pilot)
         await pilot.press("d")
         await settle(app, pilot)
-        assert not isinstance(app.screen, CompileDiffView)
+        assert not isinstance(pane(app), CompileDiffView)
         assert any("replaced no compile" in str(n.message) for n in app._notifications)
 
 
@@ -388,13 +389,14 @@ def recompiles(shared_traces: Path, monkeypatch: pytest.MonkeyPatch) -> str:
 @pytest.mark.app
 def test_snapshot_compile_diff(snap_compare: SnapCompare, recompiles: str) -> None:
     from tcview.ui.app import TcviewApp
+    from tcview.ui.options import OpenOptions
 
     async def before(pilot: Pilot[Any]) -> None:
         await ready(pilot.app, pilot)
         await pilot.press("d")
         await settle(pilot.app, pilot)
 
-    app = TcviewApp(recompiles, goto="0/2")
+    app = TcviewApp(OpenOptions(recompiles, goto="0/2"))
     assert snap_compare(app, terminal_size=(120, 40), run_before=before)
 
 

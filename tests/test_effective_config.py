@@ -12,7 +12,7 @@ from pathlib import Path
 from conftest import TCVIEW_CLI, find_as
 from ui_helpers import REPO
 
-from tcview.analysis.recompiles import compile_config
+from tcview.analysis.compile_config import compile_config
 from tcview.ingest.source import load_source
 from tcview.model.objects import Compile
 

@@ -10,7 +10,17 @@ import pytest
 from conftest import FIXTURES
 from textual.command import CommandPalette
 from textual.widgets.tree import TreeNode
-from ui_helpers import CPU_SAMPLE, GPU_SAMPLE, palette_lists, ready, settle, sync
+from ui_helpers import (
+    CPU_SAMPLE,
+    GPU_SAMPLE,
+    palette_lists,
+    pane,
+    ready,
+    settle,
+    shown_as,
+    sync,
+    viewer_shown,
+)
 from waits import until
 
 from tcview.analysis.kernels import OUTPUT_CODES
@@ -18,18 +28,17 @@ from tcview.ingest.source import load_source
 from tcview.model.objects import Compile, Kernel, Record
 from tcview.report.search import Hit, Query, search
 from tcview.ui.app import TcviewApp
-from tcview.ui.finder import ResultsTree, SearchScreen
+from tcview.ui.finder import ResultsTree, SearchView
 from tcview.ui.reader import Reader
 from tcview.ui.views import OtherView
 
 SIZE = (120, 40)
 
 
-async def _search(app: TcviewApp, pilot: Any, text: str) -> SearchScreen:
+async def _search(app: TcviewApp, pilot: Any, text: str) -> SearchView:
     await pilot.press("S")
-    await until(pilot, lambda: isinstance(app.screen, SearchScreen), seen=lambda: app.screen)
-    screen = app.screen
-    assert isinstance(screen, SearchScreen)
+    await until(pilot, lambda: isinstance(pane(app), SearchView), seen=lambda: pane(app))
+    screen = shown_as(app, SearchView)
     assert app.focused is screen.query_one("#global-query")
     await pilot.press(*text)
     await pilot.press("enter")
@@ -43,7 +52,7 @@ def _compile_of(leaf: TreeNode[Hit | None]) -> Compile:
     return leaf.data.compile
 
 
-def _leaves(screen: SearchScreen) -> list[Any]:
+def _leaves(screen: SearchView) -> list[Any]:
     tree = screen.query_one(ResultsTree)
     return [leaf.data for group in tree.root.children for leaf in group.children]
 
@@ -83,8 +92,8 @@ async def test_search_jumps_to_the_kernel_line() -> None:
         assert str(group.label).startswith(kernel.compile.id_label)
         await pilot.press("down", "enter")  # to the results, open the first
         await settle(app, pilot)
-        assert len(app.screen_stack) == 1
-        viewer = app.screen.query_one(Reader).viewer
+        assert len(app.screen_stack) == 1 and pane(app).id == "browse"
+        viewer = viewer_shown(app)
         assert viewer.doc.title.startswith(f"kernel {kernel.name}")
         assert app.focused is viewer
         index = viewer.doc.index_of(line)
@@ -95,7 +104,7 @@ async def test_search_jumps_to_the_kernel_line() -> None:
         assert node is not None and node.data is not None and isinstance(node.data.obj, Kernel)
         assert node.data.obj.name == kernel.name, "the tree shows it too"
         await pilot.press("S")  # the results are still there
-        await until(pilot, lambda: app.screen is screen, seen=lambda: app.screen)
+        await until(pilot, lambda: pane(app) is screen, seen=lambda: pane(app))
         assert len(_leaves(screen)) == 1
 
 
@@ -122,7 +131,7 @@ async def test_results_are_grouped_by_compile_and_open_records_at_their_line() -
         tree.focus()
         tree.select_node(next(n for g in tree.root.children for n in g.children if n.data is graph))
         await settle(app, pilot)
-        viewer = app.screen.query_one(Reader).viewer
+        viewer = viewer_shown(app)
         assert viewer.doc.title.startswith("Dynamo graph")
         line, start, end = viewer.matches[viewer.match_index]
         assert line == graph.line - 1
@@ -160,8 +169,7 @@ async def test_palette_searches_everything() -> None:
         await palette_lists(app, pilot, "Search everything", last=True)
         await pilot.press("end", "enter")  # the last entry: search everything for it
         await settle(app, pilot)
-        screen = app.screen
-        assert isinstance(screen, SearchScreen), screen
+        screen = shown_as(app, SearchView)
         await until(pilot, lambda: screen.finished, what="the search to finish")
         assert _leaves(screen) and all("XBLOCK" in h.text for h in _leaves(screen))
 
@@ -177,8 +185,7 @@ async def test_other_output_opens_the_other_view_at_the_line() -> None:
         assert [(h.artifact, h.line) for h in hits] == [("other output", 139)]
         await pilot.press("down", "enter")
         await settle(app, pilot)
-        assert isinstance(app.screen, OtherView)
-        viewer = app.screen.query_one(Reader).viewer
+        viewer = shown_as(app, OtherView).query_one(Reader).viewer
         line, start, end = viewer.matches[viewer.match_index]
         assert app.model is not None
         # the file's path once, above its lines; the line found is 139
@@ -197,7 +204,7 @@ async def test_a_run_directory_s_log_hits_open_without_the_tree() -> None:
         assert hits and all(isinstance(h.record, Record) for h in hits)
         await pilot.press("down", "enter")
         await settle(app, pilot)
-        viewer = app.screen.query_one(Reader).viewer
+        viewer = viewer_shown(app)
         line, start, end = viewer.matches[viewer.match_index]
         assert viewer.doc.plain(line)[start:end] == "Recompiling function"
 

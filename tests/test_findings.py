@@ -13,16 +13,16 @@ from typing import TYPE_CHECKING, Any
 
 import pytest
 from conftest import FIXTURES, REPO, SAMPLES, TCVIEW_CLI
-from ui_helpers import ready, sync
+from ui_helpers import ready, sync, viewer_shown
 
 from tcview.analysis.checks import SEVERITIES, fail_on
+from tcview.analysis.crashes import torch_hint
 from tcview.analysis.findings import (
     Finding,
     compile_cost_s,
     findings,
     is_user_file,
     text_frames,
-    torch_hint,
     user_line,
 )
 from tcview.analysis.rules import Kind
@@ -195,7 +195,7 @@ def test_recompile_limit_and_storm(shared_traces: Path) -> None:
 
 def test_a_changing_float_names_the_value_and_the_line_that_read_it() -> None:
     (found,) = findings(_load(CASES / "float_lr"))
-    # the words for what changed are recompiles.py's (its guard families may refine them)
+    # the words for what changed are guard_words.py's (its guard families may refine them)
     assert found.title.startswith("`update` recompiled once on `hyper['lr']`")
     assert found.severity == "info"  # once: torch made the float dynamic after it changed
     assert _line(found) == ("script.py", 16)  # return w - hyper["lr"] * grad
@@ -421,9 +421,8 @@ def test_findings_are_the_same_from_the_index_cache(
 
 
 def shown(app: App[Any]) -> list[str]:
-    from tcview.ui.reader import Reader
 
-    doc = app.screen.query(Reader).first().viewer.doc
+    doc = viewer_shown(app).doc
     return [doc.plain(i) for i in range(doc.count)]
 
 
@@ -431,9 +430,10 @@ def shown(app: App[Any]) -> list[str]:
 async def test_a_live_overview_leads_with_the_findings_as_they_come(tmp_path: Path) -> None:
     from tcview.ingest.replay import replay
     from tcview.ui.app import TcviewApp
+    from tcview.ui.options import OpenOptions
 
     live = tmp_path / "live"
-    app = TcviewApp(str(live), follow=True)
+    app = TcviewApp(OpenOptions(str(live), follow=True))
     async with app.run_test(size=(120, 40)) as pilot:
         await ready(app, pilot)
         assert not app.browser._findings  # nothing read yet

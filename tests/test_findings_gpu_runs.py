@@ -8,7 +8,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import pytest
-from ui_helpers import ready, sync
+from ui_helpers import pane, ready, sync, viewer_shown
 
 from tcview.analysis.findings import (
     Finding,
@@ -89,9 +89,10 @@ async def test_a_live_run_shows_the_recompile_budget_of_the_worst_frame(
     """`tcview run` and follow mode: the status bar says how close a frame is to its limit."""
     from tcview.ingest.replay import replay
     from tcview.ui.app import TcviewApp
+    from tcview.ui.options import OpenOptions
 
     live = tmp_path / "live"
-    app = TcviewApp(str(live), follow=True)
+    app = TcviewApp(OpenOptions(str(live), follow=True))
     async with app.run_test(size=(160, 40)) as pilot:
         await ready(app, pilot)
         assert "recompiles" not in app.status_left
@@ -142,20 +143,19 @@ async def test_the_first_screen_leads_with_the_worst_finding_and_w_goes_to_its_e
             "  error   `forward` hit the recompile limit (recompile_limit = 8) after recompiling on"
         )
         await pilot.press("w")
-        assert await _until(pilot, lambda: isinstance(app.screen, FindingsView))
-        table = app.screen.query_one(DataTable)
+        assert await _until(pilot, lambda: isinstance(pane(app), FindingsView))
+        table = pane(app).query_one(DataTable)
         assert await _until(pilot, lambda: table.row_count == 1)
         await pilot.press("enter")
-        assert await _until(pilot, lambda: not isinstance(app.screen, FindingsView))
+        assert await _until(pilot, lambda: not isinstance(pane(app), FindingsView))
         node = app.browser.main_tree.cursor_node
         assert node is not None and node.data is not None
         assert getattr(node.data.obj, "id_label", "") == "0/1"  # the first recompile
 
 
 def _shown(app: App[Any]) -> list[str]:
-    from tcview.ui.reader import Reader
 
-    doc = app.screen.query(Reader).first().viewer.doc
+    doc = viewer_shown(app).doc
     return [doc.plain(i) for i in range(doc.count)]
 
 

@@ -28,8 +28,8 @@ def _summary(model: Model) -> dict:
 
 
 def _summary_now(follower: Follower) -> dict:
-    with follower.lock:
-        return _summary(follower.model)
+    """What readers see while it follows: the last version it published."""
+    return _summary(follower.published)
 
 
 def _sources() -> list[Path]:
@@ -73,6 +73,7 @@ def test_replay_while_following_equals_one_shot(tmp_path: Path, poll: bool) -> N
         follower.stop()
     follower.finish()
     assert _summary(follower.model) == expected
+    assert _summary(follower.published) == expected
 
 
 def test_step_by_step_growth_is_exact(tmp_path: Path) -> None:

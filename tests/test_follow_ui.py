@@ -16,6 +16,7 @@ from waits import until
 
 from tcview.ingest.replay import replay
 from tcview.ui.app import TcviewApp
+from tcview.ui.options import OpenOptions
 
 SOURCES = [SAMPLES / "gpu_triton_user" / "trace", SAMPLES / "cpu_breaks_recompiles" / "trace"]
 
@@ -31,7 +32,7 @@ def _expected(tmp: Path) -> str:
 async def test_tree_grows_in_place_and_counts_go_live(tmp_path: Path) -> None:
     expected = _expected(tmp_path)
     live = tmp_path / "live"
-    app = TcviewApp(str(live), follow=True)
+    app = TcviewApp(OpenOptions(str(live), follow=True))
     async with app.run_test(size=(120, 40)) as pilot:
         await ready(app, pilot)
         assert app.status_left.startswith("live")
@@ -51,8 +52,8 @@ async def test_tree_grows_in_place_and_counts_go_live(tmp_path: Path) -> None:
         await pilot.press("F")
         await until(
             pilot,
-            lambda: app.browser.follow_newest and "following newest" in app.status_left,
-            seen=lambda: (app.browser.follow_newest, app.status_left),
+            lambda: app.browser.controller.follow_newest and "following newest" in app.status_left,
+            seen=lambda: (app.browser.controller.follow_newest, app.status_left),
         )
         assert app.model is not None
         newest = app.model.compiles[-1]

@@ -259,6 +259,7 @@ def test_the_app_writes_nothing_into_a_read_only_trace(tmp_path: Path) -> None:
     from ui_helpers import ready, settle, sync
 
     from tcview.ui.app import TcviewApp
+    from tcview.ui.options import OpenOptions
 
     root = tmp_path / "ro"
     shutil.copytree(SAMPLES / "gpu_triton_user", root)
@@ -269,7 +270,7 @@ def test_the_app_writes_nothing_into_a_read_only_trace(tmp_path: Path) -> None:
 
     @sync
     async def browse() -> None:
-        app = TcviewApp(str(root), follow=True)
+        app = TcviewApp(OpenOptions(str(root), follow=True))
         async with app.run_test(size=(120, 40)) as pilot:
             await ready(app, pilot)
             for key in ("j", "j", "enter", "j", "K", "escape", "t", "escape", "o", "escape"):

@@ -8,7 +8,7 @@ import json
 from pathlib import Path
 
 import pytest
-from ui_helpers import ready, settle, sync
+from ui_helpers import ready, settle, sync, viewer_shown
 
 from tcview.analysis.diff import compile_diff
 from tcview.analysis.export import export_report
@@ -157,15 +157,15 @@ def test_hostile_records_give_no_crash(tmp_path: Path) -> None:
 @sync
 async def test_hostile_text_is_shown_literally(tmp_path: Path) -> None:
     from tcview.ui.app import TcviewApp
-    from tcview.ui.reader import Reader
+    from tcview.ui.options import OpenOptions
 
-    app = TcviewApp(str(hostile(tmp_path, 2)), goto="triton_poi_fused_add_0")
+    app = TcviewApp(OpenOptions(str(hostile(tmp_path, 2)), goto="triton_poi_fused_add_0"))
     async with app.run_test(size=(140, 40)) as pilot:
         await ready(app, pilot)
         for key in ("i", "escape", "X"):
             await pilot.press(key)
             await settle(app, pilot)
-        view = app.screen.query(Reader).first().viewer
+        view = viewer_shown(app)
         rendered = "".join(view.render_line(y).text for y in range(min(view.doc.count, 40)))
         assert "[bold red]boom[/]" in rendered
         assert "\x1b" not in rendered and "\x07" not in rendered and "\u202e" not in rendered

@@ -9,6 +9,7 @@ import threading
 import pytest
 from conftest import SAMPLES
 
+from tcview.ingest.payloads import PayloadStore
 from tcview.ingest.source import load_source
 from tcview.ingest.tracefile import TraceFile
 
@@ -50,7 +51,7 @@ def test_reads_race_closes_and_always_get_their_bytes() -> None:
     threads[0].join()
     assert problems == []
     tf.close()
-    assert tf._fd is None  # closed once the readers were done
+    assert tf.store._fd is None  # closed once the readers were done
 
 
 def test_the_recompile_budget_reads_nothing_from_disk(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -59,13 +60,13 @@ def test_the_recompile_budget_reads_nothing_from_disk(monkeypatch: pytest.Monkey
 
     model = load_source(str(SAMPLES / "cpu_breaks_recompiles" / "trace"), cache=False)
     reads: list[int] = []
-    real = TraceFile.read
+    real = PayloadStore.read
 
-    def counted(self: TraceFile, start: int, end: int) -> bytes:
+    def counted(self: PayloadStore, start: int, end: int) -> bytes:
         reads.append(start)
         return real(self, start, end)
 
-    monkeypatch.setattr(TraceFile, "read", counted)
+    monkeypatch.setattr(PayloadStore, "read", counted)
     budget = recompile_budget(model)
     assert budget is not None and budget.limit == 8  # the trace's own recompile_limit
     assert reads == []

@@ -269,19 +269,20 @@ def test_kernels_view_measured_column() -> None:
     import asyncio
 
     from textual.widgets import DataTable
-    from ui_helpers import ready, settle
+    from ui_helpers import pane, ready, settle
 
     from tcview.analysis.kernels import KernelGroup
     from tcview.ui.app import TcviewApp
+    from tcview.ui.options import OpenOptions
     from tcview.ui.views import KernelsView
 
     async def go() -> None:
-        app = TcviewApp(str(FIX / "trace"), profile=str(FIX / "profile.json.gz"))
+        app = TcviewApp(OpenOptions(str(FIX / "trace"), profile=str(FIX / "profile.json.gz")))
         async with app.run_test(size=(200, 45)) as pilot:
             await ready(app, pilot)
             await pilot.press("K")
             await settle(app, pilot)
-            view = app.screen
+            view = pane(app)
             assert isinstance(view, KernelsView)
             assert KernelsView.MEASURED_COLUMN in view.shown_columns
             col = view.shown_columns.index(KernelsView.MEASURED_COLUMN)
@@ -374,21 +375,22 @@ def test_live_run_shows_the_profile_once_written(tmp_path: Path) -> None:
     import shutil
     import time
 
-    from ui_helpers import ready, settle
+    from ui_helpers import pane, ready, settle
 
     from tcview.ui.app import TcviewApp
+    from tcview.ui.options import OpenOptions
     from tcview.ui.views import KernelsView
 
     run = tmp_path / "run"
     shutil.copytree(FIX / "trace", run / "trace")
 
     async def go() -> None:
-        app = TcviewApp(str(run), follow=True)
+        app = TcviewApp(OpenOptions(str(run), follow=True))
         async with app.run_test(size=(200, 45)) as pilot:
             await ready(app, pilot)
             await pilot.press("K")
             await settle(app, pilot)
-            view = app.screen
+            view = pane(app)
             assert isinstance(view, KernelsView)
             assert KernelsView.MEASURED_COLUMN not in view.shown_columns
             (run / "profile").mkdir()

@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING, Any
 
 import pytest
 from conftest import FIXTURES, REPO, TCVIEW_CLI, unpack_shared
-from ui_helpers import SnapCompare, ready, settle, sync
+from ui_helpers import SnapCompare, pane, ready, settle, sync, viewer_shown
 
 from tcview.analysis.provenance import (
     LINES_FROM_GRAPH,
@@ -316,9 +316,8 @@ def test_show_kernel_without_tracking_says_how_to_turn_it_on(shared_traces: Path
 
 
 def _pane(app: App[Any]) -> tuple[Document, list[str]]:
-    from tcview.ui.reader import Reader
 
-    doc = app.screen.query(Reader).first().viewer.doc
+    doc = viewer_shown(app).doc
     return doc, [doc.plain(i) for i in range(doc.count)]
 
 
@@ -326,9 +325,10 @@ def _pane(app: App[Any]) -> tuple[Document, list[str]]:
 @sync
 async def test_kernel_provenance_one_key_away(fixture_runs: Path) -> None:
     from tcview.ui.app import TcviewApp
+    from tcview.ui.options import OpenOptions
 
     trace = str(fixture_runs / "gpu_provenance" / "trace")
-    app = TcviewApp(trace, goto="triton_poi_fused_gelu_mul_sigmoid_1")
+    app = TcviewApp(OpenOptions(trace, goto="triton_poi_fused_gelu_mul_sigmoid_1"))
     async with app.run_test(size=(140, 45)) as pilot:
         await ready(app, pilot)
         doc, _ = _pane(app)
@@ -346,7 +346,7 @@ async def test_kernel_provenance_one_key_away(fixture_runs: Path) -> None:
         await settle(app, pilot)
         assert _pane(app)[0].title.startswith("kernel triton_poi_fused_gelu_mul_sigmoid_1")
         # The post-grad graph of the same compile marks the picked kernel's nodes.
-        kernel = app.browser.picked_kernel
+        kernel = app.browser.controller.picked_kernel
         assert kernel is not None and kernel.compile is not None
         graph = next(r for r in kernel.compile.records if r.label == "inductor_post_grad_graph")
         app.browser.reveal("record", graph)
@@ -368,7 +368,7 @@ async def test_provenance_view_enter_jumps_to_the_kernel(fixture_runs: Path) -> 
         await ready(app, pilot)
         await pilot.press("P")
         await settle(app, pilot)
-        view = app.screen
+        view = pane(app)
         assert isinstance(view, ProvenanceView)
         head = str(view.query_one("#view-head").render())
         assert "14 mapping keys in 3 graphs: 8 generated kernels, 6 extern calls" in head, head
@@ -381,16 +381,17 @@ async def test_provenance_view_enter_jumps_to_the_kernel(fixture_runs: Path) -> 
         assert rows[1].kernel.key == "triton_per_fused_native_layer_norm_0:1"
         await pilot.press("down", "enter")
         await settle(app, pilot)
-        assert not isinstance(app.screen, ProvenanceView)
-        assert app.browser.picked_kernel is not None
-        assert app.browser.picked_kernel.name == "triton_per_fused_native_layer_norm_0"
+        assert not isinstance(pane(app), ProvenanceView)
+        assert app.browser.controller.picked_kernel is not None
+        assert app.browser.controller.picked_kernel.name == "triton_per_fused_native_layer_norm_0"
         # By FX node: headings name a graph's node, the rows under it its kernels.
         await pilot.press("P")
         await settle(app, pilot)
         await pilot.press("N")
         await settle(app, pilot)
-        assert isinstance(app.screen, ProvenanceView)
-        heads = [r for r in app.screen.objects if r.node]
+        view = pane(app)
+        assert isinstance(view, ProvenanceView)
+        heads = [r for r in view.objects if r.node]
         assert (
             heads[0].unit is not None
             and f"{heads[0].unit.label} {heads[0].node}" == "0/0 forward var_mean"
@@ -406,7 +407,7 @@ async def test_e_opens_the_user_lines_of_a_kernel(
     the tree (its provenance shown) opens the user's file at that line."""
     from tcview.analysis.paths import PathMap
     from tcview.ui.app import TcviewApp
-    from tcview.ui.reader import Reader
+    from tcview.ui.options import OpenOptions
     from tcview.ui.take import LocationPicker
     from tcview.ui.views import ProvenanceView
 
@@ -421,14 +422,16 @@ async def test_e_opens_the_user_lines_of_a_kernel(
     local = checkout / "provenance.py"
     local.write_text("x = 1\n" * 60)
     app = TcviewApp(
-        str(fixture_runs / "gpu_provenance" / "trace"),
-        path_map=PathMap.parse([f"/workspace/examples={checkout}"]),
+        OpenOptions(
+            str(fixture_runs / "gpu_provenance" / "trace"),
+            path_map=PathMap.parse([f"/workspace/examples={checkout}"]),
+        )
     )
     async with app.run_test(size=(140, 45)) as pilot:
         await ready(app, pilot)
         await pilot.press("P")
         await settle(app, pilot)
-        assert isinstance(app.screen, ProvenanceView)
+        assert isinstance(pane(app), ProvenanceView)
         await pilot.press("e")  # the first user line: provenance.py:24
         await settle(app, pilot)
         assert argv.read_text().split("\n")[:2] == ["+24", str(local)]
@@ -455,7 +458,7 @@ async def test_e_opens_the_user_lines_of_a_kernel(
         await settle(app, pilot)
         await pilot.press("i")
         await settle(app, pilot)
-        app.screen.query_one(Reader).viewer.focus()
+        viewer_shown(app).focus()
         await pilot.press("e")  # from its provenance in the pane: pick among its lines
         await settle(app, pilot)
         assert isinstance(app.screen, LocationPicker)
@@ -476,6 +479,7 @@ def test_snapshot_kernel_provenance(
     """`i` on a Triton kernel: its graph, where the facts come from, its user lines, its
     post- and pre-grad nodes and the other kernels of its lines."""
     from tcview.ui.app import TcviewApp
+    from tcview.ui.options import OpenOptions
 
     monkeypatch.chdir(fixture_runs / "gpu_provenance")
 
@@ -484,5 +488,5 @@ def test_snapshot_kernel_provenance(
         await pilot.press("i")
         await settle(pilot.app, pilot)
 
-    app = TcviewApp("trace", goto="triton_poi_fused_gelu_mul_sigmoid_1")
+    app = TcviewApp(OpenOptions("trace", goto="triton_poi_fused_gelu_mul_sigmoid_1"))
     assert snap_compare(app, terminal_size=(120, 40), run_before=before)

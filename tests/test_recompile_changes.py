@@ -9,7 +9,8 @@ import pytest
 from corpus import CORPUS, run_dir
 
 from tcview.analysis.changes import Aspect, Change, covers, diff, parse_facts, show, user_name
-from tcview.analysis.recompiles import guard_families, recompile_cause
+from tcview.analysis.recompile_causes import recompile_cause
+from tcview.analysis.recompiles import guard_families
 from tcview.analysis.rules import BEGIN, END, kinds_table, with_table
 from tcview.ingest.source import load_source
 from tcview.model.objects import Model

@@ -12,16 +12,10 @@ from pathlib import Path
 import pytest
 from conftest import FIXTURES, SAMPLES, unpack_shared
 
-from tcview.analysis.recompiles import (
-    FAMILIES,
-    CompileConfig,
-    Explanation,
-    compile_config,
-    explain,
-    explain_frame,
-    guard_families,
-    parse_guard_failure,
-)
+from tcview.analysis.compile_config import CompileConfig, compile_config
+from tcview.analysis.guard_failures import FAMILIES, parse_guard_failure
+from tcview.analysis.guard_words import Explanation
+from tcview.analysis.recompiles import explain, explain_frame, guard_families
 from tcview.analysis.rundiff import run_diff
 from tcview.ingest.source import load_source
 from tcview.model.objects import Model
@@ -459,7 +453,7 @@ def test_a_module_attribute_becomes_a_tensor_only_when_a_float() -> None:
     tcview cannot name (a tuple, an enum member) cannot be one."""
     from dataclasses import replace
 
-    from tcview.analysis.recompiles import _module_words
+    from tcview.analysis.guard_words import _module_words
 
     model = load_source(str(RECOMPILES / "module_flag" / "trace"))
     frame = next(c.frame for c in model.compiles if c.key.is_recompile and c.frame is not None)

@@ -23,7 +23,7 @@ from rich.style import Style
 from run_helpers import alive, assert_group_gone, job_pids, wait_for
 from textual import events
 from tmux_helpers import Terminal, need_tmux
-from ui_helpers import REPO, counts_text, summary_json, sync
+from ui_helpers import REPO, counts_text, pane, summary_json, sync
 from waits import holds, until
 
 from tcview.run._supervisor import group_members
@@ -247,13 +247,13 @@ async def test_r_reruns_into_a_new_directory(tmp_path: Path) -> None:
         assert await until(pilot, lambda: "exited 0" in app.status_left)
         shown = output_of(app)
         await pilot.press("c")  # recompiles moved to c in run mode
-        assert type(app.screen).__name__ == "RecompilesView"
+        assert type(pane(app)).__name__ == "RecompilesView"
         await pilot.press("r")  # from a view: back to the browser, following the new run
         assert len(launcher.sessions) == 2
         second = launcher.sessions[1]
         assert second.run_dir == tmp_path / "D-2" and second.run_dir != first.run_dir
         assert app.job.session is second and app.browser.source_path == str(second.run_dir)
-        assert len(app.screen_stack) == 1
+        assert len(app.screen_stack) == 1 and pane(app).id == "browse"
         assert await until(pilot, lambda: second.done and "exited 0" in app.status_left)
         assert await until(pilot, lambda: bool(output_of(app)) and output_of(app) != shown)
         assert output_of(app) == [f"run {_job_pid(second.run_dir)}"]
@@ -315,8 +315,7 @@ async def test_real_job_live_tree_and_counts_match_the_trace(tmp_path: Path) -> 
         assert await until(pilot, lambda: app.status_left.startswith("exited 0 · live"))
         assert "done" in output_of(app)
         assert any(t.startswith("step 2 scale 3") for t in output_of(app))
-        with app.model_session.lock:
-            assert app.model is not None and len(app.model.compiles) >= 3
+        assert app.model is not None and len(app.model.compiles) >= 3
         assert app.main_tree.root.children, "the live tree shows the run"
         await pilot.press("q")
     counts = summary_json(session.trace_dir)

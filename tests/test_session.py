@@ -1,98 +1,117 @@
-"""The model session: one lock for the model, its loader (one-shot and follow) and its readers."""
+"""The model session: one writer (the loader), readers of published versions that never change."""
 
 from __future__ import annotations
 
-import threading
+from pathlib import Path
 
-from textual.widgets.tree import TreeNode
-from ui_helpers import CPU_SAMPLE, ready, sync
+from model_equal import differences
+from ui_helpers import CPU_SAMPLE
 
+from tcview.ingest.live import Follower
 from tcview.ingest.session import ModelSession
+from tcview.ingest.source import load_source
+from tcview.model.freeze import WRITER_ONLY, freeze
+from tcview.model.memo import Memo
 from tcview.model.objects import Model
-from tcview.ui.app import TcviewApp
-from tcview.ui.tree import Item, TraceTree
 
 RUN_DIR = CPU_SAMPLE  # trace/ and torch_logs.txt: a model with a text log beside its traces
 
 
-def _locks_of(model: Model) -> list[object]:
-    text = model.text
-    return [model.lock, *([text.lock] if text is not None else [])]
-
-
-def test_a_one_shot_load_shares_the_session_lock_from_the_first_chunk() -> None:
-    seen: list[bool] = []
-    session = ModelSession(str(RUN_DIR))
-    # Each chunk indexed: the model being read is already under the session's lock.
-    session.on_update = lambda: seen.append(
-        session.model is not None and session.model.lock is session.lock
+def _state(model: Model) -> tuple[object, ...]:
+    return (
+        model.summary_counts(),
+        len(model.compiles),
+        [len(f.records) for f in model.files],
+        [c.status for c in model.compiles],
     )
+
+
+def test_a_one_shot_load_publishes_versions_that_never_change() -> None:
+    published: list[tuple[Model, tuple[object, ...]]] = []
+    session = ModelSession(str(RUN_DIR))
+
+    def moved() -> None:
+        model = session.model
+        if model is not None and all(model is not m for m, _ in published):
+            published.append((model, _state(model)))
+
+    session.on_update = moved
     session.run()
     model = session.model
     assert session.error is None and model is not None and model.text is not None
-    assert seen and all(seen)
-    assert all(lock is session.lock for lock in _locks_of(model))
+    assert published, "nothing was published while the input was read"
+    # Each version is as it was when it was published, whatever the writer did after it.
+    for version, state in published:
+        assert _state(version) == state
+    assert _state(model) == _state(load_source(str(RUN_DIR), cache=False))
 
 
-def test_a_model_given_to_a_session_takes_its_lock() -> None:
+def test_a_model_given_to_a_session_is_its_only_version() -> None:
     first = ModelSession(str(RUN_DIR))
     first.run()
     assert first.model is not None
     session = ModelSession(str(RUN_DIR), model=first.model)
     assert session.finished and session.model is first.model
-    assert all(lock is session.lock for lock in _locks_of(first.model))
 
 
-def test_follow_mode_grows_the_model_under_the_session_lock() -> None:
-    session = ModelSession(str(RUN_DIR), follow=True)
-    try:
-        session.run()
-        model = session.model
-        assert session.follower is not None and session.follower.lock is session.lock
-        assert model is not None and model.compiles and model.text is not None
-        assert all(lock is session.lock for lock in _locks_of(model))
-    finally:
-        session.stop()
+def test_a_frozen_copy_equals_its_model_and_shares_nothing_that_changes() -> None:
+    model = load_source(str(RUN_DIR), cache=False)
+    frozen = freeze(model)
+    assert differences(model, frozen) == []
+    mutable = (list, dict, set)
+
+    def reachable(root: object) -> dict[int, object]:
+        seen: dict[int, object] = {}
+        todo = [root]
+        while todo:
+            obj = todo.pop()
+            if id(obj) in seen or isinstance(obj, (str, bytes, int, float, type(None), Memo)):
+                continue  # (a file's memo is the file's, in every version: memo.py)
+            seen[id(obj)] = obj
+            if isinstance(obj, dict):
+                todo.extend(obj.values())
+            elif isinstance(obj, (list, set, tuple)):
+                todo.extend(obj)
+            elif type(obj).__module__.startswith("tcview.model"):
+                todo.extend(getattr(obj, n) for n in getattr(obj, "__slots__", ()) if n != "meta")
+                todo.extend(getattr(obj, "__dict__", {}).values())
+            elif type(obj).__name__ in ("TraceSet", "TraceFile", "TextLog", "ProcessLog"):
+                state = {k: v for k, v in vars(obj).items() if k not in WRITER_ONLY}
+                todo.extend(state.values())
+        return seen
+
+    theirs = reachable(model)
+    shared = [
+        type(obj).__name__
+        for key, obj in reachable(frozen).items()
+        if key in theirs
+        and (isinstance(obj, mutable) or type(obj).__name__ in ("Compile", "Record"))
+    ]
+    assert shared == []
 
 
-def _collapsed(tree: TraceTree) -> TreeNode[Item]:
-    """A node whose children are not built yet (its expansion reads the model)."""
-    todo = list(tree.root.children)
-    while todo:
-        node = todo.pop(0)
-        item = node.data
-        if item is not None and node.allow_expand and not item.loaded:
-            return node
-        todo.extend(node.children)
-    raise AssertionError("every node is loaded already")
+def _write_half(source: Path, dest: Path) -> bytes:
+    data = source.read_bytes()
+    cut = data.index(b"\n", len(data) // 2) + 1
+    dest.write_bytes(data[:cut])
+    return data[cut:]
 
 
-@sync
-async def test_the_app_reads_under_the_one_lock_and_tree_expansion_takes_it() -> None:
-    app = TcviewApp(str(RUN_DIR))
-    async with app.run_test(size=(120, 40)) as pilot:
-        await ready(app, pilot)
-        session = app.model_session
-        tree = app.main_tree
-        assert app.model is not None
-        assert tree.model_lock is session.lock
-        assert all(lock is session.lock for lock in _locks_of(app.model))
-
-        node = _collapsed(tree)
-        order: list[str] = []
-        held, go = threading.Event(), threading.Event()
-
-        def hold() -> None:
-            with session.lock:
-                held.set()
-                go.wait(2.0)  # as long as a writer would: expansion must wait for it
-                order.append("released")
-
-        holder = threading.Thread(target=hold)
-        holder.start()
-        assert held.wait(5.0)
-        threading.Timer(0.2, go.set).start()
-        tree.ensure_loaded(node)
-        order.append("expanded")
-        holder.join(5.0)
-        assert order == ["released", "expanded"]
+def test_follow_mode_publishes_new_versions_and_old_ones_stay_as_they_were(tmp_path: Path) -> None:
+    (trace,) = (RUN_DIR / "trace").glob("*.log")
+    live = tmp_path / "t.log"
+    rest = _write_half(trace, live)
+    follower = Follower(str(live))
+    follower.step()
+    follower.publish()
+    first = follower.published
+    before = _state(first)
+    with live.open("ab") as fh:
+        fh.write(rest)
+    assert follower.step()
+    assert _state(first) == before  # the writer grew its own model, not the published one
+    follower.publish()
+    second = follower.published
+    assert second is not first and second is not follower.model
+    assert _state(second) != before
+    assert _state(second) == _state(load_source(str(live), cache=False))

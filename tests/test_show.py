@@ -14,11 +14,12 @@ from pathlib import Path
 
 import pytest
 from conftest import REPO, TCVIEW_CLI, find_as, unpack_shared
-from ui_helpers import ready, settle, sync
+from ui_helpers import pane, ready, settle, sync, viewer_shown
 from waits import until
 
+from tcview.analysis.guard_failures import CHANGES, GuardFamily, parse_guard_failure
 from tcview.analysis.kernels import OUTPUT_CODES, fuses, group_kernels, launch_info
-from tcview.analysis.recompiles import CHANGES, diagnose, parse_guard_failure
+from tcview.analysis.recompiles import diagnose
 from tcview.ingest.source import load_source
 from tcview.model.objects import Compile, Frame, Kernel, Model
 from tcview.report.detail import (
@@ -154,9 +155,10 @@ def test_roles_without_aot_id_lines_come_from_record_order(tmp_path: Path) -> No
 @sync
 async def test_tree_labels_output_code_with_its_role() -> None:
     from tcview.ui.app import TcviewApp
+    from tcview.ui.options import OpenOptions
     from tcview.ui.tree import TraceTree
 
-    app = TcviewApp(str(shared("h200-torch2.11", "gpt_train", "trace")), goto="0/0")
+    app = TcviewApp(OpenOptions(str(shared("h200-torch2.11", "gpt_train", "trace")), goto="0/0"))
     async with app.run_test(size=(120, 40)) as pilot:
         await ready(app, pilot)
         tree = app.query_one(TraceTree)
@@ -332,7 +334,7 @@ async def test_kernels_view_collapses_identical_sources(dim: Path) -> None:
         await ready(app, pilot)
         await pilot.press("K")
         await settle(app, pilot)
-        view = app.screen
+        view = pane(app)
         assert isinstance(view, KernelsView)
         assert len(view.objects) == 15 and sum(g.count for g in view.objects) == 20
         table = view.query_one("#view-table", DataTable)
@@ -359,7 +361,7 @@ async def test_kernels_view_shows_fwd_and_bwd() -> None:
         await ready(app, pilot)
         await pilot.press("K")
         await settle(app, pilot)
-        view = app.screen
+        view = pane(app)
         assert isinstance(view, KernelsView)
         graphs = {g.name: g.roles for g in view.objects}
         assert {tuple(r) for r in graphs.values()} == {("forward",), ("backward",)}
@@ -390,11 +392,16 @@ def test_every_guard_failure_of_the_shared_traces_is_understood() -> None:
     if not reasons:
         pytest.skip("../shared/traces.tar.xz is absent")
     parsed = [parse_guard_failure(r) for r in reasons]
-    assert all(p.change in CHANGES and p.change != "other" for p in parsed), [
-        p.text for p in parsed if p.change == "other"
+    assert all(p.change in CHANGES and p.change is not GuardFamily.OTHER for p in parsed), [
+        p.text for p in parsed if p.change is GuardFamily.OTHER
     ]
     changes = {p.change for p in parsed}
-    assert {"size", "dtype", "value", "global state"} <= changes
+    assert {
+        GuardFamily.SIZE,
+        GuardFamily.DTYPE,
+        GuardFamily.VALUE,
+        GuardFamily.GLOBAL_STATE,
+    } <= changes
     assert all(p.input for p in parsed)
 
 
@@ -418,7 +425,7 @@ def test_every_guard_failure_of_the_shared_traces_is_understood() -> None:
         ("0/0: ___check_obj_id(L['fn'], 1234)", ("fn", "identity", None)),
         ("0/0: L['n'] == 3", ("n", "value", None)),
         ("1/0: k == 2                   # return x * k + 1  # s.py:10 in f", ("k", "value", None)),
-        ("0/0: GLOBAL_STATE changed: grad_mode ", ("grad_mode", "global state", None)),
+        ("0/0: GLOBAL_STATE changed: grad_mode ", ("grad_mode", "global_state", None)),
         ("0/0: len(L['xs']) == 3", ("xs", "length", None)),
     ],
 )
@@ -588,6 +595,7 @@ async def test_goto_resolves_like_show(fixture_runs: Path) -> None:
     `rank 1 0/0` and `rank 1 frame 0`, and for an id that both ranks have, show's question
     (which rank?) instead of a silent pick of rank 0."""
     from tcview.ui.app import TcviewApp
+    from tcview.ui.options import OpenOptions
     from tcview.ui.tree import TraceTree
 
     def ident(obj: object) -> tuple[str, str, int | None]:
@@ -597,7 +605,7 @@ async def test_goto_resolves_like_show(fixture_runs: Path) -> None:
     ddp = fixture_runs / "ranks_ddp2"
     model = load_source(str(ddp))
     for item in ("rank 1 0/0", "rank 1 frame 0", "rank 0 0/0"):
-        app = TcviewApp(str(ddp), goto=item)
+        app = TcviewApp(OpenOptions(str(ddp), goto=item))
         async with app.run_test(size=(140, 40)) as pilot:
             await ready(app, pilot)
             node = app.query_one(TraceTree).cursor_node
@@ -607,7 +615,7 @@ async def test_goto_resolves_like_show(fixture_runs: Path) -> None:
         printed = show(str(ddp), *item.split())
         assert printed.returncode == 2 and "say which" in printed.stderr
         question = printed.stderr.strip().removeprefix("tcview: ")
-        app = TcviewApp(str(ddp), goto=item)
+        app = TcviewApp(OpenOptions(str(ddp), goto=item))
         async with app.run_test(size=(140, 40)) as pilot:
             await ready(app, pilot)
             shown = app._notifications
@@ -673,14 +681,14 @@ async def test_pane_and_show_agree(dim: Path) -> None:
     """The detail pane shows the same lines `tcview show` prints, for a compile (styled lines)
     and a kernel (rows, then its numbered source)."""
     from tcview.ui.app import TcviewApp
-    from tcview.ui.reader import Reader
+    from tcview.ui.options import OpenOptions
 
     model = load_source(str(dim))
     for item in ("0/13", "cpp_fused_add_mul_tanh_0"):
-        app = TcviewApp(str(dim), goto=item)
+        app = TcviewApp(OpenOptions(str(dim), goto=item))
         async with app.run_test(size=(140, 40)) as pilot:
             await ready(app, pilot)
-            doc = app.screen.query(Reader).first().viewer.doc
+            doc = viewer_shown(app).doc
             pane = []
             for i in range(doc.count):
                 number = doc.lineno(i) if doc.styled is None else None
@@ -703,7 +711,7 @@ async def test_recompiles_view_says_why_per_frame(dim: Path) -> None:
         await ready(app, pilot)
         await pilot.press("r")
         await settle(app, pilot)
-        view = app.screen
+        view = pane(app)
         table = view.query_one("#view-table", DataTable)
         first = [c.plain for c in table.get_row_at(0)]
         assert first[3].startswith("13 recompiles, all on `kwargs['input_ids']` size at index 1")

@@ -12,14 +12,14 @@ from typing import Any
 
 import pytest
 from textual.widgets import DataTable, Input
-from ui_helpers import CPU_SAMPLE, GPU_SAMPLE, SAMPLES, ready, settle, sync
+from ui_helpers import CPU_SAMPLE, GPU_SAMPLE, SAMPLES, ready, settle, shown_as, sync, viewer_shown
 
 from tcview.analysis.kernels import OUTPUT_CODES
 from tcview.analysis.paths import PathMap
 from tcview.model.objects import Kernel, LogSource, Record
 from tcview.report.detail import compile_detail, render_text
 from tcview.ui.app import TcviewApp
-from tcview.ui.reader import Reader
+from tcview.ui.options import OpenOptions
 from tcview.ui.take import LocationPicker, SaveScreen, kernel_source
 from tcview.ui.views import BreaksView, KernelsView
 
@@ -44,8 +44,7 @@ async def test_y_in_the_kernels_view_copies_the_kernel_source() -> None:
         await ready(app, pilot)
         await pilot.press("K")
         await settle(app, pilot)
-        view = app.screen
-        assert isinstance(view, KernelsView)
+        view = shown_as(app, KernelsView)
         view.query_one(DataTable).focus()
         await pilot.press("down")
         await settle(app, pilot)
@@ -121,7 +120,7 @@ async def test_y_on_a_break_copies_reason_and_location() -> None:
         assert "user stack (most recent call last):" in text
         await pilot.press("b")
         await settle(app, pilot)
-        assert isinstance(app.screen, BreaksView)
+        shown_as(app, BreaksView)
         await pilot.press("y")
         assert app.clipboard == text, "the breaks view's row copies the same"
         # the viewer focused: what it shows is taken when the item gives nothing of its own
@@ -132,7 +131,7 @@ async def test_y_on_a_break_copies_reason_and_location() -> None:
         assert node.data is not None and isinstance(node.data.obj, LogSource)
         app.browser.show_item(node.data)
         await settle(app, pilot)
-        app.screen.query_one(Reader).viewer.focus()
+        viewer_shown(app).focus()
         await pilot.press("y")
         others = [r for r in node.data.obj.records if r.key is None]
         assert app.clipboard.split("\n")[0] == f"{len(others)} records"
@@ -207,7 +206,7 @@ async def test_e_on_a_break_location_runs_the_editor(
     monkeypatch.setenv("EDITOR", str(script))
     monkeypatch.delenv("VISUAL", raising=False)
     paths = PathMap.parse([f"{RECORDED_AT}={SAMPLES}"])
-    app = TcviewApp(str(CPU_SAMPLE / "trace"), path_map=paths)
+    app = TcviewApp(OpenOptions(str(CPU_SAMPLE / "trace"), path_map=paths))
     async with app.run_test(size=SIZE) as pilot:
         await ready(app, pilot)
         assert app.model is not None
@@ -233,7 +232,7 @@ async def test_e_on_a_break_location_runs_the_editor(
         assert node is not None and node.data is not None
         app.browser.show_item(node.data)
         await settle(app, pilot)
-        app.screen.query_one(Reader).viewer.focus()
+        viewer_shown(app).focus()
         await pilot.press("e")
         await settle(app, pilot)
         assert isinstance(app.screen, LocationPicker)
@@ -268,7 +267,9 @@ async def test_e_says_when_the_file_is_not_here(
     checkout.mkdir()
     (checkout / "tinyblock.py").write_text("x = 1\n" * 40)
     app = TcviewApp(
-        str(GPU_SAMPLE / "trace"), path_map=PathMap.parse([f"/workspace/examples={checkout}"])
+        OpenOptions(
+            str(GPU_SAMPLE / "trace"), path_map=PathMap.parse([f"/workspace/examples={checkout}"])
+        )
     )
     async with app.run_test(size=SIZE) as pilot:
         await ready(app, pilot)

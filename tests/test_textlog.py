@@ -46,7 +46,7 @@ def fingerprint(log: TextLog) -> dict:
     return {
         "summary": log.summary_counts(),
         "records": [
-            (p.display, r.offset, r.end, r.lineno, r.kind, r.key, r.attempt, r.payload())
+            (p.display, r.offset, r.end, r.line_number(), r.kind, r.key, r.attempt, r.payload())
             for p in log.files
             for r in p.records
         ],
@@ -626,14 +626,14 @@ def test_a_message_handler_that_raises_is_damage_not_the_end(
     got.pop("findings"), want.pop("findings")
     assert got == want
     (error,) = hurt.handler_errors()
-    assert (error.offset, error.lineno, error.kind, error.phase, error.error) == (
+    assert (error.offset, error.line_number(), error.kind, error.phase, error.error) == (
         target.offset,
-        target.lineno,
+        target.line_number(),
         kind,
         phase,
         "ValueError",
     )
-    assert error.text.endswith(f"{kind} ({phase} handler): ValueError: boom second line")
+    assert error.text().endswith(f"{kind} ({phase} handler): ValueError: boom second line")
     assert len(hurt.records_of(kind)) == len(clean.records_of(kind))
 
 

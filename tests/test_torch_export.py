@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, Any
 
 import pytest
 from conftest import FIXTURES, REPO, TCVIEW_CLI
-from ui_helpers import SnapCompare, ready, settle, summary_json, sync
+from ui_helpers import SnapCompare, pane, ready, settle, summary_json, sync, viewer_shown
 
 from tcview.analysis.export import (
     DATA_DEPENDENT,
@@ -261,16 +261,16 @@ async def test_export_view_from_the_overview() -> None:
     app = TcviewApp(str(DRAFT / "trace"))
     async with app.run_test(size=(140, 45)) as pilot:
         await ready(app, pilot)
-        doc = app.screen.query(Reader).first().viewer.doc
+        doc = viewer_shown(app).doc
         overview = [doc.plain(i) for i in range(doc.count)]
         assert any(
             ln.startswith("torch.export trace") and "X for the export report" in ln
             for ln in overview
         )
-        assert app.check_action("view", ("export",))
+        assert app.browser.check_action("view", ("export",))
         await pilot.press("X")
         await settle(app, pilot)
-        view = app.screen
+        view = pane(app)
         assert isinstance(view, ExportView)
         assert [i.title for i in view.objects] == [
             "Guard Evaluated",
@@ -283,7 +283,7 @@ async def test_export_view_from_the_overview() -> None:
         assert "    Eq(s77, 3)  = eq(s77, 3)" in text
         await pilot.press("enter")  # to the guard_added record, whose stack shows
         await settle(app, pilot)
-        doc = app.screen.query(Reader).first().viewer.doc
+        doc = viewer_shown(app).doc
         assert doc.title.startswith("guard_added")
 
 
@@ -297,7 +297,7 @@ async def test_export_key_only_for_export_traces() -> None:
     app = TcviewApp(str(GPU_SAMPLE))
     async with app.run_test(size=(120, 40)) as pilot:
         await ready(app, pilot)
-        assert not app.check_action("view", ("export",))
+        assert not app.browser.check_action("view", ("export",))
 
 
 @pytest.mark.app
@@ -325,6 +325,6 @@ async def test_an_export_without_issues_says_so_once(shared_traces: Path) -> Non
         await ready(app, pilot)
         await pilot.press("X")
         await settle(app, pilot)
-        assert isinstance(app.screen, ExportView)
-        head = str(app.screen.query_one("#view-head").render())
+        assert isinstance(pane(app), ExportView)
+        head = str(pane(app).query_one("#view-head").render())
         assert "No issues found during export." in head and "nothing here" not in head, head

@@ -452,15 +452,15 @@ def test_a_handler_that_raises_is_damage_not_the_end(
         got.pop(key), want.pop(key)
     assert got == want
     (error,) = hurt.handler_errors()
-    assert (error.offset, error.lineno, error.kind, error.phase) == (
+    assert (error.offset, error.line_number(), error.kind, error.phase) == (
         target.offset,
-        target.lineno,
+        target.line_number(),
         name,
         phase,
     )
     assert (error.error, error.message) == ("RuntimeError", "boom")
     assert error.record is next(r for r in hurt.files[0].records if r.offset == target.offset)
-    assert f":{target.lineno}: {name} ({phase} handler): RuntimeError: boom" in error.text
+    assert f":{target.line_number()}: {name} ({phase} handler): RuntimeError: boom" in error.text()
     assert len(hurt.records_of(name)) == len(clean.records_of(name))  # the record is kept
 
 

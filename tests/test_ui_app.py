@@ -18,17 +18,20 @@ from ui_helpers import (
     GPU_SAMPLE,
     counts_text,
     palette_lists,
+    pane,
     ready,
     screen_text,
     settle,
+    shown_as,
     summary_json,
     sync,
+    viewer_shown,
 )
 from waits import until
 
 from tcview.model.objects import Compile
 from tcview.ui.app import TcviewApp
-from tcview.ui.reader import Reader
+from tcview.ui.options import OpenOptions
 from tcview.ui.status import fit_path
 from tcview.ui.tree import Item, TraceTree
 from tcview.ui.viewer import CodeView
@@ -45,7 +48,7 @@ SIZE = (120, 40)
 
 
 def viewer(app: TcviewApp) -> CodeView:
-    return app.screen.query(Reader).first().viewer
+    return viewer_shown(app)
 
 
 def focused(app: TcviewApp) -> Widget | None:
@@ -99,7 +102,7 @@ async def test_status_bar_counts_match_summary() -> None:
 
 @sync
 async def test_follow_flag_shows_live() -> None:
-    app = TcviewApp(str(GPU_SAMPLE), follow=True)
+    app = TcviewApp(OpenOptions(str(GPU_SAMPLE), follow=True))
     async with app.run_test(size=SIZE) as pilot:
         await ready(app, pilot)
         assert app.status_left.startswith("live · ")
@@ -110,7 +113,7 @@ async def test_goto_kernel_shows_def_line() -> None:
     from tcview.ingest.source import load_source
 
     kernel = load_source(str(GPU_SAMPLE)).kernels[-1]
-    app = TcviewApp(str(GPU_SAMPLE), goto=kernel.name)
+    app = TcviewApp(OpenOptions(str(GPU_SAMPLE), goto=kernel.name))
     async with app.run_test(size=SIZE) as pilot:
         await ready(app, pilot)
         item = cursor_item(app)
@@ -136,7 +139,7 @@ async def test_other_view_says_each_log_path_once(fixture_runs: Path) -> None:
         await ready(app, pilot)
         await pilot.press("o")
         await settle(app, pilot)
-        assert isinstance(app.screen, OtherView)
+        shown_as(app, OtherView)
         await until(pilot, lambda: viewer(app).doc.title == "other output", what="the lines")
         screen = screen_text(app)
         path = str(run / "torch_logs.txt")
@@ -177,7 +180,7 @@ async def test_goto_kernel_shows_its_def_on_the_first_screen(
     """--goto a Triton kernel of a real H100 run at 120x40: its ``def`` line is on the
     first screen, with the status bar's counts (a ~30-row header pushed it off before)."""
     trace = fixture_runs / run
-    app = TcviewApp(str(trace), goto=kernel)
+    app = TcviewApp(OpenOptions(str(trace), goto=kernel))
     async with app.run_test(size=SIZE) as pilot:
         await ready(app, pilot)
         screen = screen_text(app)
@@ -188,7 +191,7 @@ async def test_goto_kernel_shows_its_def_on_the_first_screen(
 @sync
 @pytest.mark.parametrize("form", ["{}", "[{}]"])
 async def test_goto_compile(form: str) -> None:
-    app = TcviewApp(str(CPU_SAMPLE), goto=form.format("1/0"))
+    app = TcviewApp(OpenOptions(str(CPU_SAMPLE), goto=form.format("1/0")))
     async with app.run_test(size=SIZE) as pilot:
         await ready(app, pilot)
         item = cursor_item(app)
@@ -198,7 +201,7 @@ async def test_goto_compile(form: str) -> None:
 
 @sync
 async def test_goto_unknown_notifies() -> None:
-    app = TcviewApp(str(CPU_SAMPLE), goto="definitely_not_a_kernel")
+    app = TcviewApp(OpenOptions(str(CPU_SAMPLE), goto="definitely_not_a_kernel"))
     async with app.run_test(size=SIZE) as pilot:
         await ready(app, pilot)
         assert any("not found" in str(n.message) for n in app._notifications)
@@ -253,7 +256,7 @@ async def test_search_n_and_N() -> None:
     from tcview.ingest.source import load_source
 
     kernel = load_source(str(GPU_SAMPLE)).kernels[0]
-    app = TcviewApp(str(GPU_SAMPLE), goto=kernel.name)
+    app = TcviewApp(OpenOptions(str(GPU_SAMPLE), goto=kernel.name))
     async with app.run_test(size=SIZE) as pilot:
         await ready(app, pilot)
         await pilot.press("slash")
@@ -274,7 +277,7 @@ async def test_search_n_and_N() -> None:
 
 @sync
 async def test_viewer_scrolls_sideways_and_pages() -> None:
-    app = TcviewApp(str(GPU_SAMPLE), goto="0/0")
+    app = TcviewApp(OpenOptions(str(GPU_SAMPLE), goto="0/0"))
     async with app.run_test(size=(80, 24)) as pilot:
         await ready(app, pilot)
         tree = app.query_one(TraceTree)
@@ -317,12 +320,14 @@ async def test_every_view_opens_and_closes(key: str, screen: type) -> None:
         await ready(app, pilot)
         await pilot.press(key)
         await settle(app, pilot)
-        assert isinstance(app.screen, screen)
+        assert isinstance(pane(app), screen)
         assert app.status_right == counts_text(summary_json(CPU_SAMPLE))
         await pilot.press("escape")
         await settle(app, pilot)
         assert len(app.screen_stack) == 1
         # back on the browser: its tree (not the view's table) is what the screen shows
+        assert pane(app).id == "browse" and isinstance(focused(app), TraceTree)
+        assert not app.screen.query(screen), "a closed view's widgets go"
         rows = tree_rows(app.screen.query_one(TraceTree))
         assert len(rows) == len(CPU_SAMPLE_TREE), rows
         assert all(want in row for want, row in zip(CPU_SAMPLE_TREE, rows, strict=True)), rows
@@ -335,13 +340,12 @@ async def test_breaks_view_enter_jumps_to_compile() -> None:
         await ready(app, pilot)
         await pilot.press("b")
         await settle(app, pilot)
-        view = app.screen
-        assert isinstance(view, BreaksView)
+        view = shown_as(app, BreaksView)
         group = view.objects[0]
         assert viewer(app).doc.title.startswith("graph break")
         await pilot.press("enter")
         await settle(app, pilot)
-        assert len(app.screen_stack) == 1
+        assert len(app.screen_stack) == 1 and pane(app).id == "browse"
         item = cursor_item(app)
         assert item.kind == "compile" and item.obj is group.first.compile
 
@@ -353,8 +357,7 @@ async def test_recompiles_view_lists_guards() -> None:
         await ready(app, pilot)
         await pilot.press("r")
         await settle(app, pilot)
-        view = app.screen
-        assert isinstance(view, RecompilesView)
+        view = shown_as(app, RecompilesView)
         comps = [o for o in view.objects if isinstance(o, Compile) and o.recompile is not None]
         assert comps, "the CPU sample recompiles"
         await pilot.press("j")
@@ -371,8 +374,8 @@ async def test_kernels_view_filters_as_you_type() -> None:
         await ready(app, pilot)
         await pilot.press("K")
         await settle(app, pilot)
-        view = app.screen
-        assert isinstance(view, KernelsView) and app.model is not None
+        view = shown_as(app, KernelsView)
+        assert app.model is not None
         total = len(view.objects)
         assert total == app.model.counts()["kernels"]
         await pilot.press(*"persistent")
@@ -394,8 +397,7 @@ async def test_time_view_sorts() -> None:
         await ready(app, pilot)
         await pilot.press("t")
         await settle(app, pilot)
-        view = app.screen
-        assert isinstance(view, TimeView)
+        view = shown_as(app, TimeView)
         from tcview.analysis.compiletime import compile_seconds
 
         times = [compile_seconds(c) or 0 for c in view.objects]
@@ -443,7 +445,7 @@ async def test_quit(keys: tuple[str, ...]) -> None:
             if not app.is_running:
                 break
             await pilot.pause(0.05)
-        assert not app.is_running, f"q did not quit from {type(app.screen).__name__}"
+        assert not app.is_running, f"q did not quit from {type(pane(app)).__name__}"
     assert app.return_code == 0
 
 
@@ -461,7 +463,7 @@ async def test_refresh_model_grows_tree_in_place(tmp_path: Path) -> None:
     trace.mkdir()
     target = trace / src.name
     target.write_bytes(data[:cut])
-    app = TcviewApp(str(trace), follow=True)
+    app = TcviewApp(OpenOptions(str(trace), follow=True))
     async with app.run_test(size=SIZE) as pilot:
         await ready(app, pilot)
         tree = app.query_one(TraceTree)
@@ -516,7 +518,7 @@ def hostile_trace(root: Path) -> Path:
 @sync
 async def test_trace_text_is_literal_and_safe(tmp_path: Path) -> None:
     trace = hostile_trace(tmp_path)
-    app = TcviewApp(str(trace), goto="0/0")
+    app = TcviewApp(OpenOptions(str(trace), goto="0/0"))
     async with app.run_test(size=SIZE) as pilot:
         await ready(app, pilot)
         tree = app.query_one(TraceTree)
@@ -552,7 +554,7 @@ async def test_lines_styled_as_a_whole_are_drawn_styled() -> None:
     """A line whose style is the Text's own (a detail's section heading: bold, underlined; a
     failure's in red) is drawn so: rich's Text.render leaves out the base style of a Text
     without spans, so the viewer applies it itself."""
-    app = TcviewApp(str(CPU_SAMPLE), goto="0/0")
+    app = TcviewApp(OpenOptions(str(CPU_SAMPLE), goto="0/0"))
     async with app.run_test(size=(120, 60)) as pilot:
         await ready(app, pilot)
         view = viewer(app)
@@ -584,7 +586,7 @@ async def test_goto_before_the_first_layout_leaves_the_tree_unscrolled(
 
     monkeypatch.setattr(TraceTree, "reveal_node", spy)
     model = load_source(str(CPU_SAMPLE))
-    app = TcviewApp(str(CPU_SAMPLE), goto="1/1", model=model)
+    app = TcviewApp(OpenOptions(str(CPU_SAMPLE), goto="1/1", model=model))
     async with app.run_test(size=SIZE) as pilot:
         await ready(app, pilot)
         tree = app.main_tree

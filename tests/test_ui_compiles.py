@@ -6,10 +6,10 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from ui_helpers import ready, settle, sync
+from ui_helpers import pane, ready, settle, shown_as, sync, viewer_shown
 
 from tcview.ui.app import TcviewApp
-from tcview.ui.reader import Reader
+from tcview.ui.options import OpenOptions
 from tcview.ui.tree import TraceTree
 from tcview.ui.views import ErrorsView
 
@@ -17,7 +17,7 @@ SIZE = (120, 40)
 
 
 def shown(app: TcviewApp) -> list[str]:
-    doc = app.screen.query(Reader).first().viewer.doc
+    doc = viewer_shown(app).doc
     return [doc.plain(i) for i in range(doc.count)]
 
 
@@ -48,7 +48,7 @@ async def test_the_overview_says_the_run_crashed_first(crash: str) -> None:
         assert lines[at + 1] == (
             "  rank 0: AssertionError: rank 0: expected 2 gradient buckets, found 3"
         )
-        assert app.check_action("view", ("errors",)) is True
+        assert app.browser.check_action("view", ("errors",)) is True
 
 
 @sync
@@ -58,8 +58,7 @@ async def test_the_errors_view(crash: str) -> None:
         await ready(app, pilot)
         await pilot.press("E")
         await settle(app, pilot)
-        view = app.screen
-        assert isinstance(view, ErrorsView)
+        view = shown_as(app, ErrorsView)
         assert [(e.rank, e.error_type.rsplit(".", 1)[-1]) for e in view.objects] == [
             (0, "AssertionError"),
             (1, "AssertionError"),
@@ -71,7 +70,7 @@ async def test_the_errors_view(crash: str) -> None:
         assert any(line.endswith("script.py:20 in check_buckets") for line in lines)
         assert "Traceback (most recent call last):" in lines
         await pilot.press("escape")
-        assert len(app.screen_stack) == 1
+        assert len(app.screen_stack) == 1 and pane(app).id == "browse"
 
 
 @sync
@@ -89,15 +88,15 @@ async def test_episodes_and_marks_in_the_tree(resets: str) -> None:
         assert frames[-1].startswith("✓ fn2 (script.py:21) #3")
         assert frames[2].startswith("✓ g (script.py:13) #2 ●")
         # No errors: the Errors key is out of the footer and does nothing.
-        assert app.check_action("view", ("errors",)) is False
+        assert app.browser.check_action("view", ("errors",)) is False
         await pilot.press("E")
         await settle(app, pilot)
-        assert len(app.screen_stack) == 1
+        assert len(app.screen_stack) == 1 and pane(app).id == "browse"
 
 
 @sync
 async def test_goto_an_episode(resets: str) -> None:
-    app = TcviewApp(resets, goto="1/0 #3")
+    app = TcviewApp(OpenOptions(resets, goto="1/0 #3"))
     async with app.run_test(size=SIZE) as pilot:
         await ready(app, pilot)
         lines = shown(app)

@@ -15,8 +15,8 @@ from tcview.ingest.session import ModelSession
 from tcview.ingest.source import load_source
 from tcview.report.items import ShowError, locate
 from tcview.report.summary import counts_line
-from tcview.ui.browser import doc_for
 from tcview.ui.content import kernel_doc, metrics_table, record_doc
+from tcview.ui.docs import doc_for
 from tcview.ui.tree import Item
 from tcview.ui.viewer import highlight_line
 

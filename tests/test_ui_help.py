@@ -19,10 +19,12 @@ from waits import until
 import tcview.ui
 from tcview.run.session import Launcher
 from tcview.run.spec import PythonInfo, RunOptions, build_spec
-from tcview.ui.app import BROWSE_BINDINGS, BrowserApp, TcviewApp
+from tcview.ui.app import BrowserApp, TcviewApp
+from tcview.ui.browser import BrowserScreen
 from tcview.ui.help import HelpRow, help_rows
+from tcview.ui.keys import BROWSE_BINDINGS
 from tcview.ui.reader import Reader
-from tcview.ui.run_app import RunApp
+from tcview.ui.run_app import RunApp, RunScreen
 from tcview.ui.run_pane import RUN_KEYMAP
 
 SIZE = (120, 40)
@@ -59,7 +61,10 @@ def test_every_binding_has_an_id() -> None:
 
 def test_run_mode_is_the_browser_under_a_keymap() -> None:
     """Run mode keeps every browser binding (by id); only the keymap's keys change."""
-    run = {b.id: b for b in RunApp.BINDINGS if isinstance(b, Binding)}
+    assert {b.id for b in BrowserScreen.BINDINGS if isinstance(b, Binding)} >= {
+        b.id for b in BROWSE_BINDINGS
+    }
+    run = {b.id: b for b in RunScreen.BINDINGS if isinstance(b, Binding)}
     for binding in BROWSE_BINDINGS:
         assert binding.id is not None and binding.id in run, binding.id
         expected = RUN_KEYMAP.get(binding.id, binding.key)
@@ -70,10 +75,11 @@ def test_run_mode_is_the_browser_under_a_keymap() -> None:
 
 @pytest.mark.parametrize("app", [TcviewApp, RunApp], ids=lambda a: a.__name__)
 def test_no_key_does_two_things(app: type[BrowserApp]) -> None:
-    """An app's keys are its own: no two actions share one (a browser key must not shadow run
-    mode's `x` stop, say), except run mode's `r`, which says why it cannot rerun yet."""
+    """An app's keys (its own and its browser screen's) are its own: no two actions share one
+    (a browser key must not shadow run mode's `x` stop, say), except run mode's `r`, which says
+    why it cannot rerun yet."""
     actions: dict[str, set[str]] = {}
-    for binding in app.BINDINGS:
+    for binding in [*app.BINDINGS, *app.SCREEN.BINDINGS]:
         assert isinstance(binding, Binding)
         for key in binding.key.split(","):
             actions.setdefault(key.strip(), set()).add(binding.action)
@@ -102,13 +108,13 @@ def _missing(app: BrowserApp, rows: list[HelpRow]) -> list[str]:
 
 
 async def _missing_everywhere(app: BrowserApp, pilot: Any, rows: list[HelpRow]) -> set[str]:
-    """Focus every focusable widget of the current screen, and collect what is missing."""
+    """Focus every widget the user can focus on the current screen (its focus chain: the
+    pane shown, not those under it), and collect what is missing."""
     missing = set(_missing(app, rows))
-    for widget in list(app.screen.query("*")):
-        if widget.focusable:
-            widget.focus()
-            await pilot.pause()
-            missing.update(_missing(app, rows))
+    for widget in list(app.screen.focus_chain):
+        widget.focus()
+        await pilot.pause()
+        missing.update(_missing(app, rows))
     return missing
 
 
@@ -168,7 +174,8 @@ async def test_run_mode_help_lists_every_key_that_works(tmp_path: Path) -> None:
         assert type(app.screen).__name__ == "ConfirmStop"
         missing.update(await _missing_everywhere(app, pilot, rows))
         await pilot.press("n")
-        app.action_output()  # the output pane, full screen and focused
+        assert isinstance(app.browser, RunScreen)
+        app.browser.action_output()  # the output pane, full screen and focused
         missing.update(await _missing_everywhere(app, pilot, rows))
         flag.touch()
         await until(

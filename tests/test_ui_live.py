@@ -17,7 +17,16 @@ import pytest
 from conftest import FIXTURES, SAMPLES
 from rich.text import Text
 from textual.worker import NoActiveWorker, get_current_worker
-from ui_helpers import CPU_SAMPLE, counts_text, ready, settle, summary_json, sync
+from ui_helpers import (
+    CPU_SAMPLE,
+    counts_text,
+    ready,
+    settle,
+    shown_as,
+    summary_json,
+    sync,
+    viewer_shown,
+)
 from waits import holds, until
 
 import tcview.ingest.load
@@ -29,6 +38,7 @@ from tcview.run.session import Launcher
 from tcview.run.spec import PythonInfo, RunOptions, build_spec
 from tcview.ui.app import BrowserApp, TcviewApp
 from tcview.ui.browser import TREE_GAP, BrowserScreen
+from tcview.ui.options import OpenOptions
 from tcview.ui.reader import Reader
 from tcview.ui.run_app import RunApp
 from tcview.ui.tree import TraceTree
@@ -53,7 +63,7 @@ CAPTURE = FIXTURES / "torch_logs_small.txt"  # a real TORCH_LOGS capture
 
 
 def viewer(app: TcviewApp) -> Any:
-    return app.screen.query(Reader).first().viewer
+    return viewer_shown(app)
 
 
 def doc_text(app: TcviewApp) -> str:
@@ -78,7 +88,7 @@ def overview_counts(app: BrowserApp) -> str | None:
 async def test_slow_pipe_waits_then_grows_to_the_one_shot_counts() -> None:
     expected = counts_text(summary_json(CAPTURE))
     read_end, write_end = os.pipe()
-    app = TcviewApp("-", stdin_fd=read_end)
+    app = TcviewApp(OpenOptions("-", stdin_fd=read_end))
     async with app.run_test(size=SIZE) as pilot:
         # nothing has come through the pipe yet
         await until(
@@ -102,7 +112,7 @@ async def test_slow_pipe_waits_then_grows_to_the_one_shot_counts() -> None:
 @sync
 async def test_a_pipe_without_torch_lines_is_a_valid_state() -> None:
     read_end, write_end = os.pipe()
-    app = TcviewApp("-", stdin_fd=read_end)
+    app = TcviewApp(OpenOptions("-", stdin_fd=read_end))
     async with app.run_test(size=SIZE) as pilot:
         os.write(write_end, b"hello\n")
         os.close(write_end)
@@ -129,7 +139,7 @@ async def test_live_overview_and_status_bar_show_the_same_counts(tmp_path: Path)
     source = SAMPLES / "gpu_triton_user" / "trace"
     expected = counts_text(summary_json(source))
     live = tmp_path / "live"
-    app = TcviewApp(str(live), follow=True)
+    app = TcviewApp(OpenOptions(str(live), follow=True))
     seen: set[str] = set()
     async with app.run_test(size=SIZE) as pilot:
         await ready(app, pilot)
@@ -154,8 +164,9 @@ async def test_live_overview_and_status_bar_show_the_same_counts(tmp_path: Path)
 async def test_overview_counts_move_with_the_status_bar_while_indexing(
     shared_traces: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    # Index in many small, slow steps, as a big trace would go.
-    slow_chunks(monkeypatch, 16 << 10, 0.004)
+    # Index in many small, slow steps, as a big trace would go: long enough (about 3 s) for
+    # the tree and counts to be redrawn a few times (TREE_GAP apart) before the end.
+    slow_chunks(monkeypatch, 16 << 10, 0.008)
     trace = shared_traces / "h200-torch2.11" / "gpt_train" / "trace"
     app = TcviewApp(str(trace))
     seen: set[str] = set()
@@ -177,7 +188,7 @@ async def test_overview_counts_move_with_the_status_bar_while_indexing(
     ("follow", "said"), [(False, "no trace found in"), (True, "waiting for traces in")]
 )
 async def test_an_empty_directory_says_so(tmp_path: Path, follow: bool, said: str) -> None:
-    app = TcviewApp(str(tmp_path), follow=follow)
+    app = TcviewApp(OpenOptions(str(tmp_path), follow=follow))
     async with app.run_test(size=SIZE) as pilot:
         await ready(app, pilot)
         assert f"{said} {tmp_path}" in doc_text(app)
@@ -308,7 +319,7 @@ def count_redraws(app: TcviewApp) -> list[float]:
 async def test_an_idle_followed_app_does_not_poll_the_model(tmp_path: Path) -> None:
     trace = tmp_path / "trace"
     shutil.copytree(CPU_SAMPLE / "trace", trace)
-    app = TcviewApp(str(trace), follow=True)
+    app = TcviewApp(OpenOptions(str(trace), follow=True))
     async with app.run_test(size=SIZE) as pilot:
         await ready(app, pilot)
         calls = count_redraws(app)
@@ -353,7 +364,7 @@ async def test_a_redraw_that_finds_nothing_new_after_the_first_read_makes_no_cou
     monkeypatch.setattr(BrowserScreen, "_model_ready", ready_then_redraw)
     trace = tmp_path / "trace"
     shutil.copytree(CPU_SAMPLE / "trace", trace)
-    app = TcviewApp(str(trace), follow=True)
+    app = TcviewApp(OpenOptions(str(trace), follow=True))
     async with app.run_test(size=SIZE) as pilot:
         await ready(app, pilot)
         await until(pilot, lambda: made, what="the first read's end")
@@ -399,8 +410,7 @@ async def test_an_indexing_app_redraws_when_the_loader_says_so(
         )
         model = browser.model
         assert model is not None
-        with browser.session.lock:
-            read = model.summary_counts()["records"]
+        read = model.summary_counts()["records"]
         await until(  # all it read before the stall
             pilot,
             lambda: browser.records_shown() == read,
@@ -496,8 +506,7 @@ async def test_kernel_rows_are_built_off_the_ui_thread(monkeypatch: pytest.Monke
         await settle(app, pilot)
         await pilot.press(*"pointw")
         await settle(app, pilot)
-        view = app.screen
-        assert isinstance(view, KernelsView)
+        view = shown_as(app, KernelsView)
         assert len(view.objects) == 2 and all(k.kind == "pointwise" for k in view.objects)
     assert threads and threading.main_thread() not in threads
 

@@ -45,7 +45,7 @@ async def test_children_are_paged_and_goto_reaches_any(tmp_path: Path) -> None:
         await until(
             pilot, lambda: len(frame.children) == 2 * PAGE + 1, seen=lambda: len(frame.children)
         )
-        assert app.browser._goto(f"0/{total - 1}") is None
+        assert app.browser.goto(f"0/{total - 1}") is None
         await until(
             pilot,
             lambda: obj_of(tree.cursor_node, Compile).id_text == f"0/{total - 1}",

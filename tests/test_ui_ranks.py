@@ -11,7 +11,18 @@ from typing import Any
 import pytest
 from textual.pilot import Pilot
 from textual.widgets import DataTable, Input
-from ui_helpers import GPU_SAMPLE, SnapCompare, counts_text, item_of, obj_of, ready, sync
+from ui_helpers import (
+    GPU_SAMPLE,
+    SnapCompare,
+    counts_text,
+    item_of,
+    obj_of,
+    pane,
+    ready,
+    shown_as,
+    sync,
+    viewer_shown,
+)
 
 from tcview.ingest.index import TraceSet
 from tcview.model.objects import Compile
@@ -27,7 +38,7 @@ SIZE = (130, 40)
 
 def table_rows(app: TcviewApp) -> tuple[list[str], list[list[str]]]:
     """The shown view's columns and rows, as plain text."""
-    table = app.screen.query_one(DataTable)
+    table = pane(app).query_one(DataTable)
     columns = [str(c.label) for c in table.columns.values()]
     rows = [[str(cell) for cell in table.get_row_at(i)] for i in range(table.row_count)]
     return columns, rows
@@ -39,7 +50,7 @@ def tree_labels(app: TcviewApp) -> list[str]:
 
 
 def detail_text(app: TcviewApp) -> list[str]:
-    doc = app.screen.query(Reader).first().viewer.doc
+    doc = viewer_shown(app).doc
     return [doc.plain(i) for i in range(doc.count)]
 
 
@@ -113,8 +124,8 @@ async def test_one_rank_has_no_rank_column_and_no_rank_keys() -> None:
     async with app.run_test(size=SIZE) as pilot:
         await ready(app, pilot)
         assert app.status_left == f"static · {GPU_SAMPLE}"
-        assert app.check_action("view", ("ranks",)) is False
-        assert app.check_action("filter_ranks", ()) is False
+        assert app.browser.check_action("view", ("ranks",)) is False
+        assert app.browser.check_action("filter_ranks", ()) is False
         await _view(app, pilot, "t")
         columns, _ = table_rows(app)
         assert columns[0] != "rank"
@@ -133,7 +144,7 @@ async def test_rank_filter_narrows_tree_views_and_counts(diverging: str) -> None
         assert isinstance(app.screen, RankDialog)
         await pilot.press("1", "enter")
         await ready(app, pilot)
-        assert app.browser.rank_filter == frozenset({1})
+        assert app.browser.controller.rank_filter == frozenset({1})
         assert [label.split("  ")[0] for label in tree_labels(app)] == ["rank 1"]
         assert "rank 1 of 2" in app.status_left
         model = TraceSet.load(diverging)
@@ -155,7 +166,7 @@ async def test_rank_filter_narrows_tree_views_and_counts(diverging: str) -> None
         assert app.screen.query_one("#rank-input", Input).value == "1"
         await pilot.press("backspace", "enter")
         await ready(app, pilot)
-        assert app.browser.rank_filter is None
+        assert app.browser.controller.rank_filter is None
         assert app.status_right == everything
         assert len(tree_labels(app)) == 2
 
@@ -204,12 +215,12 @@ async def test_rank_filter_dialog_picks_from_the_list_and_refuses_unknown_ranks(
         assert app.screen.query_one("#rank-input", Input).value == "0"
         await pilot.press("enter")
         await ready(app, pilot)
-        assert app.browser.rank_filter == frozenset({0})
+        assert app.browser.controller.rank_filter == frozenset({0})
         await pilot.press("number_sign")
         await ready(app, pilot)
         await pilot.press("escape")  # cancel: the filter stays
         await ready(app, pilot)
-        assert app.browser.rank_filter == frozenset({0})
+        assert app.browser.controller.rank_filter == frozenset({0})
 
 
 @sync
@@ -218,19 +229,19 @@ async def test_ranks_view_names_the_first_divergence(diverging: str) -> None:
     async with app.run_test(size=SIZE) as pilot:
         await ready(app, pilot)
         await _view(app, pilot, "a")
-        assert isinstance(app.screen, RanksView)
+        view = shown_as(app, RanksView)
         columns, rows = table_rows(app)
         assert columns[:3] == ["ranks", "compiles", "breaks"]
         assert [r[:4] for r in rows] == [["0", "1", "0", "0"], ["1", "5", "2", "3"]]
         assert rows[0][-1] == "—" and rows[1][-1] == "ids, cache, breaks"
-        head = str(app.screen.query_one("#view-head").render())
+        head = str(view.query_one("#view-head").render())
         assert "first divergence: rank 1 breaks the graph in 0/0 (Unsupported Tensor.item()" in head
         assert "  compile ids                         [0] [1]" in detail_text(app)
         # Enter on a group: only its ranks, back in the tree.
         await pilot.press("j", "enter")
         await ready(app, pilot)
-        assert not isinstance(app.screen, TableView)
-        assert app.browser.rank_filter == frozenset({1})
+        assert not isinstance(pane(app), TableView) and pane(app).id == "browse"
+        assert app.browser.controller.rank_filter == frozenset({1})
 
 
 @sync
@@ -244,7 +255,7 @@ async def test_compare_two_ranks_side_by_side(diverging: str) -> None:
         assert app.screen.query_one("#rank-input", Input).value == "0, 1"  # the first divergence's
         await pilot.press("enter")
         await ready(app, pilot)
-        assert isinstance(app.screen, CompareView)
+        shown_as(app, CompareView)
         columns, rows = table_rows(app)
         assert columns == ["", "rank 0", "rank 1", "differs in"]
         assert [r[0] for r in rows] == ["≠"] * 5
@@ -259,6 +270,29 @@ async def test_compare_two_ranks_side_by_side(diverging: str) -> None:
         assert item_of(node).kind == "compile"
         comp = obj_of(node, Compile)
         assert comp.file.rank == 0 and comp.id_label == "0/0"
+
+
+@sync
+async def test_escape_from_the_comparison_goes_back_to_the_ranks_view(diverging: str) -> None:
+    app = TcviewApp(diverging)
+    async with app.run_test(size=SIZE) as pilot:
+        await ready(app, pilot)
+        await _view(app, pilot, "a")
+        ranks = shown_as(app, RanksView)
+        await pilot.press("j")  # the second group: where the view was is where it comes back
+        await pilot.press("c")
+        await ready(app, pilot)
+        await pilot.press("enter")
+        await ready(app, pilot)
+        shown_as(app, CompareView)
+        await pilot.press("escape")
+        await ready(app, pilot)
+        assert pane(app) is ranks and app.focused is ranks.query_one(DataTable)
+        assert ranks.query_one(DataTable).cursor_row == 1
+        assert table_rows(app)[0][:3] == ["ranks", "compiles", "breaks"]
+        await pilot.press("escape")
+        await ready(app, pilot)
+        assert pane(app).id == "browse" and app.focused is app.main_tree
 
 
 @pytest.fixture

@@ -10,6 +10,7 @@ from textual.pilot import Pilot
 from ui_helpers import SnapCompare, ready
 
 from tcview.ui.app import TcviewApp
+from tcview.ui.options import OpenOptions
 
 SIZE = (110, 34)
 
@@ -24,7 +25,7 @@ def gpu_trace(fixture_runs: Path, monkeypatch: pytest.MonkeyPatch) -> str:
 
 
 def _app(path: str, goto: str | None = None) -> TcviewApp:
-    return TcviewApp(path, goto=goto)
+    return TcviewApp(OpenOptions(path, goto=goto))
 
 
 async def _wait(pilot: Pilot[Any]) -> None:

@@ -12,9 +12,10 @@ import pytest
 from conftest import SAMPLES
 from ui_helpers import ready, sync
 
+from tcview.ingest.payloads import PayloadStore
 from tcview.ingest.replay import replay
-from tcview.ingest.tracefile import TraceFile
 from tcview.ui.app import TcviewApp
+from tcview.ui.options import OpenOptions
 
 KEYS = ["b", "escape", "r", "escape", "K", "escape", "f", "escape", "t", "escape", "o"]
 KEYS += ["escape", "w", "escape", "down", "down", "enter", "down", "enter", "escape", "?"]
@@ -26,17 +27,17 @@ async def test_no_trace_read_on_the_ui_thread_while_a_live_trace_grows(
 ) -> None:
     main = threading.main_thread()
     on_ui: list[str] = []
-    real = TraceFile.read
+    real = PayloadStore.read
 
-    def read(self: TraceFile, start: int, end: int) -> bytes:
+    def read(self: PayloadStore, start: int, end: int) -> bytes:
         if threading.current_thread() is main:
             on_ui.append("".join(traceback.format_stack(limit=12)))
         return real(self, start, end)
 
-    monkeypatch.setattr(TraceFile, "read", read)
+    monkeypatch.setattr(PayloadStore, "read", read)
     source = SAMPLES / "cpu_breaks_recompiles" / "trace"
     live = tmp_path / "live"
-    app = TcviewApp(str(live), follow=True)
+    app = TcviewApp(OpenOptions(str(live), follow=True))
     async with app.run_test(size=(120, 40)) as pilot:
         await ready(app, pilot)
         done = threading.Event()

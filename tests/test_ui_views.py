@@ -13,11 +13,11 @@ from typing import Any
 import pytest
 import rankdir
 from textual.widgets import DataTable
-from ui_helpers import CPU_SAMPLE, ready, screen_text, settle, sync
+from ui_helpers import CPU_SAMPLE, pane, ready, screen_text, settle, shown_as, sync
 from waits import until
 
 from tcview.ui.app import TcviewApp
-from tcview.ui.finder import ResultsTree, SearchScreen
+from tcview.ui.finder import ResultsTree, SearchView
 from tcview.ui.help import HelpScreen, help_text
 from tcview.ui.reader import Reader
 from tcview.ui.tree import TraceTree
@@ -29,10 +29,9 @@ DRAFT = Path(__file__).parent / "fixtures" / "export_draft" / "trace"
 
 async def _view(app: TcviewApp, pilot: Any, key: str) -> TableView[Any]:
     await pilot.press(key)
-    await until(pilot, lambda: isinstance(app.screen, TableView), seen=lambda: app.screen)
+    await until(pilot, lambda: isinstance(pane(app), TableView), seen=lambda: pane(app))
     await settle(app, pilot)
-    assert isinstance(app.screen, TableView)
-    return app.screen
+    return shown_as(app, TableView)
 
 
 def _notices(app: TcviewApp) -> list[str]:
@@ -180,9 +179,8 @@ async def test_search_groups_say_the_frame_id_and_name_alike() -> None:
     async with app.run_test(size=SIZE) as pilot:
         await ready(app, pilot)
         await pilot.press("S")
-        await until(pilot, lambda: isinstance(app.screen, SearchScreen), seen=lambda: app.screen)
-        screen = app.screen
-        assert isinstance(screen, SearchScreen)
+        await until(pilot, lambda: isinstance(pane(app), SearchView), seen=lambda: pane(app))
+        screen = shown_as(app, SearchView)
         await pilot.press(*"scale_shift", "enter")
         await until(pilot, lambda: screen.finished, what="the search to finish")
         labels = [str(g.label) for g in screen.query_one(ResultsTree).root.children]
@@ -206,7 +204,7 @@ async def test_rank_keys_on_one_rank_say_why_they_do_nothing(key: str) -> None:
             lambda: any("one rank in this trace" in n for n in _notices(app)),
             seen=lambda: _notices(app),
         )
-        assert app.screen is app.browser
+        assert app.screen is app.browser and pane(app).id == "browse"
 
 
 @sync
@@ -237,23 +235,23 @@ async def test_export_view_has_a_rank_column_with_several_ranks(tmp_path: Path) 
 @pytest.mark.parametrize("key", ["y", "Y", "e"])
 @sync
 async def test_take_keys_read_off_the_ui_thread(key: str, monkeypatch: pytest.MonkeyPatch) -> None:
-    import tcview.ui.browser as browser
+    import tcview.ui.taking as taking
 
     release = threading.Event()
     readers: list[threading.Thread] = []
-    real = browser.copy_text if key != "e" else browser.locations_of
+    real = taking.copy_text if key != "e" else taking.locations_of
 
     def blocking(*args: Any) -> Any:
         readers.append(threading.current_thread())
         assert release.wait(20)
         return real(*args)
 
-    monkeypatch.setattr(browser, "copy_text" if key != "e" else "locations_of", blocking)
+    monkeypatch.setattr(taking, "copy_text" if key != "e" else "locations_of", blocking)
     app = TcviewApp(str(CPU_SAMPLE))
     opened: list[Any] = []
     async with app.run_test(size=SIZE) as pilot:
         await ready(app, pilot)
-        monkeypatch.setattr(app.browser, "open_location", opened.append)  # no editor here
+        monkeypatch.setattr(app.browser.taker, "open_location", opened.append)  # no editor here
         tree = app.main_tree
         tree.focus()
         assert app.model is not None
@@ -266,9 +264,9 @@ async def test_take_keys_read_off_the_ui_thread(key: str, monkeypatch: pytest.Mo
         await pilot.press("j")
         await until(pilot, lambda: tree.cursor_line == line + 1, what="the tree to move")
         await pilot.press("b")
-        await until(pilot, lambda: isinstance(app.screen, TableView), seen=lambda: app.screen)
+        await until(pilot, lambda: isinstance(pane(app), TableView), seen=lambda: pane(app))
         await pilot.press("escape")
-        await until(pilot, lambda: app.screen is app.browser, seen=lambda: app.screen)
+        await until(pilot, lambda: pane(app).id == "browse", seen=lambda: pane(app))
         assert readers[0] is not threading.main_thread()
         release.set()
         if key == "y":

@@ -20,6 +20,7 @@ if TYPE_CHECKING:
     from textual.widgets.tree import TreeNode
 
     from tcview.ui.tree import Item
+    from tcview.ui.viewer import CodeView
 
 GPU_SAMPLE = SAMPLES / "gpu_tinyblock"
 CPU_SAMPLE = SAMPLES / "cpu_breaks_recompiles"
@@ -55,6 +56,32 @@ async def ready(app: Any, pilot: Any, limit: float = 30.0) -> None:
 
 
 T = TypeVar("T")
+
+
+def pane(app: Any) -> Any:  # Any: the tests read each pane's own fields
+    """The pane the browser shows now: a view, a compile diff, the global search, or the
+    tree and its reader (the widget #browse)."""
+    return app.browser.shown_pane()
+
+
+def on_top(app: Any) -> Any:
+    """What the user sees on top: a dialog (help, bench, save...) when one is up, else the
+    browser's pane shown."""
+    return pane(app) if app.screen is app.browser else app.screen
+
+
+def shown_as(app: Any, kind: type[T]) -> T:
+    """The pane the browser shows now, checked to be a `kind` (a view's class, say)."""
+    shown = pane(app)
+    assert isinstance(shown, kind), shown
+    return shown
+
+
+def viewer_shown(app: Any) -> CodeView:
+    """The viewer of the pane shown: the tree's reader, a view's detail, a diff's."""
+    from tcview.ui.reader import Reader
+
+    return pane(app).query(Reader).first().viewer
 
 
 def item_of(node: TreeNode[Item] | None) -> Item:

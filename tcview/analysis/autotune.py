@@ -32,6 +32,7 @@ from dataclasses import dataclass, field
 from typing import Any, TypeGuard
 
 from tcview.analysis.kernels import OUTPUT_CODES
+from tcview.model.metadata import BACKWARD_METRICS, FRAME_METRICS
 from tcview.model.objects import TEXT_FORMAT, Compile, Kernel, Model, PlacedLine
 
 AUTOTUNE_EVENT = "_template_autotuning"
@@ -333,7 +334,7 @@ def link_kernels(comp: Compile, ops: Sequence[AutotunedOp]) -> None:
 
 # The metrics records that time a compile's autotuning: the frame's, and the lazily compiled
 # backward's (its own metrics context; the same compile id).
-TIMED_METRICS = ("compilation_metrics", "bwd_compilation_metrics")
+TIMED_METRICS = (FRAME_METRICS, BACKWARD_METRICS)
 FUSION_EVENT = "benchmark_fused_nodes"  # the scheduler benchmarking a fusion with a template
 
 
@@ -342,12 +343,9 @@ def autotune_seconds(comp: Compile, kinds: Sequence[str] = TIMED_METRICS) -> flo
     of its metrics, into which torch adds each op's precompiling and benchmarking and the
     benchmarking of fused kernels (``benchmark_fused_nodes``)."""
     total: float | None = None
-    for rec in comp.metric_records:
-        meta = rec.meta
-        if rec.kind not in kinds or not isinstance(meta, dict):
-            continue
-        value = meta.get("compile_time_autotune_time_us")
-        if _number(value) and value > 0:
+    for m in comp.metric_values:
+        value = m.compile_time_autotune_time_us
+        if m.kind in kinds and value is not None and value > 0:
             total = (total or 0.0) + value / 1e6
     return total
 
@@ -394,5 +392,5 @@ def autotune_time(comp: Compile, ops: Sequence[AutotunedOp]) -> AutotuneTime:
     fusions = fusion_seconds(comp)
     if metric is None:
         return AutotuneTime(ops_s + (fusions or 0.0), ops_s, fusions, False)
-    backward = autotune_seconds(comp, ("bwd_compilation_metrics",))
+    backward = autotune_seconds(comp, (BACKWARD_METRICS,))
     return AutotuneTime(metric, ops_s, fusions, True, backward)

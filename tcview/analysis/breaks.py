@@ -23,6 +23,7 @@ from tcview.analysis.finding import (
     sentence,
     text_frames,
     total_cost,
+    where_subject,
     where_text,
 )
 from tcview.analysis.owner import (
@@ -347,16 +348,10 @@ def break_findings(model: Model) -> list[Finding]:
                 fix,
                 first.url or DOCS["graph_breaks"],
                 compiles,
-                subject=f"{cause.name}@{_where_subject(where) or short_location(group.location)}",
+                subject=f"{cause.name}@{where_subject(where) or short_location(group.location)}",
             )
         )
     return out
-
-
-def _where_subject(where: Where | None) -> str:
-    if not where:
-        return ""
-    return f"{str(where.get('file', '')).rsplit('/', 1)[-1]}:{where.get('line')}"
 
 
 def _break_cost(breaks: Sequence[GraphBreak]) -> float | None:

@@ -11,8 +11,8 @@ every compile time tcview shows.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any, TypeGuard
 
+from tcview.model.metadata import BACKWARD_METRICS
 from tcview.model.objects import Compile
 
 BACKWARD_NOTE = "incl. backward"  # said wherever a time counts a backward compile
@@ -31,24 +31,18 @@ class CompileTime:
         return (self.forward_s or 0.0) + (self.backward_s or 0.0)
 
 
-def _number(value: Any) -> TypeGuard[int | float]:
-    return isinstance(value, (int, float)) and not isinstance(value, bool)
-
-
 def backward_seconds(comp: Compile) -> float | None:
     """The backward compiles' time: ``backward_cumulative_compile_time_us`` (the
     ``entire_backward_compile`` span), or Inductor's time where a torch logs no such column."""
     total: float | None = None
-    for rec in comp.metric_records:
-        meta = rec.meta
-        if rec.kind != "bwd_compilation_metrics" or not isinstance(meta, dict):
+    for m in comp.metric_values:
+        if m.kind != BACKWARD_METRICS:
             continue
-        whole = meta.get("backward_cumulative_compile_time_us")
-        inductor = meta.get("inductor_compile_time_s")
-        if _number(whole):
+        whole = m.backward_cumulative_compile_time_us
+        if whole is not None:
             value = whole / 1e6
-        elif _number(inductor):
-            value = float(inductor)
+        elif m.inductor_compile_time_s is not None:
+            value = m.inductor_compile_time_s
         else:
             continue
         total = (total or 0.0) + value

@@ -13,8 +13,9 @@ from __future__ import annotations
 import re
 from collections.abc import Iterable
 from dataclasses import dataclass, field
-from typing import Any, Literal
+from typing import Literal
 
+from tcview.model.metadata import CompilationMetrics
 from tcview.model.objects import RAN_EAGERLY, Compile, CudagraphNote, Model
 
 _GRAPHABLE = re.compile(r"(\d+) cudagraphable")
@@ -79,10 +80,10 @@ def fold_reason(text: str) -> str:
     return text.replace("Found from : \n", "Found from:\n").strip() or "(no reason given)"
 
 
-def _metrics(comp: Compile) -> Iterable[dict[str, Any]]:
-    for rec in [*comp.metric_records, *comp.runtime_records]:
-        if isinstance(rec.meta, dict):
-            yield rec.meta
+def _metrics(comp: Compile) -> list[CompilationMetrics]:
+    """Its metrics values: the compiles' first, then the runtime's."""
+    values = comp.metric_values
+    return [m for m in values if not m.runtime] + [m for m in values if m.runtime]
 
 
 def cudagraphs_of(comp: Compile, notes: Iterable[CudagraphNote] = ()) -> CudaGraphs | None:
@@ -93,15 +94,14 @@ def cudagraphs_of(comp: Compile, notes: Iterable[CudagraphNote] = ()) -> CudaGra
     sources: list[str] = []
     cudagraphify_us = 0.0
     timed = False
-    for meta in _metrics(comp):
-        skip = meta.get("cudagraph_skip_reason")
-        if isinstance(skip, str) and skip.strip():
+    for m in _metrics(comp):
+        skip = m.cudagraph_skip_reason
+        if skip is not None and skip.strip():
             reason = fold_reason(skip)
             if reason not in reasons:
                 reasons.append(reason)
-        us = meta.get("runtime_cudagraphify_time_us")
-        if isinstance(us, (int, float)) and not isinstance(us, bool):
-            cudagraphify_us += us
+        if m.runtime_cudagraphify_time_us is not None:
+            cudagraphify_us += m.runtime_cudagraphify_time_us
             timed = True
     if reasons or timed:
         sources.append("trace")

@@ -20,8 +20,8 @@ from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 
 from tcview.analysis.compiletime import BACKWARD_PHASE, backward_seconds
+from tcview.analysis.guard_failures import input_name, parse_guard_failure
 from tcview.analysis.kernels import split_output_code
-from tcview.analysis.recompiles import input_name, parse_guard_failure
 from tcview.model.objects import Compile, Kernel, Model, Record
 
 # ---------------------------------------------------------------------- text

@@ -42,7 +42,8 @@ from dataclasses import dataclass, field
 from typing import Any, NamedTuple
 
 from tcview.analysis.compiletime import compile_seconds
-from tcview.analysis.recompiles import primary_failure
+from tcview.analysis.guard_failures import GuardFamily
+from tcview.analysis.recompile_causes import primary_failure
 from tcview.model.objects import Compile, JsonValue, LogSource, Model
 from tcview.model.ranks import LABEL_PARTS, ranks_label, ranks_text
 
@@ -114,7 +115,7 @@ def recompile_cause(comp: Compile) -> str:
     failure = primary_failure(comp)
     if failure is None:
         return "?"
-    if failure.change == "other":
+    if failure.change is GuardFamily.OTHER:
         return stable_text(failure.text)
     return f"`{failure.input}` {failure.what}" if failure.input else failure.what
 
@@ -196,7 +197,7 @@ def step_of(comp: Compile, collectives: bool = True, tensor_meta: bool = True) -
     return Step(
         comp.id_label,
         _frame_name(comp),
-        comp.status,
+        comp.status.value,  # the word: a step is JSON, equal to the steps the cache gives back
         failure,
         recompile_cause(comp),
         tuple(stable_text(gb.reason) for gb in comp.breaks),

@@ -12,6 +12,7 @@ from typing import Any
 
 from tcview.analysis.owner import Where, is_user_file, plain_function, user_line
 from tcview.analysis.rules import Kind, Severity
+from tcview.model.metadata import BACKWARD_METRICS
 from tcview.model.objects import Compile, Frame, is_torch_internal, stack_frames
 
 _PATH = re.compile(r"(?:[\w.~-]*[/\\])+([\w.-]+)")
@@ -33,7 +34,8 @@ class Finding:
     line (`where`: ``{"file", "line"}``), the compile seconds it added (`cost_s`, backward
     compiles included), what to do (`fix`: "" where the trace does not show what would help)
     and a docs page (`doc`). `subject` is what it is about, the same across runs (a frame,
-    a user line and a cause): with the kind, it makes the finding's `id`."""
+    a user line and a cause; never its wording or its counts): with the kind, it is the
+    finding's fingerprint, its `id`."""
 
     kind: Kind
     severity: Severity
@@ -50,12 +52,13 @@ class Finding:
     def __post_init__(self) -> None:
         self.kind = Kind(self.kind)
         self.severity = Severity(self.severity)
+        if not self.subject:
+            raise ValueError(f"a {self.kind.value} finding without a subject (its fingerprint)")
 
     @property
     def id(self) -> str:
         """``recompile_limit:f@train.py``: stable across runs (no counts, ids or directories)."""
-        subject = self.subject or _DIGITS.sub("#", _PATH.sub(lambda m: m.group(1), self.title))
-        return f"{self.kind.value}:{subject}"
+        return f"{self.kind.value}:{self.subject}"
 
     @property
     def key(self) -> tuple[str, str]:
@@ -148,12 +151,9 @@ def compile_cost_s(comp: Compile) -> float | None:
     """The compile's seconds: its frame compile and its backward compile (compiled lazily on
     the first backward, logged as ``bwd_compilation_metrics``); None when neither is timed."""
     total = comp.compile_time_s
-    for rec in comp.metric_records:
-        if rec.kind != "bwd_compilation_metrics" or not isinstance(rec.meta, dict):
-            continue
-        bwd = rec.meta.get("inductor_compile_time_s")
-        if isinstance(bwd, (int, float)) and not isinstance(bwd, bool):
-            total = (total or 0.0) + float(bwd)
+    for m in comp.metric_values:
+        if m.kind == BACKWARD_METRICS and m.inductor_compile_time_s is not None:
+            total = (total or 0.0) + m.inductor_compile_time_s
     return total
 
 
@@ -185,6 +185,27 @@ def possessive(name: str) -> str:
 
 def plural(n: int, word: str) -> str:
     return f"{n} {word}{'' if n == 1 else 's'}"
+
+
+def frame_subject(frame: Frame | None) -> str:
+    """A frame as the same across runs: its function and its file's name."""
+    if frame is None:
+        return "?"
+    code = frame.code_frame
+    file = (frame.co_filename or (code.filename if code else "")).rsplit("/", 1)[-1]
+    return f"{frame_name(frame)}@{file}" if file else frame_name(frame)
+
+
+def where_subject(where: Where | None) -> str:
+    """A user line as the same across runs: its file's name and line ("" without one)."""
+    if not where:
+        return ""
+    return f"{str(where.get('file', '')).rsplit('/', 1)[-1]}:{where.get('line')}"
+
+
+def unnumbered(text: str) -> str:
+    """Text with its numbers and directories left out (a reason as the same across runs)."""
+    return _DIGITS.sub("#", _PATH.sub(lambda m: m.group(1), text))
 
 
 def frame_name(frame: Frame | None) -> str:

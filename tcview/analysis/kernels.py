@@ -191,12 +191,25 @@ OUTPUT_CODES = OutputCodeCache()
 # ---------------------------------------------------------------------- identical kernels
 
 
+def _digest_key(kernel: Kernel) -> tuple[str, int, int]:
+    return ("digest", kernel.output.offset, kernel.index)
+
+
+def kernel_digest(kernel: Kernel) -> str | None:
+    """The digest of the kernel's definition's text, once `source_digests` read it (None
+    before, and while its output code still grows)."""
+    digest: str | None = kernel.output.source.memo.get(_digest_key(kernel))
+    return digest
+
+
 def source_digests(kernels: Sequence[Kernel]) -> None:
-    """Give each kernel (of one output code) the digest of its definition's text, read from
-    disk once for all of them. A kernel not found in the text gets its name as digest."""
+    """Find the digest of each kernel's definition's text (kernels of one output code), read
+    from disk once for all of them and kept in their file's memo. A kernel not found in the
+    text gets its name as digest."""
     if not kernels:
         return
     output = kernels[0].output
+    memo = output.source.memo
     text = output.payload()
     lines = text.split("\n")
     spans = split_output_code(text, launches=False)
@@ -206,10 +219,10 @@ def source_digests(kernels: Sequence[Kernel]) -> None:
         if span is None:
             span = next((s for s in spans if s.name == kernel.name), None)
         if span is None:
-            kernel.digest = f"name:{kernel.name}"
+            memo.put(_digest_key(kernel), f"name:{kernel.name}")
             continue
         body = span.source(lines).encode("utf-8", "replace")
-        kernel.digest = hashlib.blake2b(body, digest_size=12).hexdigest()
+        memo.put(_digest_key(kernel), hashlib.blake2b(body, digest_size=12).hexdigest())
 
 
 # ---------------------------------------------------------------------- what a kernel fuses
@@ -330,18 +343,34 @@ def launch_info(code: OutputCode, span: KernelSpan, info: dict[str, object] | No
     body = code.lines[span.start : span.end + 1]
     launch = code.launch_line(span)
     if span.kind == "cpp":
-        m = _CPP_ARGS.search(body[0]) if body else None
-        if m:
-            out.add("argument types", ", ".join(_names(m.group(1).replace("'", ""))))
-        text = "\n".join(body)
-        out.add(
-            "runs on", "CPU" + (" (OpenMP, parallel)" if "#pragma omp parallel" in text else "")
-        )
-        if "at::vec::Vectorized" in text:
-            out.add("vectorized", "yes (at::vec)")
-        if launch is not None:
-            out.add("launch", _cut(launch.strip(), 160))
-        return out
+        _cpp_rows(out, body)
+    else:
+        _triton_rows(out, code, span, body, launch, info)
+    if launch is not None:
+        out.add("launch", _cut(launch.strip(), 160))
+    return out
+
+
+def _cpp_rows(out: Launch, body: list[str]) -> None:
+    """A C++ kernel's argument types, and whether it runs in parallel and vectorized."""
+    m = _CPP_ARGS.search(body[0]) if body else None
+    if m:
+        out.add("argument types", ", ".join(_names(m.group(1).replace("'", ""))))
+    text = "\n".join(body)
+    out.add("runs on", "CPU" + (" (OpenMP, parallel)" if "#pragma omp parallel" in text else ""))
+    if "at::vec::Vectorized" in text:
+        out.add("vectorized", "yes (at::vec)")
+
+
+def _triton_rows(
+    out: Launch,
+    code: OutputCode,
+    span: KernelSpan,
+    body: list[str],
+    launch: str | None,
+    info: dict[str, object] | None,
+) -> None:
+    """A Triton kernel's rows, all but its launch line."""
     decorator = next((_HEURISTIC.match(ln) for ln in body if _HEURISTIC.match(ln)), None)
     if decorator:
         out.add("heuristic", decorator.group(1))
@@ -352,7 +381,39 @@ def launch_info(code: OutputCode, span: KernelSpan, info: dict[str, object] | No
     rhint = _REDUCTION_HINT.search(text)
     if rhint:
         out.add("reduction hint", rhint.group(1))
-    grid_type = _GRID_TYPE.search(text)
+    numels, extras, keywords = _arguments(code, span, body, text, launch)
+    for dim, numel in numels.items():
+        out.add(f"{dim}numel", numel)
+    config = _config(info)
+    _grid_row(out, text, numels, extras, keywords, config)
+    for key in ("num_warps", "num_stages"):
+        value = config.get(key)
+        if value is None:
+            value = next(
+                (
+                    m.group(2)
+                    for ln in body
+                    if (m := _DECORATOR_INT.match(ln)) and m.group(1) == key
+                ),
+                None,
+            )
+        if value is not None:
+            out.add(key, value)
+    blocks = {k: v for k, v in config.items() if k.endswith("BLOCK")}
+    if blocks:
+        out.add("blocks", ", ".join(f"{k}={v}" for k, v in blocks.items()))
+    for key, value in _META_NUMBER.findall(text):
+        out.add(key, value)
+    if info:
+        _info_rows(out, info, config)
+
+
+def _arguments(
+    code: OutputCode, span: KernelSpan, body: list[str], text: str, launch: str | None
+) -> tuple[dict[str, str], list[tuple[str, str]], dict[str, str]]:
+    """A Triton kernel's numels (its body's, then the numel arguments of its launch), the
+    launch's arguments past the kernel's signature (named as the kernel names them), and the
+    launch's keywords."""
     numels = _numels(body)
     args, keywords = _launch_args(launch, span.name) if launch is not None else (None, {})
     signature = _SIGNATURE.search(text)
@@ -374,10 +435,20 @@ def launch_info(code: OutputCode, span: KernelSpan, info: dict[str, object] | No
             (names[i] if i < len(names) else f"extra {i}", _cut(v, ARG_CUT))
             for i, v in enumerate(rest)
         ]
-    for dim, value in numels.items():
-        out.add(f"{dim}numel", value)
-    config = _config(info)
+    return numels, extras, keywords
+
+
+def _grid_row(
+    out: Launch,
+    text: str,
+    numels: dict[str, str],
+    extras: list[tuple[str, str]],
+    keywords: dict[str, str],
+    config: dict[str, object],
+) -> None:
+    """The launch grid: as the launch passed it, else computed from the grid type."""
     grid = [v for k, v in extras if k.startswith("_grid")]
+    grid_type = _GRID_TYPE.search(text)
     if grid:
         out.add("grid", f"({', '.join(grid)})")
     elif "grid" in keywords:  # torch before 2.6: ``.run(…, grid=grid(1024), stream=…)``
@@ -385,37 +456,19 @@ def launch_info(code: OutputCode, span: KernelSpan, info: dict[str, object] | No
     elif grid_type is not None:
         computed = _grid(grid_type.group(1), numels, config)
         out.add("grid", computed or grid_type.group(1))
-    for key in ("num_warps", "num_stages"):
-        value = config.get(key)
-        if value is None:
-            value = next(
-                (
-                    m.group(2)
-                    for ln in body
-                    if (m := _DECORATOR_INT.match(ln)) and m.group(1) == key
-                ),
-                None,
-            )
-        if value is not None:
-            out.add(key, value)
-    blocks = {k: v for k, v in config.items() if k.endswith("BLOCK")}
-    if blocks:
-        out.add("blocks", ", ".join(f"{k}={v}" for k, v in blocks.items()))
-    for key, value in _META_NUMBER.findall(text):
-        out.add(key, value)
-    if info:
-        state = info.get("autotune_cache_state")
-        if state is not None:
-            out.add("autotune", state)
-        configs = info.get("num_configs")
-        if isinstance(configs, int) and not config:
-            out.add("configs", f"{configs}, one chosen when it first runs (not in the trace)")
-        compile_us = info.get("compile_time_us")
-        if isinstance(compile_us, (int, float)):
-            out.add("triton compile", f"{compile_us / 1e6:.3f}s")
-    if launch is not None:
-        out.add("launch", _cut(launch.strip(), 160))
-    return out
+
+
+def _info_rows(out: Launch, info: dict[str, object], config: dict[str, object]) -> None:
+    """What Triton's kernel info adds: the autotune cache, the configs and the compile time."""
+    state = info.get("autotune_cache_state")
+    if state is not None:
+        out.add("autotune", state)
+    configs = info.get("num_configs")
+    if isinstance(configs, int) and not config:
+        out.add("configs", f"{configs}, one chosen when it first runs (not in the trace)")
+    compile_us = info.get("compile_time_us")
+    if isinstance(compile_us, (int, float)):
+        out.add("triton compile", f"{compile_us / 1e6:.3f}s")
 
 
 def kernel_num_gb(code: OutputCode, span: KernelSpan) -> float | None:
@@ -601,7 +654,7 @@ def needs_digests(kernels: Sequence[Kernel]) -> list[list[Kernel]]:
     whose output code is complete."""
     pending: dict[int, list[Kernel]] = {}
     for k in kernels:
-        if k.digest is None and k.output.closed:
+        if k.output.closed and kernel_digest(k) is None:
             pending.setdefault(id(k.output), []).append(k)
     return list(pending.values())
 
@@ -611,7 +664,8 @@ def group_kernels(kernels: Sequence[Kernel]) -> list[KernelGroup]:
     without a digest (its output code still growing) is a group of its own."""
     groups: dict[object, KernelGroup] = {}
     for k in kernels:
-        key: object = k.digest if k.digest is not None else id(k)
+        digest = kernel_digest(k)
+        key: object = digest if digest is not None else id(k)
         group = groups.get(key)
         if group is None:
             groups[key] = KernelGroup([k])

@@ -271,13 +271,15 @@ def parse_stack_strings(traces: object) -> list[SourceLine]:
 
 def _json_payload(rec: Record, problems: list[str]) -> Any:
     if rec.end - rec.hdr_end > PAYLOAD_LIMIT:
-        problems.append(f"{rec.label} at line {rec.lineno}: larger than {PAYLOAD_LIMIT} bytes")
+        problems.append(
+            f"{rec.label} at line {rec.line_number()}: larger than {PAYLOAD_LIMIT} bytes"
+        )
         return None
     text = rec.payload()
     try:
         return json.loads(text)
     except (ValueError, RecursionError) as exc:
-        problems.append(f"{rec.label} at line {rec.lineno}: not JSON ({exc})")
+        problems.append(f"{rec.label} at line {rec.line_number()}: not JSON ({exc})")
         return None
 
 
@@ -623,9 +625,9 @@ def unit_origin(unit: Unit) -> str:
     parts = []
     if unit.mapping is not None:
         version = f", version {unit.version}" if unit.version else ""
-        parts.append(f"node mappings (line {unit.mapping.lineno}{version})")
+        parts.append(f"node mappings (line {unit.mapping.line_number()}{version})")
     elif unit.legacy:
         parts.append("legacy kernel and node mappings")
     if unit.stack_traces is not None:
-        parts.append(f"stack traces (line {unit.stack_traces.lineno})")
+        parts.append(f"stack traces (line {unit.stack_traces.line_number()})")
     return ", ".join(parts)

@@ -10,6 +10,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from tcview.analysis.changes import Aspect, Change, show, user_name
+from tcview.analysis.compile_config import compile_config
 from tcview.analysis.finding import (
     STORM_RECOMPILES,
     Finding,
@@ -21,25 +22,27 @@ from tcview.analysis.finding import (
     total_cost,
     traceback_frames,
 )
+from tcview.analysis.guard_failures import GuardFailure, GuardFamily
+from tcview.analysis.guard_words import Explanation
 from tcview.analysis.owner import Owner, Where, is_user_file, owner_of, package_of, user_line
-from tcview.analysis.recompiles import (
-    Explanation,
-    GuardFailure,
-    RecompileCause,
-    compile_config,
-    diagnose,
-    primary_failure,
-    recompile_cause,
-)
+from tcview.analysis.recompile_causes import RecompileCause, primary_failure, recompile_cause
+from tcview.analysis.recompiles import diagnose
 from tcview.analysis.rules import DOCS, Kind, Severity
 from tcview.model.objects import Compile, Frame, Model, is_torch_internal
 
 # Families whose words say more than the values do: what the change means.
-_TELLING = ("module_flag", "identity", "symbolic_shape", "keys", "global_state", "layout")
+_TELLING = (
+    GuardFamily.MODULE_FLAG,
+    GuardFamily.IDENTITY,
+    GuardFamily.SYMBOLIC_SHAPE,
+    GuardFamily.KEYS,
+    GuardFamily.GLOBAL_STATE,
+    GuardFamily.LAYOUT,
+)
 
 
 def _meanings(explanations: Sequence[Explanation]) -> list[str]:
-    said: dict[tuple[str, str], str] = {}
+    said: dict[tuple[str, GuardFamily], str] = {}
     for e in explanations:
         if e.failure is not None and e.family in _TELLING and e.words:
             said[(e.failure.input, e.family)] = e.words
@@ -48,16 +51,16 @@ def _meanings(explanations: Sequence[Explanation]) -> list[str]:
 
 # The families a fix names beside the input (`x` dtype); the others are its value.
 _ASPECT_WORDS = {
-    "size": "size",
-    "stride": "strides",
-    "layout": "layout",
-    "rank": "number of dimensions",
-    "dtype": "dtype",
-    "device": "device",
-    "requires_grad": "requires_grad",
-    "dispatch_keys": "dispatch keys",
-    "length": "length",
-    "symbolic_shape": "size",
+    GuardFamily.SIZE: "size",
+    GuardFamily.STRIDE: "strides",
+    GuardFamily.LAYOUT: "layout",
+    GuardFamily.RANK: "number of dimensions",
+    GuardFamily.DTYPE: "dtype",
+    GuardFamily.DEVICE: "device",
+    GuardFamily.REQUIRES_GRAD: "requires_grad",
+    GuardFamily.DISPATCH_KEYS: "dispatch keys",
+    GuardFamily.LENGTH: "length",
+    GuardFamily.SYMBOLIC_SHAPE: "size",
 }
 
 
@@ -65,7 +68,7 @@ def _fixes(explanations: Sequence[Explanation], limit: bool, frame: Frame) -> li
     """What to do, once per input and what changed (the newest recompile's words): ``For `x`
     dtype: cast it to one dtype before the call.`` Under the limit, nothing is "none needed":
     only the part that applies when values keep coming."""
-    out: dict[tuple[str, str], str] = {}
+    out: dict[tuple[str, GuardFamily], str] = {}
     for e in explanations:
         if e.failure is None or not e.fix:
             continue
@@ -118,7 +121,7 @@ def _step_text(comp: Compile, failure: GuardFailure | None) -> tuple[str, list[s
         names = [_change_label(c, frame) for c in cause.changes]
         said = "; ".join(_change_text(c, frame) for c in cause.changes)
         return f"{comp.id_label}{against}: {said}", names
-    if failure is not None and failure.family != "other":
+    if failure is not None and failure.family is not GuardFamily.OTHER:
         name = (
             user_name(failure.input, frame)
             if failure.input.startswith(("L[", "G["))
@@ -207,22 +210,13 @@ def _frame_finding(frame: Frame, rank: int | None) -> Finding | None:
     made = [c for c in recompiled if c is not limit]
     causes = [recompile_cause(c) for c in made]
     failures = [primary_failure(c) for c in made]
-    steps: list[str] = []
-    labels: list[str] = []
-    for comp, failure in zip(made, failures, strict=True):
-        text, names = _step_text(comp, failure)
-        steps.append(text)
-        labels += [n for n in names if n not in labels]
+    lines, labels = _step_lines(made, failures)
     n = len(made)
     evidence = _evidence(frame, made, causes)
     if rank is not None:
         evidence["rank"] = rank
     listed = ", ".join(labels[:5]) + (f" and {len(labels) - 5} more" if len(labels) > 5 else "")
     because = f" on {listed}" if listed else ""
-    lines = ["Each recompile, against the earlier compile it differs least from:"]
-    lines += [f"  {t}" for t in steps[:12]]
-    if len(steps) > 12:
-        lines.append(f"  … {len(steps) - 12} more")
     advice = _fixes(d.explanations, limit is not None, frame)
     lines += _meanings(d.explanations)
     if limit is not None:
@@ -232,17 +226,7 @@ def _frame_finding(frame: Frame, rank: int | None) -> Finding | None:
             f"{title_name} hit the recompile limit{cap} after recompiling{because}: "
             "it runs eagerly from then on"
         )
-        step, last = _step_text(limit, primary_failure(limit))
-        lines.append(
-            f"The call that hit the limit ({step.split(':', 1)[0]}) differed again"
-            + (f": {step.split(': ', 1)[1]}" if ": " in step else "")
-            + f". From then on {title_name} runs eagerly; calls that match an earlier compile "
-            "still run compiled."
-        )
-        evidence["limit_compile"] = limit.id_label
-        evidence["limit_change"] = last
-        if not any("recompile_limit" in a for a in advice):
-            advice.append("Raising torch._dynamo.config.recompile_limit only hides the cause.")
+        lines.append(_limit_hit(limit, title_name, evidence, advice))
     elif n >= STORM_RECOMPILES:
         kind, severity = Kind.RECOMPILE_STORM, Severity.WARNING
         title = f"{title_name} recompiled {n} times{because}"
@@ -274,6 +258,39 @@ def _frame_finding(frame: Frame, rank: int | None) -> Finding | None:
         DOCS["recompiles"],
         made or ([limit] if limit is not None else []),
         subject=_frame_subject(frame),
+    )
+
+
+def _step_lines(
+    made: Sequence[Compile], failures: Sequence[GuardFailure | None]
+) -> tuple[list[str], list[str]]:
+    """Each recompile in words (the first 12), and the names of what changed, each once."""
+    steps: list[str] = []
+    labels: list[str] = []
+    for comp, failure in zip(made, failures, strict=True):
+        text, names = _step_text(comp, failure)
+        steps.append(text)
+        labels += [n for n in names if n not in labels]
+    lines = ["Each recompile, against the earlier compile it differs least from:"]
+    lines += [f"  {t}" for t in steps[:12]]
+    if len(steps) > 12:
+        lines.append(f"  … {len(steps) - 12} more")
+    return lines, labels
+
+
+def _limit_hit(limit: Compile, title_name: str, evidence: dict[str, Any], advice: list[str]) -> str:
+    """What the call that hit the recompile limit changed, in a sentence; put in `evidence`
+    too, and `advice` warns against only raising the limit."""
+    step, last = _step_text(limit, primary_failure(limit))
+    evidence["limit_compile"] = limit.id_label
+    evidence["limit_change"] = last
+    if not any("recompile_limit" in a for a in advice):
+        advice.append("Raising torch._dynamo.config.recompile_limit only hides the cause.")
+    return (
+        f"The call that hit the limit ({step.split(':', 1)[0]}) differed again"
+        + (f": {step.split(': ', 1)[1]}" if ": " in step else "")
+        + f". From then on {title_name} runs eagerly; calls that match an earlier compile "
+        "still run compiled."
     )
 
 

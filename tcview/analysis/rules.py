@@ -1,8 +1,9 @@
 """The finding kinds: each one's severity, what it is about, and its docs page, in one table.
 
-The findings (`findings.py`, `verdicts.py`, `breaks.py`, `recompile_findings.py`) say which
-kind a finding is; the README's list is generated from `RULES` (`python -m
-tcview.analysis.rules README.md` rewrites it; a test holds it).
+The findings (`findings.py`, `verdicts.py`, `breaks.py`, `recompile_findings.py`, `crashes.py`,
+`cache_misses.py`, `dynamic_shapes.py`) say which kind a finding is; the README's list is
+generated from `RULES` (`python -m tcview.analysis.rules README.md` rewrites it; a test holds
+it).
 Their order is the order findings of one severity and cost are listed in.
 """
 

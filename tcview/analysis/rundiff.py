@@ -14,6 +14,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from tcview.analysis.cache_misses import CacheKeyChange, cache_key_changes
 from tcview.analysis.checks import SLOWER
 from tcview.analysis.compiletime import compile_seconds, time_note
 from tcview.analysis.diff import (
@@ -28,15 +29,11 @@ from tcview.analysis.diff import (
     model_kernels,
     predecessor,
 )
-from tcview.analysis.findings import (
-    CacheKeyChange,
-    Finding,
-    cache_key_changes,
-    findings,
-    new_and_gone,
-)
-from tcview.analysis.recompiles import family_of, primary_failure
-from tcview.model.objects import Compile, Frame, Model, short_location
+from tcview.analysis.findings import Finding, findings, new_and_gone
+from tcview.analysis.guard_failures import GuardFamily
+from tcview.analysis.guard_values import family_of
+from tcview.analysis.recompile_causes import primary_failure
+from tcview.model.objects import Compile, CompileStatus, Frame, Model, short_location
 
 
 @dataclass(frozen=True)
@@ -81,7 +78,7 @@ class Side:
     cache_hits: int = 0
     time_s: float = 0.0
     phases: dict[str, float] = field(default_factory=dict)
-    statuses: Counter[str] = field(default_factory=Counter)
+    statuses: Counter[CompileStatus] = field(default_factory=Counter)
     comps: list[Compile] = field(default_factory=list, repr=False)  # in frame order
 
     def add(self, frame: Frame) -> None:
@@ -121,7 +118,8 @@ class Side:
             "cache_hits": self.cache_hits,
             "compile_time_s": round(self.time_s, 6),
             "phases_s": {k: round(v, 6) for k, v in self.phases.items()},
-            "statuses": dict(self.statuses),
+            # By the words: JSON keys must be plain strings (orjson refuses others).
+            "statuses": {str(s): n for s, n in self.statuses.items()},
         }
 
 
@@ -342,7 +340,7 @@ def _cause(comp: Compile) -> str:
     if failure is None:
         return "(no guard failure logged)"
     family = family_of(comp, failure)
-    if family == "other" or not failure.input:
+    if family is GuardFamily.OTHER or not failure.input:
         return _normal_guard(failure.text)
     return f"{family}: `{failure.input}` {failure.what}"
 

@@ -10,6 +10,7 @@ from collections import Counter
 from typing import Any
 
 from tcview.analysis.breaks import break_cause
+from tcview.analysis.compile_config import compile_config
 from tcview.analysis.finding import (
     Finding,
     call_site,
@@ -21,9 +22,10 @@ from tcview.analysis.finding import (
     text_frames,
 )
 from tcview.analysis.owner import Where, user_line
-from tcview.analysis.recompiles import compile_config, symbol_values
+from tcview.analysis.recompile_causes import symbol_values
 from tcview.analysis.rules import DOCS, Kind, Severity
-from tcview.model.objects import Compile, LogSource, Model, stack_frames
+from tcview.model.metadata import CompilationMetrics
+from tcview.model.objects import Compile, CompileStatus, LogSource, Model, stack_frames
 
 _SIGNAL_WORDS = {
     "SIGSEGV": "a segmentation fault (a crash in native code: a CUDA kernel, a C++ extension)",
@@ -283,9 +285,9 @@ def _nothing_compiled(model: Model) -> list[Finding]:
     compiles = [c for c in model.compiles if c.compilation_metrics()]
     if not compiles or model.kernels or any(c.output_codes for c in model.compiles):
         return []
-    if any(c.status not in ("empty graph", "failed") for c in compiles):
+    if any(c.status not in (CompileStatus.EMPTY_GRAPH, CompileStatus.FAILED) for c in compiles):
         return []
-    empty = [c for c in compiles if c.status == "empty graph"]
+    empty = [c for c in compiles if c.status is CompileStatus.EMPTY_GRAPH]
     if not empty:
         return []  # every compile failed: the failures say why
     empty.sort(key=lambda c: (str(c.file.path), c.order))  # as written, whatever order read
@@ -354,7 +356,7 @@ def _recordings(model: Model) -> dict[str, list[float]]:
         busy = [
             c
             for c in source.compiles.values()
-            if sum(1 for r in c.runtime_records if _cudagraphified(r.meta)) >= RERECORD_MIN
+            if sum(1 for m in c.metric_values if _cudagraphified(m)) >= RERECORD_MIN
         ]
         if not busy:
             continue
@@ -374,9 +376,10 @@ def _recordings(model: Model) -> dict[str, list[float]]:
     return out
 
 
-def _cudagraphified(meta: object) -> bool:
-    value = meta.get("runtime_cudagraphify_time_us") if isinstance(meta, dict) else None
-    return isinstance(value, (int, float)) and not isinstance(value, bool) and value > 0
+def _cudagraphified(m: CompilationMetrics) -> bool:
+    """A runtime metrics value that timed a cudagraphify (the graph recorded)."""
+    value = m.runtime_cudagraphify_time_us
+    return m.runtime and value is not None and value > 0
 
 
 def _cudagraph_rerecords(model: Model) -> list[Finding]:

@@ -103,8 +103,9 @@ def open_app(args: argparse.Namespace) -> int:
         print("tcview open: needs a terminal (try `tcview summary` for text)", file=sys.stderr)
         return 2
     from tcview.ui.app import TcviewApp
+    from tcview.ui.options import OpenOptions
 
-    app = TcviewApp(
+    options = OpenOptions(
         path,
         goto=args.goto,
         follow=plan.live,
@@ -115,5 +116,6 @@ def open_app(args: argparse.Namespace) -> int:
         path_map=path_map,
         profile=args.profile,
     )
+    app = TcviewApp(options)
     app.run()
     return app.return_code or 0

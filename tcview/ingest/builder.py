@@ -95,7 +95,6 @@ class Builder:
                 moved = tail[i:]
                 del old.chromium_at[len(old.chromium_at) - len(moved) :]
                 old.chromium -= len(moved)
-                old.reset_phases()
                 return moved
         return array("q")
 

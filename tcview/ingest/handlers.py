@@ -5,14 +5,31 @@ A trace file (tracefile.py) runs them; they need only what a `LogSource` declare
 `HEADER_HANDLERS` (by record kind) run when a record's header is indexed; `CLOSE_HANDLERS` (by
 artifact name) run once its payload is complete, for the facts that live in the payload.
 Handlers make facts through the `Builder`; a handler that raises is recorded, not fatal.
+
+A handler is the one place a kind's JSON is read: it decodes what tcview uses of the header's
+value into a typed record of model/metadata.py (`CompilationMetrics` for the four metrics
+kinds, `CacheArtifact` for the cache artifacts; dynamo_start's stack into `StackFrame`s) and
+keeps it on the compile, for consumers to read typed fields instead of the raw dict. (Raw
+values remain for what lists every field, and for what is read from disk on demand: chromium
+events, a whole dynamo_config.) To read a new kind of torch event:
+
+1. model/metadata.py: a frozen dataclass of the fields tcview needs (str, int, float, bool,
+   None, tuples of str), with a `decode` that never raises (a field of the wrong type is None);
+   if a new `Compile` field keeps it, add the class to `METADATA_TYPES` so that the index
+   cache writes it, and bump ingest/snapshot.py's FORMAT (a record's own fields may change
+   later without a bump: the cache checks the field names it wrote);
+2. here: a handler that decodes the record's `meta` and stores the result or makes facts
+   through the `Builder`, in `HEADER_HANDLERS` under the kind (`CLOSE_HANDLERS`, by artifact
+   name, when the facts are in the payload), and the kind in `KNOWN_KINDS`;
+3. a fixture: a real record of the kind in tests/fixtures (or sample_traces), decoded by a test
+   (tests/test_metadata.py).
 """
 
 from __future__ import annotations
 
-from typing import Any
-
 from tcview.ingest.builder import Builder, Handler
 from tcview.model.facts import parse_graph_break, parse_recompile_reasons
+from tcview.model.metadata import CacheArtifact, CompilationMetrics
 from tcview.model.objects import STACK_LIMIT, LogSource, Record, stack_frames
 
 KNOWN_KINDS = frozenset(
@@ -66,7 +83,7 @@ def h_str(b: Builder, tf: LogSource, rec: Record) -> None:
         try:
             tf.define_string(meta[1], str(meta[0]))
         except TypeError:
-            tf.problems.append(f"line {rec.lineno}: string table id is not hashable")
+            tf.problems.append(f"line {rec.line_number()}: string table id is not hashable")
 
 
 def h_dynamo_start(b: Builder, tf: LogSource, rec: Record) -> None:
@@ -87,23 +104,24 @@ def h_dynamo_start(b: Builder, tf: LogSource, rec: Record) -> None:
 
 
 def h_metrics(b: Builder, tf: LogSource, rec: Record) -> None:
+    """compilation_metrics (the frame's compile) and bwd_compilation_metrics (its backward)."""
     meta = rec.meta if isinstance(rec.meta, dict) else None
     if meta is None:
         return
+    m = CompilationMetrics.decode(rec.kind, meta)
     comp = rec.compile
     if comp is not None:
         comp.metric_records.append(rec)
-        if rec.kind == "compilation_metrics":
+        comp.metric_values.append(m)
+        if not m.backward:
             comp.metrics = meta
             frame = comp.frame
             if frame is not None and frame.co_name is None:
-                frame.co_name = _str_or_none(meta.get("co_name"))
-                frame.co_filename = _str_or_none(meta.get("co_filename"))
-                frame.co_firstlineno = meta.get("co_firstlineno")
-    if rec.kind == "compilation_metrics" and meta.get("fail_type"):
-        fn, ln = meta.get("fail_user_frame_filename"), meta.get("fail_user_frame_lineno")
-        where = f"{fn}:{ln}" if fn else ""
-        b.failure(tf, rec, str(meta["fail_type"]), str(meta.get("fail_reason") or ""), where)
+                frame.co_name = m.co_name
+                frame.co_filename = m.co_filename
+                frame.co_firstlineno = m.co_firstlineno
+    if not m.backward and m.fail_type is not None:
+        b.failure(tf, rec, m.fail_type, m.fail_reason, m.fail_location)
 
 
 def h_runtime_metrics(b: Builder, tf: LogSource, rec: Record) -> None:
@@ -111,23 +129,13 @@ def h_runtime_metrics(b: Builder, tf: LogSource, rec: Record) -> None:
     comp = rec.compile
     if comp is not None and isinstance(rec.meta, dict):
         comp.runtime_records.append(rec)
-
-
-CACHE_RESULTS = ("hit", "miss", "bypass")  # `*_cache_hash` artifacts are keys, not results
+        comp.metric_values.append(CompilationMetrics.decode(rec.kind, rec.meta))
 
 
 def h_artifact(b: Builder, tf: LogSource, rec: Record) -> None:
-    name = rec.name or ""
-    for prefix in ("fx_graph_cache_", "aotautograd_cache_"):
-        if name.startswith(prefix):
-            result = name[len(prefix) :]
-            if result in CACHE_RESULTS:
-                b.cache_event(rec, prefix[:-7], result)
-            return
-
-
-def _str_or_none(value: Any) -> str | None:
-    return value if isinstance(value, str) else None
+    found = CacheArtifact.decode(rec.name or "")
+    if found is not None:
+        b.cache_event(rec, found.cache, found.result)
 
 
 HEADER_HANDLERS: dict[str, Handler[LogSource]] = {

@@ -29,7 +29,7 @@ from tcview.ingest.parallel import (
 from tcview.ingest.snapshot import FACT_LISTS
 from tcview.ingest.textlog import TextLog
 from tcview.ingest.tracefile import PRESCAN_MAX, TraceFile, boundaries
-from tcview.model.objects import Facts, JsonValue, Lock, LogSource, Model, Run
+from tcview.model.objects import Facts, JsonValue, LogSource, Model, Run
 
 
 @dataclass
@@ -72,10 +72,9 @@ class TraceSet(Model):
         self,
         root: str | os.PathLike[str] | None = None,
         display: str | None = None,
-        lock: Lock | None = None,
     ) -> None:
         path = Path(root) if root is not None else None
-        Model.__init__(self, display or (str(root) if root is not None else ""), path, lock)
+        Model.__init__(self, display or (str(root) if root is not None else ""), path)
         self.files = []
         self.other = ()
         self.builder = Builder(self)  # every file reports its facts to this model
@@ -114,7 +113,7 @@ class TraceSet(Model):
             self.skipped = skipped
         self.version += 1
 
-    def add_cached(self, path: Path, store: IndexCache, lock: Lock) -> TraceFile | None:
+    def add_cached(self, path: Path, store: IndexCache) -> TraceFile | None:
         """Add a file from its cache entry as it was last indexed, not finished (follow mode
         feeds it on from there); None when the cache has no entry for it."""
         now = stamp(path)
@@ -126,11 +125,10 @@ class TraceSet(Model):
             facts = snapshot.restore(tf, entry.body, now.size)
         except snapshot.Invalid:
             return None
-        with lock:
-            self._insert(tf)
-            self.builder.adopt(facts)
-            tf.settle()
-            self.version += 1
+        self._insert(tf)
+        self.builder.adopt(facts)
+        tf.settle()
+        self.version += 1
         return tf
 
     def file_for(self, path: Path) -> TraceFile | None:
@@ -260,11 +258,10 @@ class TraceSet(Model):
         except snapshot.Invalid:
             self.load_stats.snapshot_errors += 1
             return False
-        with hooks.lock:
-            self.files.append(tf)
-            self.builder.adopt(facts)
-            tf.finish()
-            self.version += 1
+        self.files.append(tf)
+        self.builder.adopt(facts)
+        tf.finish()
+        self.version += 1
         tf.signatures = shared.signatures(signatures.complete(tf, sigs))
         return True
 
@@ -293,10 +290,9 @@ class TraceSet(Model):
                 self.load_stats.snapshot_errors += 1
                 tf = self.new_file(tf.path)
         marks = self._fact_marks()
-        with hooks.lock:
-            self.files.append(tf)
-            if resumed is not None:
-                self.builder.adopt(resumed)
+        self.files.append(tf)
+        if resumed is not None:
+            self.builder.adopt(resumed)
         if split is not None and start == 0 and before is not None:
             done = self._feed_split(tf, hooks, split, before.size, done, total)
         else:
@@ -308,9 +304,8 @@ class TraceSet(Model):
                 body = snapshot.encode(tf, self._facts_since(marks))
             except snapshot.CodecError:
                 body = None
-        with hooks.lock:
-            tf.finish()
-            self.version += 1
+        tf.finish()
+        self.version += 1
         tf.signatures = signatures.compute(tf)
         if (
             body is not None
@@ -358,8 +353,7 @@ class TraceSet(Model):
                 result = next(results)
                 if result is not None and result.lines is not None:
                     try:
-                        with hooks.lock:
-                            tf.apply_lines(result.lines)
+                        tf.apply_lines(result.lines)
                     except ValueError:  # a line cut at `lo`: the file changed under us
                         return tf.feed_from(hooks, tf.pos, done, total)
                 else:

@@ -1,10 +1,12 @@
 """Follow mode: keep a model in step with growing trace files, logs, or a pipe.
 
-A `Follower` owns the model it grows. Watchdog (inotify, or polling with --poll or when inotify
-cannot be used) marks paths dirty; one reader thread reads each dirty file from its last offset
-and feeds the appended bytes to the index, under the model's lock (a model session's, given as
-`lock`: session.py). Readers of the model (the UI) take the same lock and look at `version` to
-know when to redraw.
+A `Follower` owns the model it grows and is its only writer. Watchdog (inotify, or polling
+with --poll or when inotify cannot be used) marks paths dirty; one reader thread reads each
+dirty file from its last offset and feeds the appended bytes to the index. When the model
+moved, that thread publishes a frozen copy of it (`published`, model/freeze.py): readers (the
+UI, analyses) take the last one, which never changes, and never wait on the writer. Publishing
+costs a copy of the model's objects, so it is spaced to take at most `PUBLISH_SHARE` of the
+writer's time.
 
 Files that shrink or are replaced (new inode) make the follower rebuild the whole model from
 disk, so the result stays identical to a one-shot read. Deleted files are marked, not dropped.
@@ -28,12 +30,14 @@ from tcview.ingest.load import CHUNK
 from tcview.ingest.source import RUN_JSON, read_job_end
 from tcview.ingest.textlog import TextLog
 from tcview.ingest.tracefile import TraceFile
+from tcview.model.freeze import freeze
 from tcview.model.objects import Lock
 
 if TYPE_CHECKING:
     from watchdog.observers.api import BaseObserver
 
 RESCAN_S = 0.5  # safety rescan, also when events are working
+PUBLISH_SHARE = 0.25  # at most this share of the writer's time goes to publishing versions
 
 
 class Follower:
@@ -51,7 +55,8 @@ class Follower:
         self.poll = poll
         self.interval = interval
         self.on_update = on_update
-        # The lock of the model it grows (a model session's, shared with the model's readers).
+        # Guards what the watcher thread hands to the reader thread (never the model: the
+        # reader thread is its only writer, and readers read `published` versions).
         self.lock: Lock = lock if lock is not None else threading.RLock()
         self.notices: list[str] = []
         self.version = 0
@@ -72,14 +77,20 @@ class Follower:
             self._stream_path, self.kind = path, "stdin"
         self.model: TraceSet | TextLog = self._empty_model()
         self.cache = IndexCache.default(Path(path)) if self.kind not in ("text", "stdin") else None
+        # The last version published to readers, how long its copy took, and when.
+        self.published: TraceSet | TextLog = freeze(self.model)
+        self.published_count = 0
+        self._publish_s = 0.0
+        self._published_at = 0.0
+        self._unpublished = False
 
     # ---------------------------------------------------------------- model
 
     def _empty_model(self) -> TraceSet | TextLog:
         if self.kind in ("text", "stdin"):
             path = None if self.kind == "stdin" else self.path
-            return TextLog(path, display=self._display(), lock=self.lock)
-        return TraceSet(self.path, lock=self.lock)
+            return TextLog(path, display=self._display())
+        return TraceSet(self.path)
 
     def _display(self) -> str:
         return "<stdin>" if self.kind == "stdin" else self.path
@@ -87,6 +98,31 @@ class Follower:
     @property
     def root(self) -> Path:
         return Path(self.path)
+
+    # ---------------------------------------------------------------- publishing
+
+    def publish(self) -> None:
+        """Publish a frozen copy of the model as it is now (call from the writing thread)."""
+        start = time.monotonic()
+        frozen = freeze(self.model)
+        now = time.monotonic()
+        self.published = frozen
+        self.published_count += 1
+        self._publish_s, self._published_at = now - start, now
+        self._unpublished = False
+
+    def publish_due(self) -> bool:
+        """The model moved: publish it unless the last copy was too recent for its cost.
+        True when it published."""
+        self._unpublished = True
+        if time.monotonic() - self._published_at < self._publish_s / PUBLISH_SHARE:
+            return False
+        self.publish()
+        return True
+
+    def _moved(self) -> None:
+        if self.publish_due() and self.on_update is not None:
+            self.on_update()
 
     # ---------------------------------------------------------------- lifecycle
 
@@ -129,9 +165,7 @@ class Follower:
             return False
         if at == self._job_end_at:
             return False
-        end = read_job_end(self.root)
-        with self.lock:
-            self.model.job_end = end
+        self.model.job_end = read_job_end(self.root)
         self._job_end_at = at
         return True
 
@@ -139,7 +173,16 @@ class Follower:
         self._try_start_observer()
         last_scan = 0.0
         while not self._stop.is_set():
-            self._wake.wait(timeout=self.interval if self.poll else RESCAN_S)
+            wait = self.interval if self.poll else RESCAN_S
+            if self._unpublished:  # a version held back by its cost is due then
+                wait = min(
+                    wait,
+                    max(
+                        0.01,
+                        self._published_at + self._publish_s / PUBLISH_SHARE - time.monotonic(),
+                    ),
+                )
+            self._wake.wait(timeout=wait)
             self._wake.clear()
             if self._stop.is_set():
                 break
@@ -157,8 +200,8 @@ class Follower:
             except Exception as exc:  # noqa: BLE001 - the follower must never die
                 self.note(f"follow error: {type(exc).__name__}: {exc}")
                 changed = True
-            if changed and self.on_update is not None:
-                self.on_update()
+            if changed or self._unpublished:
+                self._moved()
 
     def _step_dirty(self) -> bool:
         with self.lock:
@@ -327,11 +370,9 @@ class Follower:
                     data = fh.read(CHUNK)
                     if not data:
                         break
-                    with self.lock:
-                        target.feed(data)
+                    target.feed(data)
                     changed = True
-                    if self.on_update is not None:
-                        self.on_update()  # a big file shows as it is read, not at its end
+                    self._moved()  # a big file shows as it is read, not at its end
         except OSError as exc:
             self.note(f"cannot read {path}: {exc.strerror or exc}")
             return False
@@ -344,43 +385,39 @@ class Follower:
             return model
         if self.kind == "run-dir" and path == find_text_log(self.root):
             if model.text is None:
-                with self.lock:
-                    model.add_text(TextLog(str(path), lock=self.lock))
+                model.add_text(TextLog(str(path)))
             assert model.text is not None
             return model.text
         tf = model.file_for(path)
         if tf is None and self.cache is not None:
             # Its first read from the index cache (which follow mode never writes to: its
             # files are being written).
-            tf = model.add_cached(path, self.cache, self.lock)
+            tf = model.add_cached(path, self.cache)
         if tf is None:
-            with self.lock:
-                tf = model.add_file(path)
+            tf = model.add_file(path)
         return tf
 
     def rebuild(self, why: str) -> None:
         """Start over from disk: the way to stay exact after truncation or replacement."""
         self.note(f"re-indexed: {why}")
-        fresh = self._empty_model()
-        with self.lock:  # readers hold the lock while they read from the old files
-            old, self.model = self.model, fresh
-            self._job_end_at = None  # the fresh model reads it again
-            self.rebuilds += 1
-            if isinstance(old, TraceSet):
-                old.close()
+        old, self.model = self.model, self._empty_model()
+        self._job_end_at = None  # the fresh model reads it again
+        self.rebuilds += 1
+        if isinstance(old, TraceSet):
+            old.close()  # (a reader of an older version opens a file again when it reads)
         for path in self._files_to_check():
             self._read(path)
 
     def finish(self) -> None:
         """The inputs are complete: index trailing lines without a newline."""
-        with self.lock:
-            for tf in self._trace_files():
-                if not tf.finished:
-                    tf.finish()
-            model = self.model
-            text = model if isinstance(model, TextLog) else model.text
-            if text is not None and self.kind != "stdin":
-                text.finish()
+        for tf in self._trace_files():
+            if not tf.finished:
+                tf.finish()
+        model = self.model
+        text = model if isinstance(model, TextLog) else model.text
+        if text is not None and self.kind != "stdin":
+            text.finish()
+        self.publish()
 
     # ---------------------------------------------------------------- pipes
 
@@ -407,14 +444,12 @@ class Follower:
                 break
             if not data:
                 break
-            with self.lock:
-                model.feed(data)
+            model.feed(data)
             self.version += 1
-            if self.on_update is not None:
-                self.on_update()
-        with self.lock:
-            model.finish()
+            self._moved()
+        model.finish()
         self.version += 1
         self.notices.append("input ended")
+        self.publish()
         if self.on_update is not None:
             self.on_update()

@@ -3,11 +3,10 @@
 from __future__ import annotations
 
 from collections.abc import Callable
-from contextlib import nullcontext
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 
-from tcview.model.objects import Lock, Model
+from tcview.model.objects import Model
 
 # Bytes read and indexed at a time (also follow mode's read size): big enough for speed, small
 # enough that a reader waiting on the model's lock never waits long.
@@ -18,14 +17,14 @@ Progress = Callable[[int, int], None]  # (bytes done, bytes in all or 0 when unk
 
 @dataclass
 class Hooks:
-    """How a long load shares a model that grows (the UI indexes in a worker thread).
+    """How a long load reports to its session (the UI indexes in a worker thread).
 
-    `publish` gets the model as soon as it exists; every change to it is made under `lock`;
+    `publish` gets the model as soon as it exists (the session publishes frozen copies of it
+    from `progress`, which the loading thread calls between chunks, when the model is whole);
     `stop` ends the load early (the model is then finished as far as it got).
     """
 
     progress: Progress | None = None
-    lock: Lock = field(default_factory=nullcontext)
     stop: Callable[[], bool] = lambda: False
     publish: Callable[[Model], None] = lambda model: None
 
@@ -38,8 +37,7 @@ def read_chunks(
     total: int = 0,
     start: int = 0,
 ) -> int:
-    """Feed a file (from offset `start`) to an index in chunks, each under the hooks' lock;
-    returns bytes done."""
+    """Feed a file (from offset `start`) to an index in chunks; returns bytes done."""
     with open(path, "rb") as fh:
         if start:
             fh.seek(start)
@@ -47,8 +45,7 @@ def read_chunks(
             chunk = fh.read(CHUNK)
             if not chunk:
                 break
-            with hooks.lock:
-                feed(chunk)
+            feed(chunk)
             done += len(chunk)
             if hooks.progress is not None:
                 hooks.progress(done, total)

@@ -1,16 +1,18 @@
-"""A model session: one input read into one model, by one loader, under one lock.
+"""A model session: one input read into one model by one writer, read by all in versions.
 
-The session owns the model, the lock every reader and writer of it takes, and the loader that
-grows it: a one-shot index (`run` in a worker thread, chunk by chunk) or follow mode (a
-`Follower` that keeps growing it in its own threads). The model, its run directory's text log
-and the follower share the session's lock, so a reader that takes `session.lock` reads a model
-that nothing changes meanwhile. `on_update` is called (from the loading thread) each time the
-model moved; `versions` says whether it did since the last look.
+The session owns the loader, the model's only writer: a one-shot index (`run` in a worker
+thread, chunk by chunk) or follow mode (a `Follower` that keeps growing it in its own
+threads). Readers (the UI, its workers, analyses) take `model`, the last published version,
+which nothing changes: they never lock against the writer. A one-shot load publishes frozen
+copies while it reads (spaced by their cost), then the model itself once nothing writes to it
+any more; follow mode publishes a frozen copy whenever the model moved (live.py).
+`on_update` is called (from the loading thread) each time a version was published; `versions`
+says whether one was since the last look.
 """
 
 from __future__ import annotations
 
-import threading
+import time
 from collections.abc import Callable
 from typing import Any
 
@@ -19,7 +21,13 @@ from tcview.ingest.live import Follower
 from tcview.ingest.load import Hooks
 from tcview.ingest.profile import Profile, ProfileError, load_profile, profile_path, profile_stamp
 from tcview.ingest.source import load_source
+from tcview.model.freeze import freeze
 from tcview.model.objects import Model
+
+PROGRESS_PUBLISH_S = 0.2  # a one-shot load shows what it has read at most this often
+# ... and spends at most this share of its time on it (what it reads matters more than the
+# views of it on the way)
+PROGRESS_SHARE = 0.1
 
 
 class ModelSession:
@@ -48,16 +56,19 @@ class ModelSession:
         self._profile_seen: tuple[Any, ...] = ()  # the profile files last seen
         self.follow = follow
         self.on_update = on_update
-        self.lock = threading.RLock()
         self.stdin_fd = stdin_fd
         self.done = 0  # bytes indexed (one-shot)
         self.total = 0  # bytes to index (one-shot; 0 when unknown)
         self.error: str | None = None
         self.cancelled = False
         self.follower: Follower | None = (
-            Follower(path, poll=poll, on_update=self._moved, lock=self.lock) if follow else None
+            Follower(path, poll=poll, on_update=self._moved) if follow else None
         )
-        self._model: Model | None = None
+        self._model: Model | None = None  # the published version (one-shot)
+        self._building: Model | None = None  # the model the one-shot load writes
+        self._published = 0  # versions published (one-shot)
+        self._publish_s = 0.0  # what the last frozen copy cost
+        self._published_at = 0.0
         self.finished = False
         if model is not None:
             self._adopt(model)
@@ -91,8 +102,7 @@ class ModelSession:
             prof = self._profile[1]
             joined: RuntimeJoin | None = None
             if prof is not None:
-                with self.lock:
-                    joined = join_profile(model, prof)
+                joined = join_profile(model, prof)
             self._measured = (key, joined)
         return self._measured[1]
 
@@ -100,9 +110,9 @@ class ModelSession:
 
     @property
     def model(self) -> Model | None:
-        """The model (the follower's own in follow mode: a rebuild replaces it)."""
+        """The last version published: nothing changes it (any thread may read it)."""
         if self.follower is not None:
-            return self.follower.model
+            return self.follower.published
         return self._model
 
     @property
@@ -117,18 +127,10 @@ class ModelSession:
         return self.follower.notices if self.follower is not None else []
 
     def versions(self) -> tuple[int, ...]:
-        """What changes whenever the model moves (call under `lock`)."""
-        model = self.model
-        if model is None:
-            return ()
-        text = model.text
-        return (
-            id(model),
-            model.version,
-            len(model.files),
-            sum(f.version for f in model.files),
-            text.version if text is not None else 0,
-        )
+        """What changes whenever a new version is published."""
+        if self.follower is not None:
+            return (self.follower.rebuilds, self.follower.published_count)
+        return (self._published,) if self._model is not None else ()
 
     # ------------------------------------------------------------ loading
 
@@ -137,10 +139,11 @@ class ModelSession:
         what exists now, then keep following in the background."""
         try:
             if self.follower is None:
-                hooks = Hooks(self._progress, self.lock, lambda: self.cancelled, self._adopt)
+                hooks = Hooks(self._progress, lambda: self.cancelled, self._build)
                 self._adopt(load_source(self.path, hooks=hooks))
             elif self.path != "-":
                 self.follower.step()
+                self.follower.publish()
         except Exception as exc:  # noqa: BLE001 - shown in the UI instead of a crash
             self.error = f"{type(exc).__name__}: {exc}"
         finally:
@@ -155,15 +158,28 @@ class ModelSession:
             self.follower.stop()
 
     def _adopt(self, model: Model) -> None:
-        """Publish `model`: from now on it (and its text log) is guarded by this lock."""
-        with self.lock:
-            model.lock = self.lock
-            if model.text is not None:
-                model.text.lock = self.lock
-            self._model = model
+        """Publish `model` itself: the load is over and nothing writes to it any more."""
+        self._building = None
+        self._model = model
+        self._published += 1
+
+    def _build(self, model: Model) -> None:
+        """The model the load writes (published in frozen copies while it is read)."""
+        self._building = model
 
     def _progress(self, done: int, total: int) -> None:
+        """Called by the loading thread between chunks: the model is whole, so a frozen copy
+        of it can be published, when the last one is not too recent for its cost."""
         self.done, self.total = done, total
+        building = self._building
+        now = time.monotonic()
+        if building is not None and now - self._published_at >= max(
+            PROGRESS_PUBLISH_S, self._publish_s / PROGRESS_SHARE
+        ):
+            self._model = freeze(building)
+            self._published += 1
+            self._published_at = time.monotonic()
+            self._publish_s = self._published_at - now
         self._moved()
 
     def _moved(self) -> None:

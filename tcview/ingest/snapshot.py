@@ -37,6 +37,7 @@ from typing import Any, Literal, Union
 from tcview.ingest.linebuffer import LineBuffer
 from tcview.ingest.tracefile import LineRefs, TraceFile
 from tcview.model.compile_id import CompileKey, FrameKey, IdPart
+from tcview.model.metadata import METADATA_TYPES, field_names
 from tcview.model.objects import (
     GRAPH_ROLES,
     CacheEvent,
@@ -65,7 +66,7 @@ except ImportError:  # pragma: no cover - depends on the environment
     HAVE_ORJSON = False
 
 MAGIC = b"TCVSNAP\n"
-FORMAT = 4  # bump when the layout or the meaning of a snapshot changes
+FORMAT = 5  # bump when the layout or the meaning of a snapshot changes
 _HEAD = struct.Struct("<8sIII")  # magic, format, flags, number of sections
 _LENGTH = struct.Struct("<Q")
 SECTIONS = 3  # JSON document, int64 array, raw bytes
@@ -92,10 +93,8 @@ NOT_SAVED = frozenset(
         "builder",  # the model's, given
         "_cache",  # parsed headers (a cache)
         "_contexts",  # the builder's memo of fast-path headers' compiles (a cache)
-        "_fd",  # an open file
-        "_fd_lock",  # its lock and readers: the live object's
-        "_readers",
-        "_close_pending",
+        "store",  # the file's handle and what reads found: written from it below
+        "memo",  # what readers derived from the bytes (the store's)
         "signatures",  # of the finished file, carried beside the snapshot (signatures.py)
     }
 )
@@ -136,13 +135,11 @@ FILE_STRUCTURED = frozenset(
         "chromium",
         "minor",
         "unparsed",
-        "_marks",
         "_open",
         "_line",
         "_pid_b",
         "_last_ts_b",
         "bad_md5",
-        "blank_restored",
     }
 )
 # The lists of `Facts`, and what they hold.
@@ -192,9 +189,7 @@ RECORD_SLOTS = (
 # StackFrame's fields, in the order a stack row holds them (_stacks; checked on encode).
 STACK_FIELDS = ("filename", "line", "name", "loc")
 # Dataclass fields that are caches, not written (their default is kept).
-SKIPPED_FIELDS: dict[type, frozenset[str]] = {
-    Compile: frozenset({"_phases", "read_stack", "_retried", "_retried_upto"})
-}
+SKIPPED_FIELDS: dict[type, frozenset[str]] = {}
 
 _SCALARS = (str, int, float, bool, type(None))
 _ROLES = {*GRAPH_ROLES, None}
@@ -626,6 +621,57 @@ def _stacks() -> ColumnCodec:
     return enc, dec
 
 
+def _metadata_check(hint: Any) -> Callable[[Any], Any]:
+    """For a field of a metadata record (model/metadata.py): its JSON value checked, as the
+    field holds it (a tuple of str is written as a list)."""
+    if typing.get_origin(hint) is tuple and typing.get_args(hint) == (str, ...):
+
+        def strs(v: Any) -> Any:
+            _check(type(v) is list and all(type(x) is str for x in v), "bad metadata field")
+            return tuple(v)
+
+        return strs
+    allowed = (
+        set(typing.get_args(hint))
+        if typing.get_origin(hint) in (Union, types.UnionType)
+        else {hint}
+    )
+    if not allowed <= {str, int, float, bool, _NONE}:
+        raise CodecError(f"snapshot.py cannot write a metadata field of type {hint!r}")
+
+    def scalar(v: Any) -> Any:
+        _check(type(v) in allowed, "bad metadata field")
+        return v
+
+    return scalar
+
+
+def _metadata(cls: type) -> ColumnCodec:
+    """Lists of metadata records (model/metadata.py `METADATA_TYPES`): a row of field values
+    each, under the field names, so that a record whose fields changed since is not read."""
+    names = field_names(cls)
+    hints = typing.get_type_hints(cls)
+    checks = [_metadata_check(hints[name]) for name in names]
+
+    def enc(vals: list[Any], out: _Out) -> Any:
+        rows = [[[getattr(m, name) for name in names] for m in v] for v in vals]
+        return {"fields": names, "rows": rows}
+
+    def dec(col: Any, ctx: _In, n: int) -> list[Any]:
+        _check(type(col) is dict and col.get("fields") == names, f"bad {cls.__name__} column")
+        out = []
+        for row_list in _column(col.get("rows"), n):
+            _check(type(row_list) is list, f"bad {cls.__name__} list")
+            made = []
+            for row in row_list:
+                _check(type(row) is list and len(row) == len(names), f"bad {cls.__name__}")
+                made.append(cls(*(check(v) for check, v in zip(checks, row, strict=True))))
+            out.append(made)
+        return out
+
+    return enc, dec
+
+
 def _always_empty(cls: type) -> ColumnCodec:
     """Lists of facts only a TORCH_LOGS capture makes (TEXT_ONLY_LISTS): empty in a trace file;
     nothing is written, and each object gets an empty list of its own back."""
@@ -678,6 +724,8 @@ def field_codec(hint: Any) -> ColumnCodec:
             return _ref_list(item)
         if item is StackFrame:
             return _stacks()
+        if item in METADATA_TYPES:
+            return _metadata(item)
     if origin is Counter and args == (IdPart,):
         return _counter_idpart()
     if origin is Literal and all(type(a) is str for a in args):
@@ -881,11 +929,11 @@ def _encode_file(tf: TraceFile, out: _Out) -> dict[str, Any]:
     doc["chromium"] = out.column(tf.chromium)
     doc["minor"] = out.column(tf.minor)
     doc["unparsed"] = [out.column(tf.unparsed.offsets), out.column(tf.unparsed.linenos)]
-    doc["marks"] = out.column(x for mark in tf._marks for x in mark)
+    doc["marks"] = out.column(x for mark in tf.store.marks for x in mark)
     doc["pid_b"] = sorted(p.decode("ascii") for p in tf._pid_b)
     doc["last_ts_b"] = None if tf._last_ts_b is None else tf._last_ts_b.decode("ascii")
     doc["bad_md5"] = sorted(tf.bad_md5)
-    doc["blank_restored"] = sorted(tf.blank_restored)
+    doc["blank_restored"] = sorted(tf.store.blank_restored)
     return doc
 
 
@@ -1195,7 +1243,7 @@ def _decode_file(
         pairs[0] == (0, 1) and all(a <= b for a, b in zip(pairs, pairs[1:], strict=False)),
         "bad marks",
     )
-    tf._marks = pairs
+    tf.store.marks = pairs
     pid_b = doc["pid_b"]
     _check(type(pid_b) is list and all(type(p) is str and p.isdigit() for p in pid_b), "pids")
     tf._pid_b = {p.encode("ascii") for p in pid_b}
@@ -1203,7 +1251,7 @@ def _decode_file(
     _check(last is None or (type(last) is str and last.isascii()), "bad last_ts")
     tf._last_ts_b = None if last is None else last.encode("ascii")
     tf.bad_md5 = set(_ints(doc["bad_md5"]))
-    tf.blank_restored = set(_ints(doc["blank_restored"]))
+    tf.store.blank_restored = set(_ints(doc["blank_restored"]))
 
 
 def _decode_raw(tf: TraceFile, layout: Any, raw: memoryview, pos: int) -> None:

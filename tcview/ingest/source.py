@@ -137,8 +137,7 @@ def load_source(
         log = find_text_log(Path(path))
         if log is not None:
             text = TextLog.load(str(log), hooks=replace(hooks, publish=lambda model: None))
-            with hooks.lock:
-                ts.add_text(text, run_dir_skipped(Path(path), ts.skipped, log))
+            ts.add_text(text, run_dir_skipped(Path(path), ts.skipped, log))
             if not ts.files:
                 hooks.publish(text)
                 model = text
@@ -146,11 +145,10 @@ def load_source(
     end = read_job_end(directory) if directory.is_dir() else None
     error = run_json_error(directory) if end is not None else None
     if end is not None:
-        with hooks.lock:
-            model.job_end = end
-            if error is not None:
-                Builder(model).error(error)
-            model.version += 1
+        model.job_end = end
+        if error is not None:
+            Builder(model).error(error)
+        model.version += 1
     return model
 
 

@@ -11,16 +11,14 @@ or from the spool file that keeps what was fed when there is none (stdin).
 
 from __future__ import annotations
 
-import os
 import re
-import tempfile
 from array import array
 from collections.abc import Iterator, Sequence
 from datetime import datetime
 from pathlib import Path
-from typing import IO, overload
+from typing import overload
 
-from tcview.ingest.load import CHUNK
+from tcview.ingest.payloads import PayloadStore
 from tcview.model.objects import OtherLine
 from tcview.text.safe import (
     ANSI_BYTES as ANSI,  # one escape-sequence pattern, in tcview/text/safe.py
@@ -88,49 +86,24 @@ class LogReader:
 
     def __init__(self, path: Path | None) -> None:
         self.path = path
-        self._fd: int | None = None
-        self._spool: IO[bytes] | None = None
+        self.store = PayloadStore(path)  # shared by every version of the model
 
     def keep(self, data: bytes) -> None:
-        """Append fed bytes to the spool file (made on first use, removed on close)."""
-        if self._spool is None:
-            self._spool = tempfile.TemporaryFile(prefix="tcview-stdin-")  # noqa: SIM115 - closed by close()
-        self._spool.seek(0, os.SEEK_END)
-        self._spool.write(data)
+        """Append fed bytes to the spool (made on first use, removed on close)."""
+        self.store.keep(data)
 
     def read(self, start: int, end: int) -> bytes:
-        if end <= start:
-            return b""
-        if self._spool is not None:
-            self._spool.flush()
-            return os.pread(self._spool.fileno(), end - start, start)
-        if self.path is None:
-            return b""
-        if self._fd is None:
-            self._fd = os.open(self.path, os.O_RDONLY)
-        return os.pread(self._fd, end - start, start)
+        return self.store.read(start, end)
 
     def line_at(self, offset: int, limit: int = 1 << 20) -> bytes:
         return self.read(offset, offset + limit).split(b"\n", 1)[0]
 
     def lineno_of(self, offset: int) -> int:
         """1-based line number of the byte at `offset` (counts newlines before it)."""
-        count, pos = 0, 0
-        while pos < offset:
-            data = self.read(pos, min(offset, pos + CHUNK))
-            if not data:
-                break
-            count += data.count(b"\n")
-            pos += len(data)
-        return count + 1
+        return self.store.lineno_of(offset)
 
     def close(self) -> None:
-        if self._fd is not None:
-            os.close(self._fd)
-            self._fd = None
-        if self._spool is not None:
-            self._spool.close()
-            self._spool = None
+        self.store.close()
 
 
 class OtherLines(Sequence[OtherLine]):

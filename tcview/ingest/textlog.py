@@ -47,7 +47,6 @@ from tcview.model.objects import (
     TEXT_FORMAT,
     Compile,
     FusionDecision,
-    Lock,
     LogMeta,
     Model,
     PlacedLine,
@@ -81,11 +80,10 @@ class TextLog(Model):
         self,
         path: str | os.PathLike[str] | None = None,
         display: str | None = None,
-        lock: Lock | None = None,
     ) -> None:
         self.path = Path(path) if path is not None else None
         shown = display or (str(path) if path is not None else "<stdin>")
-        Model.__init__(self, shown, self.path, lock)
+        Model.__init__(self, shown, self.path)
         self.reader = LogReader(self.path)
         self.builder = Builder(self)
         self.tracebacks = TracebackReader(self.builder, shown)
@@ -123,8 +121,7 @@ class TextLog(Model):
             read = lambda: sys.stdin.buffer.read(CHUNK)  # noqa: E731
             done = 0
             while not hooks.stop() and (chunk := read()):
-                with hooks.lock:
-                    log.feed(chunk)
+                log.feed(chunk)
                 done += len(chunk)
                 if hooks.progress is not None:
                     hooks.progress(done, 0)
@@ -135,10 +132,8 @@ class TextLog(Model):
                 size = file_size(Path(path))
                 read_chunks(Path(path), lambda c: log.feed(c, spool=False), hooks, 0, size)
             except OSError as exc:
-                with hooks.lock:
-                    log.skipped.append((Path(path), f"unreadable: {exc.strerror or exc}"))
-        with hooks.lock:
-            log.finish()
+                log.skipped.append((Path(path), f"unreadable: {exc.strerror or exc}"))
+        log.finish()
         return log
 
     def feed(self, data: bytes, spool: bool | None = None) -> None:

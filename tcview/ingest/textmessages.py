@@ -16,6 +16,7 @@ from tcview.ingest.textlines import ts_seconds
 from tcview.ingest.textproc import ProcessLog, log_meta
 from tcview.model.compile_id import parse_compile_id
 from tcview.model.facts import BreakText, parse_graph_break
+from tcview.model.metadata import CompilationMetrics
 from tcview.model.objects import (
     RAN_EAGERLY,
     Compile,
@@ -196,13 +197,16 @@ def h_step(b: Builder, proc: ProcessLog, rec: Record) -> None:
     span[1] = max(span[1], seconds)
     span[2] += 1
     if span[2] >= 2:
+        seconds = round(span[1] - span[0], 6)
         metrics = comp.metrics if comp.metrics is not None else {}
         metrics.update(
-            entire_frame_compile_time_s=round(span[1] - span[0], 6),
+            entire_frame_compile_time_s=seconds,
             estimated=True,
             source="TORCH_LOGS Step 1/2/3 timestamps",
         )
         comp.metrics = metrics
+        # A capture logs no metrics records: its estimate is the compile's only metrics value.
+        comp.metric_values[:] = [CompilationMetrics.estimate(seconds)]
 
 
 def h_recompile_limit(b: Builder, proc: ProcessLog, rec: Record) -> None:

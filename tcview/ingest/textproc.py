@@ -21,6 +21,7 @@ class ProcessLog(LogSource):
         display = f"pid {pid}" if rank is None else f"rank {rank} · pid {pid}"
         LogSource.__init__(self, display, reader.path)
         self.reader = reader
+        self.memo = reader.store.memo
         self._rank = rank
         self._pid = pid
         self.pids.add(pid)

@@ -14,14 +14,11 @@ regex over the payload finds the kernel definitions.
 
 from __future__ import annotations
 
-import bisect
-import contextlib
 import hashlib
 import json
 import os
 import re
 import sys
-import threading
 from array import array
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
@@ -34,6 +31,7 @@ from tcview.ingest.detect import HEADER, RECORD_PREFIX
 from tcview.ingest.handlers import CLOSE_HANDLERS, HEADER_HANDLERS, KNOWN_KINDS
 from tcview.ingest.linebuffer import MAX_LINE, LineBuffer
 from tcview.ingest.load import CHUNK, Hooks, read_chunks
+from tcview.ingest.payloads import PayloadStore
 from tcview.model.compile_id import PLAIN_TYPES, CompileKey, IdPart, id_part, key_from_header
 from tcview.model.objects import (
     AOT_ID_LINE,
@@ -452,9 +450,6 @@ class TraceFile(LogSource):
     """
 
     path: Path
-    # (class defaults: __del__ may run on a half-made object)
-    _fd: int | None = None
-    _fd_lock: threading.Lock | None = None
     logs_metrics = True
 
     def __init__(
@@ -471,13 +466,9 @@ class TraceFile(LogSource):
         self._open_scan = 0  # offset up to which the open record's payload was scanned
         self._cache: dict[bytes, Derived] = {}
         self._contexts = self.builder.memo()  # a fast-path header's context keys -> compile
-        self._fd: int | None = None
-        # Reads from any thread share the file handle; close() (a rebuild, the end) waits for
-        # the last of them, so no read ever uses a closed or reused descriptor.
-        self._fd_lock = threading.Lock()
-        self._readers = 0
-        self._close_pending = False
-        self._marks: list[tuple[int, int]] = [(0, 1)]  # known (offset, line number)
+        # The file's bytes, shared by every version of the model (payloads.py).
+        self.store = PayloadStore(self.path)
+        self.memo = self.store.memo
 
         # self.records holds every record except chromium events and payload-less MINOR_KINDS
         # Header offsets of the chromium events of no compile (a compile keeps its own:
@@ -491,9 +482,6 @@ class TraceFile(LogSource):
         self.md5_mismatches = 0
         self.bad_md5: set[int] = set()  # header offsets whose payload md5 failed (--verify)
         self.slow_json = 0  # headers only the stdlib JSON parser could read
-        # Records whose payload matches its md5 only with its bare blank lines restored:
-        # header offsets (found when read), and how many `verify` found.
-        self.blank_restored: set[int] = set()
         m = RANK_IN_NAME.search(self.path.name)
         self.name_rank = int(m.group(1)) if m else None
         if self.name_rank is not None:
@@ -539,8 +527,7 @@ class TraceFile(LogSource):
                 self.path, lambda c: self.feed(c, settle=False), hooks, done, total, start
             )
         except OSError as exc:
-            with hooks.lock:
-                self.problems.append(f"read error: {exc.strerror or exc}")
+            self.problems.append(f"read error: {exc.strerror or exc}")
             return done
 
     def feed_range(self, hooks: Hooks, start: int, end: int) -> None:
@@ -553,12 +540,10 @@ class TraceFile(LogSource):
                     chunk = fh.read(min(CHUNK, end - start))
                     if not chunk:
                         break
-                    with hooks.lock:
-                        self.feed(chunk, settle=False)
+                    self.feed(chunk, settle=False)
                     start += len(chunk)
         except OSError as exc:
-            with hooks.lock:
-                self.problems.append(f"read error: {exc.strerror or exc}")
+            self.problems.append(f"read error: {exc.strerror or exc}")
 
     def apply_lines(self, lines: Lines) -> None:
         """Index the range `prescan` read, as feeding its bytes would: the stateful half of
@@ -885,30 +870,19 @@ class TraceFile(LogSource):
     # ---------------------------------------------------------------- reading
 
     def read(self, start: int, end: int) -> bytes:
-        if end <= start:
-            return b""
-        lock = self._fd_lock
-        assert lock is not None
-        with lock:
-            if self._fd is None:
-                self._fd = os.open(self.path, os.O_RDONLY)
-            fd = self._fd
-            self._readers += 1
-        try:
-            return os.pread(fd, end - start, start)
-        finally:
-            with lock:
-                self._readers -= 1
-                if not self._readers and self._close_pending:
-                    self._close_now()
+        return self.store.read(start, end)
 
     def read_payload(self, record: Record) -> bytes:
-        raw = self.read(record.hdr_end, record.end)
+        store = self.store
+        if record.closed:
+            raw = store.read_cached(record.hdr_end, record.end)
+        else:
+            raw = store.read(record.hdr_end, record.end)
         body = payload_from_region(raw)
         if record.md5 and has_bare_lines(raw) and hashlib.md5(body).hexdigest() != record.md5:
             restored = self._restore(raw, record.md5)
             if restored is not None:
-                self.blank_restored.add(record.offset)
+                store.restored(record.offset)
                 return restored
         return body
 
@@ -919,7 +893,7 @@ class TraceFile(LogSource):
         return next((p for p in restored_payloads(raw) if hashlib.md5(p).hexdigest() == md5), None)
 
     def blank_lines_restored(self, record: Record) -> bool:
-        return record.offset in self.blank_restored
+        return self.store.was_restored(record.offset)
 
     def file_name(self, fid: object) -> str | None:
         if fid is None or isinstance(fid, (int, float, str)):
@@ -958,18 +932,7 @@ class TraceFile(LogSource):
 
     def lineno_of(self, offset: int) -> int:
         """1-based line number of the line starting at `offset` (counted once, remembered)."""
-        i = bisect.bisect_right(self._marks, (offset, sys.maxsize)) - 1
-        start, line = self._marks[i]
-        pos = start
-        while pos < offset:
-            block = self.read(pos, min(offset, pos + (8 << 20)))
-            if not block:
-                break
-            line += block.count(b"\n")
-            pos += len(block)
-        if i == len(self._marks) - 1:
-            self._marks.append((offset, line))
-        return line
+        return self.store.lineno_of(offset)
 
     def verify(self) -> int:
         """Hash every payload in the file (chromium events included); returns mismatches.
@@ -1047,26 +1010,7 @@ class TraceFile(LogSource):
         return events
 
     def close(self) -> None:
-        lock = self._fd_lock
-        if lock is None:  # half-made
-            return
-        with lock:
-            if self._readers:
-                self._close_pending = True  # the last reader closes it
-            else:
-                self._close_now()
-
-    def _close_now(self) -> None:
-        """Close the handle (the lock held, no reader on it); a later read opens it again."""
-        self._close_pending = False
-        if self._fd is not None:
-            fd, self._fd = self._fd, None
-            os.close(fd)
-
-    def __del__(self) -> None:
-        # A model dropped without close() (many loads in one process) must not keep its files.
-        with contextlib.suppress(OSError):
-            self.close()
+        self.store.close()
 
     @property
     def last_ts(self) -> str | None:

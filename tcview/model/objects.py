@@ -13,14 +13,13 @@ from __future__ import annotations
 
 import hashlib
 import re
-import threading
 from abc import ABC, abstractmethod
 from array import array
 from collections import Counter
 from collections.abc import Iterator, Sequence
 from contextlib import AbstractContextManager
 from dataclasses import dataclass, field
-from itertools import islice
+from enum import Enum
 from pathlib import Path
 from typing import Any, Literal, NamedTuple, TypeAlias
 
@@ -33,10 +32,14 @@ from tcview.model.compile_id import (
     episode_suffix,
 )
 from tcview.model.facts import BreakText
+from tcview.model.memo import Memo
+from tcview.model.metadata import FRAME_METRICS, CompilationMetrics
+from tcview.model.metadata import LIMIT_KEY as LIMIT_KEY  # re-exported: tracefile.py's slim()
+from tcview.model.metadata import config_limit as config_limit
 
 # A header's JSON value (a record's `meta`, a compilation_metrics dict, a stack frame's line).
 JsonValue: TypeAlias = dict[str, Any] | list[Any] | str | int | float | bool | None
-# What guards a model that grows while it is read (an RLock; follow mode and the UI share one).
+# A lock, or any context manager that stands for one.
 Lock: TypeAlias = AbstractContextManager[Any]
 # When a handler runs: "header" when its record starts, "close" when its payload is complete.
 Phase: TypeAlias = Literal["header", "close"]
@@ -161,12 +164,12 @@ class Record:
     def label(self) -> str:
         return self.name or self.kind
 
-    @property
-    def lineno(self) -> int:
-        """1-based line number of the header."""
-        if self._lineno < 0:
-            self._lineno = self.source.lineno_of(self.offset)
-        return self._lineno
+    def line_number(self) -> int:
+        """1-based line number of the header: known, or counted through its source (which may
+        read the file up to it, and remembers it: the record is not changed)."""
+        if self._lineno >= 0:
+            return self._lineno
+        return self.source.lineno_of(self.offset)
 
     def full_meta(self) -> Any:
         """The event's value with nothing dropped (big headers are slimmed in memory)."""
@@ -310,22 +313,45 @@ def is_torch_internal(filename: str) -> bool:
     return bool(_TORCH_INTERNAL.search(filename))
 
 
-# A compile's status, worst first: tlparse's precedence (a compilation_metrics record with a
-# fail_type; in a complete trace file, no compilation_metrics record at all; one whose
-# graph_op_count is 0 or missing; a restart); see `Compile.status`.
-STATUSES = ("failed", "no metrics", "empty graph", "graph break", "ok")
-# What a compile is besides its status: a recompile (frame_compile_id > 0), a cache hit.
-MARKS = ("recompile", "cache hit")
+class CompileStatus(str, Enum):
+    """A compile's status, worst first: tlparse's precedence (a compilation_metrics record with
+    a fail_type; in a complete trace file, no compilation_metrics record at all; one whose
+    graph_op_count is 0 or missing; a restart); see `Compile.status`. A member is its word:
+    it equals, hashes, prints and is written to JSON as the string."""
+
+    def __str__(self) -> str:
+        return self.value
+
+    FAILED = "failed"
+    NO_METRICS = "no metrics"
+    EMPTY_GRAPH = "empty graph"
+    GRAPH_BREAK = "graph break"
+    OK = "ok"
+
+
+class CompileMark(str, Enum):
+    """What a compile is besides its status: a recompile (frame_compile_id > 0), a cache hit."""
+
+    def __str__(self) -> str:
+        return self.value
+
+    RECOMPILE = "recompile"
+    CACHE_HIT = "cache hit"
+
+
+STATUSES = tuple(CompileStatus)
+MARKS = tuple(CompileMark)
 # Each status's and mark's symbol and style (a Rich style, and a name of `text.term.STYLES`).
 # The one table: the tree, the views, the help's legend and the overview's stack tree read it.
+# Its keys are the members, found by their words too.
 MARK_TABLE: dict[str, tuple[str, str]] = {
-    "failed": ("✗", "bold red"),
-    "no metrics": ("?", "dim"),
-    "empty graph": ("∅", "magenta"),
-    "graph break": ("✂", "yellow"),
-    "ok": ("✓", "green"),
-    "recompile": ("↻", "cyan"),
-    "cache hit": ("●", "blue"),
+    CompileStatus.FAILED: ("✗", "bold red"),
+    CompileStatus.NO_METRICS: ("?", "dim"),
+    CompileStatus.EMPTY_GRAPH: ("∅", "magenta"),
+    CompileStatus.GRAPH_BREAK: ("✂", "yellow"),
+    CompileStatus.OK: ("✓", "green"),
+    CompileMark.RECOMPILE: ("↻", "cyan"),
+    CompileMark.CACHE_HIT: ("●", "blue"),
 }
 
 
@@ -382,13 +408,13 @@ class Frame:
         return self.key.episode
 
     @property
-    def status(self) -> str:
+    def status(self) -> CompileStatus:
         """The worst status of its compiles (`STATUSES` order)."""
         seen = {c.status for c in self.compiles}
-        return next((s for s in STATUSES if s in seen), "ok")
+        return next((s for s in STATUSES if s in seen), CompileStatus.OK)
 
     @property
-    def marks(self) -> list[str]:
+    def marks(self) -> list[CompileMark]:
         """The marks any of its compiles has, in `MARKS` order."""
         seen = {m for c in self.compiles for m in c.marks}
         return [m for m in MARKS if m in seen]
@@ -567,9 +593,6 @@ class Kernel:
     output: Record  # the output code record (or message) that defines it
     index: int  # position among this output code's kernels
     compile: Compile | None = None
-    # A digest of its definition's text, for telling identical kernels apart: read from disk
-    # on demand (`kernels.source_digests`), None until then.
-    digest: str | None = None
 
     @property
     def kind(self) -> str:
@@ -581,7 +604,8 @@ class Kernel:
         return self.output.role
 
 
-# (metric key, label, divisor to seconds, depth) - the phases of one compile, nested.
+# (metric key, label, divisor to seconds, depth) - the phases of one compile, nested. Each key
+# is a field of `CompilationMetrics` (metadata.TIME_FIELDS).
 PHASES = (
     ("entire_frame_compile_time_s", "entire frame", 1.0, 0),
     ("dynamo_cumulative_compile_time_us", "dynamo", 1e6, 1),
@@ -599,18 +623,6 @@ PHASES = (
     ("gc_time_us", "gc", 1e6, 1),
     ("structured_logging_overhead_s", "trace logging", 1.0, 1),
 )
-
-
-# The recompile limit a compile ran with, as a slim `compilation_metrics` value keeps it out of
-# the long `dynamo_config` text (torch names it recompile_limit, earlier cache_size_limit).
-LIMIT_KEY = "recompile_limit"
-_LIMIT = re.compile(r'"(?:recompile_limit|cache_size_limit)": (\d{1,9})\b')
-
-
-def config_limit(dynamo_config: str) -> int | None:
-    """The recompile limit in a compile's `dynamo_config` text, or None."""
-    m = _LIMIT.search(dynamo_config)
-    return int(m.group(1)) if m else None
 
 
 @dataclass(eq=False, slots=True)
@@ -632,15 +644,12 @@ class Compile:
     # compilation_metrics_runtime records (costs paid when the compiled graph first runs:
     # cudagraphify, Triton autotuning)
     runtime_records: list[Record] = field(default_factory=list)
+    # The values of `metric_records` and `runtime_records` decoded at ingest, in arrival order
+    # (a TORCH_LOGS capture: its estimate of the compile's time)
+    metric_values: list[CompilationMetrics] = field(default_factory=list)
     # What a TORCH_LOGS capture says about its CUDA graphs (reduce-overhead)
     cudagraph_notes: list[CudagraphNote] = field(default_factory=list)
     order: int = 0
-    _phases: list[tuple[str, float, int]] | None = field(default=None, init=False, repr=False)
-    # Its own stack once read from disk (report/stacks.py `compile_stack`).
-    read_stack: list[StackFrame] | None = field(default=None, init=False, repr=False)
-    # `retried`, and the records it has looked at (records are only ever appended).
-    _retried: bool = field(default=False, init=False, repr=False)
-    _retried_upto: int = field(default=0, init=False, repr=False)
 
     @property
     def id_text(self) -> str:
@@ -657,63 +666,58 @@ class Compile:
         """1, or 2, 3, … for compiles after `torch._dynamo.reset()` reused the process's ids."""
         return self.key.episode
 
-    def compilation_metrics(self) -> list[dict[str, Any]]:
-        """Its `compilation_metrics` values (one per compile; `bwd_compilation_metrics` apart)."""
-        return [
-            r.meta
-            for r in self.metric_records
-            if r.kind == "compilation_metrics" and isinstance(r.meta, dict)
-        ]
+    def compilation_metrics(self) -> list[CompilationMetrics]:
+        """Its `compilation_metrics` values, decoded (one per compile; `bwd_compilation_metrics`
+        and the runtime's apart)."""
+        return [m for m in self.metric_values if m.kind == FRAME_METRICS]
+
+    @property
+    def own_metrics(self) -> CompilationMetrics | None:
+        """Its frame's metrics: the last `compilation_metrics` value decoded (`metrics` holds it
+        raw), or a TORCH_LOGS capture's estimate; None before either."""
+        for m in reversed(self.metric_values):
+            if not m.backward and not m.runtime:
+                return m
+        return None
 
     @property
     def empty_graph(self) -> bool:
         """A compilation_metrics record says its graph has no ops (0, or the count is missing)."""
-        return any(m.get("graph_op_count") in (None, 0) for m in self.compilation_metrics())
+        return any(m.empty_graph for m in self.compilation_metrics())
 
     @property
     def restart_reasons(self) -> list[str]:
         """Why Dynamo restarted the analysis (compilation_metrics' restart_reasons, whole)."""
-        out: list[str] = []
-        for m in self.compilation_metrics():
-            reasons = m.get("restart_reasons")
-            if isinstance(reasons, list):
-                out.extend(str(r) for r in reasons)
-            elif reasons:
-                out.append(str(reasons))
-        return out
+        return [r for m in self.compilation_metrics() for r in m.restart_reasons]
 
     @property
     def retried(self) -> bool:
         """Its records name more than one attempt: Dynamo restarted the analysis."""
         records = self.records
-        if not self._retried and self._retried_upto < len(records):
-            first = records[0].attempt
-            new = islice(records, self._retried_upto, None)
-            self._retried = any(r.attempt != first for r in new)
-            self._retried_upto = len(records)
-        return self._retried
+        first = records[0].attempt if records else None
+        return any(r.attempt != first for r in records)
 
     @property
     def has_break(self) -> bool:
         """A restart: non-empty restart_reasons, a graph break logged, or a second attempt."""
         if self.breaks or self.retried:
             return True
-        return any(m.get("restart_reasons") for m in self.compilation_metrics())
+        return any(m.restart_reasons for m in self.compilation_metrics())
 
     @property
-    def status(self) -> str:
+    def status(self) -> CompileStatus:
         """One of `STATUSES`: failed > no metrics > empty graph > graph break > ok (see the
         README). A compile of a trace still growing has no metrics until it ends: not yet "no
         metrics"."""
         if self.failures:
-            return "failed"
+            return CompileStatus.FAILED
         if self.file.logs_metrics and self.file.finished and not self.compilation_metrics():
-            return "no metrics"
+            return CompileStatus.NO_METRICS
         if self.empty_graph:
-            return "empty graph"
+            return CompileStatus.EMPTY_GRAPH
         if self.has_break:
-            return "graph break"
-        return "ok"
+            return CompileStatus.GRAPH_BREAK
+        return CompileStatus.OK
 
     @property
     def cache_hit(self) -> bool:
@@ -727,57 +731,48 @@ class Compile:
         return ", ".join([self.status, *self.marks])
 
     @property
-    def marks(self) -> list[str]:
+    def marks(self) -> list[CompileMark]:
         """The `MARKS` it has besides its status."""
         out = []
         if self.key.is_recompile:
-            out.append("recompile")
+            out.append(CompileMark.RECOMPILE)
         if self.cache_hit:
-            out.append("cache hit")
+            out.append(CompileMark.CACHE_HIT)
         return out
 
     @property
     def recompile_limit(self) -> int | None:
         """The recompile limit it ran with, from its metrics in memory (never the disk)."""
-        m = self.metrics
-        if not m:
-            return None
-        value = m.get(LIMIT_KEY)
-        if isinstance(value, int) and not isinstance(value, bool):
-            return value
-        text = m.get("dynamo_config")
-        return config_limit(text) if isinstance(text, str) else None
+        m = self.own_metrics
+        return m.recompile_limit if m is not None else None
 
     @property
     def compile_time_s(self) -> float | None:
-        m = self.metrics
-        if not m:
-            return None
-        value = m.get("entire_frame_compile_time_s")
-        if isinstance(value, (int, float)):
-            return float(value)
-        dur = m.get("duration_us")
-        return dur / 1e6 if isinstance(dur, (int, float)) else None
+        m = self.own_metrics
+        return m.compile_time_s if m is not None else None
 
     def metric_phases(self) -> list[tuple[str, float, int]]:
         """(label, seconds, depth) of the `PHASES` its compilation metrics time."""
-        m = self.metrics or {}
+        m = self.own_metrics
+        if m is None:
+            return []
         out = []
         for key, label, div, depth in PHASES:
-            value = m.get(key)
-            if isinstance(value, (int, float)) and not isinstance(value, bool) and value > 0:
+            value: float | None = getattr(m, key)
+            if value is not None and value > 0:
                 out.append((label, value / div, depth))
         return out
 
-    def reset_phases(self) -> None:
-        """Its chromium events changed: phases() reads them again."""
-        self._phases = None
-
     def phases(self) -> list[tuple[str, float, int]]:
-        """(phase, seconds, depth) from this compile's chromium B/E events, in start order."""
-        if self._phases is not None:
-            return self._phases
-        events = self.file.chromium_payloads(self.chromium_at) if self.chromium_at else []
+        """(phase, seconds, depth) from this compile's chromium B/E events, in start order
+        (read from disk once; kept in its file's memo, keyed by the events' offsets)."""
+        at = self.chromium_at
+        if not at:
+            return []
+        return self.file.memo.of(("phases", at[0], at[-1], len(at)), self._read_phases)
+
+    def _read_phases(self) -> list[tuple[str, float, int]]:
+        events = self.file.chromium_payloads(self.chromium_at)
         out: list[tuple[str, float, int]] = []
         open_: list[tuple[str, float, int]] = []  # (name, ts, index in out)
         for ev in events:
@@ -793,7 +788,6 @@ class Compile:
                         _, start, at = open_.pop(i)
                         out[at] = (name, max(0.0, (ts - start) / 1e6), out[at][2])
                         break
-        self._phases = out
         return out
 
     def records_of(self, kind: str) -> list[Record]:
@@ -901,15 +895,14 @@ class HandlerError:
     def offset(self) -> int:
         return self.record.offset
 
-    @property
-    def lineno(self) -> int:
-        return self.record.lineno
+    def line_number(self) -> int:
+        return self.record.line_number()
 
-    @property
     def text(self) -> str:
+        """One line of it (reads the record's line number: off the UI thread)."""
         message = " ".join(self.message.split("\n"))
         return (
-            f"{self.record.source.display}:{self.lineno}: {self.kind} ({self.phase} handler): "
+            f"{self.record.source.display}:{self.line_number()}: {self.kind} ({self.phase} handler): "
             f"{self.error}: {message}"
         )
 
@@ -950,6 +943,8 @@ class LogSource(ABC):
         self.problems: list[str] = []
         self.handler_errors: list[HandlerError] = []  # records whose handler raised
         self.version = 0  # bumped whenever the index changes
+        # What readers derived from the file's bytes (shared with the file's store: memo.py).
+        self.memo = Memo()
         # Of a finished trace file, made where it was indexed (ingest/signatures.py); a text
         # source has none.
         self.signatures: dict[str, JsonValue] = {}
@@ -1096,13 +1091,12 @@ class Model(Facts, ABC):
     text: Model | None = None  # a run directory's TORCH_LOGS capture, beside its traces
     job_end: JobEnd | None = None  # a run directory's run.json: how the job ended
 
-    def __init__(self, display: str, root: Path | None, lock: Lock | None = None) -> None:
+    def __init__(self, display: str, root: Path | None) -> None:
         Facts.__init__(self)
         self.display = display
         self.root = root
         self.skipped: list[tuple[Path, str]] = []  # inputs not read, and why
         self.version = 0
-        self.lock: Lock = lock if lock is not None else threading.RLock()
 
     @property
     @abstractmethod

@@ -38,6 +38,7 @@ from tcview.analysis.autotune import (
     autotune_time,
     autotuned_ops,
 )
+from tcview.analysis.compile_config import CompileConfig, compile_config
 from tcview.analysis.compiletime import BACKWARD_NOTE, CompileTime, compile_seconds, compile_time
 from tcview.analysis.cudagraphs import CudaGraphs, cudagraphs_of, model_cudagraphs
 from tcview.analysis.export import (
@@ -50,11 +51,13 @@ from tcview.analysis.export import (
     is_export,
 )
 from tcview.analysis.findings import Finding, where_text
+from tcview.analysis.guard_words import Explanation
 from tcview.analysis.kernels import (
     OUTPUT_CODES,
     KernelSpan,
     OutputCode,
     fuses,
+    kernel_digest,
     kernel_info_of,
     launch_info,
     needs_digests,
@@ -71,14 +74,7 @@ from tcview.analysis.provenance import (
     tracking_hint,
     unit_origin,
 )
-from tcview.analysis.recompiles import (
-    CompileConfig,
-    Diagnosis,
-    Explanation,
-    compile_config,
-    diagnose,
-    explain_compile,
-)
+from tcview.analysis.recompiles import Diagnosis, diagnose, explain_compile
 from tcview.model.compile_id import FIRST_EPISODE
 from tcview.model.facts import short_guard
 from tcview.model.objects import (
@@ -88,7 +84,6 @@ from tcview.model.objects import (
     Frame,
     FusionDecision,
     Kernel,
-    Lock,
     LogSource,
     Model,
     Record,
@@ -460,18 +455,19 @@ def compile_detail(comp: Compile, model: Model | None = None) -> Detail:
     frame = comp.frame
     if frame is not None:
         head.row("frame", f"{frame.label}  [{frame.id_label}]")
-    m = comp.metrics or {}
-    if m.get("co_name"):
-        head.row("code", f"{m.get('co_name')}  {m.get('co_filename')}:{m.get('co_firstlineno')}")
+    m = comp.own_metrics
+    if m is not None and m.co_name:
+        head.row("code", f"{m.co_name}  {m.co_filename}:{m.co_firstlineno}")
     counts = []
-    for key, what in (
-        ("graph_op_count", "ops"),
-        ("graph_node_count", "nodes"),
-        ("guard_count", "guards"),
-        ("graph_input_count", "inputs"),
-    ):
-        if isinstance(m.get(key), int):
-            counts.append(f"{m[key]} {what}")
+    if m is not None:
+        for value, what in (
+            (m.graph_op_count, "ops"),
+            (m.graph_node_count, "nodes"),
+            (m.guard_count, "guards"),
+            (m.graph_input_count, "inputs"),
+        ):
+            if value is not None:
+                counts.append(f"{value} {what}")
     if counts:
         head.row("graph", " · ".join(counts))
 
@@ -975,18 +971,18 @@ def namesakes(model: Model, kernel: Kernel) -> tuple[list[Kernel], list[Kernel]]
     named = [k for k in model.kernels if k.name == kernel.name and k is not kernel]
     for batch in needs_digests([kernel, *named]):
         source_digests(batch)
-    if kernel.digest is None:  # its output code is still growing
+    digest = kernel_digest(kernel)
+    if digest is None:  # its output code is still growing
         return [], named
-    same = [k for k in named if k.digest == kernel.digest]
-    other = [k for k in named if k.digest != kernel.digest]
+    same = [k for k in named if kernel_digest(k) == digest]
+    other = [k for k in named if kernel_digest(k) != digest]
     return same, other
 
 
-def digest_namesakes(model: Model, kernel: Kernel, lock: Lock) -> None:
-    """Give the kernels named like `kernel` their digests, reading from disk without `lock`
-    held (the model lock: the UI goes on meanwhile)."""
-    with lock:
-        pending = needs_digests([k for k in model.kernels if k.name == kernel.name])
+def digest_namesakes(model: Model, kernel: Kernel) -> None:
+    """Find the digests of the kernels named like `kernel` (reads from disk: off the UI
+    thread)."""
+    pending = needs_digests([k for k in model.kernels if k.name == kernel.name])
     for batch in pending:
         source_digests(batch)
 
@@ -1053,7 +1049,7 @@ def provenance_sections(
     if unit is None:
         section.row("", "its output code is not part of an Inductor compile tcview knows", "warn")
         return
-    code = f"{unit.code.label} line {unit.code.lineno}" if unit.code is not None else "?"
+    code = f"{unit.code.label} line {unit.code.line_number()}" if unit.code is not None else "?"
     section.row("graph", f"{unit.label}  ({code})")
     section.row("from", unit_origin(unit), "warn" if unit.fallback else "")
     if unit.fallback and hint:
@@ -1102,7 +1098,9 @@ def provenance_sections(
             part = detail.section(f"{heading} ({len(names)})", "nodes")
             part.row("", nodes_text(names))
             if rec is not None and names:
-                part.row("", f"in {rec.label} line {rec.lineno} (its nodes are marked)", "dim")
+                part.row(
+                    "", f"in {rec.label} line {rec.line_number()} (its nodes are marked)", "dim"
+                )
     others = {
         k.key: k for src in lines for k in unit.kernels.values() if k is not kp and src in k.lines
     }
@@ -1210,7 +1208,7 @@ def report_summary(report: ExportReport) -> list[Row]:
             )
         )
     if report.programs:
-        rows.append(Row("", f"exported program: line {report.programs[-1].lineno}", "dim"))
+        rows.append(Row("", f"exported program: line {report.programs[-1].line_number()}", "dim"))
     return rows
 
 

@@ -13,7 +13,8 @@ import html
 import re
 from collections.abc import Callable
 
-from tcview.analysis.recompiles import diagnose, family_of
+from tcview.analysis.guard_values import family_of
+from tcview.analysis.recompiles import diagnose
 from tcview.model.facts import short_guard
 from tcview.model.objects import Frame, Model, Recompile
 from tcview.report.overview import build_overview

@@ -406,13 +406,8 @@ class _TextArea(_Area):
     def open(self) -> tuple[Read, Callable[[], None]]:
         if self.path is not None:
             return _Area.open(self)
-        log = self.log  # stdin: its spool file, which the loader appends to under the lock
-
-        def read(start: int, end: int) -> bytes:
-            with log.lock:
-                return log.reader.read(start, end)
-
-        return read, lambda: None
+        # stdin: its spool file, which the loader appends to (its store reads it safely)
+        return self.log.reader.read, lambda: None
 
     def hit(self, ls: int, le: int, spans: list[tuple[int, int]]) -> tuple[Hit | None, int]:
         return self._hit(ls, le, spans), le + 1
@@ -487,8 +482,7 @@ class Search:
         self.stopped = False
         self.problems: list[str] = []
         self._cancel = False
-        with model.lock:
-            self.areas = _areas(model, self.pattern, self.ignore_case)
+        self.areas = _areas(model, self.pattern, self.ignore_case)
         self.total = sum(a.size for a in self.areas)
 
     def cancel(self) -> None:

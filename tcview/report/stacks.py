@@ -18,7 +18,15 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from tcview.model.objects import MARKS, Compile, Model, StackFrame, stack_frames
+from tcview.model.objects import (
+    MARKS,
+    Compile,
+    CompileMark,
+    CompileStatus,
+    Model,
+    StackFrame,
+    stack_frames,
+)
 from tcview.model.ranks import RankSet, ranks_of, wanted
 from tcview.report.detail import Detail
 from tcview.text.safe import safe_text
@@ -72,8 +80,8 @@ class CompileRun:
     first: str  # the first's id label
     last: str  # the last's ("" when the run is one compile)
     rank: int | None
-    status: str
-    marks: list[str]  # the `MARKS` any of them has
+    status: CompileStatus
+    marks: list[CompileMark]  # the `MARKS` any of them has
 
     @property
     def ids(self) -> str:
@@ -101,12 +109,16 @@ def compile_stack(comp: Compile, read: bool = True) -> list[StackFrame]:
     frame = comp.frame
     if frame is not None and frame.compiles and frame.compiles[0] is comp:
         return frame.stack
-    # Kept on the compile: the app's overview builds the trie on each refresh.
-    if comp.read_stack is None:
-        if not read:
-            return frame.stack if frame is not None else []
-        comp.read_stack = _read_stack(comp)
-    return comp.read_stack
+    # Kept in its file's memo: the app's overview builds the trie on each refresh.
+    start = next((r for r in comp.records if r.kind == "dynamo_start"), None)
+    if start is None:
+        return frame.stack if frame is not None else []
+    key = ("stack", start.offset)
+    if not read:
+        kept = comp.file.memo.get(key)
+        return kept if kept is not None else (frame.stack if frame is not None else [])
+    stack: list[StackFrame] = comp.file.memo.of(key, lambda: _read_stack(comp))
+    return stack
 
 
 def read_stacks(model: Model) -> None:
@@ -198,7 +210,7 @@ def compiles_text(comps: list[Compile], ranks: bool) -> str:
             parts.append(compile_label(first, ranks))
             continue
         who = f"rank {first.file.rank} " if ranks and first.file.rank is not None else ""
-        status = ", ".join([first.status, *(["cache hit"] if first.cache_hit else [])])
+        status = ", ".join([first.status, *([CompileMark.CACHE_HIT] if first.cache_hit else [])])
         parts.append(f"{who}{first.id_label}–{end.id_label} {status}")
     return " · ".join(parts)
 

@@ -324,7 +324,7 @@ def summary_text(
         add("")
         add("Damage: " + ", ".join(f"{k.replace('_', ' ')} {v}" for k, v in hurt.items()))
         for error in ts.handler_errors()[:20]:
-            add(f"  {error.text}")
+            add(f"  {error.text()}")
     if s["unknown_kinds"]:
         add("")
         add("Unknown event kinds: " + ", ".join(f"{k} ×{n}" for k, n in s["unknown_kinds"].items()))

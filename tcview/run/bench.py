@@ -30,13 +30,12 @@ import tempfile
 import threading
 import time
 from collections.abc import Sequence
-from contextlib import nullcontext
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from tcview.analysis.kernels import OUTPUT_CODES, kernel_num_gb, output_devices
-from tcview.model.objects import OUTPUT_CODE_KINDS, ROLE_SHORT, Compile, Kernel, Lock, Model, Record
+from tcview.model.objects import OUTPUT_CODE_KINDS, ROLE_SHORT, Compile, Kernel, Model, Record
 from tcview.run import cleanup
 from tcview.run.gpu import Peak, gpus_here, peak_bandwidth
 from tcview.run.session import supervised
@@ -131,10 +130,9 @@ def trace_torch_version(model: Model) -> str | None:
     """The torch version the trace was made with: ``pytorch_version`` in its compilation
     metrics (torch 2.4 and later), None when no record says."""
     for comp in model.compiles:
-        for meta in comp.compilation_metrics():
-            value = meta.get("pytorch_version")
-            if isinstance(value, str) and value:
-                return value
+        for m in comp.compilation_metrics():
+            if m.pytorch_version:
+                return m.pytorch_version
     return None
 
 
@@ -248,17 +246,15 @@ def plan_bench(
     no_exec: bool = False,
     times: int = DEFAULT_TIMES,
     repeat: int = DEFAULT_REPEAT,
-    lock: Lock | None = None,
 ) -> BenchPlan:
     """The plan for benchmarking `target`, or BenchRefused saying why not. Reads output
-    code from disk (under `lock`, the model's, when it grows) and asks the Python for its
-    versions (a subprocess that imports nothing of torch): call it off the UI thread."""
+    code from disk and asks the Python for its versions (a subprocess that imports nothing
+    of torch): call it off the UI thread."""
     refusal = exec_refusal(no_exec)
     if refusal is not None:
         raise BenchRefused(refusal)
-    with lock if lock is not None else nullcontext():
-        graphs = graphs_for(model, target)
-        trace_torch = trace_torch_version(model)
+    graphs = graphs_for(model, target)
+    trace_torch = trace_torch_version(model)
     gpus = gpus_here() if any("cuda" in g.devices for g in graphs) else []
     why = check_devices(graphs, gpus)
     if why is not None:

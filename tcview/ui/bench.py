@@ -7,6 +7,8 @@ shows in a column (and sorts by) for as long as the app runs.
 
 from __future__ import annotations
 
+from collections.abc import Hashable
+
 from rich.text import Text
 from textual.app import ComposeResult
 from textual.binding import Binding
@@ -16,6 +18,7 @@ from textual.screen import ModalScreen
 from textual.widgets import Static
 
 from tcview.ingest.session import ModelSession
+from tcview.model.keys import stable_key
 from tcview.model.objects import Compile, Kernel, Record
 from tcview.report.detail import Detail, Section
 from tcview.run.bench import (
@@ -142,11 +145,11 @@ class Bencher:
         self.no_exec = no_exec
         self.job: BenchJob | None = None
         self.planning = False
-        self.times: dict[int, KernelTime] = {}  # id(kernel) -> its latest time
+        self.times: dict[Hashable, KernelTime] = {}  # a kernel (any version) -> its latest time
         self.results: list[BenchResult] = []
 
     def time_of(self, kernel: Kernel) -> KernelTime | None:
-        return self.times.get(id(kernel))
+        return self.times.get(stable_key(kernel))
 
     def start(self, target: Compile | Kernel | Record | None, session: ModelSession) -> None:
         app = self.host.app
@@ -187,7 +190,7 @@ class Bencher:
             model = session.model
             if model is None:
                 raise BenchRefused("nothing is loaded")
-            plan = plan_bench(model, target, self.python, lock=session.lock)
+            plan = plan_bench(model, target, self.python)
         except BenchRefused as exc:
             app.call_from_thread(self._refused, str(exc))
             return
@@ -238,7 +241,7 @@ class Bencher:
         self.results.append(result)
         for time in result.kernel_times():
             if time.kernel is not None:
-                self.times[id(time.kernel)] = time
+                self.times[stable_key(time.kernel)] = time
         app = self.host.app
         if result.ok:
             graphs = result.graphs

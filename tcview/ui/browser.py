@@ -1,85 +1,78 @@
-"""The browser screen: the tree on the left, the viewer on the right, the views on keys.
+"""The browser screen: the tree and its reader, and the panes over them (a view, a compile
+diff, two ranks compared, the global search), one shown at a time.
 
-It owns the model session (the model, its lock and its loader), the tree, the reader and the
-redraws; what the views and dialogs ask of it comes up as messages, which the app hands to it.
-Views get what they read (the session, the rank filter, the benchmarks' times) when they open.
+It owns the model session (its loader, and the versions of the model it publishes), the
+redraws as new versions come, and the panes' widgets. Where the user is and what is shown is its controller's
+(controller.BrowserController): a key or a message asks the controller, and the screen draws
+what it says. The browser's keys are the screen's (keys.BROWSE_BINDINGS), under each pane's
+own; what panes ask of it comes up as messages. Panes get what they read (the session, the
+rank filter, the benchmarks' times) when they open.
 """
 
 from __future__ import annotations
 
-import os
 import re
-import subprocess
 import threading
 import time
-from collections.abc import Callable, Iterable
-from typing import Any, Protocol, TypeAlias
+from collections.abc import Iterable
+from typing import Protocol
 
-from rich.text import Text
-from textual import on, work
-from textual.app import ComposeResult, SuspendNotSupported
-from textual.containers import Horizontal
+from textual import events, on, work
+from textual.app import ComposeResult
 from textual.css.query import NoMatches
 from textual.reactive import reactive
 from textual.screen import Screen
 from textual.timer import Timer
 from textual.widget import Widget
-from textual.widgets import Footer, Tree
+from textual.widgets import Footer
 from textual.worker import get_current_worker
 
-from tcview.analysis.diff import predecessor
-from tcview.analysis.export import is_export
 from tcview.analysis.findings import Finding, findings
-from tcview.analysis.paths import Location, PathMap, locations_of
-from tcview.analysis.provenance import (
-    POST_GRAD_GRAPHS,
-    PRE_GRAD_GRAPHS,
-    graph_lines_of,
-    kernel_provenance,
-)
-from tcview.analysis.recompiles import recompile_budget
+from tcview.analysis.paths import PathMap
 from tcview.ingest.session import ModelSession
-from tcview.ingest.tracefile import LOCATED_KINDS
-from tcview.model.objects import OUTPUT_CODE_KINDS, Compile, Frame, Kernel, LogSource, Model, Record
-from tcview.model.ranks import RankSet, counts_in, ranks_label, ranks_of
-from tcview.report.detail import (
-    compile_detail,
-    digest_namesakes,
-    frame_detail,
-    kernel_detail,
-    provenance_detail,
-)
-from tcview.report.items import ShowError, goto_failure, locate
+from tcview.model.derived import derived
+from tcview.model.keys import stable_key
+from tcview.model.objects import Compile, Kernel, LogSource, Model, Record
+from tcview.model.ranks import RankSet, ranks_label
 from tcview.report.search import Hit
 from tcview.report.stacks import read_stacks
-from tcview.report.summary import InputState, counts_line, input_state
-from tcview.run.bench import KernelTime
+from tcview.report.summary import InputState, counts_line
 from tcview.text.safe import safe_line
-from tcview.ui.bench import Bencher, with_bench
-from tcview.ui.content import (
-    Document,
-    Marked,
-    detail_doc,
-    lit,
-    model_summary,
-    record_doc,
-    styled_doc,
+from tcview.ui.bench import Bencher
+from tcview.ui.browse_pane import BrowsePane
+from tcview.ui.controller import (
+    BrowserController,
+    Note,
+    Pane,
+    Target,
+    preview_as_you_move,
 )
-from tcview.ui.diffview import CompileDiffView
-from tcview.ui.editor import editor_call
-from tcview.ui.finder import SearchScreen
-from tcview.ui.findings_view import FindingsView
-from tcview.ui.messages import BenchFinished, JobMoved, JobRestarted, ModelMoved
-from tcview.ui.ranks_view import CompareView, Picked, RankDialog, RanksView, labels_of
+from tcview.ui.counting import Asked, Counted, count
+from tcview.ui.finder import SearchView
+from tcview.ui.items import Item
+from tcview.ui.keys import BROWSE_BINDINGS, QUIT
+from tcview.ui.messages import (
+    BenchFinished,
+    ClosePane,
+    CompareRanks,
+    JobMoved,
+    JobRestarted,
+    ModelMoved,
+    OpenHit,
+    OverviewWanted,
+    RanksPicked,
+    Reveal,
+)
+from tcview.ui.options import OpenOptions
+from tcview.ui.pane import BrowserPane, PaneSwitcher
+from tcview.ui.ranks_view import CompareView, Picked, RankDialog, labels_of
 from tcview.ui.reader import Reader
 from tcview.ui.status import StatusBar
-from tcview.ui.take import OSC52_SAFE, LocationPicker, SaveScreen, Taken, copy_text, write_text
-from tcview.ui.tree import Item, TraceTree
+from tcview.ui.table_view import TableView
+from tcview.ui.taking import Taker
+from tcview.ui.tree import TraceTree
 from tcview.ui.viewer import CodeView
-from tcview.ui.views import VIEWS, KernelsView, OtherView, TableView
-
-ViewClass: TypeAlias = type[TableView[Any]] | type[OtherView]
-ALL_VIEWS: dict[str, ViewClass] = {**VIEWS, "ranks": RanksView, "findings": FindingsView}
+from tcview.ui.views import KernelsView, pane_widget
 
 INDEX_GAP = 0.2  # while the first read indexes: its progress at most 5 times a second
 # While the first read indexes, the tree, the counts and the overview are redrawn at most this
@@ -96,106 +89,6 @@ PROFILE_POLL_S = 2.0  # follow mode: how often to look for a profile being writt
 FIND_GAP = 5.0  # follow mode: the findings are made again at most this often (seconds)
 
 
-Target: TypeAlias = Compile | Frame | Kernel | Record  # what the tree can reveal
-
-
-def doc_for(
-    item: Item,
-    model: Model | None,
-    source: str,
-    picked: Kernel | None = None,
-    bench: Callable[[Kernel], KernelTime | None] = lambda kernel: None,
-    found: list[Finding] | None = None,
-) -> Document:
-    """What the pane shows for a tree item; `picked`: the kernel whose nodes a graph marks;
-    `bench` gives a kernel's benchmark, if any; `found`: the findings, for the overview."""
-    obj = item.obj
-    if isinstance(obj, Compile):
-        return detail_doc(compile_detail(obj, model))
-    if isinstance(obj, Frame):
-        return detail_doc(frame_detail(obj))
-    if isinstance(obj, Record):
-        return record_doc(obj, marked_nodes(obj, picked))
-    if isinstance(obj, Kernel):
-        return detail_doc(with_bench(kernel_detail(obj, model), bench(obj)))
-    if isinstance(obj, list) or (item.kind == "others" and isinstance(obj, LogSource)):
-        records = obj if isinstance(obj, list) else [r for r in obj.records if r.key is None]
-        lines = [Text(f"{len(records)} records", style="bold")]
-        if not isinstance(obj, list):
-            # Located, never listed: said, so that an empty list does not look like a loss.
-            unlisted = [f"{k} {obj.kinds[k]:,}" for k in LOCATED_KINDS if obj.kinds.get(k)]
-            if unlisted:
-                said = "in this file, located, never listed: " + " · ".join(unlisted)
-                lines.append(Text(said, style="dim"))
-        lines.append(Text(""))
-        for rec in records[:2000]:
-            lines.append(lit(f"line {rec.lineno:>8}  {rec.label}  {rec.compile_text}"))
-        return styled_doc("records", lines)
-    if isinstance(obj, LogSource):
-        return styled_doc(obj.display, file_summary(obj))
-    summary = model.summary_counts() if model is not None else {}
-    return overview_doc(model, source, summary, found=found)
-
-
-def marked_nodes(rec: Record, kernel: Kernel | None) -> Marked | None:
-    """The lines of a pre- or post-grad graph that define the picked kernel's nodes."""
-    if kernel is None or kernel.compile is None or rec.compile is not kernel.compile:
-        return None
-    if rec.label not in (*PRE_GRAD_GRAPHS, *POST_GRAD_GRAPHS):
-        return None
-    unit, kp = kernel_provenance(kernel)
-    if unit is None or kp is None:
-        return None
-    nodes = kp.post_grad if rec is unit.post_graph else kp.pre_grad if rec is unit.pre_graph else []
-    lines = graph_lines_of(rec, nodes)
-    return Marked(kernel.name, tuple(lines)) if lines else None
-
-
-def provenance_doc(model: Model | None, obj: object) -> Document:
-    """What `i` shows: a kernel's provenance, or a compile's (each kernel's user lines)."""
-    if isinstance(obj, Record) and obj.compile is not None:
-        obj = obj.compile
-    if not isinstance(obj, (Kernel, Compile)):
-        return styled_doc("provenance", [lit("pick a kernel or a compile", "dim")])
-    return detail_doc(provenance_detail(obj, model))
-
-
-def overview_doc(
-    model: Model | None,
-    source: str,
-    summary: dict[str, Any],
-    state: InputState | None = None,
-    error: str = "",
-    ranks: RankSet = None,
-    found: list[Finding] | None = None,
-) -> Document:
-    """The right-hand pane when no item is picked: the counts of `summary` (the snapshot the
-    status bar shows), and what the input holds (waiting, nothing found, could not read)."""
-    source = "stdin" if source == "-" else source
-    if error:
-        lines = [lit(source, "bold"), lit(f"could not read: {error}", "bold red")]
-        return styled_doc(source, lines)
-    if model is None:
-        lines = [lit(source, "bold"), Text("indexing…"), Text(counts_line(summary), style="bold")]
-        return styled_doc(source, lines)
-    return styled_doc(source, model_summary(model, source, summary, state, ranks, found))
-
-
-def file_summary(tf: LogSource) -> list[Text]:
-    out = [lit(tf.display, "bold"), lit(f"path      {tf.path}")]
-    out.append(lit(f"records   {len(tf.records)}   compiles {len(tf.compiles)}"))
-    out.append(lit(f"unparsed  {len(tf.unparsed)} lines"))
-    for problem in tf.problems[:20]:
-        out.append(lit(f"problem   {problem}", "red"))
-    kinds = tf.kinds
-    if kinds:
-        out.append(Text(""))
-        out.append(Text("record kinds", style="bold underline"))
-        for kind, n in kinds.most_common():
-            out.append(lit(f"  {n:>8}  {kind}"))
-    return out
-
-
 class Job(Protocol):
     """What a job run alongside the browser adds to it (`tcview run`): the status bar's first
     part, and whether more input may come."""
@@ -205,85 +98,56 @@ class Job(Protocol):
     def running(self) -> bool: ...
 
 
-class BrowserScreen(Screen[None]):
-    """The tree, the reader and the status bar over one model session; the views on top."""
+class BrowserBase(Screen[None]):
+    """The tree, the reader and the status bar over one model session; the panes over them.
+    Its keys are its subclass's: `BrowserScreen`'s, or run mode's (run_app.RunScreen), which
+    are the same actions under another keymap, in another order."""
 
     status_left: reactive[str] = reactive("")
     status_right: reactive[str] = reactive("")
 
     def __init__(
-        self,
-        path: str,
-        goto: str | None = None,
-        follow: bool = False,
-        model: Model | None = None,
-        poll: bool = False,
-        stdin_fd: int | None = None,
-        path_map: PathMap | None = None,
-        no_exec: bool = False,
-        python: str | None = None,
-        panes: Iterable[Widget] = (),
-        job: Job | None = None,
-        profile: str | None = None,
+        self, options: OpenOptions, panes: Iterable[Widget] = (), job: Job | None = None
     ) -> None:
         """`panes`: widgets below the tree and the reader (the job's output in `tcview run`);
-        `job`: the job whose status leads the status bar; `profile`: a torch.profiler trace to
-        join (--profile)."""
-        self.profile_arg = profile
+        `job`: the job whose status leads the status bar."""
         super().__init__()
+        self.options = options
         # The bench key: runs a trace's output code only after a yes, never with --no-exec.
-        self.bencher = Bencher(self, python, no_exec)
-        self.path_map = path_map or PathMap()
-        self.panes = list(panes)
+        self.bencher = Bencher(self, options.python, options.no_exec)
         self.job = job
-        # A global search's hit being opened: (object, pattern, label, line) until its
-        # document is shown, then the viewer marks the line.
-        self._pending_mark: tuple[object, re.Pattern[str], str, int] | None = None
-        self._search_screen: SearchScreen | None = None
-        self.source_path = path
-        self.goto_target = goto
-        self.follow = follow or path == "-"
-        self.follow_newest = False
-        self.poll = poll
-        self.auto_preview = preview_as_you_move()
+        self.source_path = options.path
+        self.follow = options.follow or options.path == "-"
+        self.controller = BrowserController(options.goto, self.follow, preview_as_you_move())
+        self.taker = Taker(self, options.path_map or PathMap(), self._viewer_shown)
         self.session = ModelSession(
-            path,
+            options.path,
             follow=self.follow,
-            model=None if self.follow else model,
-            poll=poll,
-            stdin_fd=stdin_fd,
+            model=None if self.follow else options.model,
+            poll=options.poll,
+            stdin_fd=options.stdin_fd,
             on_update=self.model_moved,
-            profile=profile,
+            profile=options.profile,
         )
-        self._newest: Compile | None = None
+        self.browse = BrowsePane(
+            self.controller, self.session, options.path, self.bencher.time_of, panes
+        )
         self._records_shown = 0
         self._input_state: InputState | None = None
+        self._notices: tuple[str, ...] = ()  # the loader's last notice, with the counts
         self._status_state: tuple[object, ...] = ()
-        self._errors_shown = 0  # errors in the last counts snapshot
-        self._ranks_shown = 0  # ranks in the last counts snapshot
-        self.rank_filter: RankSet = None  # the ranks picked with `#` (None: all)
-        self._export = False  # the input is a torch.export trace (the Export key shows)
         self._findings: list[Finding] | None = None  # made once the model is read
         self._found_at = 0.0  # when the findings of a live input may be made again
         self._find_timer: Timer | None = None
         # Live inputs: the frame closest to its recompile limit, for the status bar.
         self._budget = ""
-        # The kernel picked last (a graph marks its nodes), the compile marked for a diff,
-        # and the object whose provenance the pane shows (`i` again goes back).
-        self.picked_kernel: Kernel | None = None
-        self.diff_mark: Compile | None = None
-        self._provenance_of: object = None
         self._versions: tuple[int, ...] = ()
-        self._show_timer: Timer | None = None
         self._indexing = False  # the session's first read is still going
         self._live_timer: Timer | None = None  # a redraw held back by LIVE_GAP or INDEX_GAP
         self._live_at = 0.0
         self._tree_due = 0.0  # while indexing: when the tree may be redrawn again (TREE_GAP)
         self._tree_timer: Timer | None = None  # …then redrawn, should no more progress come
         self._redraw_s = 0.0  # what the last redraw from the model took
-        self._last_item: Item | None = None
-        # The cursor is still where _first_row put it: highlights there keep the overview.
-        self._cursor_placed = False
         self.loaded_at: float | None = None
         self.first_frame_at: float | None = None
         self.started_at = time.monotonic()
@@ -294,25 +158,21 @@ class BrowserScreen(Screen[None]):
 
     @property
     def main_tree(self) -> TraceTree:
-        return self.query_one(TraceTree)
+        return self.browse.trace_tree
 
     # ------------------------------------------------------------ layout
 
     def compose(self) -> ComposeResult:
-        with Horizontal(id="main"):
-            yield TraceTree(id="tree")
-            yield Reader(id="reader")
-        yield from self.panes
+        yield PaneSwitcher(self.browse, self._make_pane)
         yield StatusBar(id="status")
         yield Footer()
 
     def on_mount(self) -> None:
         tree = self.main_tree
-        tree.model_lock = self.session.lock
         tree.stable = self.follow
         tree.border_title = "compiles"
         tree.focus()
-        self._last_item = tree.root.data  # the overview, until an item is picked
+        self.controller.start(tree.root.data)  # the overview, until an item is picked
         if self.follow:  # a live run may write its profile (`tcview run --profile`) any time
             self.set_interval(PROFILE_POLL_S, self._profile_written)
         if self.session.finished:
@@ -339,26 +199,91 @@ class BrowserScreen(Screen[None]):
 
     def _profile_written(self) -> None:
         """A profile appeared or changed: the kernels view, if shown, joins it."""
-        if self.session.profile_written() and isinstance(self.app.screen, KernelsView):
-            self.app.screen.reload()
+        shown = self.shown_pane()
+        if self.session.profile_written() and isinstance(shown, KernelsView):
+            shown.reload()
 
     def _first_frame(self) -> None:
         self.first_frame_at = time.monotonic()
+
+    def _say(self, note: Note) -> None:
+        self.notify(markup=False, message=note.message, severity=note.severity)
+
+    # ------------------------------------------------------------ panes
+
+    @property
+    def switcher(self) -> PaneSwitcher:
+        return self.query_one(PaneSwitcher)
+
+    def shown_pane(self) -> Widget:
+        """The widget of the pane shown: the tree's (`browse`), a view, the global search..."""
+        widget = self.switcher.widget_of(self.controller.shown)
+        return widget if widget is not None else self.browse
+
+    def _make_pane(self, pane: Pane) -> BrowserPane:
+        return pane_widget(pane, self.session, self.controller.rank_filter, self.bencher.times)
+
+    async def _open_shown(self) -> None:
+        """Show the controller's pane, made and mounted first when it is new."""
+        await self.switcher.open(self.controller.stack)
+
+    def _present_shown(self) -> None:
+        """Show the controller's pane, mounted already (it was under the panes that closed)."""
+        self.switcher.show(self.controller.stack)
+
+    def close_views(self) -> None:
+        """Back to the tree: close every pane over it."""
+        if self.controller.close_views():
+            self._present_shown()
+
+    async def action_view(self, name: str) -> None:
+        if self.controller.open_view(name):
+            await self._open_shown()
+
+    def action_back(self) -> None:
+        if self.controller.back():
+            self._present_shown()
+        else:
+            self.main_tree.focus()
+
+    @on(ClosePane)
+    def _close_pane(self, message: ClosePane) -> None:
+        message.stop()
+        if message.pane is self.shown_pane() and self.controller.back():
+            self._present_shown()
+
+    @on(CompareRanks)
+    async def _compare(self, message: CompareRanks) -> None:
+        message.stop()
+        self.controller.compare(message.left, message.right)
+        await self._open_shown()
+
+    @on(Reveal)
+    def _reveal(self, message: Reveal) -> None:
+        message.stop()
+        self.reveal(message.kind, message.obj)
+
+    @on(RanksPicked)
+    def _ranks_picked(self, message: RanksPicked) -> None:
+        message.stop()
+        self.set_rank_filter(message.ranks)
+
+    @on(OpenHit)
+    async def _open_hit(self, message: OpenHit) -> None:
+        message.stop()
+        await self.open_hit(message.hit, message.pattern, message.label)
+
+    # ------------------------------------------------------------ reading the model
 
     @work(thread=True, group="findings", exclusive=True, exit_on_error=False, description="find")
     def _find(self) -> None:
         """The findings and the recompiles' stacks, made once the model is read (they read
         payloads: off the UI thread); the overview then leads with them."""
-        model = self.model
+        model = self.model  # a version: nothing changes it while it is read
         if model is None:
             return
-        if self.follow:
-            with self.session.lock:  # the model grows under the follower
-                found = findings(model)
-                read_stacks(model)  # the overview's stack tree reads none on the UI thread
-        else:
-            found = findings(model)  # a finished one-shot model no longer changes
-            read_stacks(model)
+        found = derived(model, "findings", lambda: findings(model))
+        read_stacks(model)  # the overview's stack tree reads none on the UI thread
         if not get_current_worker().is_cancelled:
             self.app.call_from_thread(self._findings_ready, found)
 
@@ -369,6 +294,7 @@ class BrowserScreen(Screen[None]):
 
     def _findings_ready(self, found: list[Finding]) -> None:
         self._findings = found
+        self.browse.findings = found
         self.refresh_counts()
 
     @work(thread=True, group="index", exit_on_error=False, description="index")
@@ -407,36 +333,26 @@ class BrowserScreen(Screen[None]):
         self.session = ModelSession(
             path,
             follow=self.follow,
-            poll=self.poll,
+            poll=self.options.poll,
             on_update=self.model_moved,
-            profile=self.profile_arg,
+            profile=self.options.profile,
         )
         self.close_views()
         self._forget_search()
-        tree = self.main_tree
-        tree.model_lock = self.session.lock
-        tree.mark_new = False  # what the new source has at first is not "new"
-        tree.new_keys.clear()
-        with self.session.lock:
-            tree.set_model(self.model)
+        self.browse.use_session(self.session, path)
+        self.browse.trace_tree.set_model(self.model)
         self._versions = ()
-        self._findings = None
+        self._findings = self.browse.findings = None
         self._budget = ""
-        self._last_item = None
-        self._newest = None
+        self.controller.new_source()
         self.loaded_at = None
         self._indexing = True
         self._tree_due = 0.0
         self._drop_held_tree()
         self._index()
-        self.app.refresh_bindings()
+        self.refresh_bindings()
         self.refresh_counts()
         self.update_status()
-
-    def close_views(self) -> None:
-        """Back to this screen: close every view above it."""
-        while len(self.app.screen_stack) > 1 and self.app.screen is not self:
-            self.app.pop_screen()
 
     def _live_refresh(self) -> None:
         self._live_timer = None
@@ -466,7 +382,7 @@ class BrowserScreen(Screen[None]):
                     # (Textual's timer divides by its interval: never 0.)
                     wait = max(0.001, self._found_at - self._live_at)
                     self._find_timer = self.set_timer(wait, self._find_again)
-            if self.follow_newest:
+            if self.controller.follow_newest:
                 self._select_newest()
         except NoMatches:
             pass  # shutting down: the widgets are already gone
@@ -483,35 +399,24 @@ class BrowserScreen(Screen[None]):
             self._live_refresh()
 
     def _select_newest(self) -> None:
-        with self.session.lock:
-            compiles = self.model.compiles if self.model is not None else []
-            newest = compiles[-1] if compiles else None
-        if newest is not None and newest is not self._newest:
-            self._newest = newest
+        newest = self.controller.newest_compile(self.model)
+        if newest is not None:
             self.reveal("compile", newest)
 
-    def allows(self, action: str, parameters: tuple[object, ...]) -> bool | None:
-        """The app's check_action for the browser's keys: some show only when they mean
-        something."""
-        if action == "toggle_follow" and not self.follow:
-            return False  # only meaningful, and only in the footer, when following
-        if action == "view" and parameters == ("errors",):
-            return self._errors_shown > 0  # in the footer only when the run crashed
-        if (action == "view" and parameters == ("ranks",)) or action == "filter_ranks":
-            return self._ranks_shown > 1 or self.rank_filter is not None
-        if action == "view" and parameters == ("export",):
-            return self._export  # in the footer only for a torch.export trace
-        return True
+    def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
+        """Some keys show only when they mean something (the controller says which)."""
+        return self.controller.allows(action, parameters)
+
+    def on_key(self, event: events.Key) -> None:
+        """The rank keys are off on a trace of one rank (no binding took the key): say why."""
+        if event.key in ("a", "number_sign") and not self.controller.allows("filter_ranks", ()):
+            self.notify("one rank in this trace: no ranks to compare (a) or pick (#)", markup=False)
 
     def action_toggle_follow(self) -> None:
-        self.follow_newest = not self.follow_newest
-        self._newest = None
-        if self.follow_newest:
+        note = self.controller.toggle_follow()
+        if self.controller.follow_newest:
             self._select_newest()
-        self.notify(
-            markup=False,
-            message="following the newest compile" if self.follow_newest else "view stays put",
-        )
+        self._say(note)
         self.update_status()
 
     @on(JobMoved)
@@ -519,7 +424,7 @@ class BrowserScreen(Screen[None]):
         message.stop()
         if message.ended:
             self.refresh_counts()
-        self.app.refresh_bindings()
+        self.refresh_bindings()
         self.update_status()
 
     @on(JobRestarted)
@@ -538,16 +443,11 @@ class BrowserScreen(Screen[None]):
         self._find()
         self._warm_up()
         tree = self.main_tree
-        with self.session.lock:  # the first read's last rows (not marked as new)
-            self._versions = self.session.versions()  # (refresh_model: nothing new since)
-            self._status_state = self._status_of(self._versions)  # (counts: drawn below)
-            if tree.root.data is None or tree.root.data.obj is not self.model:
-                tree.set_model(self.model)
-            else:
-                tree.refresh_model()
+        self._versions = self.session.versions()  # (refresh_model: nothing new since)
+        self._status_state = self._status_of(self._versions)  # (counts: drawn below)
+        self.browse.show_model(self.model)
         tree.mark_new = self.follow  # from now on, what arrives is marked as new
-        if self._last_item is None:
-            self._last_item = tree.root.data
+        self.controller.start(tree.root.data)
         self.refresh_counts()
         self.update_status()
         if self.session.error:
@@ -557,58 +457,41 @@ class BrowserScreen(Screen[None]):
                 title="could not read",
                 severity="error",
             )
-        if self.goto_target:
-            failure = self._goto(self.goto_target)
+        target = self.controller.goto_target
+        if target:
+            failure = self.goto(target)
             if failure is not None:
                 self.notify(markup=False, message=safe_line(failure), severity="warning")
-            self.goto_target = None
-        self._first_row()
-
-    def _first_row(self) -> None:
-        """Put the cursor on the first row (so that ↓ goes to the second), without showing it:
-        the overview stays until the user moves."""
-        tree = self.main_tree
-        if tree.cursor_line >= 0 or tree.last_line < 0:
-            return
-        self._cursor_placed = True
-        tree.cursor_line = 0
+            self.controller.goto_target = None
+        self.browse.first_row()
 
     def refresh_model(self) -> None:
         """Pick up what the model gained since the last call; the tree grows in place."""
         model = self.model
-        tree = self.main_tree
         if model is None:
             self.update_status()
             return
-        with self.session.lock:
-            versions = self.session.versions()
-            changed = versions != self._versions
-            if changed:
-                self._versions = versions
-                if tree.root.data is None or tree.root.data.obj is not model:
-                    tree.set_model(model)
-                else:
-                    tree.refresh_model()
+        versions = self.session.versions()
+        changed = versions != self._versions
+        if changed:
+            self._versions = versions
+            self.browse.show_model(model)
         # The counts walk every compile: only when something moved.
         state = self._status_of(versions)
         if changed or state != self._status_state:
             self._status_state = state
             self.refresh_counts()
             self.update_status()
-        # A one-shot load goes to its item once loaded (`_loaded`): read part way, an id that
-        # two ranks share would be found in the first rank only.
-        if self.goto_target and self.session.follow and self._goto(self.goto_target) is None:
-            self.goto_target = None
-        self._first_row()
+        # A one-shot load goes to its item once loaded (`_model_ready`): read part way, an id
+        # that two ranks share would be found in the first rank only.
+        target = self.controller.goto_target
+        if target and self.session.follow and self.goto(target) is None:
+            self.controller.goto_target = None
+        self.browse.first_row()
 
     def _status_of(self, versions: tuple[int, ...]) -> tuple[object, ...]:
-        """What the counts and status bar show depend on (the session's lock held)."""
+        """What the counts and status bar show depend on."""
         return (versions, len(self.session.notices), self.session.finished)
-
-    @property
-    def overview_shown(self) -> bool:
-        """The reader shows the overview (no item picked since the start)."""
-        return self._last_item is not None and self._last_item.kind == "root"
 
     def awaits_input(self) -> bool:
         """Whether more input may come (follow mode; a job that still runs): an empty input
@@ -616,57 +499,58 @@ class BrowserScreen(Screen[None]):
         return self.job.running() if self.job is not None else self.follow
 
     def refresh_counts(self) -> None:
-        """The status bar's counts and, when it is shown, the overview: from one snapshot of
-        the model, updated in the same refresh so that they never disagree."""
-        model = self.model
-        overview = self.overview_shown
+        """The status bar's counts and, when it is shown, the overview: made by a worker from
+        one version of the model (`_count`), shown together so that they never disagree."""
         session = self.session
-        with self.session.lock:
-            summary = model.summary_counts() if model is not None else {}
-            ranks = len(ranks_of(model)) if model is not None else 0
-            picked = self.rank_filter
-            counts = counts_in(model, picked) if model is not None and picked is not None else None
-            done = session.finished
-            state = input_state(model, self.source_path, self.awaits_input(), done)
-            doc = None
-            if overview:
-                error = session.error if done and session.error else ""
-                doc = overview_doc(
-                    model, self.source_path, summary, state, error, picked, self._findings
-                )
-            export = model is not None and is_export(model)
-            budget = recompile_budget(model) if model is not None and self.follow else None
-        self._budget = budget.text() if budget is not None else ""
+        self._count(
+            Asked(
+                session.model,
+                self.controller.overview_shown,
+                self.controller.rank_filter,
+                session.finished,
+                session.error if session.finished and session.error else "",
+                self.awaits_input(),
+                self._findings,
+                tuple(session.notices[-1:]),
+            )
+        )
+
+    @work(thread=True, group="counts", exclusive=True, exit_on_error=False, description="count")
+    def _count(self, asked: Asked) -> None:
+        counted = count(asked, self.source_path, self.follow)
+        if not get_current_worker().is_cancelled:
+            self.app.call_from_thread(self._counted, counted)
+
+    def _counted(self, counted: Counted) -> None:
+        summary = counted.summary
+        self._budget = counted.budget
         self._records_shown = summary.get("records", 0)
-        self._input_state = state
-        self.status_right = counts_line(counts if counts is not None else summary)
-        errors = summary.get("errors", 0)
-        if errors != self._errors_shown or ranks != self._ranks_shown or export != self._export:
-            self._errors_shown = errors
-            self._ranks_shown = ranks
-            self._export = export
-            # The Errors, Ranks and Export keys show once they mean something.
-            self.app.refresh_bindings()
-        if doc is not None:
-            self.workers.cancel_group(self, "content")  # an older item must not replace it
-            self._show_doc(doc, keep_position=True)
+        self._input_state = counted.state
+        self._notices = counted.notices
+        self.status_right = counts_line(counted.counts if counted.counts is not None else summary)
+        if self.controller.counted(summary.get("errors", 0), counted.ranks, counted.export):
+            self.refresh_bindings()  # the Errors, Ranks and Export keys show once they mean it
+        if counted.overview is not None and self.controller.overview_shown:
+            self.browse.show_overview(counted.overview)
+        self.update_status()
 
     def update_status(self) -> None:
         """The status bar's left part: the job's status (tcview run), then the mode and
         progress first: the path is what gets cut on a narrow terminal."""
         parts = [self.job.status_text()] if self.job is not None else []
         parts.append("live" if self.follow else "static")
-        if self.follow_newest:
+        if self.controller.follow_newest:
             parts.append("following newest")
-        notices = self.session.notices
+        notices = self._notices
         if notices:
             parts.append(notices[-1])
         if self._input_state is not None:
             parts.append(self._input_state.brief)
-        if self.rank_filter is not None:
-            parts.append(f"{ranks_label(self.rank_filter)} of {self._ranks_shown}")
-        elif self._ranks_shown > 1:
-            parts.append(f"{self._ranks_shown} ranks")
+        picked, ranks = self.controller.rank_filter, self.controller.ranks
+        if picked is not None:
+            parts.append(f"{ranks_label(picked)} of {ranks}")
+        elif ranks > 1:
+            parts.append(f"{ranks} ranks")
         session = self.session
         if not session.finished:
             if session.total:
@@ -685,119 +569,41 @@ class BrowserScreen(Screen[None]):
 
     # ------------------------------------------------------------ showing items
 
-    @on(Tree.NodeHighlighted, "#tree")
-    def _highlighted(self, event: Tree.NodeHighlighted[Item]) -> None:
-        # The event's own tree: it may come while the app closes, its screens already gone.
-        tree = event.node.tree
-        if self._cursor_placed:
-            # The first row, highlighted at start (perhaps again, as the tree grew in place):
-            # the overview stays until the cursor leaves it.
-            if tree.cursor_line == 0:
-                return
-            self._cursor_placed = False
-        if self._show_timer is not None:
-            self._show_timer.stop()
-        item = event.node.data
-        if isinstance(tree, TraceTree):
-            tree.unmark(event.node)
-        if self.auto_preview:
-            self._show_timer = self.set_timer(0.04, lambda: self._show_now(item))
-
-    @on(Tree.NodeSelected, "#tree")
-    def _selected(self, event: Tree.NodeSelected[Item]) -> None:
-        if not event.node.allow_expand:
-            self._show_now(event.node.data)
-            self.query_one("#reader", Reader).viewer.focus()
-        elif not self.auto_preview or self.overview_shown:
-            self._show_now(event.node.data)  # also the first row, highlighted but not yet shown
+    @on(OverviewWanted)
+    def _overview(self, message: OverviewWanted) -> None:
+        message.stop()
+        self.refresh_counts()  # the overview comes with the counts it shows
 
     def action_toggle_preview(self) -> None:
-        self.auto_preview = not self.auto_preview
-        if self.auto_preview:
-            node = self.main_tree.cursor_node
-            if node is not None:
-                self._show_now(node.data)
-        self.notify(
-            markup=False, message="preview as you move" if self.auto_preview else "preview on enter"
-        )
-
-    def _show_now(self, item: Item | None) -> None:
-        if item is None or item is self._last_item:
-            return
-        self._last_item = item
-        self._provenance_of = None
-        if isinstance(item.obj, Kernel):
-            self.picked_kernel = item.obj
-        if item.kind == "root":
-            self.refresh_counts()  # the overview comes with the counts it shows
-        else:
-            self._build_doc(item)
-
-    @work(thread=True, group="content", exclusive=True, exit_on_error=False, description="show")
-    def _build_doc(self, item: Item) -> None:
-        try:
-            if isinstance(item.obj, Kernel) and self.model is not None:
-                digest_namesakes(self.model, item.obj, self.session.lock)
-            with self.session.lock:
-                doc = doc_for(
-                    item,
-                    self.model,
-                    self.source_path,
-                    self.picked_kernel,
-                    self.bencher.time_of,
-                    self._findings,
-                )
-        except Exception as exc:  # noqa: BLE001 - a broken record must not end the app
-            doc = styled_doc("error", [lit(f"could not show this item: {exc!r}", "red")])
-        if not get_current_worker().is_cancelled:
-            self.app.call_from_thread(self._show_doc, doc, False, item)
-
-    def _show_doc(
-        self, doc: Document, keep_position: bool = False, item: Item | None = None
-    ) -> None:
-        reader = self.query_one("#reader", Reader)
-        reader.show(doc, keep_position)
-        mark = self._pending_mark
-        if mark is not None and item is not None and item.obj is mark[0]:
-            self._pending_mark = None
-            _obj, pattern, label, line = mark
-            reader.viewer.mark(pattern, label, line)
-            reader.viewer.focus()
+        self._say(self.browse.toggle_preview())
 
     def show_item(self, item: Item) -> None:
-        """Show now, bypassing the highlight debounce."""
-        self._last_item = None
-        self._show_now(item)
+        """Show now, bypassing the highlight debounce (even if it is shown already)."""
+        self.browse.show_item(item)
 
     def show_source(self, source: LogSource) -> None:
         """Select a trace file (or log) in the tree and show it."""
-        tree = self.main_tree
-        node = tree.node_showing(source)
-        if node is not None and node.data is not None:
-            tree.reveal_node(node)
-            self.show_item(node.data)
+        self.browse.show_source(source)
 
     # ------------------------------------------------------------ navigation
 
-    def _goto(self, target: str) -> str | None:
+    def goto(self, target: str) -> str | None:
         """Reveal the item `target` names (`tcview show`'s grammar); else why not."""
         if self.model is None:
             return f"--goto {target}: nothing loaded"
-        try:
-            with self.session.lock:
-                obj = locate(self.model, target)
-        except ShowError as exc:
-            return goto_failure(target, exc)
-        self.reveal(type(obj).__name__.lower(), obj)
+        found = self.controller.locate(self.model, target)
+        if isinstance(found, str):
+            return found
+        self.reveal(type(found).__name__.lower(), found)
         return None
 
     def reveal(self, kind: str, obj: Target) -> bool:
-        """Select a compile, kernel or record in the tree and show it."""
+        """Select a compile, kernel or record in the tree and show it (the panes over the
+        tree close)."""
         tree = self.main_tree
-        with self.session.lock:
-            node = tree.reveal(obj, kind)
+        node = tree.reveal(obj, kind)
         if node is None:
-            hidden = self._hidden_rank(obj)
+            hidden = self.controller.hidden_rank(obj)
             if hidden is not None:
                 self.notify(
                     markup=False,
@@ -805,36 +611,18 @@ class BrowserScreen(Screen[None]):
                     severity="warning",
                 )
             return False
-        self._cursor_placed = False
         self.close_views()
-        tree.reveal_node(node)
-        if node.data is not None:
-            self.show_item(node.data)
-        tree.focus()
+        self.browse.go_to(node)
         return True
-
-    def _hidden_rank(self, obj: Target) -> int | None:
-        """The rank of `obj` when the rank filter hides it."""
-        if self.rank_filter is None:
-            return None
-        if isinstance(obj, Compile):
-            rank = obj.file.rank
-        elif isinstance(obj, Kernel):
-            rank = obj.output.source.rank
-        elif isinstance(obj, Frame):
-            rank = obj.file.rank
-        else:
-            rank = obj.source.rank
-        return rank if rank not in self.rank_filter else None
 
     def action_filter_ranks(self) -> None:
         model = self.model
         if model is None:
             return
-        with self.session.lock:
-            labels = labels_of(model)
+        labels = labels_of(model)
         self.app.push_screen(
-            RankDialog("Show only these ranks", labels, self.rank_filter), self._picked_ranks
+            RankDialog("Show only these ranks", labels, self.controller.rank_filter),
+            self._picked_ranks,
         )
 
     def _picked_ranks(self, picked: Picked | None) -> None:
@@ -843,110 +631,38 @@ class BrowserScreen(Screen[None]):
 
     def set_rank_filter(self, ranks: RankSet) -> None:
         """Show only `ranks` (None: all) in the tree, the views and the status bar's counts."""
-        self.rank_filter = ranks
-        tree = self.main_tree
-        tree.ranks = ranks
-        tree.border_title = "compiles" if ranks is None else f"compiles · {ranks_label(ranks)}"
-        with self.session.lock:
-            tree.refresh_model()
+        note = self.controller.filter_ranks(ranks)
+        self.browse.filter_ranks(ranks)
         self.refresh_counts()
         self.update_status()
-        self.app.refresh_bindings()
-        for screen in self.app.screen_stack:
-            if isinstance(screen, TableView) and not isinstance(screen, CompareView):
-                screen.ranks = ranks
-                screen.reload()
-        self.notify(
-            markup=False,
-            message="all ranks shown" if ranks is None else f"showing {ranks_label(ranks)} only",
-        )
-
-    # ------------------------------------------------------------ views
-
-    def action_view(self, name: str) -> None:
-        view_cls = ALL_VIEWS[name]
-        if self.app.screen is not self:
-            if isinstance(self.app.screen, view_cls):
-                return
-            self.app.switch_screen(self.view(view_cls))
-        else:
-            self.app.push_screen(self.view(view_cls))
-
-    def view(self, view_cls: ViewClass) -> TableView[Any] | OtherView:
-        """A view on this session, with the rank filter and the benchmarks' times."""
-        return view_cls(self.session, self.rank_filter, self.bencher.times)
-
-    def action_back(self) -> None:
-        if self.app.screen is not self:
-            self.app.pop_screen()
-        else:
-            self.main_tree.focus()
+        self.refresh_bindings()
+        for widget in self.switcher.views():
+            if isinstance(widget, TableView) and not isinstance(widget, CompareView):
+                widget.ranks = ranks
+                widget.reload()
+        self._say(note)
 
     # ------------------------------------------------------------ provenance and diffs
 
-    def _shown_object(self) -> object:
-        item = self._last_item
-        return item.obj if item is not None and item.kind != "root" else None
-
-    def action_provenance(self) -> None:
-        """A kernel's (or compile's) provenance in the pane; again: the item itself."""
-        obj = self._shown_object()
-        if not isinstance(obj, (Kernel, Compile, Record)):
-            self.action_view("provenance")
-            return
-        item = self._last_item
-        if self._provenance_of is obj and item is not None:
-            self.show_item(item)
-            return
-        self._provenance_of = obj
-        self._build_provenance(obj)
-
-    @work(thread=True, group="content", exclusive=True, exit_on_error=False, description="why")
-    def _build_provenance(self, obj: Kernel | Compile | Record) -> None:
-        try:
-            doc = provenance_doc(self.model, obj)
-        except Exception as exc:  # noqa: BLE001 - a broken artifact must not end the app
-            doc = styled_doc("error", [lit(f"could not read the provenance: {exc!r}", "red")])
-        if not get_current_worker().is_cancelled:
-            self.app.call_from_thread(self._show_doc, doc)
-
-    def _shown_compile(self) -> Compile | None:
-        obj = self._shown_object()
-        if isinstance(obj, Compile):
-            return obj
-        if isinstance(obj, (Kernel, Record)):
-            return obj.compile
-        return None
+    async def action_provenance(self) -> None:
+        """A kernel's (or compile's) provenance in the reader; again: the item itself."""
+        what = self.controller.provenance()
+        if what is None:
+            await self.action_view("provenance")
+        elif isinstance(what, Item):
+            self.show_item(what)
+        else:
+            self.browse.show_provenance(what)
 
     def action_mark(self) -> None:
-        comp = self._shown_compile()
-        if comp is None:
-            self.notify(markup=False, message="pick a compile to mark it", severity="warning")
-            return
-        if self.diff_mark is comp:
-            self.diff_mark = None
-            self.notify(markup=False, message=f"{comp.id_label} is no longer marked")
-            return
-        self.diff_mark = comp
-        self.notify(
-            markup=False, message=f"marked {comp.id_label}: d on another compile diffs the two"
-        )
+        self._say(self.controller.mark())
 
-    def action_diff(self) -> None:
-        comp = self._shown_compile()
-        if comp is None:
-            self.notify(markup=False, message="pick a compile to diff", severity="warning")
-            return
-        mark = self.diff_mark
-        other = mark if mark is not None and mark is not comp else predecessor(comp)
-        if other is None:
-            self.notify(
-                markup=False,
-                message=f"{comp.id_label} replaced no compile: m marks one to diff it with",
-                severity="warning",
-            )
-            return
-        self.app.push_screen(CompileDiffView(other, comp))
+    async def action_diff(self) -> None:
+        diffed = self.controller.diff()
+        if isinstance(diffed, Note):
+            self._say(diffed)
+        else:
+            await self._open_shown()
 
     # ------------------------------------------------------------ bench
 
@@ -956,17 +672,9 @@ class BrowserScreen(Screen[None]):
     def bench_target(self) -> Compile | Kernel | Record | None:
         """What the bench key benchmarks: the kernels view's highlighted kernel, the time
         view's compile, or the tree's compile, output code or kernel."""
-        screen = self.app.screen
-        if isinstance(screen, TableView):
-            return screen.bench_target()
-        if screen is not self:
-            return None
-        node = self.main_tree.cursor_node
-        obj = node.data.obj if node is not None and node.data is not None else None
-        if isinstance(obj, (Compile, Kernel)):
-            return obj
-        if isinstance(obj, Record) and obj.kind in OUTPUT_CODE_KINDS:
-            return obj
+        shown = self.shown_pane()
+        if isinstance(shown, (TableView, BrowsePane)):
+            return shown.bench_target()
         return None
 
     @on(BenchFinished)
@@ -974,16 +682,16 @@ class BrowserScreen(Screen[None]):
         """A benchmark ended (the bencher posts here): show its result where the user is;
         the kernels view shows the times in a column."""
         message.stop()
-        doc = message.doc
-        screen = self.app.screen
-        if isinstance(screen, TableView):
-            screen.reload()
+        shown = self.shown_pane()
+        if isinstance(shown, TableView):
+            shown.reload()
         reader = self._reader()
         if reader is not None:
-            reader.show(doc)
+            reader.show(message.doc)
 
     def _reader(self) -> Reader | None:
-        readers = list(self.app.screen.query(Reader))
+        """The reader of the pane shown (the tree's, a view's detail), if it has one."""
+        readers = list(self.shown_pane().query(Reader))
         return readers[0] if readers else None
 
     def action_search(self) -> None:
@@ -993,217 +701,78 @@ class BrowserScreen(Screen[None]):
 
     # ------------------------------------------------------------ global search
 
-    def action_global_search(self, text: str = "") -> None:
+    def _search_view(self) -> SearchView | None:
+        view = self.switcher.widget_of(self.controller.search)
+        return view if isinstance(view, SearchView) else None
+
+    async def action_global_search(self, text: str = "") -> None:
         """Show the global search (its last results stay); with `text`, search for it."""
-        screen = self._search_screen
-        if screen is None:
-            screen = self._search_screen = SearchScreen(self.session)
-            self.app.install_screen(screen, "global-search")
-        if self.app.screen is not screen:
-            self.close_views()
-            self.app.push_screen(screen)  # its query line takes the focus (AUTO_FOCUS)
-        elif not text:
-            screen.focus_query()
-        if text:
-            screen.start(text)
+        if self.controller.open_search():
+            await self._open_shown()  # its query line takes the focus (AUTO_FOCUS)
+        view = self._search_view()
+        if view is None:
+            return
+        if not text:
+            view.focus_query()
+        else:
+            view.start(text)
 
     def _forget_search(self) -> None:
-        screen = self._search_screen
-        if screen is not None:
-            screen.cancel()
-            self._search_screen = None
-            self.app.uninstall_screen(screen)
+        view = self._search_view()
+        if view is not None:
+            view.cancel()
+            self.switcher.forget(view)
 
-    def open_hit(self, hit: Hit, pattern: re.Pattern[str], label: str) -> None:
+    async def open_hit(self, hit: Hit, pattern: re.Pattern[str], label: str) -> None:
         """Show a hit's artifact (its kernel, for a line inside one) at the matching line."""
-        if hit.record is None:
-            self._open_other(hit, pattern, label)
+        target = self.controller.open_hit(hit, pattern, label, self.model)
+        if target is None:
+            await self._open_shown()  # other output: the Other view, at the line
             return
-        target: Kernel | Record = hit.kernel if hit.kernel is not None else hit.record
-        self._pending_mark = (target, pattern, label, hit.line)
-        self.close_views()
+        self._present_shown()
         if isinstance(target, Kernel):
-            item = Item("kernel", target, ("kernel", id(target)))
+            item = Item("kernel", target, stable_key(target))
         else:
-            item = Item("record", target, ("record", id(target)))
+            item = Item("record", target, stable_key(target))
         if not self.reveal(item.kind, target):
-            # Not in the tree (a run directory's TORCH_LOGS text): shown all the same.
-            self.show_item(item)
-
-    def _open_other(self, hit: Hit, pattern: re.Pattern[str], label: str) -> None:
-        """Other output and unparsed lines: the Other view, at the line."""
-        model = self.model
-        display = hit.source.display if hit.source is not None else ""
-        if hit.source is None and model is not None:
-            logs = [m for m in (model, model.text) if m is not None and m.root == hit.path]
-            display = logs[0].display if logs else model.display
-        self.close_views()
-        target = (display, hit.line, pattern, label)
-        self.app.push_screen(OtherView(self.session, target=target))
+            self.show_item(item)  # not in the tree (a run directory's TORCH_LOGS text)
 
     # ------------------------------------------------------------ take it with you
 
     def selected_object(self) -> object | None:
         """What `y`, `Y` and `e` act on: the row of a view, the hit of the global search,
         the tree's item, or (the viewer focused) the item it shows."""
-        screen = self.app.screen
-        if isinstance(screen, TableView):
-            return screen.selected()
-        if isinstance(screen, SearchScreen):
-            hit = screen.selected()
-            if hit is None:
-                return None
-            return hit.kernel or hit.record
-        if screen is not self:
-            return None
-        if isinstance(self.focused, CodeView):
-            item = self._last_item
-        else:
-            node = self.main_tree.cursor_node
-            item = node.data if node is not None else None
-        return item.obj if item is not None else None
+        shown = self.shown_pane()
+        if isinstance(shown, SearchView):
+            hit = shown.selected()
+            return None if hit is None else hit.kernel or hit.record
+        if isinstance(shown, (TableView, BrowsePane)):
+            return shown.selected()
+        return None
+
+    def _viewer_shown(self) -> CodeView | None:
+        """The viewer whose text `y` and `Y` take when the item gives none: the focused one,
+        else the one the pane shown has."""
+        focused = self.app.focused
+        if isinstance(focused, CodeView):
+            return focused
+        reader = self._reader()
+        return reader.viewer if reader is not None else None
 
     # y, Y and e read the item (a payload, from disk) in a worker: the UI goes on meanwhile.
 
     def action_copy(self) -> None:
-        self._take(self.selected_object(), self._copy)
+        self.taker.copy(self.selected_object(), self.session)
 
     def action_save(self) -> None:
-        self._take(self.selected_object(), self._save)
-
-    @work(thread=True, group="take", exclusive=True, exit_on_error=False, description="take")
-    def _take(self, obj: object, then: Callable[[Taken], None]) -> None:
-        problem = ""
-        try:
-            with self.session.lock:
-                taken = copy_text(obj, self.model)
-        except OSError as exc:
-            taken, problem = None, f"could not read it: {exc}"
-        if not get_current_worker().is_cancelled:
-            self.app.call_from_thread(self._took, taken, problem, then)
-
-    def _took(self, taken: Taken | None, problem: str, then: Callable[[Taken], None]) -> None:
-        """The item's text (else the text the focused viewer shows) to `then`."""
-        if problem:
-            self.notify(markup=False, message=problem, severity="error")
-            return
-        if taken is None:
-            focused = self.app.focused
-            viewer = focused if isinstance(focused, CodeView) else None
-            if viewer is None:
-                reader = self._reader()
-                viewer = reader.viewer if reader is not None else None
-            if viewer is not None and viewer.doc.count:
-                doc = viewer.doc
-                text = "\n".join(doc.plain(i) for i in range(doc.count))
-                taken = Taken(doc.title or "text shown", text, doc.title or "tcview")
-        if taken is None or not taken.text:
-            self.notify(markup=False, message="nothing to copy here", severity="warning")
-            return
-        then(taken)
-
-    def _copy(self, taken: Taken) -> None:
-        self.app.copy_to_clipboard(taken.text)
-        note = (
-            " (long: some terminals drop clipboard sequences this long; Y saves to a file)"
-            if taken.size > OSC52_SAFE
-            else ""
-        )
-        self.notify(
-            markup=False,
-            message=f"copied {taken.size} bytes ({safe_line(taken.what)}) to the clipboard"
-            f" (OSC 52){note}",
-        )
-
-    def _save(self, taken: Taken) -> None:
-        def save(path: str | None) -> None:
-            if path is None:
-                return
-            try:
-                size = write_text(path, taken.text)
-            except OSError as exc:
-                self.notify(
-                    markup=False,
-                    message=f"could not save {safe_line(path)}: {exc.strerror or exc}",
-                    severity="error",
-                )
-                return
-            self.notify(
-                markup=False,
-                message=f"saved {size} bytes ({safe_line(taken.what)}) to {safe_line(path)}",
-            )
-
-        self.app.push_screen(SaveScreen(taken, self.model), save)
+        self.taker.save(self.selected_object(), self.session)
 
     def action_edit(self) -> None:
-        self._locate(self.selected_object(), isinstance(self.app.focused, CodeView))
-
-    @work(thread=True, group="take", exclusive=True, exit_on_error=False, description="locate")
-    def _locate(self, obj: object, in_viewer: bool) -> None:
-        try:
-            with self.session.lock:
-                locations = locations_of(obj)
-        except OSError:
-            locations = []
-        if not get_current_worker().is_cancelled:
-            self.app.call_from_thread(self._located, locations, in_viewer)
-
-    def _located(self, locations: list[Location], in_viewer: bool) -> None:
-        if not locations:
-            self.notify(markup=False, message="no source location here", severity="warning")
-            return
-        if len(locations) == 1 or not in_viewer:
-            self.open_location(locations[0])
-            return
-        self.app.push_screen(
-            LocationPicker(locations),
-            lambda loc: self.open_location(loc) if loc is not None else None,
-        )
-
-    def open_location(self, location: Location) -> None:
-        """Run the editor at the location (the app suspended meanwhile), if the file is here."""
-        call = editor_call(location, self.path_map)
-        if not call.argv:
-            self.notify(markup=False, message=safe_line(call.problem), severity="warning")
-            return
-        app = self.app
-        try:
-            try:
-                with app.suspend():
-                    result = subprocess.run(call.argv, check=False)
-            except SuspendNotSupported:
-                if not app.is_headless:
-                    self.notify(
-                        markup=False,
-                        message="this terminal cannot hand itself to an editor",
-                        severity="error",
-                    )
-                    return
-                # Headless (tests): no terminal to hand over; the editor runs as it is.
-                result = subprocess.run(call.argv, check=False, stdin=subprocess.DEVNULL)
-        except OSError as exc:
-            self.notify(
-                markup=False,
-                message=f"could not run {safe_line(call.argv[0])}: {exc.strerror or exc}",
-                severity="error",
-            )
-            return
-        if result.returncode:
-            self.notify(
-                markup=False,
-                message=f"{safe_line(call.argv[0])} exited with {result.returncode}",
-                severity="warning",
-            )
+        in_viewer = isinstance(self.app.focused, CodeView)
+        self.taker.edit(self.selected_object(), self.session, in_viewer)
 
 
-def preview_as_you_move() -> bool:
-    """Show the highlighted item as the cursor moves, except over SSH.
+class BrowserScreen(BrowserBase):
+    """The browser with its keys (`tcview open`)."""
 
-    A preview repaints a page of highlighted code (10-15 KB of terminal output); over SSH
-    the viewer waits for Enter instead, so that a tree move costs well under 5 KB.
-    TCVIEW_PREVIEW=auto or =enter overrides; `p` toggles.
-    """
-    setting = os.environ.get("TCVIEW_PREVIEW", "")
-    if setting in ("auto", "enter"):
-        return setting == "auto"
-    return not (os.environ.get("SSH_CONNECTION") or os.environ.get("SSH_TTY"))
+    BINDINGS = [QUIT, *BROWSE_BINDINGS]

@@ -207,7 +207,7 @@ def cpp_regions(spans: list[KernelSpan], offset: int = 0) -> list[tuple[int, int
 def record_title(rec: Record) -> str:
     parts = [record_name(rec), rec.compile_text]
     with contextlib.suppress(Exception):  # lineno is lazy and may need a read
-        parts.append(f"line {rec.lineno}")
+        parts.append(f"line {rec.line_number()}")
     return " · ".join(p for p in parts if p)
 
 

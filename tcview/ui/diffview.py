@@ -1,4 +1,4 @@
-"""Diff views: two compiles (a screen of the browser), and two runs (`tcview diff`'s app).
+"""Diff views: two compiles (a pane of the browser), and two runs (`tcview diff`'s app).
 
 `tcview diff`'s app lists the frames of both runs side by side (`rundiff.FrameDiff`) above
 the rest of the run diff report; enter on a frame lists its compiles side by side
@@ -34,6 +34,7 @@ from tcview.report.diffreport import (
 from tcview.text.safe import safe_line
 from tcview.ui.content import lit, mark_text, marks_text, rows_doc, tagged_text
 from tcview.ui.help import HelpPlace, HelpScreen, bindings_of, spelled
+from tcview.ui.pane import BrowserPane
 from tcview.ui.reader import Reader, SearchBox
 from tcview.ui.status import StatusBar
 from tcview.ui.viewer import CodeView
@@ -47,21 +48,14 @@ def diff_rows(a: Compile, b: Compile, names: tuple[str, str] | None = None) -> l
         return [("warn", f"could not diff: {exc}", [])]
 
 
-class CompileDiffView(Screen[None]):
-    """Compile A against compile B: guards, kernels, times, Dynamo and AOT graph code."""
+SEARCH_DIFF = Binding(
+    "slash", "search", "Search", key_display="/", id="diff.search", tooltip="search the diff"
+)
 
-    BINDINGS = [
-        Binding("escape", "close", "Back to tree", id="view.close"),
-        Binding(
-            "slash",
-            "search",
-            "Search",
-            key_display="/",
-            id="diff.search",
-            tooltip="search the diff",
-        ),
-    ]
-    AUTO_FOCUS = "Reader CodeView"
+
+class DiffBody(Vertical):
+    """Compile A against compile B: guards, kernels, times, Dynamo and AOT graph code; the
+    head says which, the reader shows the diff (read in a worker)."""
 
     def __init__(self, a: Compile, b: Compile, names: tuple[str, str] | None = None) -> None:
         """`names`: what to call the two compiles (``A 0/1``, ``B 0/1``); their ids else."""
@@ -73,8 +67,6 @@ class CompileDiffView(Screen[None]):
     def compose(self) -> ComposeResult:
         yield Static(id="view-head", classes="view-head")
         yield Reader(id="diff-reader")
-        yield StatusBar()
-        yield Footer()
 
     def on_mount(self) -> None:
         na, nb = self.names
@@ -103,17 +95,50 @@ class CompileDiffView(Screen[None]):
         self.query_one("#view-head", Static).update(head)
         self.query_one(Reader).show(rows_doc(f"{na} → {nb}", rows))
 
+    def open_search(self) -> None:
+        self.query_one(Reader).open_search()
+
+
+class CompileDiffView(BrowserPane):
+    """A compile diff in the browser (`d`): a pane over the one it was asked from."""
+
+    BINDINGS = [Binding("escape", "close", "Back to tree", id="view.close"), SEARCH_DIFF]
+    AUTO_FOCUS = "Reader CodeView"
+
+    def __init__(self, a: Compile, b: Compile, names: tuple[str, str] | None = None) -> None:
+        super().__init__()
+        self.body = DiffBody(a, b, names)
+
+    def compose(self) -> ComposeResult:
+        yield self.body
+
+    def action_search(self) -> None:
+        self.body.open_search()
+
+
+class PairDiffView(Screen[None]):
+    """A compile diff in `tcview diff`'s app: escape goes back to the frame's compiles."""
+
+    BINDINGS = [
+        Binding("escape", "close", "Back", id="diff.back", tooltip="back to the list"),
+        SEARCH_DIFF,
+    ]
+    AUTO_FOCUS = "Reader CodeView"
+
+    def __init__(self, a: Compile, b: Compile, names: tuple[str, str] | None = None) -> None:
+        super().__init__()
+        self.body = DiffBody(a, b, names)
+
+    def compose(self) -> ComposeResult:
+        yield self.body
+        yield StatusBar()
+        yield Footer()
+
     def action_close(self) -> None:
         self.app.pop_screen()
 
     def action_search(self) -> None:
-        self.query_one(Reader).open_search()
-
-
-class PairDiffView(CompileDiffView):
-    """A compile diff in `tcview diff`'s app: escape goes back to the frame's compiles."""
-
-    BINDINGS = [Binding("escape", "close", "Back", id="diff.back", tooltip="back to the list")]
+        self.body.open_search()
 
 
 class FramesTable(DataTable):

@@ -17,17 +17,17 @@ from rich.text import Text
 from textual import on, work
 from textual.app import ComposeResult
 from textual.binding import Binding
-from textual.screen import Screen
 from textual.timer import Timer
-from textual.widgets import Footer, Input, Static, Tree
+from textual.widgets import Input, Static, Tree
 from textual.widgets.tree import TreeNode
 
 from tcview.ingest.session import ModelSession
+from tcview.model.keys import stable_key
 from tcview.model.objects import Compile, Model
 from tcview.report.search import SKIPPED_NOTE, Hit, Query, QueryError, Search, place_of
 from tcview.text.safe import safe_line
 from tcview.ui.messages import Merging, OpenHit
-from tcview.ui.status import StatusBar
+from tcview.ui.pane import BrowserPane
 
 MAX_RESULTS = 2000  # matching lines listed; the search stops there (grep prints all)
 # Batches reach the screen at most every POST_GAP seconds, then, once many hits are listed
@@ -39,7 +39,7 @@ MATCH_STYLE = "bold black on yellow"
 
 
 class HitsFound(Merging):
-    """The search worker has hits waiting (or finished): the screen takes what is there."""
+    """The search worker has hits waiting (or finished): the view takes what is there."""
 
 
 def hit_label(hit: Hit) -> Text:
@@ -67,9 +67,9 @@ def hit_label(hit: Hit) -> Text:
 def group_of(hit: Hit) -> tuple[Hashable, Compile | None]:
     comp = hit.compile
     if comp is not None:
-        return ("compile", id(comp)), comp
+        return stable_key(comp), comp
     if hit.source is not None:
-        return ("source", id(hit.source)), None
+        return stable_key(hit.source), None
     return ("other", str(hit.path)), None
 
 
@@ -115,8 +115,9 @@ class ResultsTree(Tree[Hit | None]):
         return label.cell_len if isinstance(label, Text) else len(label)
 
 
-class SearchScreen(Screen[None]):
-    """The global search: a query line, the state of the search, the results by compile."""
+class SearchView(BrowserPane):
+    """The global search: a query line, the state of the search, the results by compile. A
+    pane of the browser, kept while the session lasts: S shows its results again."""
 
     AUTO_FOCUS = "#global-query"
     BINDINGS = [
@@ -161,7 +162,7 @@ class SearchScreen(Screen[None]):
         self._groups: dict[Hashable, tuple[TreeNode[Hit | None], int]] = {}
         self._ended: Search | None = None  # the last search whose worker ran to its end
         self._ticker: Timer | None = None
-        self._initial: str | None = None  # a query given before the screen was mounted
+        self._initial: str | None = None  # a query given before the pane was mounted
         self.partial = False  # the search started while the input was still being indexed
 
     def compose(self) -> ComposeResult:
@@ -171,14 +172,10 @@ class SearchScreen(Screen[None]):
         tree: ResultsTree = ResultsTree("results", id="global-results")
         tree.show_root = False
         yield tree
-        yield StatusBar()
-        yield Footer()
 
     def on_mount(self) -> None:
         self._head()
-
-    def on_screen_resume(self) -> None:
-        # A query given while the screen was being pushed (the palette, S with a text).
+        # A query given before the pane was mounted (the palette, S with a text).
         if self._initial is not None:
             text, self._initial = self._initial, None
             self.start(text)
@@ -212,10 +209,7 @@ class SearchScreen(Screen[None]):
 
     def action_to_results(self) -> None:
         # At once (widget.focus() waits a turn): an Enter typed right after goes to the list.
-        self.set_focus(self.query_one(ResultsTree))
-
-    def action_close(self) -> None:
-        self.app.pop_screen()
+        self.screen.set_focus(self.query_one(ResultsTree))
 
     @on(Input.Submitted, "#global-query")
     def _submitted(self, event: Input.Submitted) -> None:
@@ -224,8 +218,8 @@ class SearchScreen(Screen[None]):
 
     def start(self, text: str, regex: bool | None = None) -> None:
         """Search for `text` (a regex when `regex`, else as the toggle says)."""
-        if not self.is_mounted or not self.is_current:
-            self._initial = text  # searched once the screen is up
+        if not self.is_mounted:
+            self._initial = text  # searched once the pane is up
             if regex is not None:
                 self.regex = regex
             return
@@ -252,8 +246,7 @@ class SearchScreen(Screen[None]):
         query = Query(text, regex=self.regex)
         try:
             self.text_pattern = query.text_pattern()
-            with self.session.lock:  # what the model holds now is what is searched
-                search = Search(model, query, limit=MAX_RESULTS)
+            search = Search(model, query, limit=MAX_RESULTS)
             self.partial = not self.session.finished
         except QueryError as exc:
             self._state(Text(safe_line(str(exc)), style="bold red"))

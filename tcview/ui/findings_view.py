@@ -7,7 +7,7 @@ from tcview.analysis.findings import Finding, findings, where_text
 from tcview.model.objects import Model
 from tcview.report.detail import findings_detail
 from tcview.ui.content import Document, detail_doc, fmt_seconds, lit
-from tcview.ui.views import Row, TableView, _cut
+from tcview.ui.table_view import Row, TableView, _cut
 
 SEVERITY_STYLES = {"error": "bold red", "warning": "bold yellow", "info": "cyan"}
 

@@ -12,6 +12,7 @@ import re
 from typing import TYPE_CHECKING, Protocol, runtime_checkable
 
 from textual.message import Message
+from textual.widget import Widget
 
 from tcview.ingest.session import ModelSession
 from tcview.model.objects import Compile, Frame, Kernel, LogSource, Record
@@ -74,8 +75,9 @@ class JobRestarted(Message):
 
 
 # ---------------------------------------------------------------- from views and dialogs, up
-# Views, dialogs and the palette never reach into the app: they post one of these, and the app
-# (or the browser screen, for its own widgets) acts on it.
+# Panes, dialogs and the palette never reach into the app or the browser: they post one of
+# these. A pane's bubble up to the browser screen; the palette's and the global search's come
+# to the app, which hands them to the browser.
 
 
 class Reveal(Message):
@@ -111,6 +113,27 @@ class SearchAll(Message):
     def __init__(self, text: str = "") -> None:
         super().__init__()
         self.text = text
+
+
+class OverviewWanted(Message):
+    """The tree's pane is to show the overview again: the browser draws it with the counts."""
+
+
+class ClosePane(Message):
+    """Close `pane` (escape on a view): the browser shows the one under it."""
+
+    def __init__(self, pane: Widget) -> None:
+        super().__init__()
+        self.pane = pane
+
+
+class CompareRanks(Message):
+    """Show two ranks' compiles side by side, over the pane shown."""
+
+    def __init__(self, left: int, right: int) -> None:
+        super().__init__()
+        self.left = left
+        self.right = right
 
 
 class RanksPicked(Message):

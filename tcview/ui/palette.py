@@ -42,18 +42,17 @@ class TraceCommands(Provider):
         model = session.model
         if model is None:
             return
-        with session.lock:
-            for tf in list(model.files):
-                for comp in list(tf.compiles.values()):
-                    frame = comp.frame.label if comp.frame is not None else ""
-                    text = safe_line(f"compile {comp.id_label}  {comp.status_text}  {frame}")
-                    self.candidates.append((text, "compile", tf.display, comp))
-                self.candidates.append((safe_line(f"file {tf.display}"), "file", "", tf))
-            for k in list(model.kernels):
-                cid = k.compile.id_label if k.compile is not None else k.output.compile_text
-                self.candidates.append(
-                    (safe_line(f"kernel {k.name}"), "kernel", f"{k.kind} · compile {cid}", k)
-                )
+        for tf in list(model.files):
+            for comp in list(tf.compiles.values()):
+                frame = comp.frame.label if comp.frame is not None else ""
+                text = safe_line(f"compile {comp.id_label}  {comp.status_text}  {frame}")
+                self.candidates.append((text, "compile", tf.display, comp))
+            self.candidates.append((safe_line(f"file {tf.display}"), "file", "", tf))
+        for k in list(model.kernels):
+            cid = k.compile.id_label if k.compile is not None else k.output.compile_text
+            self.candidates.append(
+                (safe_line(f"kernel {k.name}"), "kernel", f"{k.kind} · compile {cid}", k)
+            )
 
     def _locate(self, query: str) -> Place | None:
         """The item `query` names by id, as `--goto` and `tcview show` read it."""
@@ -64,8 +63,7 @@ class TraceCommands(Provider):
         if session.model is None:
             return None
         try:
-            with session.lock:
-                return locate(session.model, query)
+            return locate(session.model, query)
         except ShowError:
             return None
 

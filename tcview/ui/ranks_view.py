@@ -3,7 +3,7 @@ it began) and two ranks compared side by side. The comparing is `trace.divergenc
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Hashable, Sequence
 from dataclasses import dataclass
 
 from rich.text import Text
@@ -34,8 +34,8 @@ from tcview.model.ranks import LABEL_PARTS, RankSet, parse_ranks, ranks_label, r
 from tcview.report.detail import compile_detail, fmt_seconds
 from tcview.run.bench import KernelTime
 from tcview.ui.content import STATUS_MARK, STATUS_STYLE, Document, detail_lines, lit, styled_doc
-from tcview.ui.messages import RanksPicked
-from tcview.ui.views import Row, TableView
+from tcview.ui.messages import ClosePane, CompareRanks, RanksPicked
+from tcview.ui.table_view import Row, TableView
 
 
 @dataclass(frozen=True)
@@ -286,7 +286,7 @@ class RanksView(TableView[list[int]]):
         self,
         session: ModelSession,
         ranks: RankSet = None,
-        times: dict[int, KernelTime] | None = None,
+        times: dict[Hashable, KernelTime] | None = None,
     ) -> None:
         super().__init__(session, ranks, times)
         self.analysis: Divergence | None = None
@@ -377,8 +377,8 @@ class RanksView(TableView[list[int]]):
         return styled_doc(ranks_label(group), lines)
 
     def activate(self, group: list[int]) -> None:
-        self.app.post_message(RanksPicked(frozenset(group)))  # up: this screen closes now
-        self.app.pop_screen()
+        self.post_message(RanksPicked(frozenset(group)))
+        self.post_message(ClosePane(self))  # after it: the view goes once the filter is set
 
     def action_compare(self) -> None:
         div = self.analysis
@@ -402,7 +402,7 @@ class RanksView(TableView[list[int]]):
         if picked is None or picked.ranks is None:
             return
         left, right = sorted(picked.ranks)
-        self.app.push_screen(CompareView(self.session, left, right))
+        self.post_message(CompareRanks(left, right))
 
 
 def _differs_in(div: Divergence, group: Sequence[int], ref: Sequence[int]) -> list[str]:

@@ -1,6 +1,6 @@
 """`tcview run` in the TUI: the browser screen following the job's run directory with the job's
-pane (run_pane.JobPane) composed in, under the keys every tcview app has (app.BrowserApp) and
-run mode's; and the command's entry point `run_live`."""
+pane (run_pane.JobPane) composed in, with run mode's keys (`RunScreen`), under the keys every
+tcview app has (app.BrowserApp); and the command's entry point `run_live`."""
 
 from __future__ import annotations
 
@@ -19,24 +19,57 @@ from tcview.run.cleanup import kill_all
 from tcview.run.report import status_line
 from tcview.run.session import Launcher, RunSession
 from tcview.run.spec import LaunchError
-from tcview.ui.app import BROWSE_BINDINGS, QUIT, TEXTUAL_BINDINGS, BrowserApp
-from tcview.ui.browser import BrowserScreen
+from tcview.ui.app import BrowserApp
+from tcview.ui.browser import BrowserBase
 from tcview.ui.help import HelpPlace, bindings_of
+from tcview.ui.keys import BROWSE_BINDINGS, QUIT
+from tcview.ui.options import OpenOptions
 from tcview.ui.run_pane import RUN_BINDINGS, ConfirmStop, JobPane, OutputView, run_mode
 
 SignalHandler: TypeAlias = Callable[[int, FrameType | None], Any] | int | signal.Handlers | None
 SIGNAL_EXIT_DEADLINE_S = 5.0  # a signalled tcview ends this long after the job, at the latest
 
 
-class RunApp(BrowserApp, inherit_bindings=False):
-    """A browser screen following a job's run directory, with the job's pane (`JobPane`)
-    composed in; run mode's keys, handed to the pane, besides every app's."""
+class RunScreen(BrowserBase):
+    """The browser following a job's run directory, with the job's pane (`JobPane`) composed
+    in; run mode's keys, handed to the pane, before the browser's."""
 
     # Run keys first: the footer shows bindings in this order (it has 120 columns for them).
     # Textual's own keymap (App.set_keymap) would do the key change at run time, but it drops
     # every binding that shares a remapped key (the rerun on `r`) and moves remapped keys to
     # the end of the footer, so the keymap is applied here, by binding id.
-    BINDINGS = [QUIT, *RUN_BINDINGS, *run_mode(BROWSE_BINDINGS), *TEXTUAL_BINDINGS]
+    BINDINGS = [QUIT, *RUN_BINDINGS, *run_mode(BROWSE_BINDINGS)]
+
+    def __init__(self, options: OpenOptions, job: JobPane) -> None:
+        super().__init__(options, panes=[job], job=job)
+        self.job_pane = job
+
+    def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
+        allowed = self.job_pane.allows(action)
+        return allowed if allowed is not None else super().check_action(action, parameters)
+
+    def action_stop(self) -> None:
+        self.job_pane.stop_job()
+
+    def action_rerun_busy(self) -> None:
+        self.job_pane.rerun_busy()
+
+    def action_rerun(self) -> None:
+        self.job_pane.rerun()
+
+    def action_output(self) -> None:
+        """Cycle the job's pane: beside the browser, full screen, hidden; from a view, the
+        views close and it shows full screen."""
+        on_view = not self.controller.at_tree
+        self.close_views()
+        self.job_pane.cycle_layout(on_view)
+
+
+class RunApp(BrowserApp):
+    """A browser screen following a job's run directory, with the job's pane (`JobPane`)
+    composed in (`RunScreen`, with run mode's keys); quitting asks the pane first."""
+
+    SCREEN = RunScreen
 
     def __init__(
         self,
@@ -47,18 +80,15 @@ class RunApp(BrowserApp, inherit_bindings=False):
         no_exec: bool = False,
     ) -> None:
         self.job = JobPane(launcher, session)
-        super().__init__(
-            BrowserScreen(
-                str(session.run_dir),
-                follow=True,
-                poll=poll,
-                path_map=path_map,
-                no_exec=no_exec,
-                python=launcher.spec.python,
-                panes=[self.job],
-                job=self.job,
-            )
+        options = OpenOptions(
+            str(session.run_dir),
+            follow=True,
+            poll=poll,
+            path_map=path_map,
+            no_exec=no_exec,
+            python=launcher.spec.python,
         )
+        super().__init__(RunScreen(options, self.job))
         self.signalled: int | None = None  # 128 + signal when SIGTERM/SIGHUP ended tcview
 
     @classmethod
@@ -66,11 +96,11 @@ class RunApp(BrowserApp, inherit_bindings=False):
         run_ids = {binding.id for binding in RUN_BINDINGS}
         places = super().help_places()
         anywhere = places[0]
-        app_keys = bindings_of(cls)
+        run_keys = bindings_of(cls.SCREEN, inherited=False)
         run = HelpPlace(
             "Run (tcview run)",
             [
-                *[b for b in app_keys if b.id in run_ids],
+                *[b for b in run_keys if b.id in run_ids],
                 *bindings_of(OutputView),
                 *bindings_of(ConfirmStop, inherited=False),
             ],
@@ -84,22 +114,6 @@ class RunApp(BrowserApp, inherit_bindings=False):
         )
         return [*places[:-2], run, *places[-2:]]  # before the status bar and the help
 
-    def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
-        allowed = self.job.allows(action)
-        return allowed if allowed is not None else super().check_action(action, parameters)
-
-    def action_stop(self) -> None:
-        self.job.stop_job()
-
-    def action_rerun_busy(self) -> None:
-        self.job.rerun_busy()
-
-    def action_rerun(self) -> None:
-        self.job.rerun()
-
-    def action_output(self) -> None:
-        self.job.cycle_layout()
-
     async def action_quit(self) -> None:
         self.job.quit()
 
@@ -109,8 +123,7 @@ def final_counts(app: BrowserApp) -> dict[str, int]:
     model = app.model
     if model is None:
         return {}
-    with app.model_session.lock:
-        return dict(model.counts())
+    return dict(model.counts())
 
 
 @contextmanager

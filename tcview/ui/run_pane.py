@@ -358,7 +358,7 @@ class JobPane(OutputView):
         if self.run_status_text() != self._run_text:
             self._moved()
 
-    # ------------------------------------------------------------ keys (the app's, handed here)
+    # ------------------------------------------------------------ keys (the screen's, handed here)
 
     def allows(self, action: str) -> bool | None:
         """Whether a run key applies now (None: not a run key)."""
@@ -408,13 +408,9 @@ class JobPane(OutputView):
         self._read_output()
         self.notify(markup=False, message=safe_line(f"rerunning into {fresh.run_dir}"))
 
-    def cycle_layout(self) -> None:
-        """Cycle the Run pane: beside the browser, full screen, hidden."""
-        app = self.app
-        on_view = app.screen is not self.screen
-        while app.screen is not self.screen and len(app.screen_stack) > 1:
-            app.pop_screen()
-        mode = "full" if on_view else LAYOUTS[(LAYOUTS.index(self.layout_mode) + 1) % len(LAYOUTS)]
+    def cycle_layout(self, full: bool = False) -> None:
+        """Cycle the Run pane: beside the browser, full screen, hidden (`full`: full screen)."""
+        mode = "full" if full else LAYOUTS[(LAYOUTS.index(self.layout_mode) + 1) % len(LAYOUTS)]
         self.set_layout(mode)
 
     def set_layout(self, mode: str) -> None:

@@ -7,10 +7,8 @@ expansion and cursor. A rank filter (`TraceTree.ranks`) keeps the nodes of the r
 
 from __future__ import annotations
 
-import threading
 from collections.abc import Callable, Hashable
 from dataclasses import dataclass, field
-from typing import Literal, TypeAlias
 
 from rich.cells import cell_len
 from rich.style import Style
@@ -27,11 +25,11 @@ from tcview.ingest.index import TraceSet
 from tcview.ingest.textlog import TextLog
 from tcview.model.compile_id import FIRST_EPISODE, episode_suffix
 from tcview.model.facts import short_guard
+from tcview.model.keys import same, source_key, stable_key
 from tcview.model.objects import (
     Compile,
     Frame,
     Kernel,
-    Lock,
     LogSource,
     Model,
     Rank,
@@ -53,6 +51,7 @@ from tcview.ui.content import (
     marks_text,
     record_name,
 )
+from tcview.ui.items import Item, ItemKind, ItemObject
 
 NEW_MARK = Text("new ", style="bold green")
 PAGE = 500  # children added at a time; a "more" node adds the next page
@@ -79,32 +78,6 @@ MAIN_KINDS = (
     "bwd_compilation_metrics_runtime",
 )
 MAIN_ORDER = {kind: i for i, kind in enumerate(MAIN_KINDS)}
-
-ItemKind = Literal[
-    "root", "run", "rank", "file", "frame", "compile", "record", "kernel", "group", "others",
-    "more", "page",
-]  # fmt: skip
-# What a node stands for: the model (root), a run, a rank, a trace file or process log
-# (file; "others": its records without a compile id), a frame, a compile, a record, a kernel,
-# a group of records, or the paged node ("page": the Item whose children it pages).
-ItemObject: TypeAlias = "Model | Run | Rank | LogSource | Frame | Compile | Record | Kernel | list[Record] | Item | None"
-
-
-@dataclass(eq=False, repr=False)
-class Item:
-    """What a tree node stands for. `key` identifies it across model refreshes."""
-
-    kind: ItemKind
-    obj: ItemObject
-    key: Hashable
-    loaded: bool = False
-    comp: Compile | None = None  # a record's or a group's compile (its kernels, its breaks)
-    by_label: bool = True  # a group: split its records by label first
-    files: list[LogSource] = field(default_factory=list)  # trace files under a run/rank/file
-    limit: int = 0  # children shown so far when there are more than PAGE (0: all)
-
-    def __repr__(self) -> str:  # the model objects' reprs can be huge
-        return f"<Item {self.kind} {self.key!r}>"
 
 
 @dataclass
@@ -221,7 +194,7 @@ def kernel_label(kernel: Kernel) -> Text:
 
 def _compile_spec(comp: Compile, model: Model | None) -> Spec:
     cudagraphs = model_cudagraphs(model, comp) if model is not None else None
-    return Spec(("compile", id(comp)), compile_label(comp, cudagraphs), "compile", comp, True)
+    return Spec(stable_key(comp), compile_label(comp, cudagraphs), "compile", comp, True)
 
 
 def _file_content(files: list[LogSource], model: Model | None) -> list[Spec]:
@@ -229,7 +202,7 @@ def _file_content(files: list[LogSource], model: Model | None) -> list[Spec]:
         out = []
         for tf in files:
             label = Text.assemble(lit(tf.display), (f"  pid {tf.pid}", "dim"))
-            out.append(Spec(("file", id(tf)), label, "file", tf, True, files=[tf]))
+            out.append(Spec(stable_key(tf), label, "file", tf, True, files=[tf]))
         return out
     if not files:
         return []
@@ -238,13 +211,13 @@ def _file_content(files: list[LogSource], model: Model | None) -> list[Spec]:
     frames = list(tf.frames.values())
     few = len(frames) <= AUTO_EXPAND_FRAMES
     for frame in frames:
-        out.append(Spec(("frame", id(frame)), frame_label(frame), "frame", frame, True, few))
+        out.append(Spec(stable_key(frame), frame_label(frame), "frame", frame, True, few))
     for comp in list(tf.compiles.values()):
         if comp.frame is None:
             out.append(_compile_spec(comp, model))
     out.append(
         Spec(
-            ("others", id(tf)),
+            ("others", source_key(tf)),
             Text("records without a compile id", style="dim"),
             "others",
             tf,
@@ -269,7 +242,7 @@ def _root_children(model: Model, stable: bool, ranks: RankSet = None) -> list[Sp
         label = Text.assemble(lit(run.label, "bold"))
         out.append(
             Spec(
-                ("run", run.directory, id(run.files[0])),
+                stable_key(run),
                 label,
                 "run",
                 run,
@@ -321,7 +294,7 @@ def _compile_children(comp: Compile) -> list[Spec]:
         kernels = [k for k in comp.kernels if k.output is rec]
         out.append(
             Spec(
-                ("record", id(rec)),
+                stable_key(rec),
                 record_label(rec, comp),
                 "record",
                 rec,
@@ -331,7 +304,7 @@ def _compile_children(comp: Compile) -> list[Spec]:
         )
     if other:
         label = Text.assemble("other artifacts", (f"  {len(other)}", "dim"))
-        out.append(Spec(("group", id(comp)), label, "group", other, True, comp=comp))
+        out.append(Spec(("group", stable_key(comp)), label, "group", other, True, comp=comp))
     return out
 
 
@@ -346,13 +319,13 @@ def _group_children(records: list[Record], comp: Compile | None, by_label: bool)
                 if len(recs) == 1:
                     rec = recs[0]
                     out.append(
-                        Spec(("record", id(rec)), record_label(rec, comp), "record", rec, comp=comp)
+                        Spec(stable_key(rec), record_label(rec, comp), "record", rec, comp=comp)
                     )
                 else:
                     text = Text.assemble(record_label(recs[0], comp), (f"  ×{len(recs)}", "dim"))
                     out.append(
                         Spec(
-                            ("group", id(recs[0]), label),
+                            ("group", stable_key(recs[0]), label),
                             text,
                             "group",
                             recs,
@@ -366,10 +339,10 @@ def _group_children(records: list[Record], comp: Compile | None, by_label: bool)
     for i, rec in enumerate(records[:GROUP_LIMIT]):
         text = record_label(rec, comp)
         text.append(f"  #{i + 1}", style="dim")
-        out.append(Spec(("record", id(rec)), text, "record", rec, comp=comp))
+        out.append(Spec(stable_key(rec), text, "record", rec, comp=comp))
     if len(records) > GROUP_LIMIT:
         more = Text(f"… {len(records) - GROUP_LIMIT} more not listed", style="dim italic")
-        out.append(Spec(("more", id(records[0])), more, "more", None))
+        out.append(Spec(("more", stable_key(records[0])), more, "more", None))
     return out
 
 
@@ -400,7 +373,7 @@ def children_of(
         if comp is None:
             return []
         return [
-            Spec(("kernel", id(k)), kernel_label(k), "kernel", k)
+            Spec(stable_key(k), kernel_label(k), "kernel", k)
             for k in list(comp.kernels)
             if k.output is obj
         ]
@@ -462,8 +435,6 @@ class TraceTree(Tree[Item]):
         self.stable = False  # follow mode: keep levels that a growing model could add
         self.new_keys: set[Hashable] = set()
         self.ranks: RankSet = None  # the app's rank filter: only these ranks are shown
-        # The model's lock (its session's, set by the browser): expanding a node reads it.
-        self.model_lock: Lock = threading.RLock()
 
     # ------------------------------------------------------------ building
 
@@ -518,12 +489,11 @@ class TraceTree(Tree[Item]):
         item = node.data
         if item is None or item.loaded:
             return
-        with self.model_lock:
-            specs = children_of(item, self.stable, self.model, self.ranks)
-            if len(specs) > PAGE:
-                item.limit = PAGE
-            for spec in specs[: item.limit or None]:
-                self._add(node, spec)
+        specs = children_of(item, self.stable, self.model, self.ranks)
+        if len(specs) > PAGE:
+            item.limit = PAGE
+        for spec in specs[: item.limit or None]:
+            self._add(node, spec)
         self._page_node(node, len(specs))
         item.loaded = True
 
@@ -542,8 +512,11 @@ class TraceTree(Tree[Item]):
 
     # ------------------------------------------------------------ growth
 
-    def refresh_model(self) -> None:
-        """Bring loaded nodes up to date with the model, in place."""
+    def refresh_model(self, model: Model | None = None) -> None:
+        """Bring loaded nodes up to date with the model, in place: `model`, a newer version of
+        the one shown (its nodes then hold the new version's objects, found by their keys)."""
+        if model is not None and self.root.data is not None:
+            self.root.data.obj = model
         self._sync(self.root)
 
     def _sync(self, node: TreeNode[Item]) -> None:
@@ -615,8 +588,7 @@ class TraceTree(Tree[Item]):
         if item is None or not item.limit:
             return
         item.limit += PAGE
-        with self.model_lock:
-            self._sync(node)
+        self._sync(node)
 
     def on_tree_node_selected(self, event: Tree.NodeSelected[Item]) -> None:
         node = event.node
@@ -673,7 +645,7 @@ class TraceTree(Tree[Item]):
 
     def node_showing(self, obj: object) -> TreeNode[Item] | None:
         """A loaded node that stands for `obj` (a trace file, say), if there is one."""
-        return next((n for n in self._by_key.values() if n.data and n.data.obj is obj), None)
+        return next((n for n in self._by_key.values() if n.data and same(n.data.obj, obj)), None)
 
     def reveal(
         self, target: Compile | Frame | Kernel | Record, kind: str = ""
@@ -714,7 +686,7 @@ class TraceTree(Tree[Item]):
             rec = target
             chain.append(
                 lambda it: (
-                    (it.kind == "record" and it.obj is rec)
+                    (it.kind == "record" and same(it.obj, rec))
                     or (it.kind in ("group", "others") and _holds(it, rec))
                 )
             )
@@ -736,7 +708,10 @@ class TraceTree(Tree[Item]):
                         node.expand()
                     break
                 container = _child(
-                    node, lambda it: it.kind in ("run", "rank", "file") and tf in it.files
+                    node,
+                    lambda it: (
+                        it.kind in ("run", "rank", "file") and any(same(f, tf) for f in it.files)
+                    ),
                 )
                 if container is None:
                     return None
@@ -782,7 +757,7 @@ class TraceTree(Tree[Item]):
 
 
 def _is(kind: ItemKind, obj: object) -> Callable[[Item], bool]:
-    return lambda it: it.kind == kind and it.obj is obj
+    return lambda it: it.kind == kind and same(it.obj, obj)
 
 
 def _child(node: TreeNode[Item], test: Callable[[Item], bool]) -> TreeNode[Item] | None:
@@ -804,5 +779,5 @@ def _compile_of_record(rec: Record) -> Compile | None:
 
 def _holds(item: Item, rec: Record) -> bool:
     if item.kind == "others":
-        return rec.key is None and item.obj is rec.source
-    return isinstance(item.obj, list) and any(r is rec for r in item.obj)
+        return rec.key is None and same(item.obj, rec.source)
+    return isinstance(item.obj, list) and any(same(r, rec) for r in item.obj)

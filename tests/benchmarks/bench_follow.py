@@ -4,7 +4,7 @@
 
 Appends the records of a real trace one by one (with a pause between them) into a fresh
 directory that tcview follows, and timestamps when each one appears: in the model
-(`Follower`, the thread the UI reads from) or, with --ui, in the app's status-bar counts
+(the last version the `Follower` published, which the UI reads) or, with --ui, in the app's status-bar counts
 (a headless Textual app driven by its Pilot). Prints p50/p95/max in milliseconds.
 """
 
@@ -69,18 +69,19 @@ def bench_model(recs: list[bytes], poll: bool, interval: float, pause: float) ->
 
 
 def _records(follower: Follower) -> int:
-    with follower.lock:
-        return sum(sum(tf.kinds.values()) for tf in follower.model.files)
+    """Records in the version readers see (the last one published)."""
+    return sum(sum(tf.kinds.values()) for tf in follower.published.files)
 
 
 async def bench_ui(recs: list[bytes], poll: bool, interval: float, pause: float) -> list[float]:
     from tcview.ui.app import TcviewApp
+    from tcview.ui.options import OpenOptions
 
     with tempfile.TemporaryDirectory() as tmp:
         root = Path(tmp) / "trace"
         root.mkdir()
         target = root / "dedicated_log_torch_trace_bench.log"
-        app = TcviewApp(str(root), follow=True, poll=poll)
+        app = TcviewApp(OpenOptions(str(root), follow=True, poll=poll))
         lat = []
         async with app.run_test(size=(120, 40)) as pilot:
             await pilot.pause(0.5)

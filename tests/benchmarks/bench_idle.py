@@ -25,11 +25,12 @@ SOURCE = REPO / "sample_traces" / "cpu_breaks_recompiles" / "trace"
 
 async def idle_cpu(source: Path, seconds: float) -> tuple[float, float]:
     from tcview.ui.app import TcviewApp
+    from tcview.ui.options import OpenOptions
 
     with tempfile.TemporaryDirectory() as tmp:
         root = Path(tmp) / "trace"
         shutil.copytree(source, root)
-        app = TcviewApp(str(root), follow=True)
+        app = TcviewApp(OpenOptions(str(root), follow=True))
         async with app.run_test(size=(120, 40)) as pilot:
             while app.browser.loaded_at is None:
                 await pilot.pause(0.05)

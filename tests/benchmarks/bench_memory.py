@@ -76,9 +76,8 @@ async def _browse(path: str, trace_malloc: bool) -> dict[str, Any]:
         await settle(app, pilot)
         steps["kernels view"] = time.perf_counter() - start
 
-        with app.model_session.lock:
-            assert app.model is not None
-            kernels = list(app.model.kernels)
+        assert app.model is not None
+        kernels = list(app.model.kernels)
         picks = [kernels[i * (len(kernels) - 1) // 5] for i in range(6)] if kernels else []
         for kernel in picks:
             app.browser.reveal("kernel", kernel)
@@ -94,9 +93,8 @@ async def _browse(path: str, trace_malloc: bool) -> dict[str, Any]:
         await pilot.press("home")
         await settle(app, pilot)
         steps["paged"] = time.perf_counter() - start
-        with app.model_session.lock:
-            assert app.model is not None
-            counts = app.model.counts()
+        assert app.model is not None
+        counts = app.model.counts()
         result: dict[str, Any] = {"steps": steps, "kernels": len(kernels), "counts": counts}
         if trace_malloc:  # while the app and its model are still alive
             result["top"] = _top_allocations()

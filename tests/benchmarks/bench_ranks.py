@@ -173,13 +173,12 @@ def ui_child(path: str) -> None:
 
 def load_child(path: str) -> None:
     """Without Textual: the app's loading path (`load_source` with hooks, in a thread, the
-    model published at once and grown under a lock); times to the published model, to the
+    model published at once); times to the published model, to the
     first file in it (what the tree's first rows show) and to the end of the index."""
     from tcview.ingest.load import Hooks
     from tcview.ingest.source import load_source
 
     t0 = time.monotonic()
-    lock = threading.Lock()
     out: dict[str, Any] = {"method": "load_source"}
     seen = threading.Event()
 
@@ -191,7 +190,7 @@ def load_child(path: str) -> None:
     def publish(model: Any) -> None:
         out["first_frame_s"] = time.monotonic() - t0
 
-    hooks = Hooks(progress=progress, lock=lock, publish=publish)
+    hooks = Hooks(progress=progress, publish=publish)
     loader = threading.Thread(target=lambda: out.update(model=load_source(path, hooks=hooks)))
     loader.start()
     loader.join()

@@ -87,7 +87,7 @@ def grep(trace: Path, text: str) -> tuple[float, float, int]:
 
 async def ui(trace: Path, text: str) -> tuple[float, float, float, int]:
     from tcview.ui.app import TcviewApp
-    from tcview.ui.finder import SearchScreen
+    from tcview.ui.finder import SearchView
 
     app = TcviewApp(str(trace))
     async with app.run_test(size=(140, 42)) as pilot:
@@ -97,8 +97,8 @@ async def ui(trace: Path, text: str) -> tuple[float, float, float, int]:
         indexed = time.monotonic() - t
         await pilot.press("S")
         await pilot.pause(0.2)
-        screen = app.screen
-        assert isinstance(screen, SearchScreen)
+        screen = app.browser.shown_pane()
+        assert isinstance(screen, SearchView)
         await pilot.press(*text)
         await pilot.press("enter")
         while not screen.finished:

@@ -218,12 +218,12 @@ async def bench_kernels(path: Path) -> dict[str, float]:
         table = None
         while table is None or table.row_count == 0:
             await pilot.pause(0.005)
-            tables = list(app.screen.query(DataTable))
+            tables = list(app.browser.shown_pane().query(DataTable))
             table = tables[0] if tables else None
         out["K_key_to_redraw_ms"] = redraw * 1000
         out["K_to_rows_s"] = time.monotonic() - t0
         out["rows"] = table.row_count
-        app.screen.query_one(Input).focus()
+        app.browser.shown_pane().query_one("#kernel-filter", Input).focus()
         lag = []
         settle = []
         for key in ("p", "o", "i", "backspace", "backspace", "backspace"):

@@ -45,6 +45,7 @@ import argparse
 import asyncio
 import json
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -269,15 +270,16 @@ async def pilot_bench(out: Out, run: Path) -> dict[str, Any]:
 
     from tcview.ui.app import TcviewApp
     from tcview.ui.bench import BenchDialog
+    from tcview.ui.options import OpenOptions
     from tcview.ui.views import KernelsView
 
-    app = TcviewApp(str(run), python=PY)
+    app = TcviewApp(OpenOptions(str(run), python=PY))
     data: dict[str, Any] = {}
     async with app.run_test(size=(200, 50)) as pilot:
         await ready(app, pilot)
         await pilot.press("K")
         await settle(app, pilot)
-        assert isinstance(app.screen, KernelsView), app.screen
+        assert isinstance(app.browser.shown_pane(), KernelsView), app.browser.shown_pane()
         await pilot.press("down", "B")
         deadline = time.monotonic() + left(120)
         while not isinstance(app.screen, BenchDialog) and time.monotonic() < deadline:
@@ -297,7 +299,7 @@ async def pilot_bench(out: Out, run: Path) -> dict[str, Any]:
             out.log(result.output[-4000:])
         shown = screen_text(app)
         out.log("the kernels view:", shown)
-        view = app.screen
+        view = app.browser.shown_pane()
         assert isinstance(view, KernelsView)
         table = view.query_one(DataTable)
         rows = {
@@ -395,38 +397,79 @@ def sections_of(out: Out, run: Path, tags: tuple[str, ...]) -> dict[str, list[di
         found[cid] = [s for s in data["sections"] if s["tag"] in tags]
         text = cli(out, "show", str(run), cid).splitlines()
         headings = {s["heading"] for s in found[cid]}
-        keep, lines = False, []
+        # A section is its heading and the lines after it up to a blank line: its top-level
+        # rows are not indented either (the autotune section's ``time`` row).
+        keep, first, lines = False, True, []
         for line in text:
-            if line and not line.startswith(" "):
-                keep = line in headings
+            if not line:
+                keep, first = False, True
+                continue
+            if first:
+                keep, first = line in headings, False
             if keep:
                 lines.append(line)
         out.log(f"[{cid}] " + (text[0] if text else ""), *lines)
     return found
 
 
-def show_autotune(out: Out, work: Path) -> dict[str, Any]:
-    run = work / "autotune"
-    found = sections_of(out, run, ("autotune",))
-    ops = []
+# The autotune section's summary row: ``2 op(s) 7.57s + benchmarking fused kernels 420ms``.
+_OPS_SUMMARY = re.compile(r"(\d+) op\(s\)")
+
+
+def autotune_ops(found: dict[str, list[dict[str, Any]]]) -> dict[str, Any]:
+    """The autotuned ops of `show --json`'s autotune sections (`sections_of`), and whether
+    each is shown whole: its winner, and its choices with the winner first.
+
+    An op is a bullet row tagged ``autotune`` at the section's top level; its winner and kernel
+    are the rows under it (depth 1), its choices the rows under those (depth 2, tagged
+    ``choice`` or ``winner``). The section's other top-level rows are no op: the summary
+    (label ``time``, also tagged ``autotune``: ``2 op(s) 7.57s + benchmarking fused kernels
+    420ms``, whose op count must be the ops listed), the forward/backward split, the notes.
+    """
+    ops: list[dict[str, Any]] = []
+    summaries: list[dict[str, Any]] = []
     for cid, sections in found.items():
         for section in sections:
             op: dict[str, Any] | None = None
+            listed = 0
+            summary: dict[str, Any] | None = None
             for row in section.get("rows", []):
-                if row["tag"] == "autotune":
-                    op = {"compile": cid, "op": row["value"], "choices": []}
-                    ops.append(op)
-                elif op is not None and row.get("depth") == 1 and row["label"] == "winner":
-                    op["winner"] = row["value"]
-                elif op is not None and row.get("depth") == 1 and row["label"] == "kernel":
-                    op["kernel"] = row["value"]
-                elif op is not None and row["tag"] in ("choice", "winner"):
-                    op["choices"].append((row["tag"], row["value"]))
+                tag, label, value = row.get("tag"), row.get("label", ""), row.get("value", "")
+                depth = row.get("depth", 0)
+                if depth == 0:
+                    op = None  # a top-level row ends the op above it
+                    if tag == "autotune" and (row.get("bullet") or not label):
+                        op = {"compile": cid, "op": value, "choices": []}
+                        ops.append(op)
+                        listed += 1
+                    elif tag == "autotune" and label == "time":
+                        m = _OPS_SUMMARY.match(value)
+                        summary = {"compile": cid, "text": value, "ops": m and int(m.group(1))}
+                elif op is None:
+                    continue
+                elif depth == 1 and label == "winner":
+                    op["winner"] = value
+                elif depth == 1 and label == "kernel":
+                    op["kernel"] = value
+                elif depth == 2 and tag in ("choice", "winner"):
+                    op["choices"].append((tag, value))
+            if summary is not None:
+                summary["listed"] = listed
+                summaries.append(summary)
     for op in ops:
         first = op["choices"][0] if op["choices"] else None
         op["winner_first"] = bool(first and first[0] == "winner")
-    ok = bool(ops) and all(op.get("winner") and op["winner_first"] for op in ops)
-    return {"ops": ops, "ok": ok, **time_view(out, run)}
+    ok = (
+        bool(ops)
+        and all(op.get("winner") and op["winner_first"] for op in ops)
+        and all(s["ops"] == s["listed"] for s in summaries)
+    )
+    return {"ops": ops, "summaries": summaries, "ok": ok}
+
+
+def show_autotune(out: Out, work: Path) -> dict[str, Any]:
+    run = work / "autotune"
+    return {**autotune_ops(sections_of(out, run, ("autotune",))), **time_view(out, run)}
 
 
 def time_view(out: Out, run: Path) -> dict[str, Any]:
@@ -443,7 +486,7 @@ def time_view(out: Out, run: Path) -> dict[str, Any]:
             await ready(app, pilot)
             await pilot.press("t")
             await settle(app, pilot)
-            return str(app.screen.query_one("#view-head", Static).content)
+            return str(app.browser.shown_pane().query_one("#view-head", Static).content)
 
     head = asyncio.run(go())
     out.log("compile-time view:", head)
