@@ -5,6 +5,7 @@ descriptor."""
 from __future__ import annotations
 
 import threading
+from pathlib import Path
 
 import pytest
 from conftest import SAMPLES
@@ -70,3 +71,25 @@ def test_the_recompile_budget_reads_nothing_from_disk(monkeypatch: pytest.Monkey
     budget = recompile_budget(model)
     assert budget is not None and budget.limit == 8  # the trace's own recompile_limit
     assert reads == []
+
+
+def test_the_store_keeps_a_payload_from_its_second_read_within_its_bytes(tmp_path: Path) -> None:
+    from tcview.ingest.payloads import PayloadStore
+
+    data = bytes(range(256)) * 64
+    path = tmp_path / "f"
+    path.write_bytes(data)
+    store = PayloadStore(path, cache_bytes=4096)
+    assert store.read_cached(0, 1000) == data[:1000]
+    assert store.read_cached(0, 1000) == data[:1000]  # read twice: kept from now on
+    reads = store.reads
+    assert store.read_cached(0, 1000) == data[:1000] and store.reads == reads
+    for start in range(1000, 9000, 1000):  # others kept push it out: at most 4096 bytes
+        store.read_cached(start, start + 1000)
+        store.read_cached(start, start + 1000)
+    assert store._recent_bytes <= 4096
+    reads = store.reads
+    store.read_cached(0, 1000)
+    assert store.reads == reads + 1
+    assert store.lineno_of(0) == 1
+    store.close()

@@ -28,6 +28,7 @@ from tcview.model.memo import Memo
 
 CACHE_BYTES = 32 << 20  # payloads kept for the next read, in all
 ENTRY_MAX = 4 << 20  # a bigger payload is read each time (kept, it would push out the rest)
+SEEN_MAX = 8192  # regions read once, remembered: the second read of one keeps it
 LINE_SCAN = 8 << 20  # bytes read at a time when counting lines
 
 
@@ -45,6 +46,9 @@ class PayloadStore:
         self._spooled = 0
         self._recent: OrderedDict[tuple[int, int], bytes] = OrderedDict()
         self._recent_bytes = 0
+        # A region is kept from its second read on: the index reads each payload once (its
+        # handlers), and would fill the table with what no reader asks for again.
+        self._seen: OrderedDict[tuple[int, int], None] = OrderedDict()
         self._marks: list[tuple[int, int]] = [(0, 1)]  # known (offset, line number)
         self._blank_restored: set[int] = set()
         self.reads = 0  # reads from disk (a test counts them)
@@ -79,8 +83,13 @@ class PayloadStore:
             if data is not None:
                 self._recent.move_to_end(key)
                 return data
+            again = key in self._seen
+            if not again:
+                self._seen[key] = None
+                if len(self._seen) > SEEN_MAX:
+                    self._seen.popitem(last=False)
         data = self.read(start, end)
-        if len(data) == end - start and len(data) <= ENTRY_MAX:
+        if again and len(data) == end - start and len(data) <= ENTRY_MAX:
             with self._lock:
                 if key not in self._recent:
                     self._recent[key] = data
@@ -165,6 +174,7 @@ class PayloadStore:
         (a spool is closed for good)."""
         with self._lock:
             self._recent.clear()
+            self._seen.clear()
             self._recent_bytes = 0
             self.memo.clear()
             if self._readers:

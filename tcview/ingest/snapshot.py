@@ -37,7 +37,7 @@ from typing import Any, Literal, Union
 from tcview.ingest.linebuffer import LineBuffer
 from tcview.ingest.tracefile import LineRefs, TraceFile
 from tcview.model.compile_id import CompileKey, FrameKey, IdPart
-from tcview.model.metadata import METADATA_TYPES, field_names
+from tcview.model.metadata import METADATA_TYPES, CompilationMetrics
 from tcview.model.objects import (
     GRAPH_ROLES,
     CacheEvent,
@@ -66,7 +66,7 @@ except ImportError:  # pragma: no cover - depends on the environment
     HAVE_ORJSON = False
 
 MAGIC = b"TCVSNAP\n"
-FORMAT = 5  # bump when the layout or the meaning of a snapshot changes
+FORMAT = 6  # bump when the layout or the meaning of a snapshot changes
 _HEAD = struct.Struct("<8sIII")  # magic, format, flags, number of sections
 _LENGTH = struct.Struct("<Q")
 SECTIONS = 3  # JSON document, int64 array, raw bytes
@@ -647,29 +647,28 @@ def _metadata_check(hint: Any) -> Callable[[Any], Any]:
 
 
 def _metadata(cls: type) -> ColumnCodec:
-    """Lists of metadata records (model/metadata.py `METADATA_TYPES`): a row of field values
-    each, under the field names, so that a record whose fields changed since is not read."""
-    names = field_names(cls)
-    hints = typing.get_type_hints(cls)
-    checks = [_metadata_check(hints[name]) for name in names]
+    """Lists of metadata records (model/metadata.py `METADATA_TYPES`): not written, since
+    they are decoded from their records' header values, which are (`_decode_metadata` makes
+    them again on restore: cheaper than reading them back, and never out of step)."""
 
     def enc(vals: list[Any], out: _Out) -> Any:
-        rows = [[[getattr(m, name) for name in names] for m in v] for v in vals]
-        return {"fields": names, "rows": rows}
+        return None
 
     def dec(col: Any, ctx: _In, n: int) -> list[Any]:
-        _check(type(col) is dict and col.get("fields") == names, f"bad {cls.__name__} column")
-        out = []
-        for row_list in _column(col.get("rows"), n):
-            _check(type(row_list) is list, f"bad {cls.__name__} list")
-            made = []
-            for row in row_list:
-                _check(type(row) is list and len(row) == len(names), f"bad {cls.__name__}")
-                made.append(cls(*(check(v) for check, v in zip(checks, row, strict=True))))
-            out.append(made)
-        return out
+        _check(col is None, f"bad {cls.__name__} column")
+        return [[] for _ in range(n)]
 
     return enc, dec
+
+
+def _decode_metadata(compiles: list[Compile]) -> None:
+    """Each compile's typed metrics, from its metrics records, in file order (as the header
+    handlers made them)."""
+    for comp in compiles:
+        records = sorted([*comp.metric_records, *comp.runtime_records], key=attrgetter("offset"))
+        comp.metric_values = [
+            CompilationMetrics.decode(r.kind, r.meta) for r in records if type(r.meta) is dict
+        ]
 
 
 def _always_empty(cls: type) -> ColumnCodec:
@@ -1026,6 +1025,7 @@ def _restore(tf: TraceFile, data: bytes, size: int, shared: Shared | None) -> Fa
     for cls, name in TABLES.items():
         codec(cls).decode_into(tables[name], doc[name], ctx)
     compiles: list[Compile] = tables["compiles"]
+    _decode_metadata(compiles)
     frames: list[Frame] = tables["frames"]
     _check_structure(compiles, frames, tables["kernels"])
 

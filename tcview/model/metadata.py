@@ -17,6 +17,7 @@ field, with its field names, so a record whose fields change is read back from n
 
 from __future__ import annotations
 
+import functools
 import math
 import re
 from dataclasses import dataclass, fields
@@ -154,8 +155,13 @@ class CompilationMetrics:
         config = get("dynamo_config")
         if limit is None and type(config) is str:
             limit = config_limit(config)
-        numbers: dict[str, Any] = {name: _int(get(name)) for name in COUNT_FIELDS}
-        numbers.update((name, _float(get(name))) for name in TIME_FIELDS)
+        numbers: dict[str, Any] = {}
+        for name in COUNT_FIELDS:
+            value = get(name)
+            numbers[name] = value if type(value) is int else None
+        for name in TIME_FIELDS:  # (inline: a metrics value per compile, per rank)
+            value = get(name)
+            numbers[name] = value if type(value) is float else _float(value)
         return cls(
             kind,
             co_name=_str(get("co_name")),
@@ -213,9 +219,11 @@ class CacheArtifact:
     cache: str  # fx_graph, aotautograd
     result: str  # one of CACHE_RESULTS
 
-    @classmethod
-    def decode(cls, name: str) -> CacheArtifact | None:
+    @staticmethod
+    @functools.lru_cache(maxsize=256)  # a few names, on every compile of every rank
+    def decode(name: str) -> CacheArtifact | None:
         """The cache and result an artifact's name gives; None for any other artifact."""
+        cls = CacheArtifact
         for prefix in CACHE_PREFIXES:
             if name.startswith(prefix):
                 result = name[len(prefix) :]
