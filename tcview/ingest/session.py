@@ -24,7 +24,9 @@ from tcview.ingest.source import load_source
 from tcview.model.freeze import freeze
 from tcview.model.objects import Model
 
-PROGRESS_PUBLISH_S = 0.2  # a one-shot load shows what it has read at most this often
+# A one-shot load shows what it has read at first, then at most this often (the app redraws
+# its tree while indexing no more often: ui/browser.py TREE_GAP)
+PROGRESS_PUBLISH_S = 1.0
 # ... and spends at most this share of its time on it (what it reads matters more than the
 # views of it on the way)
 PROGRESS_SHARE = 0.1

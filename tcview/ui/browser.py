@@ -135,6 +135,7 @@ class BrowserBase(Screen[None]):
         self._records_shown = 0
         self._input_state: InputState | None = None
         self._notices: tuple[str, ...] = ()  # the loader's last notice, with the counts
+        self._after_counts = False  # the first read is done: findings once its counts are in
         self._status_state: tuple[object, ...] = ()
         self._findings: list[Finding] | None = None  # made once the model is read
         self._found_at = 0.0  # when the findings of a live input may be made again
@@ -440,8 +441,9 @@ class BrowserBase(Screen[None]):
         self.loaded_at = time.monotonic()
         self._found_at = self.loaded_at + FIND_GAP
         self._drop_held_tree()
-        self._find()
-        self._warm_up()
+        # The findings and the lexers once the counts are shown: their workers would take
+        # the GIL from the one that makes the counts.
+        self._after_counts = True
         tree = self.main_tree
         self._versions = self.session.versions()  # (refresh_model: nothing new since)
         self._status_state = self._status_of(self._versions)  # (counts: drawn below)
@@ -533,6 +535,10 @@ class BrowserBase(Screen[None]):
         if counted.overview is not None and self.controller.overview_shown:
             self.browse.show_overview(counted.overview)
         self.update_status()
+        if self._after_counts and self.loaded_at is not None:
+            self._after_counts = False
+            self._find()
+            self._warm_up()
 
     def update_status(self) -> None:
         """The status bar's left part: the job's status (tcview run), then the mode and

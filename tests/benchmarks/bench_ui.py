@@ -132,6 +132,12 @@ async def bench_open(path: Path) -> dict[str, float]:
         while app.browser.loaded_at is None:
             await pilot.pause(0.05)
         out["index_complete_s"] = app.browser.loaded_at - t0
+        # The counts of the whole model (a worker makes them from the last version)
+        model = app.model_session.model
+        records = model.summary_counts()["records"] if model is not None else 0
+        while app.browser.records_shown() != records:
+            await pilot.pause(0.005)
+        out["final_counts_s"] = time.monotonic() - t0
         out["counts"] = app.status_right  # type: ignore[assignment]
     return out
 
