@@ -18,14 +18,9 @@ from typing import Any
 
 import pytest
 from conftest import SAMPLES
-from ui_helpers import ready, sync
-
-from tcview.ingest.replay import replay
+from ui_helpers import browse_while_growing, ready, sync
 
 FRAME_S = 0.016
-KEYS = ["b", "escape", "r", "escape", "K", "escape", "f", "escape", "t", "escape", "o"]
-KEYS += ["escape", "w", "escape", "down", "down", "enter", "down", "enter", "escape", "?"]
-KEYS += ["escape", "slash", "escape"]
 
 
 class _Waits:
@@ -137,26 +132,10 @@ async def test_the_ui_thread_never_waits_a_frame_on_a_workers_lock(
 
     async with app.run_test(size=(120, 40)) as pilot:
         await ready(app, pilot)
-        done = threading.Event()
-
-        def write() -> None:
-            replay(source, live / "run", speed_mb_s=1, seed=5, max_chunk=8 << 10)
-            done.set()
-
         reader = threading.Thread(target=heavy_reader, daemon=True)
         reader.start()
-        threading.Thread(target=write, daemon=True).start()
-        deadline = time.monotonic() + 30
-        keys = iter(KEYS * 4)
-        while time.monotonic() < deadline and not done.is_set():
-            key = next(keys, None)
-            if key is not None:
-                await pilot.press(key)
-            await pilot.pause(0.05)
-        for key in KEYS:  # the whole trace in: every view once more
-            await pilot.press(key)
-            await pilot.pause(0.05)
+        written = await browse_while_growing(pilot, source, live)
         stop.set()
         reader.join(10)
-    assert done.is_set() and worked[0] > 0
+    assert written and worked[0] > 0
     assert WAITS.longest < FRAME_S, f"waited {WAITS.longest * 1000:.1f} ms:\n{WAITS.where}"

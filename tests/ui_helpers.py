@@ -181,3 +181,39 @@ def sync(fn: Any) -> Any:
         return asyncio.run(fn(*args, **kwargs))
 
     return wrapper
+
+
+# Every view opened and closed, the tree walked, the help shown: what a user does while a live
+# trace grows (the UI-thread tests go through it).
+BROWSE_KEYS = ["b", "escape", "r", "escape", "K", "escape", "f", "escape", "t", "escape", "o"]
+BROWSE_KEYS += ["escape", "w", "escape", "down", "down", "enter", "down", "enter", "escape", "?"]
+BROWSE_KEYS += ["escape", "slash", "escape"]
+
+
+async def browse_while_growing(pilot: Pilot[Any], source: Path, live: Path) -> bool:
+    """Replay `source` into `live` (a followed directory) at 1 MB/s while pressing through
+    `BROWSE_KEYS`, then through them once more with the whole trace in; True when the whole
+    trace was written within 30 s."""
+    import threading
+    import time
+
+    from tcview.ingest.replay import replay
+
+    done = threading.Event()
+
+    def write() -> None:
+        replay(source, live / "run", speed_mb_s=1, seed=5, max_chunk=8 << 10)
+        done.set()
+
+    threading.Thread(target=write, daemon=True).start()
+    deadline = time.monotonic() + 30
+    keys = iter(BROWSE_KEYS * 4)
+    while time.monotonic() < deadline and not done.is_set():
+        key = next(keys, None)
+        if key is not None:
+            await pilot.press(key)
+        await pilot.pause(0.05)
+    for key in BROWSE_KEYS:  # the whole trace in: every view once more
+        await pilot.press(key)
+        await pilot.pause(0.05)
+    return done.is_set()
