@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, TypeVar
 
 import pytest
+from extract import extract
 
 if TYPE_CHECKING:
     from tcview.model.objects import Model
@@ -75,7 +76,7 @@ def _unpack(dest: Path) -> None:
     tmp = Path(tempfile.mkdtemp(prefix=f".{dest.name}-", dir=dest.parent))
     try:
         with tarfile.open(SHARED_ARCHIVE) as tar:
-            tar.extractall(tmp, filter="data")
+            extract(tar, tmp)
         (tmp / ".done").write_text("ok")
         if dest.exists():  # left half-done by an interrupted older run
             shutil.rmtree(dest)
@@ -125,6 +126,8 @@ def shared_run_dirs() -> list[Path]:
 #   e2e:  subprocesses (the CLI, a job under `tcview run`, real torch), tmux, SSH.
 TIERS = ("unit", "app", "e2e")
 MODULE_TIERS = {
+    "test_archives": "unit",
+    "test_archives_app": "app",
     "test_autotune_cudagraphs": "unit",
     "test_autotune_total": "app",
     "test_bench": "e2e",
@@ -140,6 +143,8 @@ MODULE_TIERS = {
     "test_cudagraphs_partly": "e2e",
     "test_diff": "unit",
     "test_diff_app": "app",
+    "test_exit_codes": "e2e",
+    "test_docs": "e2e",
     "test_effective_config": "e2e",
     "test_export": "e2e",
     "test_find_tmux": "e2e",
@@ -189,6 +194,7 @@ MODULE_TIERS = {
     "test_ui_content": "unit",
     "test_ui_controller": "unit",
     "test_ui_help": "unit",
+    "test_ui_keys": "app",
     "test_ui_layers": "app",
     "test_ui_live": "app",
     "test_ui_live_tmux": "e2e",
@@ -228,5 +234,5 @@ def fixture_runs(tmp_path_factory: pytest.TempPathFactory) -> Path:
     dest = tmp_path_factory.mktemp("runs")
     for archive in sorted(RUNS.glob("*.tar.xz")):
         with tarfile.open(archive) as tar:
-            tar.extractall(dest, filter="data")
+            extract(tar, dest)
     return dest

@@ -1,7 +1,7 @@
 """An independent, deliberately naive reference counter for `summary --json` keys.
 
 It reads whole files line by line with none of the engine's code, so the tests compare two
-implementations of the README's definitions.
+implementations of the definitions in docs/reference/summary-json.md.
 """
 
 from __future__ import annotations

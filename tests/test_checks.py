@@ -24,7 +24,7 @@ def _run(*args: str) -> subprocess.CompletedProcess[str]:
 @pytest.mark.slow
 @pytest.mark.skipif(importlib.util.find_spec("mypy") is None, reason="mypy is not installed")
 def test_mypy_reports_no_error() -> None:
-    """Over tcview and the tests with the project's config (the README's `mypy tcview tests`):
+    """Over tcview and the tests with the project's config (CONTRIBUTING.md's `mypy tcview tests`):
     every module but the fixtures and the GPU runs' job scripts (and the C module's stub)."""
     done = _run("mypy", "tcview", "tests")
     assert done.returncode == 0, done.stdout + done.stderr

@@ -129,7 +129,8 @@ def _binaries(tmp: Path) -> dict[str, Path]:
 @pytest.mark.unit
 def test_binary_files_are_neither_format(tmp_path: Path) -> None:
     for name, path in _binaries(tmp_path).items():
-        assert detect(str(path)) == "other", name
+        # a gzipped trace is read from its unpacked copy (archives.py)
+        assert detect(str(path)) == ("archive" if name == "gzip" else "other"), name
 
 
 def _real_inputs(unpacked_runs: Path) -> list[Path]:
@@ -181,9 +182,9 @@ def test_summary_of_an_empty_directory_says_no_trace_was_found(
     tmp_path: Path, flag: list[str]
 ) -> None:
     out = tcview("summary", *flag, str(tmp_path))
-    assert out.returncode == 0
+    assert out.returncode == 2  # a CI gate must not pass on nothing
     assert out.stderr.startswith(f"tcview: no trace found in {tmp_path}. tcview reads")
-    assert "compiles" in out.stdout  # the counts still come, all 0
+    assert out.stdout == ""
     traced = tcview("summary", str(SAMPLES / "cpu_breaks_recompiles"))
     assert traced.returncode == 0 and traced.stderr == ""
 

@@ -180,7 +180,7 @@ def test_shared_breaks_run_has_eleven_compile_episodes(fixture_runs: Path) -> No
 
 
 def test_text_without_start_messages_cannot_see_resets(fixture_runs: Path) -> None:
-    """The breaks capture has no `dynamo` INFO: its ids stay merged (the README says so)."""
+    """The breaks capture has no `dynamo` INFO: its ids stay merged (docs/explanation/status.md says so)."""
     text = TextLog.load(str(fixture_runs / "h200_breaks" / "torch_logs.txt"))
     assert not text.records_of("step")
     assert [c.id_label for c in text.compiles] == [f"{i}/0" for i in range(8)]

@@ -9,6 +9,7 @@ from pathlib import Path
 
 import pytest
 from corpus import cases, labels, run_dir, score
+from extract import extract
 
 from tcview.analysis.findings import findings
 from tcview.ingest.source import load_source
@@ -38,7 +39,7 @@ def test_a_fix_made_on_the_gpu_removes_the_problem(case: Path, tmp_path: Path) -
     GPU beside the run itself, and its trace is kept."""
     check = labels(case)["fix_check"]
     with tarfile.open(case / check["recorded"]) as tar:
-        tar.extractall(tmp_path)  # our own archive
+        extract(tar, tmp_path)
     model = load_source(str(tmp_path), cache=False)
     assert model.compiles  # the fixed run compiled
     fixed = findings(model)

@@ -131,7 +131,7 @@ def test_cli_json_and_gate(fixture_runs: Path) -> None:
     assert set(data) == {
         "a", "b", "changed", "counts", "totals", "frames", "graph_breaks",
         "recompile_reasons", "failures", "errors", "kernels", "cache", "phases_s",
-        "findings", "cache_key_changes",
+        "findings", "cache_key_changes", "unchanged_kernels",
     }  # fmt: skip
     assert data["counts"]["new_breaks"] == 1 and data["counts"]["changed_kernels"] == 1
     assert data["totals"]["graph_breaks"] == {"a": 0, "b": 1}

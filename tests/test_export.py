@@ -9,13 +9,16 @@ from __future__ import annotations
 
 import json
 import re
+import shutil
 import subprocess
 import sys
+import tarfile
 from collections import Counter
 from pathlib import Path
 
 import pytest
 from conftest import FIXTURES, REPO, SAMPLES, TCVIEW_CLI
+from extract import extract
 from ui_helpers import summary_json
 
 GPU_RUN = SAMPLES / "gpu_tinyblock"
@@ -168,7 +171,7 @@ def test_markdown_numbers_are_summary_json(path: Path) -> None:
         assert "guard failed: " in text
         from tcview.analysis.recompiles import diagnose
         from tcview.ingest.source import load_source
-        from tcview.report.markdown import md_text
+        from tcview.report.markdown import md_prose, md_text
 
         model = load_source(str(path))
         frames = {rc.compile.frame for rc in model.recompiles}
@@ -176,7 +179,9 @@ def test_markdown_numbers_are_summary_json(path: Path) -> None:
         for frame in frames:
             assert frame is not None
             sentence = " ".join(diagnose(frame).sentences)
-            assert sentence and f"- {md_text(frame.label)}: {md_text(sentence)}" in text
+            assert (
+                sentence and f"- {md_text(frame.label)}: {md_prose(sentence, cell=False)}" in text
+            )
 
 
 def _breaks(path: Path) -> list[dict]:
@@ -240,3 +245,42 @@ def test_perfetto_pid_is_the_rank(tmp_path: Path, shared_traces: Path) -> None:
     events = json.loads(out.read_text())["traceEvents"]
     assert {e["pid"] for e in events} == {1}
     assert [e["args"]["name"] for e in events if e["name"] == "process_name"] == ["rank 1"]
+
+
+def test_markdown_compile_ids_keep_their_rank(tmp_path: Path) -> None:
+    with tarfile.open(FIXTURES / "runs" / "ranks_diverge.tar.xz") as tar:
+        extract(tar, tmp_path)
+    text = _tcview("export", "--markdown", tmp_path / "ranks_diverge").stdout
+    slowest = text.split("### Slowest compiles", 1)[1].split("\n\n")[1].split("\n")
+    assert slowest[0] == "| time | rank | compile | frame | status |"
+    # Each rank has its own 0/0: the rows say which.
+    zeros = [row.split(" | ")[1] for row in slowest[2:] if "| `0/0` |" in row]
+    assert sorted(zeros) == ["0", "1"]
+    recompiles = text.split("### Recompiles", 1)[1]
+    assert "| `rank 1 0/1` | step (ranks\\_diverge.py:18) |" in recompiles
+
+
+def test_markdown_single_rank_ids_stay_plain() -> None:
+    text = _tcview("export", "--markdown", SAMPLES / "cpu_breaks_recompiles").stdout
+    assert "| time | compile | frame | status |" in text
+    assert "| `0/1` | scale\\_shift (script.py:11) |" in text
+
+
+def test_markdown_code_spans_in_tcview_words() -> None:
+    text = _tcview("export", "--markdown", SAMPLES / "cpu_breaks_recompiles").stdout
+    assert "- **info**: `scale_shift` took " in text
+    assert "on `scale`, `x` dtype" in text
+    assert "(e.g. `.float()`)" in text
+    assert "\\`" not in text  # GitHub would show the backticks themselves
+
+
+def test_markdown_names_the_torch_version(tmp_path: Path) -> None:
+    traced = _tcview("export", "--markdown", SAMPLES / "cpu_breaks_recompiles").stdout
+    assert "\ntorch `2.13.0+cpu` (from the trace)\n" in traced
+    # A TORCH_LOGS capture names no version: a run directory's run.json may.
+    run = tmp_path / "run"
+    run.mkdir()
+    shutil.copy(FIXTURES / "torch_logs_small.txt", run / "torch_logs.txt")
+    assert "\ntorch `" not in _tcview("export", "--markdown", run).stdout
+    (run / "run.json").write_text(json.dumps({"status": "exited 0", "torch": "2.9.1+cu128"}))
+    assert "\ntorch `2.9.1+cu128` (from run.json)\n" in _tcview("export", "--markdown", run).stdout

@@ -380,7 +380,7 @@ def test_fail_on_errors_and_warnings(shared_traces: Path) -> None:
 def test_markdown_report_lists_the_findings(fixture_runs: Path) -> None:
     text = markdown_report(_load(fixture_runs / "recompile_limit"))
     assert "### Findings (2)" in text
-    assert "- **error**: \\`score\\` hit the recompile limit" in text
+    assert "- **error**: `score` hit the recompile limit" in text
     assert "at `/tmp/show/runs/recompile_limit/script.py:15`" in text
 
 

@@ -175,9 +175,9 @@ async def test_output_is_live_safe_and_follows_the_end(tmp_path: Path) -> None:
             lambda: view.stick and view.scroll_offset.y == view.max_scroll_y,
             seen=lambda: (view.stick, view.scroll_offset.y, view.max_scroll_y),
         )
-        # After the exit, the run stays browsable; `x` is gone from the footer, `r` is there.
+        # After the exit, the run stays browsable; `x` is gone from the footer, `u` is there.
         bindings = app.screen.active_bindings
-        assert "x" not in bindings and bindings["r"].binding.action == "rerun"
+        assert "x" not in bindings and bindings["u"].binding.action == "rerun"
         await pilot.press("q")
     assert app.return_value is None
 
@@ -237,7 +237,7 @@ async def test_q_asks_first_then_stops_the_job(tmp_path: Path) -> None:
 
 
 @sync
-async def test_r_reruns_into_a_new_directory(tmp_path: Path) -> None:
+async def test_u_reruns_into_a_new_directory(tmp_path: Path) -> None:
     job = tmp_path / "job.py"
     job.write_text("import os\nprint('run', os.getpid())\n")
     launcher = launcher_for(tmp_path, str(job))
@@ -246,9 +246,9 @@ async def test_r_reruns_into_a_new_directory(tmp_path: Path) -> None:
     async with app.run_test(size=(120, 40)) as pilot:
         assert await until(pilot, lambda: "exited 0" in app.status_left)
         shown = output_of(app)
-        await pilot.press("c")  # recompiles moved to c in run mode
+        await pilot.press("r")  # recompiles, as in `tcview open` (issue 40: one meaning a key)
         assert type(pane(app)).__name__ == "RecompilesView"
-        await pilot.press("r")  # from a view: back to the browser, following the new run
+        await pilot.press("u")  # from a view: back to the browser, following the new run
         assert len(launcher.sessions) == 2
         second = launcher.sessions[1]
         assert second.run_dir == tmp_path / "D-2" and second.run_dir != first.run_dir
@@ -267,12 +267,12 @@ def _job_pid(run_dir: Path) -> int:
 
 
 @sync
-async def test_r_while_running_says_why_not_and_R_cycles_the_pane(tmp_path: Path) -> None:
+async def test_u_while_running_says_why_not_and_R_cycles_the_pane(tmp_path: Path) -> None:
     launcher = launcher_for(tmp_path, str(LONG_JOB))
     session = launcher.start()
     app = RunApp(launcher, session)
     async with app.run_test(size=(120, 40)) as pilot:
-        await pilot.press("r")
+        await pilot.press("u")
         assert len(launcher.sessions) == 1
         assert any("still running" in str(n.message) for n in app._notifications)
         output = app.screen_stack[0].query_one(OutputView)
@@ -353,7 +353,7 @@ def test_real_terminal_real_job_counts_equal_the_trace(tmp_path: Path) -> None:
         screen = term.wait_for(expected)
         assert "step 2 scale 3" in screen and "done" in screen, screen
         # the footer after the end (it is redrawn a moment after the status line)
-        term.wait_for(lambda s: " x Stop " not in s and " r Rerun " in s, what="r Rerun, no x")
+        term.wait_for(lambda s: " x Stop " not in s and " u Rerun " in s, what="u Rerun, no x")
         term.keys("q")
         term.wait_ended(what="q to quit")
 

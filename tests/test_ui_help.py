@@ -69,14 +69,15 @@ def test_run_mode_is_the_browser_under_a_keymap() -> None:
         assert binding.id is not None and binding.id in run, binding.id
         expected = RUN_KEYMAP.get(binding.id, binding.key)
         assert run[binding.id].key == expected and run[binding.id].action == binding.action
-    assert run["view.recompiles"].key == "c" and run["run.rerun"].key == "r"
+    # One meaning per key (issue 40): r opens Recompiles in run mode too; u reruns.
+    assert run["view.recompiles"].key == "r" and run["run.rerun"].key == "u"
     assert run["run.stop"].key == "x" and run["run.output"].key == "R"
 
 
 @pytest.mark.parametrize("app", [TcviewApp, RunApp], ids=lambda a: a.__name__)
 def test_no_key_does_two_things(app: type[BrowserApp]) -> None:
     """An app's keys (its own and its browser screen's) are its own: no two actions share one
-    (a browser key must not shadow run mode's `x` stop, say), except run mode's `r`, which says
+    (a browser key must not shadow run mode's `x` stop, say), except run mode's `u`, which says
     why it cannot rerun yet."""
     actions: dict[str, set[str]] = {}
     for binding in [*app.BINDINGS, *app.SCREEN.BINDINGS]:
@@ -84,7 +85,7 @@ def test_no_key_does_two_things(app: type[BrowserApp]) -> None:
         for key in binding.key.split(","):
             actions.setdefault(key.strip(), set()).add(binding.action)
     shared = {key: acts for key, acts in actions.items() if len(acts) > 1}
-    allowed = {"r": {"rerun", "rerun_busy"}} if app is RunApp else {}
+    allowed = {"u": {"rerun", "rerun_busy"}} if app is RunApp else {}
     assert shared == allowed
 
 
@@ -169,7 +170,7 @@ async def test_run_mode_help_lists_every_key_that_works(tmp_path: Path) -> None:
     rows = _rows(app)
     async with app.run_test(size=SIZE) as pilot:
         await ready(app, pilot)
-        missing = await _walk_browser(app, pilot, rows, "bcKfto")
+        missing = await _walk_browser(app, pilot, rows, "brKfto")
         await pilot.press("q")  # the job runs: asks first
         assert type(app.screen).__name__ == "ConfirmStop"
         missing.update(await _missing_everywhere(app, pilot, rows))
@@ -180,11 +181,11 @@ async def test_run_mode_help_lists_every_key_that_works(tmp_path: Path) -> None:
         flag.touch()
         await until(
             pilot,
-            lambda: session.done and "r" in app.screen.active_bindings,
-            what="the job to end and r (rerun) to be bound",
+            lambda: session.done and "u" in app.screen.active_bindings,
+            what="the job to end and u (rerun) to be bound",
             seen=lambda: (session.done, sorted(app.screen.active_bindings)),
         )
-        missing.update(await _missing_everywhere(app, pilot, rows))  # r reruns now
+        missing.update(await _missing_everywhere(app, pilot, rows))  # u reruns now
         await pilot.press("q")
     assert not missing, sorted(missing)
 

@@ -106,7 +106,8 @@ async def test_slow_pipe_waits_then_grows_to_the_one_shot_counts() -> None:
             lambda: "waiting" not in app.status_left and overview_counts(app) == expected,
             seen=lambda: (app.status_left, overview_counts(app)),
         )
-        assert app.main_tree.last_line > 0
+        # (the counts come from a worker, the tree from the redraw: either may be first)
+        assert await until(pilot, lambda: app.main_tree.last_line > 0, what="the tree's rows")
 
 
 @sync

@@ -72,7 +72,7 @@ def test_a_toast_leaves_the_status_bar_counts_readable(terminal: Start, tmp_path
     job = f"{shlex.quote(sys.executable)} -c {shlex.quote('print(1)')}"
     command = f"{_tcview('run', '--dir', str(tmp_path / 'D'))} -- {job}"
     term = terminal(command, tmp_path)
-    screen = term.wait_for("r reruns it, q quits")  # the toast
+    screen = term.wait_for("u reruns it, q quits")  # the toast
     status = screen.splitlines()[-2]
     assert status.startswith(" exited 0"), screen
     assert status.rstrip().endswith(counts_text(dict.fromkeys(COUNT_KEYS, 0))), screen

@@ -1,5 +1,5 @@
-"""An independent, deliberately naive counter for TORCH_LOGS text, written from the README's
-definition of each count (recompiles included).
+"""An independent, deliberately naive counter for TORCH_LOGS text, written from the
+definition of each count in docs/reference/summary-json.md (recompiles included).
 
 It shares no code with tcview.trace: one regex per line over the whole decoded text.
 """
@@ -24,7 +24,7 @@ BREAKS = (
 
 
 def count_text(data: bytes) -> dict[str, int]:
-    """compiles, graph_breaks, recompiles and kernels as the README defines them.
+    """compiles, graph_breaks, recompiles and kernels as docs/reference/summary-json.md defines them.
 
     A compile is a distinct (rank, pid, episode, compile id without `_N`); a recompile is such a
     compile whose frame_compile_id is above 0, whatever messages mention it. A process's episode
@@ -76,7 +76,7 @@ CHAIN = (
 
 
 def count_errors(data: bytes) -> int:
-    """`errors` of a capture as the README defines them: tracebacks in the other
+    """`errors` of a capture as docs/reference/summary-json.md defines them: tracebacks in the other
     output, read to their exception line (chained ones are one), less those after which the
     same rank (no rank: an unranked process) logs a message with a compile id."""
     open_: dict = {}  # rank -> "stack" | "message" | "chain"

@@ -8,7 +8,7 @@ from __future__ import annotations
 import json
 import re
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from tcview.analysis.finding import Finding, compile_cost_s, frame_name, frame_subject, frame_where
@@ -181,6 +181,8 @@ class CacheKeyChange:
     b_compile: str
     frame: str
     changed: list[str]
+    # Each changed component's value in A and in B (None: that key has no such component).
+    values: dict[str, tuple[str | None, str | None]] = field(default_factory=dict)
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -189,6 +191,14 @@ class CacheKeyChange:
             "b_compile": self.b_compile,
             "frame": self.frame,
             "changed_components": self.changed,
+            "components": [
+                {
+                    "name": name,
+                    "a": self.values.get(name, (None, None))[0],
+                    "b": self.values.get(name, (None, None))[1],
+                }
+                for name in self.changed
+            ],
         }
 
 
@@ -219,13 +229,15 @@ def cache_key_changes(a: Model, b: Model) -> list[CacheKeyChange]:
         else:
             a_key = _nearest(key, [k for _id, k in entries]) or entries[0][1]
             a_id = next(i for i, k in entries if k is a_key)
+        changed = changed_components(a_key, key)
         out.append(
             CacheKeyChange(
                 event.cache,
                 a_id,
                 comp.id_label,
                 frame_name(comp.frame),
-                changed_components(a_key, key),
+                changed,
+                {name: (a_key.get(name), key.get(name)) for name in changed},
             )
         )
     return out

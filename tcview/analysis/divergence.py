@@ -14,7 +14,7 @@ Two steps, so that the first can run where a file is indexed (a worker process):
    that behave identically folded into one group, and the first point of divergence in a
    sentence.
 
-The checks, and how they differ from tlparse 0.4.3 ``--all-ranks-html`` (see the README):
+The checks, and how they differ from tlparse 0.4.3 ``--all-ranks-html`` (see docs/explanation/tlparse.md):
 
 - ``compile_ids``: the set of compile ids (with their episode: ``0/0 #2``); tlparse uses the
   ids of its output directories (attempts ``0/0_1`` and ``[-/-]`` included) and prints no groups.

@@ -1,9 +1,9 @@
 """The finding kinds: each one's severity, what it is about, and its docs page, in one table.
 
 The findings (`findings.py`, `verdicts.py`, `breaks.py`, `recompile_findings.py`, `crashes.py`,
-`cache_misses.py`, `dynamic_shapes.py`) say which kind a finding is; the README's list is
-generated from `RULES` (`python -m tcview.analysis.rules README.md` rewrites it; a test holds
-it).
+`cache_misses.py`, `dynamic_shapes.py`) say which kind a finding is; the list in
+`docs/reference/findings.md` is generated from `RULES` (`python -m tcview.analysis.rules
+docs/reference/findings.md` rewrites it; a test holds it).
 Their order is the order findings of one severity and cost are listed in.
 """
 
@@ -213,14 +213,16 @@ VERDICTS = frozenset(
 
 
 def kinds_table() -> list[str]:
-    """The kinds as a Markdown table (the README's and the reference's)."""
+    """The kinds as a Markdown table (docs/reference/findings.md's)."""
     lines = ["| kind | severity | what it says |", "|---|---|---|"]
     for rule in RULES.values():
         lines.append(f"| `{rule.kind.value}` | {rule.severity.value} | {rule.about} |")
     return lines
 
 
-BEGIN = "<!-- finding kinds: made by `python -m tcview.analysis.rules README.md` -->"
+BEGIN = (
+    "<!-- finding kinds: made by `python -m tcview.analysis.rules docs/reference/findings.md` -->"
+)
 END = "<!-- end of finding kinds -->"
 
 
@@ -237,8 +239,8 @@ if __name__ == "__main__":
     if len(sys.argv) > 1:
         for name in sys.argv[1:]:
             with open(name, encoding="utf-8") as fh:
-                page = fh.read()
+                page = with_table(fh.read())  # before the file is opened for writing
             with open(name, "w", encoding="utf-8") as fh:
-                fh.write(with_table(page))
+                fh.write(page)
     else:
         sys.stdout.write("\n".join(kinds_table()) + "\n")

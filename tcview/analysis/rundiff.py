@@ -117,9 +117,9 @@ class Side:
             "failures": self.failures,
             "cache_hits": self.cache_hits,
             "compile_time_s": round(self.time_s, 6),
-            "phases_s": {k: round(v, 6) for k, v in self.phases.items()},
+            "phases_s": {json_key(k): round(v, 6) for k, v in self.phases.items()},
             # By the words: JSON keys must be plain strings (orjson refuses others).
-            "statuses": {str(s): n for s, n in self.statuses.items()},
+            "statuses": {json_key(str(s)): n for s, n in self.statuses.items()},
         }
 
 
@@ -305,18 +305,28 @@ class RunDiff:
                 }
                 for k in self.kernels
                 if k.status != SAME
-            ]
-            + [{"status": SAME, "count": sum(1 for k in self.kernels if k.status == SAME)}],
-            "cache": {k: {"a": a, "b": b} for k, (a, b) in self.cache.items()},
+            ],
+            "unchanged_kernels": sum(1 for k in self.kernels if k.status == SAME),
+            "cache": {json_key(k): {"a": a, "b": b} for k, (a, b) in self.cache.items()},
             "findings": {
                 "new": [f.to_json() for f in self.new_findings],
                 "gone": [f.to_json() for f in self.gone_findings],
             },
             "cache_key_changes": [c.to_json() for c in self.cache_keys],
             "phases_s": {
-                k: {"a": round(a, 6), "b": round(b, 6)} for k, (a, b) in self.phases.items()
+                json_key(k): {"a": round(a, 6), "b": round(b, 6)}
+                for k, (a, b) in self.phases.items()
             },
         }
+
+
+_NOT_WORD = re.compile(r"[^0-9a-z]+")
+
+
+def json_key(words: str) -> str:
+    """A report's words as a JSON key a script can name (`fx_graph hit`: `fx_graph_hit`,
+    `inductor (cumulative)`: `inductor_cumulative`)."""
+    return _NOT_WORD.sub("_", words.lower()).strip("_")
 
 
 def _break_counts(model: Model) -> Counter[tuple[str, str]]:

@@ -33,6 +33,8 @@ def diff_command(args: argparse.Namespace) -> int:
     a, b = open_input(args.a), None
     b = open_input(args.b) if a is not None else None
     if a is None or b is None:
+        if a is not None:
+            a.close()
         return 2
     diff = run_diff(a, b, args.a, args.b)
     if args.json:

@@ -49,7 +49,7 @@ def cmd_export(args: argparse.Namespace) -> int:
                 file=sys.stderr,
             )
             return 0
-        report = markdown_report(model)
+        report = markdown_report(model, path=path)
         if args.output and args.output != "-":
             with _open_out(args.output) as fh:
                 fh.write(report)

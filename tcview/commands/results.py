@@ -34,14 +34,17 @@ class Kept:
     def of(cls, path: str, what: str) -> Kept | None:
         """None where no report is kept: the cache is off or inside the input, or the input
         is not trace files (stdin, a TORCH_LOGS capture, a run directory) or has none."""
-        if cache_disabled() or plan_input(path).kind not in CACHED_KINDS:
+        try:
+            if cache_disabled() or plan_input(path).kind not in CACHED_KINDS:
+                return None
+        except OSError:  # unreadable: the load that follows says so
             return None
         inputs = Path(path)
         store = IndexCache.default(inputs)
         if store is None:
             return None
         files = discover(inputs)
-        if not files[0]:
+        if not files[0] or any(why.startswith("unreadable") for _, why in files[1]):
             return None
         return cls(store, inputs, what, files, [stamp(p) for p in stamped_files(files)])
 

@@ -10,6 +10,8 @@ import stat
 from dataclasses import dataclass
 from pathlib import Path
 
+from tcview.ingest.archives import archive_format, archive_problem
+
 # A record's prefix, as torch's structured logger writes it (groups: rank, time, process id).
 # (The file part is greedy: the match ends at the first "]" either way, and greedy is faster.)
 RECORD_PREFIX = rb"(?:\[rank(\d+)\]:)?[A-Z](\d{4} \d\d:\d\d:\d\d\.\d+) +(\d+) [^\]\n]*:\d+\] "
@@ -103,10 +105,12 @@ _NOT_TEXT = re.compile("[\x00-\x08\x0e-\x1a\x1c-\x1f\x7f\ufffd]")
 
 
 def detect(path: str) -> str:
-    """'stdin', 'stream', 'trace-dir', 'run-dir', 'trace-file', 'text', 'other' or 'missing'.
+    """'stdin', 'stream', 'trace-dir', 'run-dir', 'trace-file', 'text', 'archive', 'other' or
+    'missing'.
 
-    A 'stream' is a FIFO, a device or a `<(...)` pipe: read once, never sniffed. 'other' is a
-    file that is neither format (see `looks_binary`).
+    A 'stream' is a FIFO, a device or a `<(...)` pipe: read once, never sniffed. An 'archive'
+    is a compressed file, a tar or a zip (archives.py), read from its unpacked copy. 'other' is
+    a file that is neither format (see `looks_binary`).
     """
     if path == "-":
         return "stdin"
@@ -117,6 +121,8 @@ def detect(path: str) -> str:
         return "run-dir" if find_text_log(p) is not None else "trace-dir"
     if not p.exists():
         return "missing"
+    if not is_trace_name(p.name) and archive_format(p) is not None:
+        return "archive"
     if trace_reason(p) is None:
         return "trace-file"
     return "other" if looks_binary(_head(p, BINARY_SNIFF)) else "text"
@@ -129,7 +135,8 @@ class InputPlan:
 
     path: str
     kind: str  # detect()'s, but for a missing path that is followed: what it will be
-    live: bool  # read as it grows: a pipe or stream always, anything else when followed
+    live: bool  # read as it grows: a pipe or stream always, anything else when followed (an
+    # archive never: it is read once, from its unpacked copy, as it is when opened)
     problem: str | None  # why it cannot be opened; None when it can
 
 
@@ -137,9 +144,12 @@ def plan_input(path: str, follow: bool = False) -> InputPlan:
     """The plan for `path`; with `follow`, a path that does not exist yet is waited for (as
     TORCH_LOGS text when it is named like a log file, else as a trace directory)."""
     kind = detect(path)
-    live = follow or kind in ("stdin", "stream")
+    live = (follow and kind != "archive") or kind in ("stdin", "stream")
     problem = None
-    if kind == "other":
+    if kind == "archive":
+        fmt = archive_format(Path(path))
+        problem = archive_problem(fmt) if fmt is not None else None
+    elif kind == "other":
         problem = describe_other(Path(path))
     elif kind == "missing" and live:
         kind = "text" if _looks_like_log_name(path) else "trace-dir"

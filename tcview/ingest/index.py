@@ -85,7 +85,9 @@ class TraceSet(Model):
     def new_file(self, path: Path) -> TraceFile:
         """A trace file of this set (its facts go to this model), not yet in `files`."""
         display = str(path)
-        if self.root is not None and self.root.is_dir():
+        if path == self.root and self.display:  # a one-file input: shown as the input is
+            display = self.display
+        elif self.root is not None and self.root.is_dir():
             with contextlib.suppress(ValueError):
                 display = str(path.relative_to(self.root))
         return TraceFile(path, display, self.builder)

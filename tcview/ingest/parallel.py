@@ -239,7 +239,7 @@ def start_method() -> str:
 
 # A forked child copies the pages it writes to (every object it touches), up to all that
 # this process holds: above this much resident memory, `in_child` runs its function here, so
-# that the two stay under 300 MB (the README's goal for the summary of 1,024 ranks).
+# that the two stay under 300 MB (the goal for the summary of 1,024 ranks: docs/performance.md).
 IN_CHILD_MAX_RSS = 150 << 20
 
 

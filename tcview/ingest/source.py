@@ -11,7 +11,9 @@ import tempfile
 from dataclasses import replace
 from pathlib import Path
 
+from tcview.ingest.archives import ArchiveError, archive_format, unpack
 from tcview.ingest.builder import Builder
+from tcview.ingest.cache import cache_disabled
 from tcview.ingest.detect import find_text_log, plan_input
 from tcview.ingest.index import TraceSet
 from tcview.ingest.load import Hooks, Progress
@@ -129,6 +131,8 @@ def load_source(
     if kind == "stream":
         # A spooled copy is a new file each time: nothing to find in the cache again.
         return load_source(str(spool(path)), hooks=hooks, display=display or path, cache=False)
+    if kind == "archive":
+        return _load_archive(path, hooks, display or path, cache)
     if kind in ("stdin", "text"):
         return TextLog.load(path, hooks=hooks, display=display)
     ts = TraceSet.load(path, hooks=hooks, display=display, cache=cache)
@@ -136,9 +140,15 @@ def load_source(
     if kind == "run-dir" and not hooks.stop():
         log = find_text_log(Path(path))
         if log is not None:
-            text = TextLog.load(str(log), hooks=replace(hooks, publish=lambda model: None))
+            text = TextLog.load(
+                str(log),
+                hooks=replace(hooks, publish=lambda model: None),
+                display=f"{display}/{log.relative_to(path).as_posix()}" if display else None,
+            )
             ts.add_text(text, run_dir_skipped(Path(path), ts.skipped, log))
             if not ts.files:
+                # The files that were not read are the run's, whichever model reports it.
+                text.skipped = [*text.skipped, *ts.skipped]
                 hooks.publish(text)
                 model = text
     directory = Path(path)
@@ -150,6 +160,24 @@ def load_source(
             Builder(model).error(error)
         model.version += 1
     return model
+
+
+def _load_archive(path: str, hooks: Hooks, display: str, cache: bool) -> Model:
+    """An archive, read from its unpacked copy (archives.py) as the input it holds, shown by
+    the archive's name. Read once, as it is: follow mode has nothing to follow in it."""
+    fmt = archive_format(Path(path))
+    if fmt is None:  # changed since it was planned
+        raise NotATrace("no longer an archive")
+    try:
+        copy = unpack(path, fmt, hooks.progress, hooks.stop, cache and not cache_disabled())
+    except ArchiveError as exc:
+        raise NotATrace(str(exc)) from exc
+    inner = plan_input(str(copy.path))
+    if inner.kind == "archive":  # (a compressed archive is one format: .tar.gz, .tgz)
+        raise NotATrace(f"a {fmt.describe()} holding another archive: unpack that one first")
+    if inner.problem is not None:
+        raise NotATrace(f"unpacked from a {fmt.describe()}: {inner.problem}")
+    return load_source(str(copy.path), hooks=hooks, display=display, cache=cache)
 
 
 __all__ = ["NotATrace", "load_source"]

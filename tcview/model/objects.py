@@ -707,7 +707,7 @@ class Compile:
     @property
     def status(self) -> CompileStatus:
         """One of `STATUSES`: failed > no metrics > empty graph > graph break > ok (see the
-        README). A compile of a trace still growing has no metrics until it ends: not yet "no
+        docs/explanation/status.md). A compile of a trace still growing has no metrics until it ends: not yet "no
         metrics"."""
         if self.failures:
             return CompileStatus.FAILED
@@ -1104,7 +1104,7 @@ class Model(Facts, ABC):
 
     @abstractmethod
     def summary_counts(self, verify: bool = False) -> dict[str, Any]:
-        """The counts of `summary --json` (its definitions are in the README)."""
+        """The counts of `summary --json` (its definitions are in docs/reference/summary-json.md)."""
 
     @abstractmethod
     def verify(self) -> int:

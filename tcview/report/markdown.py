@@ -4,19 +4,26 @@ GitHub-flavoured Markdown whose numbers are those of `summary --json`. Trace tex
 the layout: in prose and table cells, Markdown's punctuation is backslash-escaped (``|`` too)
 and ``&`` written as an entity; locations and ids are code spans fenced with more backticks
 than they hold; stacks and messages go in fenced code blocks whose fence is longer than any
-run of backticks inside. Control characters are made visible (tcview.text.safe).
+run of backticks inside; what tcview's own words quote in backticks is a code span too.
+Control characters are made visible (tcview.text.safe). Compile ids say their rank where the
+input has several ranks, and the report names the torch version the trace or run.json names.
 """
 
 from __future__ import annotations
 
 import html
+import json
 import re
 from collections.abc import Callable
+from pathlib import Path
 
 from tcview.analysis.guard_values import family_of
+from tcview.analysis.provenance import torch_version
 from tcview.analysis.recompiles import diagnose
+from tcview.ingest.source import RUN_JSON
 from tcview.model.facts import short_guard
-from tcview.model.objects import Frame, Model, Recompile
+from tcview.model.objects import Compile, Frame, Model, Recompile
+from tcview.model.ranks import ranks_of
 from tcview.report.overview import build_overview
 from tcview.report.summary import summary_json
 from tcview.text.safe import safe_text
@@ -32,8 +39,25 @@ _SPECIAL = re.compile(r"([\\`*_\[\]<>|~$@#])")
 
 def md_text(text: object) -> str:
     """Trace text as inline Markdown: one line, punctuation escaped, nothing interpreted."""
+    return _escaped(" ".join(safe_text(str(text)).split()))
+
+
+_SPAN = re.compile(r"`([^`\n]+)`")
+
+
+def md_prose(text: object, cell: bool = True) -> str:
+    """tcview's own words as inline Markdown: like `md_text`, but what they quote in backticks
+    (a name, a guard) is a code span, as GitHub shows it, not backticks escaped."""
     one_line = " ".join(safe_text(str(text)).split())
-    return _SPECIAL.sub(r"\\\1", one_line.replace("&", "&amp;"))
+    out, at = [], 0
+    for m in _SPAN.finditer(one_line):
+        out += [_escaped(one_line[at : m.start()]), md_code(m.group(1), cell)]
+        at = m.end()
+    return "".join([*out, _escaped(one_line[at:])])
+
+
+def _escaped(text: str) -> str:
+    return _SPECIAL.sub(r"\\\1", text.replace("&", "&amp;"))
 
 
 def md_code(text: object, cell: bool = True) -> str:
@@ -97,17 +121,52 @@ def _findings(found: list[dict[str, object]]) -> list[str]:
         if isinstance(where, dict):
             place = f"{where.get('file')}:{where.get('line')}"
             at = "" if place in str(f["title"]) else f" at {md_code(place, cell=False)}"
-        out.append(f"- **{f['severity']}**: {md_text(f['title'])}{at}")
+        out.append(f"- **{f['severity']}**: {md_prose(f['title'], cell=False)}{at}")
         if f.get("fix"):
-            out.append(f"  fix: {md_text(f['fix'])}")
+            out.append(f"  fix: {md_prose(f['fix'], cell=False)}")
     if len(found) > ROWS:
         out.append(f"- … {len(found) - ROWS} more")
     return [*out, ""]
 
 
-def markdown_report(model: Model, why: Diagnose = recompile_diagnosis) -> str:
+def trace_torch(model: Model) -> str | None:
+    """The torch version the trace names: its ``torch_version`` artifact (torch 2.12+), else
+    a compile's metrics (torch 2.4+); None when no record says."""
+    named = torch_version(model)
+    if named:
+        return named
+    for comp in model.compiles:
+        for m in comp.compilation_metrics():
+            if m.pytorch_version:
+                return m.pytorch_version
+    return None
+
+
+def run_json_torch(path: str | None) -> str | None:
+    """The torch version a run directory's run.json (`tcview run`) names, else None."""
+    if path is None:
+        return None
+    try:
+        data = json.loads((Path(path) / RUN_JSON).read_bytes())
+    except (OSError, ValueError, RecursionError):
+        return None
+    version = data.get("torch") if isinstance(data, dict) else None
+    return version if isinstance(version, str) and version else None
+
+
+def markdown_report(
+    model: Model, why: Diagnose = recompile_diagnosis, path: str | None = None
+) -> str:
+    """The report of `model`; `path`: its input, whose run.json may name the torch version
+    when the trace does not."""
     s = summary_json(model)
     out: list[str] = [f"## torch.compile report: {md_code(model.display, cell=False)}", ""]
+    torch = trace_torch(model)
+    where = "the trace"
+    if torch is None:
+        torch, where = run_json_torch(path), RUN_JSON
+    if torch is not None:
+        out += [f"torch {md_code(torch, cell=False)} (from {where})", ""]
     errors = model.run_errors()
     if errors:
         out += [f"**The run crashed:** {len(errors)} error(s) (below).", ""]
@@ -146,19 +205,27 @@ def markdown_report(model: Model, why: Diagnose = recompile_diagnosis) -> str:
     return "\n".join(out)
 
 
+def compile_label(comp: Compile, many_ranks: bool) -> str:
+    """A compile's id, after its rank where the input has several (each rank has a 0/0)."""
+    rank = comp.file.rank if many_ranks else None
+    return comp.id_label if rank is None else f"rank {rank} {comp.id_label}"
+
+
 def _breaks(model: Model, total: int) -> list[str]:
     groups = model.grouped_breaks()
     if not groups:
         return []
     out = ["", f"### Graph breaks ({total}, {len(groups)} distinct)", ""]
     rows = []
+    many = len(ranks_of(model)) > 1
     for g in groups[:TOP_BREAKS]:
         ids = []
         for b in g.breaks:
-            if b.compile is not None and b.compile.id_label not in ids:
-                ids.append(b.compile.id_label)
+            label = compile_label(b.compile, many) if b.compile is not None else None
+            if label is not None and label not in ids:
+                ids.append(label)
         shown = ", ".join(ids[:6]) + (f" +{len(ids) - 6}" if len(ids) > 6 else "")
-        rows.append([str(g.count), md_text(g.reason), md_code(g.location or "?"), md_code(shown)])
+        rows.append([str(g.count), md_prose(g.reason), md_code(g.location or "?"), md_code(shown)])
     out += _table(["count", "reason", "location", "compiles"], ["---:", "---", "---", "---"], rows)
     if len(groups) > TOP_BREAKS:
         out += ["", f"… and {len(groups) - TOP_BREAKS} more distinct breaks."]
@@ -169,7 +236,7 @@ def _breaks(model: Model, total: int) -> list[str]:
         summary = html.escape(" ".join(safe_text(g.reason).split()))  # HTML: no Markdown here
         out += ["", f"<details><summary>{summary}</summary>", ""]
         for hint in first.hints[:3]:
-            out.append(f"- hint: {md_text(hint)}")
+            out.append(f"- hint: {md_prose(hint, cell=False)}")
         if first.user_stack:
             out += ["", *md_block("\n".join(first.user_stack[-STACK_LINES:]))]
         out += ["", "</details>"]
@@ -182,9 +249,11 @@ def _recompiles(model: Model, why: Diagnose) -> list[str]:
         return []
     out = ["", f"### Recompiles ({len(recompiles)})", ""]
     rows = []
+    many = len(ranks_of(model)) > 1
     for rc in recompiles[:ROWS]:
         frame = rc.compile.frame.label if rc.compile.frame is not None else ""
-        rows.append([md_code(rc.compile.id_label), md_text(frame), md_text(why(rc))])
+        label = compile_label(rc.compile, many)
+        rows.append([md_code(label), md_text(frame), md_prose(why(rc))])
     out += _table(["compile", "frame", "why"], ["---", "---", "---"], rows)
     if len(recompiles) > ROWS:
         out += ["", f"… and {len(recompiles) - ROWS} more."]
@@ -197,7 +266,7 @@ def _recompiles(model: Model, why: Diagnose) -> list[str]:
         out += ["", "Why each frame recompiled (the diagnosis tcview shows):", ""]
         for of in frames[:ROWS]:
             sentences = " ".join(diagnose(of).sentences) or "no guard failure was logged"
-            out.append(f"- {md_text(of.label)}: {md_text(sentences)}")
+            out.append(f"- {md_text(of.label)}: {md_prose(sentences, cell=False)}")
     return out
 
 
@@ -206,8 +275,9 @@ def _failures(model: Model) -> list[str]:
     if not failures:
         return []
     out = ["", f"### Failures ({len(failures)})", ""]
+    many = len(ranks_of(model)) > 1
     for f in failures[:ROWS]:
-        cid = f.compile.id_label if f.compile is not None else "-"
+        cid = compile_label(f.compile, many) if f.compile is not None else "-"
         out.append(
             f"- {md_code(cid, cell=False)} **{md_text(f.fail_type)}**: {md_text(_first_line(f.reason))}"
         )
@@ -232,16 +302,24 @@ def _errors(model: Model) -> list[str]:
 
 def _slowest(model: Model) -> list[str]:
     """The overview's slowest compiles (`tcview.report.overview`), as a table."""
-    slowest = build_overview(model).slowest
+    overview = build_overview(model)
+    slowest = overview.slowest
     if not slowest:
         return []
-    note = build_overview(model).time_note
+    note = overview.time_note
     out = ["", "### Slowest compiles" + (f" ({note})" if note else ""), ""]
     rows = [
         [_seconds(row.seconds), md_code(row.compile), md_text(row.frame), row.status]
         for row in slowest
     ]
-    out += _table(["time", "compile", "frame", "status"], ["---:", "---", "---", "---"], rows)
+    header, align = ["time", "compile", "frame", "status"], ["---:", "---", "---", "---"]
+    if overview.many_ranks:  # each rank has its own 0/0
+        header, align = [header[0], "rank", *header[1:]], [align[0], "---:", *align[1:]]
+        rows = [
+            [r[0], "-" if row.rank is None else str(row.rank), *r[1:]]
+            for r, row in zip(rows, slowest, strict=True)
+        ]
+    out += _table(header, align, rows)
     return out
 
 

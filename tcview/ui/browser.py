@@ -19,6 +19,7 @@ from typing import Protocol
 
 from textual import events, on, work
 from textual.app import ComposeResult
+from textual.binding import Binding
 from textual.css.query import NoMatches
 from textual.reactive import reactive
 from textual.screen import Screen
@@ -49,6 +50,7 @@ from tcview.ui.controller import (
 )
 from tcview.ui.counting import Asked, Counted, count
 from tcview.ui.finder import SearchView
+from tcview.ui.hints import KeyNames, key_names
 from tcview.ui.items import Item
 from tcview.ui.keys import BROWSE_BINDINGS, QUIT
 from tcview.ui.messages import (
@@ -105,6 +107,11 @@ class BrowserBase(Screen[None]):
 
     status_left: reactive[str] = reactive("")
     status_right: reactive[str] = reactive("")
+
+    def key_names(self) -> KeyNames:
+        """The screen's keys (then the app's) by binding id, for the hints that name them."""
+        bindings = [*self.BINDINGS, *self.app.BINDINGS]
+        return key_names([b for b in bindings if isinstance(b, Binding)], self.app.get_key_display)
 
     def __init__(
         self, options: OpenOptions, panes: Iterable[Widget] = (), job: Job | None = None
@@ -514,6 +521,7 @@ class BrowserBase(Screen[None]):
                 self.awaits_input(),
                 self._findings,
                 tuple(session.notices[-1:]),
+                self.key_names(),
             )
         )
 

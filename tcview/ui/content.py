@@ -54,6 +54,7 @@ from tcview.report.overview import (
 )
 from tcview.report.summary import InputState, counts_line
 from tcview.text.safe import safe_line
+from tcview.ui.hints import KeyNames, key_of, overview_hint
 
 METRIC_KINDS = frozenset(
     [
@@ -612,14 +613,14 @@ FINDING_ROWS = 5  # findings the overview lists
 SEVERITY_STYLES = {"error": "bold red", "warning": "bold yellow", "info": "cyan"}
 
 
-def findings_summary(found: Sequence[Finding] | None) -> list[Text]:
+def findings_summary(found: Sequence[Finding] | None, keys: KeyNames | None = None) -> list[Text]:
     """The worst findings first, for the top of the overview (nothing until they are made)."""
     if not found:
         return []
     out = [
         Text.assemble(
             (f"findings ({len(found)}), worst first", "bold underline"),
-            ("  (w: each with its evidence)", "dim"),
+            (f"  ({key_of(keys, 'view.findings')}: each with its evidence)", "dim"),
         )
     ]
     for finding in found[:FINDING_ROWS]:
@@ -633,7 +634,11 @@ def findings_summary(found: Sequence[Finding] | None) -> list[Text]:
         if finding.fix:
             out.append(Text.assemble("          fix: ", lit(finding.fix, "dim")))
     if len(found) > FINDING_ROWS:
-        out.append(Text(f"  … {len(found) - FINDING_ROWS} more (w lists them all)"))
+        out.append(
+            Text(
+                f"  … {len(found) - FINDING_ROWS} more ({key_of(keys, 'view.findings')} lists them all)"
+            )
+        )
     out.append(Text(""))
     return out
 
@@ -655,12 +660,17 @@ def stacks_summary(overview: Overview) -> list[Text]:
     return out
 
 
-def crash_summary(overview: Overview) -> list[Text]:
+def crash_summary(overview: Overview, keys: KeyNames | None = None) -> list[Text]:
     """ "The run crashed" and its first errors, for the top of the overview (or nothing)."""
     if not overview.errors_total:
         return []
     total = overview.errors_total
-    out = [Text(f"The run crashed: {total} error(s)  (E for all)", style="bold red")]
+    out = [
+        Text(
+            f"The run crashed: {total} error(s)  ({key_of(keys, 'view.errors')} for all)",
+            style="bold red",
+        )
+    ]
     for error in overview.errors:
         out.append(Text.assemble("  ", lit(error.headline, "red")))
         if error.at:
@@ -708,26 +718,25 @@ def model_summary(
     state: InputState | None = None,
     ranks: RankSet = None,
     found: Sequence[Finding] | None = None,
+    keys: KeyNames | None = None,
 ) -> list[Text]:
     """The overview: the worst `found` findings first, `summary` (model.summary_counts(), the
     status bar's snapshot), the top breaks and slowest compiles; `state` says the input is
-    empty (see `input_state`); `ranks`, the ranks picked with `#` (None: all)."""
+    empty (see `input_state`); `ranks`, the ranks picked with `#` (None: all); `keys`, the
+    screen's keys, which its hints name (None: `tcview open`'s)."""
     s = model.summary_counts() if summary is None else summary
     overview = build_overview(model, ranks, read=False)  # on the UI thread: reads nothing
     out = [Text(safe_line(title), style="bold")]
-    out.extend(findings_summary(found))
-    out.extend(crash_summary(overview))
+    out.extend(findings_summary(found, keys))
+    out.extend(crash_summary(overview, keys))
     if state is not None:
         out.append(lit(state.text, "bold yellow"))
         if state.help:
             out.append(Text(state.help, style="dim"))
     if ranks is not None:
         out.append(Text(counts_line({**s, **counts_in(model, ranks)}), style="bold"))
-        out.append(
-            lit(
-                f"{ranks_label(sorted(ranks))} only (# to pick ranks); the table counts all", "cyan"
-            )
-        )
+        pick, label = key_of(keys, "app.rank-filter"), ranks_label(sorted(ranks))
+        out.append(lit(f"{label} only ({pick} to pick ranks); the table counts all", "cyan"))
     else:
         out.append(Text(counts_line(s), style="bold"))
     if is_export(model):
@@ -746,8 +755,9 @@ def model_summary(
         for key, value in s.items():
             out.append(Text.assemble(lit(str(key).ljust(16), "dim"), lit(value_text(value))))
     if overview.breaks:
+        every = key_of(keys, "view.breaks")
         out.append(Text(""))
-        out.append(Text("top graph breaks  (b for all)", style="bold yellow underline"))
+        out.append(Text(f"top graph breaks  ({every} for all)", style="bold yellow underline"))
         for g in overview.breaks:
             out.append(Text.assemble(f"  {g.count:>4}× ", lit(g.reason, "bold")))
             if g.location:
@@ -755,7 +765,8 @@ def model_summary(
     if overview.slowest:
         out.append(Text(""))
         note = f" ({overview.time_note})" if overview.time_note else ""
-        out.append(Text(f"slowest compiles{note}  (t for all)", style="bold underline"))
+        every = key_of(keys, "view.time")
+        out.append(Text(f"slowest compiles{note}  ({every} for all)", style="bold underline"))
         for row in overview.slowest:
             label = f"rank {row.rank}  {row.frame}" if overview.many_ranks else row.frame
             out.append(
@@ -772,11 +783,5 @@ def model_summary(
         for path, why in overview.skipped:
             out.append(Text.assemble("  ", lit(path), "  ", lit(why, "dim")))
     out.append(Text(""))
-    out.append(
-        Text(
-            "? help · b breaks · r recompiles · K kernels · t time · i provenance"
-            " · d diff · ctrl+p jump",
-            style="dim",
-        )
-    )
+    out.append(Text(overview_hint(keys), style="dim"))
     return out

@@ -19,6 +19,7 @@ from tcview.model.ranks import RankSet, counts_in, ranks_of
 from tcview.report.summary import InputState, input_state
 from tcview.ui.content import Document
 from tcview.ui.docs import overview_doc
+from tcview.ui.hints import KeyNames
 
 
 @dataclass(frozen=True)
@@ -33,6 +34,7 @@ class Asked:
     live: bool  # more input may come
     found: list[Finding] | None  # the findings the overview leads with
     notices: tuple[str, ...] = ()  # what the loader says about the input, as of this version
+    keys: KeyNames | None = None  # the screen's keys, which the overview's hints name
 
 
 @dataclass(frozen=True)
@@ -52,7 +54,9 @@ def count(asked: Asked, source: str, follow: bool) -> Counted:
     model = asked.model
     if model is None:
         state = input_state(None, source, asked.live, asked.finished)
-        empty = overview_doc(None, source, {}, state, asked.error, asked.ranks, asked.found)
+        empty = overview_doc(
+            None, source, {}, state, asked.error, asked.ranks, asked.found, asked.keys
+        )
         return Counted(
             {}, None, 0, False, "", state, empty if asked.overview else None, asked.notices
         )
@@ -63,7 +67,9 @@ def count(asked: Asked, source: str, follow: bool) -> Counted:
     budget = derived(model, "budget", lambda: recompile_budget(model)) if follow else None
     doc: Document | None = None
     if asked.overview:
-        doc = overview_doc(model, source, summary, state, asked.error, picked, asked.found)
+        doc = overview_doc(
+            model, source, summary, state, asked.error, picked, asked.found, asked.keys
+        )
     return Counted(
         summary,
         counts if picked is not None else None,

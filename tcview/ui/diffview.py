@@ -141,7 +141,16 @@ class PairDiffView(Screen[None]):
         self.body.open_search()
 
 
-class FramesTable(DataTable):
+class DiffTable(DataTable):
+    """A list of `tcview diff`'s app: j and k move in it, as in every tcview list."""
+
+    BINDINGS = [
+        Binding("j", "cursor_down", "Down", show=False, id="diff.down", tooltip="next row"),
+        Binding("k", "cursor_up", "Up", show=False, id="diff.up", tooltip="previous row"),
+    ]
+
+
+class FramesTable(DiffTable):
     """The frames of both runs, matched."""
 
     BINDINGS = [
@@ -155,7 +164,7 @@ class FramesTable(DataTable):
     ]
 
 
-class PairsTable(DataTable):
+class PairsTable(DiffTable):
     """A frame's compiles in A and B, side by side."""
 
     BINDINGS = [
@@ -326,7 +335,7 @@ class DiffApp(App[int]):
     """
     TITLE = "tcview diff"
     BINDINGS = [
-        Binding("q", "quit", "Quit", id="diff.quit"),
+        Binding("q", "quit", "Quit", id="diff.quit", tooltip="quit"),
         Binding(
             "question_mark", "help", "Help", key_display="?", id="diff.help", tooltip="this help"
         ),

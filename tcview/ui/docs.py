@@ -36,6 +36,7 @@ from tcview.ui.content import (
     record_doc,
     styled_doc,
 )
+from tcview.ui.hints import KeyNames
 from tcview.ui.items import Item
 
 
@@ -108,6 +109,7 @@ def overview_doc(
     error: str = "",
     ranks: RankSet = None,
     found: list[Finding] | None = None,
+    keys: KeyNames | None = None,
 ) -> Document:
     """The right-hand pane when no item is picked: the counts of `summary` (the snapshot the
     status bar shows), and what the input holds (waiting, nothing found, could not read)."""
@@ -118,7 +120,7 @@ def overview_doc(
     if model is None:
         lines = [lit(source, "bold"), Text("indexing…"), Text(counts_line(summary), style="bold")]
         return styled_doc(source, lines)
-    return styled_doc(source, model_summary(model, source, summary, state, ranks, found))
+    return styled_doc(source, model_summary(model, source, summary, state, ranks, found, keys))
 
 
 def file_summary(tf: LogSource) -> list[Text]:

@@ -16,6 +16,8 @@ class FindingsView(TableView[Finding]):
     TITLE = "Findings"
     HELP = "worst first · enter: go to the evidence (its compile) · esc: back"
     COLUMNS = ("severity", "finding", "cost", "where")
+    FLEX = "finding"
+    ELIDE = ("where",)
     RANK_COLUMN = False  # a finding on several ranks is one row that names them
 
     def rows(self, model: Model) -> list[Row[Finding]]:

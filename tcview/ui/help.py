@@ -29,6 +29,38 @@ from tcview.ui.content import STATUS_STYLE, cudagraphs_text, mark_text
 
 KEY_WIDTH = 14
 
+# Textual's own bindings (they have no id) in tcview's words: the help never shows the toolkit's
+# labels ("Focus Next", "Toggle"). One that is not here is left out of the help.
+STOCK_TEXT = {
+    "app.focus_next": "next pane",
+    "app.focus_previous": "previous pane",
+    "screen.copy_text": "copy the text selected with the mouse",
+    "scroll_up": "scroll up",
+    "scroll_down": "scroll down",
+    "scroll_left": "scroll left",
+    "scroll_right": "scroll right",
+    "scroll_home": "to the top",
+    "scroll_end": "to the end",
+    "scroll_top": "to the top",
+    "scroll_bottom": "to the end",
+    "page_up": "page up",
+    "page_down": "page down",
+    "page_left": "page left",
+    "page_right": "page right",
+    "cursor_up": "previous row",
+    "cursor_down": "next row",
+    "cursor_left": "previous column",
+    "cursor_right": "next column",
+    "cursor_parent": "to the parent",
+    "cursor_parent_next_sibling": "to the parent's next sibling",
+    "cursor_previous_sibling": "to the previous sibling",
+    "cursor_next_sibling": "to the next sibling",
+    "toggle_node": "open or close the node",
+    "toggle_expand_all": "open or close the node and all under it",
+    "select_cursor": "open the row",
+    "quit": "quit",
+}
+
 
 @dataclass(frozen=True)
 class HelpPlace:
@@ -85,6 +117,10 @@ def help_rows(
                 continue
             seen.add(binding)
             text = binding.tooltip or binding.description
+            if not binding.id:  # Textual's own: in tcview's words, or not at all
+                if binding.action not in STOCK_TEXT:
+                    continue
+                text = STOCK_TEXT[binding.action]
             row = rows.get(binding.action)
             if row is None:
                 row = rows[binding.action] = HelpRow([], text, [])
@@ -149,7 +185,7 @@ def help_table(places: Sequence[HelpPlace], key_display: Callable[[Binding], str
             table = None
             continue
         if table is None:
-            table = Table.grid()
+            table = Table.grid(padding=(0, 1, 0, 0))  # a long key never runs into its text
             table.add_column(width=KEY_WIDTH + 2, no_wrap=True)
             table.add_column(ratio=1)
             parts.append(table)

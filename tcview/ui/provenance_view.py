@@ -36,6 +36,8 @@ class ProvenanceView(TableView[ProvenanceRow]):
     TITLE = "Provenance"
     HELP = "user lines and the kernels that implement them · N: by FX node · enter: the kernel"
     COLUMNS = ("user line / FX node", "kernel", "kind", "compile")
+    FLEX = "user line / FX node"
+    ELIDE = ("kernel",)
     BINDINGS = [
         Binding(
             "N",

@@ -185,29 +185,31 @@ class ConfirmStop(ModalScreen[bool]):
         self.dismiss(yes)
 
 
+STOP = Binding(
+    "x",
+    "stop",
+    "Stop",
+    id="run.stop",
+    tooltip="stop the job: SIGINT, then SIGTERM, then SIGKILL (again: now)",
+)
+# `u`, not `r`: r opens Recompiles in every tcview app (one meaning per key, issue 40).
+RERUN = Binding(
+    "u",
+    "rerun",
+    "Rerun",
+    id="run.rerun",
+    tooltip="after the job ended: rerun it into a new run directory",
+)
 RUN_BINDINGS = [
-    Binding(
-        "x",
-        "stop",
-        "Stop",
-        id="run.stop",
-        tooltip="stop the job: SIGINT, then SIGTERM, then SIGKILL (x again: now)",
-    ),
-    Binding(
-        "r",
-        "rerun",
-        "Rerun",
-        id="run.rerun",
-        tooltip="after the job ended: rerun it into a new run directory",
-    ),
+    STOP,
+    RERUN,
     # While the job runs `rerun` is disabled (and out of the footer); this one says why.
-    Binding(
-        "r",
-        "rerun_busy",
-        "Rerun",
+    replace(
+        RERUN,
+        action="rerun_busy",
         show=False,
         id="run.rerun-busy",
-        tooltip="while the job runs: says that x stops it first",
+        tooltip="while the job runs: says that the stop key stops it first",
     ),
     Binding(
         "R",
@@ -217,8 +219,9 @@ RUN_BINDINGS = [
         tooltip="the job's output: beside the browser, full screen, hidden",
     ),
 ]
-# Run mode's keys for the browser's bindings: `r` reruns here, so Recompiles moves to `c`.
-RUN_KEYMAP = {"view.recompiles": "c"}
+# Run mode's keys for the browser's bindings, by binding id (none: every key means there
+# what it means in `tcview open`).
+RUN_KEYMAP: dict[str, str] = {}
 RUN_HIDDEN = {"app.search"}  # out of the footer, which has 120 columns for the run keys
 
 
@@ -346,7 +349,7 @@ class JobPane(OutputView):
             status = self.session.status
             self.notify(
                 markup=False,
-                message=f"job {status.text}: r reruns it, q quits",
+                message=f"job {status.text}: {self._key(RERUN)} reruns it, q quits",
                 severity="information" if status.exit_code == 0 else "warning",
             )
 
@@ -385,7 +388,15 @@ class JobPane(OutputView):
         self._moved()
 
     def rerun_busy(self) -> None:
-        self.notify(markup=False, message="the job is still running: x stops it, then r reruns it")
+        stop, rerun = self._key(STOP), self._key(RERUN)
+        self.notify(
+            markup=False,
+            message=f"the job is still running: {stop} stops it, then {rerun} reruns it",
+        )
+
+    def _key(self, binding: Binding) -> str:
+        """The key of a run binding as the footer shows it (hints come from the bindings)."""
+        return self.app.get_key_display(binding)
 
     def rerun(self) -> None:
         if not self.session.done:

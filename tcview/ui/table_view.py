@@ -81,13 +81,16 @@ def _frame_name(comp: Compile | None) -> str:
 
 ELIDE_MIN = 32  # an elided column keeps this many cells while the flex column needs room
 FLEX_MIN = 20
+FIXED_MAX = 12  # on a narrow screen, another column keeps this many (its header, at least)
 
 
 def fit_rows(
     rows: list[Row[T]], columns: tuple[str, ...], width: int, flex: str, elide: tuple[str, ...]
 ) -> list[Row[T]]:
     """The rows with their cells cut so that the table fits `width` cells, where cutting the
-    `flex` and `elide` columns can make it fit: flex first gets what it needs."""
+    `flex` and `elide` columns can make it fit: flex first gets what it needs. On a narrow
+    screen (80 columns), where flex would get under two fifths, the elided columns keep a fifth
+    each at most and the others `FIXED_MAX` cells (cut at their end)."""
     if not flex and not elide:
         return rows
     wanted = [cell_len(c) for c in columns]
@@ -100,20 +103,28 @@ def fit_rows(
     widths = list(wanted)
     named = {name: i for i, name in enumerate(columns)}
     squeezed = [named[c] for c in elide if c in named]
-    for i in squeezed:
-        widths[i] = min(wanted[i], max(ELIDE_MIN, cell_len(columns[i])))
     f = named.get(flex) if flex else None
-    if f is not None:
-        rest = room - (sum(widths) - widths[f])
-        widths[f] = min(wanted[f], max(rest, FLEX_MIN, cell_len(flex)))
-    spare = room - sum(widths)
-    for i in squeezed:  # what flex left over goes back to the names
-        more = max(0, min(spare, wanted[i] - widths[i]))
-        widths[i] += more
-        spare -= more
+    narrow = False
+    for elide_min in (ELIDE_MIN, min(ELIDE_MIN, room // 5)):
+        for i in squeezed:
+            widths[i] = min(wanted[i], max(elide_min, cell_len(columns[i])))
+        if f is None or room - (sum(widths) - widths[f]) >= min(wanted[f], room * 2 // 5):
+            break
+        narrow = True  # flex would get under two fifths: the others narrow
     cut = {i: elide_middle for i in squeezed}
     if f is not None:
+        for i in range(len(columns)) if narrow else ():
+            if i != f and i not in squeezed:
+                widths[i] = min(wanted[i], max(FIXED_MAX, cell_len(columns[i])))
+                cut[i] = elide_end
+        rest = room - (sum(widths) - widths[f])
+        widths[f] = min(wanted[f], max(rest, FLEX_MIN, cell_len(flex)))
         cut[f] = elide_end
+    spare = room - sum(widths)
+    for i in [*squeezed, *(i for i in cut if i not in squeezed and i != f)]:
+        more = max(0, min(spare, wanted[i] - widths[i]))  # what flex left goes back
+        widths[i] += more
+        spare -= more
     return [
         ([cut[i](c, widths[i]) if i in cut else c for i, c in enumerate(cells)], obj)
         for cells, obj in rows

@@ -1,4 +1,4 @@
-"""The README's goals side by side in one run: one big file, its reopen, and 128 ranks.
+"""The speed goals (docs/performance.md) side by side in one run: one big file, its reopen, and 128 ranks.
 
     python tests/benchmarks/bench_speed.py [--dir DIR] [--size-mb 500] [--repeat 3]
         [--ranks 128] [--rank-mb 1.64] [--out FILE]
