@@ -4,9 +4,12 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import pytest
 from model_equal import differences
 from ui_helpers import CPU_SAMPLE
 
+import tcview.ingest.load
+import tcview.ingest.session
 from tcview.ingest.live import Follower
 from tcview.ingest.session import ModelSession
 from tcview.ingest.source import load_source
@@ -26,7 +29,12 @@ def _state(model: Model) -> tuple[object, ...]:
     )
 
 
-def test_a_one_shot_load_publishes_versions_that_never_change() -> None:
+def test_a_one_shot_load_publishes_versions_that_never_change(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # Small chunks, a version at each: many versions while the writer goes on.
+    monkeypatch.setattr(tcview.ingest.load, "CHUNK", 16 << 10)
+    monkeypatch.setattr(tcview.ingest.session, "PROGRESS_PUBLISH_S", 0.0)
     published: list[tuple[Model, tuple[object, ...]]] = []
     session = ModelSession(str(RUN_DIR))
 
@@ -39,7 +47,7 @@ def test_a_one_shot_load_publishes_versions_that_never_change() -> None:
     session.run()
     model = session.model
     assert session.error is None and model is not None and model.text is not None
-    assert published, "nothing was published while the input was read"
+    assert len(published) > 2, "no versions were published while the input was read"
     # Each version is as it was when it was published, whatever the writer did after it.
     for version, state in published:
         assert _state(version) == state
