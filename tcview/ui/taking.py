@@ -42,25 +42,22 @@ class Taker:
 
     def edit(self, obj: object, session: ModelSession, in_viewer: bool) -> None:
         """Open the item's source line in the editor; `in_viewer`: pick from all its lines."""
-        self.host.run_worker(
-            partial(self._locate, obj, session, in_viewer),
-            thread=True,
-            group="take",
-            exclusive=True,
-            exit_on_error=False,
-            description="locate",
-        )
+        self._in_worker(partial(self._locate, obj, session, in_viewer), "locate")
 
     # ------------------------------------------------------------ copy and save
 
     def _take(self, obj: object, session: ModelSession, then: Callable[[Taken], None]) -> None:
+        self._in_worker(partial(self._read, obj, session, then), "take")
+
+    def _in_worker(self, work: Callable[[], None], description: str) -> None:
+        """Reading the item's text reads the disk: in a worker, the latest ask only."""
         self.host.run_worker(
-            partial(self._read, obj, session, then),
+            work,
             thread=True,
             group="take",
             exclusive=True,
             exit_on_error=False,
-            description="take",
+            description=description,
         )
 
     def _read(self, obj: object, session: ModelSession, then: Callable[[Taken], None]) -> None:
