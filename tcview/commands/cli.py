@@ -10,6 +10,7 @@ import time
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any, TypeGuard
 
+from tcview.commands.helptext import BENCH_INPUT_HELP, INPUT_HELP
 from tcview.commands.pager import emit, emit_json
 from tcview.text.safe import safe_line, safe_text
 from tcview.text.term import COLOR_MODES, Painter, use_color
@@ -224,7 +225,7 @@ def _add_open(sub: Any) -> None:
     from tcview.commands.profile import add_profile_arg
 
     p_open = sub.add_parser("open", help="browse a trace directory, trace file or TORCH_LOGS text")
-    p_open.add_argument("path", nargs="?", help="trace dir/file, log file, or - for stdin")
+    p_open.add_argument("path", nargs="?", help=INPUT_HELP)
     p_open.add_argument("--goto", metavar="TARGET", help="compile id (0/1, !0/1/0) or kernel name")
     p_open.add_argument("--follow", action="store_true", help="keep reading as files grow")
     p_open.add_argument("--poll", action="store_true", help="poll instead of inotify (NFS)")
@@ -247,7 +248,7 @@ def _add_summary(sub: Any) -> None:
     from tcview.commands.profile import add_profile_arg
 
     p_sum = sub.add_parser("summary", help="print what the compiler did")
-    p_sum.add_argument("path", help="trace dir/file, log file, or - for stdin")
+    p_sum.add_argument("path", help=INPUT_HELP)
     p_sum.add_argument("--json", action="store_true", help="machine-readable output")
     p_sum.add_argument("--verify", action="store_true", help="hash every payload (md5)")
     p_sum.add_argument(
@@ -284,7 +285,7 @@ def _add_show(sub: Any) -> None:
         " --profile P: kernels by measured time). Start with 'rank N' or 'pid N' to pick a"
         " process.",
     )
-    p_show.add_argument("path", help="trace dir/file, log file, or - for stdin")
+    p_show.add_argument("path", help=INPUT_HELP)
     p_show.add_argument(
         "item", nargs="+", help="compile id, 'frame N', kernel, FILE:LINE, export or stacks"
     )
@@ -352,7 +353,7 @@ def _add_bench(sub: Any) -> None:
         " confirm without a terminal). Refused when this machine lacks the code's device or"
         " its torch differs from the trace's.",
     )
-    p_bench.add_argument("path", help="trace dir/file, run directory or log file")
+    p_bench.add_argument("path", help=BENCH_INPUT_HELP)
     p_bench.add_argument("--compile", metavar="ID", help="compile id (1/0, 'rank 1 0/0')")
     p_bench.add_argument("--kernel", metavar="NAME", help="the graph that defines this kernel")
     p_bench.add_argument("--json", action="store_true", help="the result as data")

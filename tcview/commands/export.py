@@ -8,6 +8,7 @@ import os
 import sys
 from typing import Any
 
+from tcview.commands.helptext import INPUT_HELP
 from tcview.commands.pager import emit
 from tcview.text.safe import safe_line
 
@@ -99,7 +100,7 @@ def add_parser(sub: Any) -> None:
         "file as one Chrome trace (ranks as processes) for ui.perfetto.dev or "
         "chrome://tracing; --markdown writes a report to paste into a GitHub issue.",
     )
-    p.add_argument("path", help="trace dir/file, log file, or - for stdin")
+    p.add_argument("path", help=INPUT_HELP)
     what = p.add_mutually_exclusive_group(required=True)
     what.add_argument("--perfetto", metavar="OUT.json", help="write a Chrome trace JSON file")
     what.add_argument("--markdown", action="store_true", help="write a Markdown report")

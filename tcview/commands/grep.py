@@ -12,6 +12,7 @@ import json
 import sys
 from typing import Any
 
+from tcview.commands.helptext import INPUT_HELP
 from tcview.commands.pager import Pager
 from tcview.model.objects import Model
 from tcview.report.search import Case, Hit, Query, QueryError, Search, place_of
@@ -108,7 +109,7 @@ def add_parser(sub: Any) -> None:
         "Exit status 0 when a line matched, 1 when none did, 2 on an error.",
     )
     p.add_argument("pattern", help="text to find (a regex with -E)")
-    p.add_argument("path", help="trace dir/file, log file, or - for stdin")
+    p.add_argument("path", help=INPUT_HELP)
     p.add_argument("-E", "--regex", action="store_true", help="PATTERN is a regular expression")
     case = p.add_mutually_exclusive_group()
     case.add_argument(

@@ -19,4 +19,5 @@ for s in ${SCENARIOS:-lr flag mask crash autotune gpt}; do case $s in
  autotune) TO=300 run autotune_train python3 autotune_train.py ;;
  gpt) mkdir -p $D/gpt2_profile; run gpt2_profile python3 gpt2_profile.py $D/gpt2_profile
    mkdir -p $D/gpt2_profile_unique; TORCHINDUCTOR_UNIQUE_KERNEL_NAMES=1 run gpt2_profile_unique python3 gpt2_profile.py $D/gpt2_profile_unique ;;
+ cgprof) for m in infer train; do mkdir -p $D/cudagraph_profile_$m; run cudagraph_profile_$m python3 cudagraph_profile.py $D/cudagraph_profile_$m $m; done ;;
 esac; done
