@@ -310,8 +310,11 @@ def _nothing_written(tmp_path: Path, home: Path) -> None:
 
 
 def test_damaged_archive_says_so(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    # (one cut short is read as far as it goes: test_archives_limits.py)
     archive = make_tar(RUN, tmp_path / "run.tar.gz", "w:gz")
-    archive.write_bytes(archive.read_bytes()[: archive.stat().st_size // 2])
+    data = bytearray(archive.read_bytes())
+    data[len(data) // 2 : len(data) // 2 + 64] = bytes(64)
+    archive.write_bytes(bytes(data))
     assert main(["summary", str(archive)]) == 2
     err = capsys.readouterr().err
     assert "run.tar.gz: cannot unpack this tar.gz" in err, err

@@ -71,10 +71,9 @@ async def test_triton_graph_benchmarked_from_the_kernels_view(fixture_runs: Path
         view = pane(app)
         assert isinstance(view, KernelsView)
         table = view.query_one(DataTable)
-        assert [c.label.plain for c in table.columns.values()][-1] == KernelsView.BENCH_COLUMN
+        assert [c.label.plain for c in table.columns.values()][0] == KernelsView.BENCH_COLUMN
         rows = {
-            str(table.get_row_at(r)[0]): str(table.get_row_at(r)[-1])
-            for r in range(table.row_count)
+            str(table.get_row_at(r)[1]): str(table.get_row_at(r)[0]) for r in range(table.row_count)
         }
         print(json.dumps(rows, indent=2))
         for name in ("triton_tem_fused_addmm_relu_t_0", "triton_tem_fused_addmm_relu_t_1"):

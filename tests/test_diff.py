@@ -150,6 +150,21 @@ def test_cli_json_and_gate(fixture_runs: Path) -> None:
     assert out.returncode == 2 and "unknown fewer-bugs" in out.stderr
 
 
+def test_cache_key_change_says_the_values(fixture_runs: Path) -> None:
+    """Run B set torch._inductor.config.fallback_random = True (a real CPU pair): the run
+    diff's cache-key change names the setting with its value in A and in B, in JSON (with
+    each side's hash too) and in the text."""
+    run = fixture_runs / "cache_config"
+    diff = run_diff(load_source(str(run / "a")), load_source(str(run / "b")))
+    [change] = [c for c in diff.to_json()["cache_key_changes"] if c["cache"] == "fx_graph"]
+    [component] = change["components"]
+    assert component["name"] == "inductor_config[fallback_random]"
+    assert (component["a"], component["b"]) == ("False", "True")
+    assert component["a_hash"] != component["b_hash"] and len(component["a_hash"]) > 20
+    text = "\n".join(line for _tag, line, _spans in run_diff_lines(diff))
+    assert "inductor_config[fallback_random] False → True" in text
+
+
 @pytest.mark.e2e
 def test_cli_gate_recompiles_and_slower(shared_traces: Path) -> None:
     """--fail-on new-recompiles and slower:N% trip one way only: tinyblock (no recompile)
@@ -270,11 +285,18 @@ def test_guard_and_text_diff_rules() -> None:
         "| | +- ID_MATCH: ___check_obj_id(L['x'], 1)\n"
     )
     other = two.replace("8", "9").replace("1)", "2)")
-    assert [
-        (c.status, c.guard.kind) for c in guard_diff(parse_guards(two), parse_guards(other))
-    ] == [
+    exact = guard_diff(parse_guards(two), parse_guards(other), ids=False)
+    assert [(c.status, c.guard.kind) for c in exact] == [
         (CHANGED, "TENSOR_MATCH"),
         (CHANGED, "ID_MATCH"),
+    ]
+    # Compared as the compile diff compares them: another id alone is the same guard.
+    assert [
+        (c.status, c.guard.kind, c.renumbered)
+        for c in guard_diff(parse_guards(two), parse_guards(other))
+    ] == [
+        (CHANGED, "TENSOR_MATCH", False),
+        (SAME, "ID_MATCH", True),
     ]
     lines = text_diff(["a", "b = 1", "c"], ["a", "b = 2", "c", "d"])
     assert [(ln.op, ln.text) for ln in lines] == [

@@ -58,6 +58,20 @@ async def test_question_mark_opens_the_help_of_the_diff_apps_keys(recompiled: Ru
 
 
 @sync
+async def test_the_users_keymap_moves_the_diff_apps_keys(recompiled: RunDiff) -> None:
+    """The keymap `tcview diff` reads from the user's config (tcview.commands.config): the
+    help moved to `h`, `?` no longer opens it."""
+    app = DiffApp(recompiled, {"diff.help": "h"})
+    async with app.run_test(size=SIZE) as pilot:
+        await settle(app, pilot)
+        await pilot.press("question_mark")
+        await settle(app, pilot)
+        assert not isinstance(app.screen, HelpScreen)
+        await pilot.press("h")
+        await until(pilot, lambda: isinstance(app.screen, HelpScreen), what="the help on h")
+
+
+@sync
 async def test_frames_side_by_side_lead_to_their_compiles(recompiled: RunDiff) -> None:
     app = DiffApp(recompiled)
     async with app.run_test(size=SIZE) as pilot:
@@ -85,9 +99,11 @@ async def test_frames_side_by_side_lead_to_their_compiles(recompiled: RunDiff) -
         title, text = _pane(app)
         # A's and B's first compiles: two processes, so the objects' ids differ; the same guards.
         assert title == "A 0/0 → B 0/0"
-        guards = next(t for t in text if t.startswith("guards:"))
-        assert guards.startswith("guards: 0 changed, 0 added, 0 removed, 67 same (")
-        assert "only other object ids" in guards
+        at = text.index("guards: 0 changed, 0 added, 0 removed, 67 same")
+        assert text[at + 1].endswith(
+            "hidden: they differ only in object ids, addresses or renumbered globals"
+        )
+        assert not any("___check_" in t for t in text)
 
         # B's recompile (A has none): against the compile it replaced, the failed guard first.
         await pilot.press("down")
@@ -110,11 +126,12 @@ async def test_frames_side_by_side_lead_to_their_compiles(recompiled: RunDiff) -
 def _assert_failed_guard_first(text: list[str]) -> None:
     assert not any("__builtins_dict___" in t for t in text), "renumbered globals listed"
     at = next(i for i, t in enumerate(text) if t.startswith("guards:"))
-    assert text[at] == "guards: 1 changed, 1 added, 0 removed, 66 same (3 on renumbered globals)"
-    assert text[at + 1] == "  on the input whose guard failed:"
-    assert text[at + 2].startswith("  - L['x']: TENSOR_MATCH:") and "size=[4, 16]" in text[at + 2]
-    assert text[at + 3].startswith("  + L['x']: TENSOR_MATCH:")
-    assert "size=[None, 16]" in text[at + 3]
+    assert text[at] == "guards: 1 changed, 1 added, 0 removed, 66 same"
+    assert text[at + 1].startswith("  3 of the same hidden: they differ only in")
+    assert text[at + 2] == "  on the input whose guard failed:"
+    assert text[at + 3].startswith("  - L['x']: TENSOR_MATCH:") and "size=[4, 16]" in text[at + 3]
+    assert text[at + 4].startswith("  + L['x']: TENSOR_MATCH:")
+    assert "size=[None, 16]" in text[at + 4]
 
 
 @sync
@@ -131,3 +148,34 @@ async def test_cache_hits_are_marked(fixture_runs: Path) -> None:
         await until(pilot, lambda: isinstance(app.screen, FrameScreen), what="the frame")
         pairs = _cells(app.screen.query_one("#diff-pairs", DataTable))
         assert [(r[2], r[5]) for r in pairs] == [("✓ ok", "✓ ok ●")]
+
+
+@sync
+async def test_the_compile_diff_leads_with_the_setting_that_changed(fixture_runs: Path) -> None:
+    """cache_config: one nn.Module compiled in two processes, B with Inductor's
+    ``fallback_random`` set; their guards differ only in object ids."""
+    runs = fixture_runs / "cache_config"
+    app = DiffApp(_diff(runs, "a", "b"))
+    async with app.run_test(size=SIZE) as pilot:
+        await settle(app, pilot)
+        _, report = _pane(app)
+        assert "  fx_graph     forward 0/0 → 0/0: inductor_config[fallback_random] False → True" in report
+        await pilot.press("enter")
+        await until(pilot, lambda: isinstance(app.screen, FrameScreen), what="the frame")
+        await until(pilot, lambda: _pane(app)[0] == "A 0/0 → B 0/0", what="the compile diff")
+        _, text = _pane(app)
+        first = [t for t in text[1:] if t and not t.startswith(("frame ", "status ", "time "))]
+        assert first[:2] == [
+            "cache key: 1 component(s) differ (fx_graph)",
+            "  inductor_config[fallback_random]  False → True",
+        ]
+        assert not any("___check_" in t for t in text)  # ids only: counted, not listed
+        assert any(
+            t.endswith("hidden: they differ only in object ids, addresses or renumbered globals")
+            for t in text
+        )
+        # On its own screen too, on its first screenful.
+        await pilot.press("enter")
+        await until(pilot, lambda: isinstance(app.screen, PairDiffView), what="the compile diff")
+        await until(pilot, lambda: any(t.startswith("cache key:") for t in _pane(app)[1]))
+        assert "inductor_config[fallback_random]  False → True" in screen_text(app)

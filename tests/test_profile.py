@@ -306,6 +306,65 @@ def test_kernels_view_measured_column() -> None:
     asyncio.run(go())
 
 
+@pytest.mark.slow
+def test_profile_in_the_app(fixture_runs: Path) -> None:
+    """With a profile joined (an H100 reduce-overhead run): the overview leads with the
+    measured GPU time, the compiled share and the top kernels; `M` lists every kernel, extern
+    GEMMs and eager ops included, with its compile; at 120 columns the kernels view shows its
+    measured column whole, before the names; the profile is not among the skipped files."""
+    import asyncio
+
+    from textual.widgets import DataTable
+    from ui_helpers import pane, ready, settle, viewer_shown
+    from waits import until
+
+    from tcview.ui.app import TcviewApp
+    from tcview.ui.options import OpenOptions
+    from tcview.ui.views import KernelsView, ProfileView
+
+    run = fixture_runs / "h100_cudagraph_profile_train"
+    profile = run / "prof.json.gz"
+
+    def overview(app: TcviewApp) -> str:
+        doc = viewer_shown(app).doc
+        return "\n".join(doc.plain(i) for i in range(doc.count))
+
+    async def go() -> None:
+        app = TcviewApp(OpenOptions(str(run), profile=str(profile)))
+        async with app.run_test(size=(120, 40)) as pilot:
+            await ready(app, pilot)
+            await until(pilot, lambda: "GPU time" in overview(app), 30, "the measured lead")
+            lines = overview(app).splitlines()
+            lead = next(i for i, line in enumerate(lines) if "GPU time" in line)
+            assert lead <= 2, lines[:5]  # right under the title
+            assert "compiled 8" in lines[lead] and "overhead" in lines[lead]
+            assert "CUDA graph" in lines[lead + 1] and "0/0" in lines[lead + 1]
+            assert "skipped files" not in overview(app)
+            await pilot.press("M")
+            await settle(app, pilot)
+            view = pane(app)
+            assert isinstance(view, ProfileView)
+            table = view.query_one("#view-table", DataTable)
+            kinds = {r.kind for r in view.objects}
+            assert {"triton", "extern", "eager", "overhead"} <= kinds
+            assert table.row_count == len(view.objects) > 20
+            times = [r.time_us for r in view.objects]
+            assert times == sorted(times, reverse=True)
+            gemm = view.objects[0]
+            assert gemm.kind == "extern" and gemm.compile_label == "0/0"
+            assert str(table.get_row_at(0)[3]) == "0/0"
+            await pilot.press("escape", "K")
+            await settle(app, pilot)
+            kernels = pane(app)
+            assert isinstance(kernels, KernelsView)
+            assert kernels.shown_columns[0] == KernelsView.MEASURED_COLUMN
+            ktable = kernels.query_one("#view-table", DataTable)
+            shown = [str(ktable.get_row_at(i)[0]) for i in range(ktable.row_count)]
+            assert any("×" in c and not c.endswith("…") for c in shown)
+
+    asyncio.run(go())
+
+
 def test_hostile_events_are_counted(model: Any, tmp_path: Path) -> None:
     """Odd values where numbers, names and ids belong: counted or kept, never raised."""
     events = [

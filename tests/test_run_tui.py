@@ -208,6 +208,22 @@ async def test_x_stops_a_long_job_and_leaves_nothing(tmp_path: Path) -> None:
 
 
 @sync
+async def test_the_users_keymap_moves_run_modes_keys(tmp_path: Path) -> None:
+    """The keymap `tcview run` reads from the user's config: stop moved to `z`, `x` no longer
+    stops the job."""
+    launcher = launcher_for(tmp_path, str(LONG_JOB))
+    session = launcher.start()
+    app = RunApp(launcher, session, keymap={"run.stop": "z"})
+    async with app.run_test(size=(120, 40)) as pilot:
+        assert await until(pilot, lambda: any(t.startswith("tick") for t in output_of(app)))
+        await pilot.press("x")
+        await holds(pilot, lambda: not session.done, 0.3, "the job runs on after x")
+        await pilot.press("z")
+        assert await until(pilot, lambda: session.done)
+        await pilot.press("q")
+
+
+@sync
 async def test_q_asks_first_then_stops_the_job(tmp_path: Path) -> None:
     launcher = launcher_for(tmp_path, str(LONG_JOB), "--ignore-int")  # stop must escalate
     session = launcher.start()

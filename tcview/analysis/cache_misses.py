@@ -15,30 +15,42 @@ from tcview.analysis.finding import Finding, compile_cost_s, frame_name, frame_s
 from tcview.analysis.rules import DOCS, Kind, Severity
 from tcview.model.objects import Compile, Model, Record
 
-_COMPONENT = re.compile(r"^\[(?P<hash>[^\]]*)\] (?P<name>[^:]+):")
+# A cache key component (``[hash] inductor_config[fallback_random]: True``); the value runs
+# to the end of the item (a graph's code spans lines).
+_COMPONENT = re.compile(r"^\[(?P<hash>[^\]]*)\] (?P<name>[^:]+):(?P<value>.*)$", re.S)
+VALUE_LIMIT = 2_000  # characters of a component's value shown (its first line)
 
 
-def cache_components(rec: Record, memo: dict[str, dict[str, str]] | None = None) -> dict[str, str]:
-    """{component: hash} of a ``fx_graph_cache_*`` / ``aotautograd_cache_*`` artifact's cache
-    key (its ``components`` list: ``[hash] name: value``). `memo`: keys already parsed, by the
-    payload's md5 (a warm cache's hits log the same key again and again)."""
-    if memo is not None and rec.md5:
-        known = memo.get(rec.md5)
-        if known is not None:
-            return known
+def key_entries(rec: Record) -> dict[str, tuple[str, str]]:
+    """{component: (hash, value)} of a ``fx_graph_cache_*`` / ``aotautograd_cache_*``
+    artifact's cache key (its ``components`` list: ``[hash] name: value``); empty when its key
+    lists no components (AOTAutograd's, in torch 2.13)."""
     try:
         value = json.loads(rec.payload())
     except ValueError:
         return {}
-    if not isinstance(value, dict):
-        return {}
-    comps = value.get("components")
-    out: dict[str, str] = {}
-    if isinstance(comps, list):
-        for item in comps:
-            m = _COMPONENT.match(str(item))
-            if m is not None:
-                out[m.group("name").strip()] = m.group("hash")
+    comps = value.get("components") if isinstance(value, dict) else None
+    out: dict[str, tuple[str, str]] = {}
+    for item in comps if isinstance(comps, list) else []:
+        m = _COMPONENT.match(str(item))
+        if m is not None:
+            out[m.group("name").strip()] = (m.group("hash"), m.group("value").strip())
+    return out
+
+
+def shown_value(value: str) -> str:
+    """A component's value as a report shows it: its first line, cut at `VALUE_LIMIT`."""
+    return value.strip().split("\n", 1)[0][:VALUE_LIMIT]
+
+
+def cache_components(rec: Record, memo: dict[str, dict[str, str]] | None = None) -> dict[str, str]:
+    """{component: hash} of a cache artifact's key (`key_entries`). `memo`: keys already
+    parsed, by the payload's md5 (a warm cache's hits log the same key again and again)."""
+    if memo is not None and rec.md5:
+        known = memo.get(rec.md5)
+        if known is not None:
+            return known
+    out = {name: entry[0] for name, entry in key_entries(rec).items()}
     if memo is not None and rec.md5:
         memo[rec.md5] = out
     return out
@@ -181,8 +193,10 @@ class CacheKeyChange:
     b_compile: str
     frame: str
     changed: list[str]
-    # Each changed component's value in A and in B (None: that key has no such component).
+    # Each changed component's hash in A and in B (None: that key has no such component).
     values: dict[str, tuple[str | None, str | None]] = field(default_factory=dict)
+    # ... and its value as the key lists it (its first line: `shown_value`).
+    texts: dict[str, tuple[str | None, str | None]] = field(default_factory=dict)
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -194,12 +208,19 @@ class CacheKeyChange:
             "components": [
                 {
                     "name": name,
-                    "a": self.values.get(name, (None, None))[0],
-                    "b": self.values.get(name, (None, None))[1],
+                    "a": self.texts.get(name, (None, None))[0],
+                    "b": self.texts.get(name, (None, None))[1],
+                    "a_hash": self.values.get(name, (None, None))[0],
+                    "b_hash": self.values.get(name, (None, None))[1],
                 }
                 for name in self.changed
             ],
         }
+
+
+def _text(entries: dict[str, tuple[str, str]], name: str) -> str | None:
+    entry = entries.get(name)
+    return shown_value(entry[1]) if entry is not None else None
 
 
 def cache_key_changes(a: Model, b: Model) -> list[CacheKeyChange]:
@@ -208,8 +229,11 @@ def cache_key_changes(a: Model, b: Model) -> list[CacheKeyChange]:
     one, else against A's nearest key. A miss whose key A had as it is says nothing here (B's
     cache was cold)."""
     seen: dict[tuple[str, str], list[tuple[str, dict[str, str]]]] = {}
+    texts: dict[int, dict[str, tuple[str, str]]] = {}  # by id of a key: its entries
     for event in a.cache_events:
-        key = cache_components(event.record)
+        listed = key_entries(event.record)
+        key = {name: entry[0] for name, entry in listed.items()}
+        texts[id(key)] = listed
         if GRAPH_COMPONENT in key and event.compile is not None:
             seen.setdefault((event.cache, key[GRAPH_COMPONENT]), []).append(
                 (event.compile.id_label, key)
@@ -219,7 +243,8 @@ def cache_key_changes(a: Model, b: Model) -> list[CacheKeyChange]:
         comp = event.compile
         if event.result != "miss" or comp is None:
             continue
-        key = cache_components(event.record)
+        mine = key_entries(event.record)
+        key = {name: entry[0] for name, entry in mine.items()}
         entries = seen.get((event.cache, key.get(GRAPH_COMPONENT, "")), [])
         if not entries or any(k == key for _id, k in entries):
             continue
@@ -238,6 +263,7 @@ def cache_key_changes(a: Model, b: Model) -> list[CacheKeyChange]:
                 frame_name(comp.frame),
                 changed,
                 {name: (a_key.get(name), key.get(name)) for name in changed},
+                {name: (_text(texts[id(a_key)], name), _text(mine, name)) for name in changed},
             )
         )
     return out

@@ -1,13 +1,15 @@
 """Compile diffs: a recompile against the compile it replaced (or any two compiles).
 
-A compile diff compares the guards (added, removed, changed: the same guard on the same source
-with another value), the Dynamo graph's code, the AOT graphs, the output code's kernels (same,
+A compile diff compares the cache keys (the components whose hash differs: a config setting
+that made the same graph compile again), the guards (added, removed, changed: the same guard
+on the same source with another value; never the object ids, addresses or numbers Dynamo
+gives anew), the Dynamo graph's code, the AOT graphs, the output code's kernels (same,
 changed, new, gone, renamed: matched by name, kind and a fingerprint of their source) and the
 compile times. The parts a run diff shares (text diff, kernel fingerprints, statuses) live
 here too; the run diff is `rundiff`, the reports of both `diffreport`.
 
-Pure: reads payloads (guards, graphs, output code) from disk; call it off the UI thread.
-Text is compared with difflib; nothing from a trace is executed.
+Pure: reads payloads (cache keys, guards, graphs, output code) from disk; call it off the UI
+thread. Text is compared with difflib; nothing from a trace is executed.
 """
 
 from __future__ import annotations
@@ -19,6 +21,7 @@ from collections import Counter
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 
+from tcview.analysis.cache_misses import GRAPH_COMPONENT, key_entries, shown_value
 from tcview.analysis.compiletime import BACKWARD_PHASE, backward_seconds
 from tcview.analysis.guard_failures import input_name, parse_guard_failure
 from tcview.analysis.kernels import split_output_code
@@ -123,16 +126,28 @@ _COMMENT = re.compile(r"\s{2,}#.*$|\s+# \(.*$")
 _RENUMBERED = re.compile(r"(G\[(['\"])__\w*?)_\d+(?:_c\d+)?\2\]")
 
 
-# Object and type ids (``___check_obj_id(G['torch'], 140367125840416)``): addresses, so
-# another process (another run, another rank) has other numbers for the same objects.
+# Other names Dynamo numbers per compile: a graph's stack slots (``___stack0``), its lifted
+# constants (``_tensor_constant0``), compiled and resume functions (``__compiled_fn_3``,
+# ``__resume_at_30_1``: the offset is kept, the count is not).
+_NUMBERED = re.compile(
+    r"(?<!\w)(___stack|_tensor_constant|_{2,3}compiled_fn_|__resume_at_\d+_)\d+\b"
+)
+# Object and type ids (``___check_obj_id(G['torch'], 140367125840416)``, ``id(x) == 1403…``)
+# and addresses (``<function f at 0x7f65c4aaade0>``): another process (another run, another
+# rank) has other numbers for the same objects.
 _IDS = re.compile(r"(___check_(?:obj|type)_id\(.*?, )\d+\)")
+_ID_LITERAL = re.compile(r"(\bid\((?:[^()]|\([^()]*\))*\)\s*(?:==|!=|is not|is)\s*)\d+")
+_ADDRESS = re.compile(r"\b0x[0-9A-Fa-f]{6,}\b")
 
 
 def stable(text: str, ids: bool = False) -> str:
-    """A guard's text with renumbered globals' numbers replaced by ``#``; with `ids`, the
-    object and type ids it checks too (to compare the guards of two processes)."""
-    text = _RENUMBERED.sub(r"\1_#\2]", text)
-    return _IDS.sub(r"\1#)", text) if ids else text
+    """A guard's text with the numbers of globals Dynamo numbers anew replaced by ``#``; with
+    `ids`, the object and type ids and the addresses it names too."""
+    text = _NUMBERED.sub(r"\1#", _RENUMBERED.sub(r"\1_#\2]", text))
+    if not ids:
+        return text
+    text = _ID_LITERAL.sub(r"\1#", _IDS.sub(r"\1#)", text))
+    return _ADDRESS.sub("0x#", text)
 
 
 @dataclass(frozen=True)
@@ -200,13 +215,20 @@ class GuardChange:
 
     @property
     def renumbered(self) -> bool:
-        """The same guard under other numbers: a global Dynamo numbered anew, or (between
-        processes) an object's id (`stable`)."""
+        """The same guard under other numbers (an object's id, an address, a global Dynamo
+        numbered anew: `stable`): the report counts these and does not list them."""
         return (
             self.status == SAME
             and self.a is not None
             and self.b is not None
             and (self.a.text != self.b.text)
+        )
+
+    @property
+    def other_ids(self) -> bool:
+        """It differs in an object's id or an address, not only in a global's number."""
+        return (
+            self.a is not None and self.b is not None and stable(self.a.text) != stable(self.b.text)
         )
 
     @property
@@ -216,13 +238,15 @@ class GuardChange:
         return guard
 
 
-def guard_diff(a: Sequence[Guard], b: Sequence[Guard], ids: bool = False) -> list[GuardChange]:
+def guard_diff(a: Sequence[Guard], b: Sequence[Guard], ids: bool = True) -> list[GuardChange]:
     """Guards matched by (source, kind) where that pair is one guard on each side (its
     value may have changed), else by their whole text; in B's order, removed ones after
-    the guard they followed. `ids`: the guards of two processes (object ids not compared)."""
+    the guard they followed. Globals Dynamo numbers anew are compared without their
+    numbers; with `ids`, object ids and addresses are not compared either: a guard that
+    differs only in those is SAME (`GuardChange.renumbered`)."""
 
     def key(g: Guard) -> tuple[str, str]:
-        return (stable(g.source), g.kind)
+        return (stable(g.source, ids), g.kind)
 
     def expr(g: Guard) -> str:
         return stable(g.expr, ids)
@@ -284,14 +308,19 @@ def _mentions(guard: Guard, name: str) -> bool:
     return local in guard.expr
 
 
-def decisive_first(changes: list[GuardChange], reasons: Sequence[str]) -> list[GuardChange]:
+def decisive_first(
+    changes: list[GuardChange], reasons: Sequence[str], one_process: bool = False
+) -> list[GuardChange]:
     """The changes on the inputs whose guards failed (why B was compiled) first, marked
-    `decides`; the rest after them, in their order."""
+    `decides`; the rest after them, in their order. `one_process`: A and B share their
+    objects' ids, so a guard on a failed input whose id differs checks another object (the
+    cause, not noise): it is CHANGED, and listed."""
     names = {f.input for f in map(parse_guard_failure, reasons) if f.input}
     for c in changes:
-        c.decides = c.status != SAME and any(
-            _mentions(g, n) for g in (c.a, c.b) if g is not None for n in names
-        )
+        on_failed = any(_mentions(g, n) for g in (c.a, c.b) if g is not None for n in names)
+        if one_process and on_failed and c.renumbered and c.other_ids:
+            c.status = CHANGED
+        c.decides = c.status != SAME and on_failed
     order = {CHANGED: 0, REMOVED: 1, ADDED: 2}
     deciding = sorted((c for c in changes if c.decides), key=lambda c: order.get(c.status, 3))
     return deciding + [c for c in changes if not c.decides]
@@ -402,6 +431,69 @@ def kernel_diff(a: Sequence[KernelInfo], b: Sequence[KernelInfo]) -> list[Kernel
     return out
 
 
+# ---------------------------------------------------------------------- cache keys
+
+
+@dataclass(frozen=True)
+class KeyChange:
+    """A cache key component whose hash differs between A's key and B's, with its value in
+    each (its first line; None: that key has no such component) and the caches it differs in
+    (``fx_graph``; ``fx_graph #2`` for a compile's second key of that cache)."""
+
+    name: str
+    a: str | None
+    b: str | None
+    caches: tuple[str, ...]
+
+    @property
+    def setting(self) -> bool:
+        """A choice made outside the code (a config, a version), not what is compiled (the
+        graph, its inputs): what makes the same graph miss the cache."""
+        return self.name != GRAPH_COMPONENT and not self.name.startswith("example_inputs")
+
+
+def compile_cache_keys(comp: Compile) -> dict[str, dict[str, tuple[str, str]]]:
+    """A compile's cache keys that list their components, by cache (``fx_graph``, then
+    ``fx_graph #2``: a forward's and a backward's graph each have a key), in log order."""
+    seen: Counter[str] = Counter()
+    out: dict[str, dict[str, tuple[str, str]]] = {}
+    for event in comp.cache:
+        key = key_entries(event.record)
+        if key:
+            seen[event.cache] += 1
+            n = seen[event.cache]
+            out[event.cache if n == 1 else f"{event.cache} #{n}"] = key
+    return out
+
+
+def cache_key_diff(a: Compile, b: Compile) -> list[KeyChange] | None:
+    """The components whose hash differs between A's and B's keys of the same cache, one
+    entry per component over the caches: settings (config, versions) first, then the
+    inputs, then the graph. None: no cache has a key on both sides to compare."""
+    ka, kb = compile_cache_keys(a), compile_cache_keys(b)
+    both = [cache for cache in kb if cache in ka]
+    if not both:
+        return None
+    found: dict[str, tuple[str | None, str | None, list[str]]] = {}
+    for cache in both:
+        ca, cb = ka[cache], kb[cache]
+        for name in [*ca, *(n for n in cb if n not in ca)]:
+            va, vb = ca.get(name), cb.get(name)
+            if (va and va[0]) == (vb and vb[0]):
+                continue
+            entry = found.setdefault(
+                name,
+                (shown_value(va[1]) if va else None, shown_value(vb[1]) if vb else None, []),
+            )
+            entry[2].append(cache)
+    changes = [KeyChange(name, va, vb, tuple(caches)) for name, (va, vb, caches) in found.items()]
+
+    def rank(c: KeyChange) -> int:
+        return 0 if c.setting else 2 if c.name == GRAPH_COMPONENT else 1
+
+    return sorted(changes, key=rank)
+
+
 # ---------------------------------------------------------------------- compile diff
 
 
@@ -432,7 +524,9 @@ class CompileDiff:
     kernels: list[KernelChange]
     times: list[tuple[str, float | None, float | None]]  # (phase, A seconds, B seconds)
     reasons: list[str]  # why B was compiled (its recompile reasons)
-    other_process: bool = False  # A and B from two log files: their object ids not compared
+    other_process: bool = False  # A and B from two log files: other ids for the same objects
+    # The cache key components that differ, settings first (None: A or B logged no key).
+    cache_keys: list[KeyChange] | None = None
 
     @property
     def guard_counts(self) -> Counter[str]:
@@ -478,7 +572,7 @@ def compile_diff(a: Compile, b: Compile) -> CompileDiff:
     ga, gb = compile_guards(a), compile_guards(b)
     # Two log files: two processes (runs or ranks), whose object ids differ.
     ids = a.file is not b.file
-    guards = guard_diff(ga, gb, ids) if ga is not None and gb is not None else None
+    guards = guard_diff(ga, gb) if ga is not None and gb is not None else None
     graphs = []
     for kind, label in GRAPH_RECORDS:
         la, lb = _payload_lines(a, kind), _payload_lines(b, kind)
@@ -490,10 +584,11 @@ def compile_diff(a: Compile, b: Compile) -> CompileDiff:
     kernels = kernel_diff(compile_kernels(a), compile_kernels(b))
     reasons = b.recompile.reasons if b.recompile is not None else []
     if guards is not None:
-        guards = decisive_first(guards, reasons)
+        guards = decisive_first(guards, reasons, one_process=not ids)
     logged = (ga is not None, gb is not None)
     times = compile_times(a, b)
-    return CompileDiff(a, b, guards, logged, graphs, kernels, times, reasons, ids)
+    keys = cache_key_diff(a, b)
+    return CompileDiff(a, b, guards, logged, graphs, kernels, times, reasons, ids, keys)
 
 
 def model_kernels(model: Model, cancelled: Callable[[], bool] | None = None) -> list[KernelInfo]:

@@ -25,6 +25,10 @@ GRAPH_PREFIX = "## Call "  # ``## Call CompiledFxGraph KEY ##`` and friends (AOT
 REGION_PREFIX = "Torch-Compiled Region: "
 FORWARD, BACKWARD = "CompiledFunction", "CompiledFunctionBackward"
 STEP_PREFIX = "ProfilerStep#"
+# The runtime calls that replay a captured CUDA (HIP) graph: every kernel of the graph is
+# launched by one such call, with its correlation id.
+GRAPH_LAUNCHES = frozenset({"cudaGraphLaunch", "cuGraphLaunch", "hipGraphLaunch"})
+REPLAYED = "CUDA graph"  # the launching op shown for a kernel a graph replay launched
 # CPU ranges that mark where a kernel ran and never launch one themselves.
 _MARKERS = (GRAPH_PREFIX, REGION_PREFIX, STEP_PREFIX, "CompiledFunction")
 # How a kernel's name reads in a profile: C++ kernels with enable_kernel_profile record
@@ -79,6 +83,8 @@ class DeviceKernelLike(Protocol):
 
 class LaunchLike(Protocol):
     @property
+    def name(self) -> str: ...
+    @property
     def ts(self) -> float: ...
     @property
     def thread(self) -> Hashable: ...
@@ -111,6 +117,7 @@ class Context:
     seq: int | None = None  # its autograd sequence number
     step: int | None = None
     pid: Any = None  # the CPU process (a trace file's pid tells ranks apart)
+    call: Hashable = None  # which run of the compiled graph (its range's thread and start)
 
 
 @dataclass
@@ -128,6 +135,7 @@ class KernelTime:
     share: float = 0.0
     num_gb: float | None = None  # bytes moved per launch, from ``kernel_num_gb``
     event_name: str | None = None  # the profile's name when it differs (``triton_``)
+    lines: list[SourceLine] = field(default_factory=list)  # the user lines it was made from
 
     @property
     def compile_label(self) -> str | None:
@@ -188,6 +196,7 @@ class RuntimeJoin:
     idle: Idle = field(default_factory=Idle)
     unmatched: int = 0  # generated-looking kernel events not found among the model's kernels
     ambiguous: int = 0  # kernel events whose name more than one compile defines
+    replayed: int = 0  # kernel events a CUDA graph replay launched
     steps: list[int] = field(default_factory=list)
 
     def time_of(self, kinds: Iterable[str]) -> float:
@@ -197,9 +206,6 @@ class RuntimeJoin:
     @property
     def compiled_share(self) -> float:
         return self.time_of(("triton", "cpp", "extern")) / self.total_us if self.total_us else 0.0
-
-    def row_for(self, kernel: Kernel) -> KernelTime | None:
-        return next((r for r in self.rows if r.kernel is kernel), None)
 
 
 # ---------------------------------------------------------------------- names
@@ -313,7 +319,8 @@ def _context(stack: Sequence[Any], leaf: Any) -> Context:
     for span in reversed(stack):
         name = span.name
         if name.startswith(GRAPH_PREFIX):
-            ctx.graph = ctx.graph or name
+            if ctx.graph is None:
+                ctx.graph, ctx.call = name, (span.thread, span.ts)
         elif name.startswith(REGION_PREFIX):
             ctx.region = ctx.region or name[len(REGION_PREFIX) :]
         elif name in (FORWARD, BACKWARD):
@@ -339,12 +346,14 @@ class _Event:
     dur: float
     device: Any
     ctx: Context
+    replay: Hashable = None  # the graph launch (file, correlation) that ran it, if one did
 
 
 def _events(profile: ProfileLike) -> tuple[str, list[_Event], _Walk]:
     walk = _Walk(profile.cpu_ops)
     if profile.kernels:
         queries: list[tuple[Any, float]] = []
+        replays: list[Hashable] = []
         for k in profile.kernels:
             launch = (
                 profile.launches.get((k.device[0], k.correlation))
@@ -352,10 +361,12 @@ def _events(profile: ProfileLike) -> tuple[str, list[_Event], _Walk]:
                 else None
             )
             queries.append((launch.thread, launch.ts) if launch else (None, 0.0))
+            replayed = launch is not None and launch.name in GRAPH_LAUNCHES
+            replays.append((k.device[0], k.correlation) if replayed else None)
         ctxs = walk.contexts(queries)
         events = [
-            _Event(k.name, k.ts, k.dur, k.device, c)
-            for k, c in zip(profile.kernels, ctxs, strict=True)
+            _Event(k.name, k.ts, k.dur, k.device, c, r)
+            for k, c, r in zip(profile.kernels, ctxs, replays, strict=True)
         ]
         return "gpu", events, walk
     events = [_Event(op.name, op.ts, op.dur, op.thread[:2], ctx) for op, ctx in walk.leaves()]
@@ -374,62 +385,52 @@ def join_profile(model: Model, profile: ProfileLike) -> RuntimeJoin:
             compiles_by_id[each.id_text].append(each)
     out = RuntimeJoin(device, events=len(events))
     out.steps = sorted({s for f in profile.files for s in f.steps})
+    matched = [_match(ev, names, walk, sources) for ev in events]
+    replay_compile = _replay_compiles(events, matched)
+    # Runs of a compiled graph that replayed a CUDA graph: what else they launched is the CUDA
+    # graph's own work around the replay (copying inputs into the graph's static buffers).
+    replaying = {ev.ctx.call for ev in events if ev.replay is not None and ev.ctx.call}
     rows: dict[tuple[Any, ...], KernelTime] = {}
+
+    def row_of(key: tuple[Any, ...], *made: Any, **named: Any) -> KernelTime:
+        row = rows.get(key)
+        if row is None:
+            row = rows[key] = KernelTime(*made, **named)
+        return row
+
     comp: Compile | None
-    for ev in events:
+    for ev, (cands, name, region) in zip(events, matched, strict=True):
         ctx = ev.ctx
-        region = ctx.region
-        if region is None and ctx.direction == BACKWARD and ctx.seq is not None:
-            region = walk.seq_region.get(ctx.seq)
-        cands = names.get(ev.name) or names.get(_GRAPH_N.sub("", ev.name)) or []
-        cands = _narrow(cands, ctx, region, sources) if cands else cands
-        name = ev.name
-        if len(cands) != 1 and ctx.op in names and GENERATED.match(ev.name):
-            # Without unique kernel names every Triton kernel is `triton_` on the GPU; the
-            # record function Inductor's launcher opens around it has the kernel's name.
-            by_op = _narrow(names[str(ctx.op)], ctx, region, sources)
-            if not cands or len(by_op) < len(cands):
-                cands, name = by_op, str(ctx.op)
+        out.replayed += ev.replay is not None
+        op = REPLAYED if ev.replay is not None else ctx.op
         if cands:
-            kernel = cands[0] if len(cands) == 1 else None
-            comp = kernel.compile if kernel is not None else _one_compile(cands)
-            kind = "cpp" if cands[0].kind == "cpp" else "triton"
-            key: tuple[Any, ...] = (name, kind, id(kernel), id(comp), len(cands))
-            row = rows.get(key)
-            if row is None:
-                row = rows[key] = KernelTime(name, kind, comp, kernel)
-                if name != ev.name:
-                    row.event_name = ev.name
-                if kernel is None and comp is None:
-                    row.candidates = [c.compile for c in cands if c.compile is not None]
-                if kernel is not None and kind == "triton":
-                    row.num_gb = num_gb.get(id(kernel))
-            if kernel is None:
-                out.ambiguous += 1
-        elif ctx.graph is not None:
-            # Launched by a compiled graph: an extern kernel, or (a generated name the trace
-            # does not define) a kernel of a compile the trace lacks.
+            row = _model_kernel_row(rows, cands, name, ev.name, num_gb)
+            out.ambiguous += len(cands) > 1
+        elif ctx.graph is not None and ev.replay is None and ctx.call in replaying:
+            found = compiles_by_id.get(region or "", [])
+            comp = found[0] if len(found) == 1 else None
+            row = row_of(
+                (ev.name, "overhead", id(comp), ctx.op), ev.name, "overhead", comp, op=ctx.op
+            )
+        elif ctx.graph is not None or ev.replay is not None:
+            # Launched by a compiled graph (or replayed from its CUDA graph): an extern kernel,
+            # or (a generated name the trace does not define) a kernel of a compile the trace
+            # lacks.
             generated = GENERATED.match(ev.name) is not None
             out.unmatched += generated
             kind = ("cpp" if "cpp_" in ev.name else "triton") if generated else "extern"
             found = compiles_by_id.get(region or "", [])
             comp = found[0] if len(found) == 1 and not generated else None
-            key = (ev.name, kind, id(comp), ctx.op)
-            row = rows.get(key)
-            if row is None:
-                row = rows[key] = KernelTime(ev.name, kind, comp, op=None if generated else ctx.op)
+            if comp is None and not generated and ev.replay is not None:
+                comp = replay_compile.get(ev.replay)
+            row = row_of(
+                (ev.name, kind, id(comp), op), ev.name, kind, comp, op=None if generated else op
+            )
         elif device == "cpu" and ev.name.startswith(OVERHEAD_PREFIXES):
-            key = (ev.name, "overhead")
-            row = rows.get(key)
-            if row is None:
-                row = rows[key] = KernelTime(ev.name, "overhead")
+            row = row_of((ev.name, "overhead"), ev.name, "overhead")
         else:
-            if GENERATED.match(ev.name):
-                out.unmatched += 1
-            key = (ev.name, "eager", ctx.op)
-            row = rows.get(key)
-            if row is None:
-                row = rows[key] = KernelTime(ev.name, "eager", op=ctx.op)
+            out.unmatched += GENERATED.match(ev.name) is not None
+            row = row_of((ev.name, "eager", ctx.op), ev.name, "eager", op=ctx.op)
         row.calls += 1
         row.time_us += ev.dur
         out.total_us += ev.dur
@@ -441,6 +442,69 @@ def join_profile(model: Model, profile: ProfileLike) -> RuntimeJoin:
     out.by_line = _by_line(out.rows)
     out.idle = _idle(events)
     return out
+
+
+def _model_kernel_row(
+    rows: dict[tuple[Any, ...], KernelTime],
+    cands: list[Kernel],
+    name: str,
+    event_name: str,
+    num_gb: Mapping[int, float | None],
+) -> KernelTime:
+    """The row of a kernel the model has (one of `cands`, when they are several)."""
+    kernel = cands[0] if len(cands) == 1 else None
+    comp = kernel.compile if kernel is not None else _one_compile(cands)
+    kind = "cpp" if cands[0].kind == "cpp" else "triton"
+    key: tuple[Any, ...] = (name, kind, id(kernel), id(comp), len(cands))
+    row = rows.get(key)
+    if row is None:
+        row = rows[key] = KernelTime(name, kind, comp, kernel)
+        if name != event_name:
+            row.event_name = event_name
+        if kernel is None and comp is None:
+            row.candidates = [c.compile for c in cands if c.compile is not None]
+        if kernel is not None and kind == "triton":
+            row.num_gb = num_gb.get(id(kernel))
+    return row
+
+
+def _match(
+    ev: _Event, names: Mapping[str, list[Kernel]], walk: _Walk, sources: Mapping[int, int]
+) -> tuple[list[Kernel], str, str | None]:
+    """The model's kernels `ev` may be (by its name, narrowed by its context), the name it
+    matched by, and the compile id its context names."""
+    ctx = ev.ctx
+    region = ctx.region
+    if region is None and ctx.direction == BACKWARD and ctx.seq is not None:
+        region = walk.seq_region.get(ctx.seq)
+    cands = names.get(ev.name) or names.get(_GRAPH_N.sub("", ev.name)) or []
+    cands = _narrow(cands, ctx, region, sources) if cands else cands
+    name = ev.name
+    if len(cands) != 1 and ctx.op in names and GENERATED.match(ev.name):
+        # Without unique kernel names every Triton kernel is `triton_` on the GPU; the
+        # record function Inductor's launcher opens around it has the kernel's name.
+        by_op = _narrow(names[str(ctx.op)], ctx, region, sources)
+        if not cands or len(by_op) < len(cands):
+            cands, name = by_op, str(ctx.op)
+    return cands, name, region
+
+
+def _replay_compiles(
+    events: Sequence[_Event], matched: Sequence[tuple[list[Kernel], str, str | None]]
+) -> dict[Hashable, Compile]:
+    """The compile of each graph replay whose generated kernels all belong to one compile:
+    one captured graph is one compiled graph's work, so its extern kernels (cuBLAS, attention)
+    are that compile's too, whatever the CPU ranges around the launch say."""
+    seen: dict[Hashable, set[int]] = defaultdict(set)
+    found: dict[Hashable, Compile] = {}
+    for ev, (cands, _, _) in zip(events, matched, strict=True):
+        if ev.replay is None or not cands:
+            continue
+        comp = cands[0].compile if len(cands) == 1 else _one_compile(cands)
+        seen[ev.replay].add(id(comp) if comp is not None else 0)
+        if comp is not None:
+            found[ev.replay] = comp
+    return {r: c for r, c in found.items() if seen[r] == {id(c)}}
 
 
 def _narrow(
@@ -516,6 +580,7 @@ def _by_line(rows: Sequence[KernelTime]) -> list[tuple[SourceLine, float, list[s
         prov = unit.kernel_for(kernel) if unit is not None else None
         if prov is None:
             continue
+        row.lines = list(prov.user_lines)
         for line in prov.user_lines:
             entry = lines.setdefault(line, [0.0, []])
             entry[0] += row.time_us

@@ -114,7 +114,9 @@ RULES: dict[Kind, Rule] = {
         Rule(
             Kind.TRACE_CUT,
             Severity.WARNING,
-            "A trace file is cut short: a record or payload ends mid-way.",
+            "A trace file is cut or damaged: it ends mid-record or mid-line (where, and the "
+            "compiles that never finished), begins inside a record, or holds lines that are no "
+            "record or payloads failing their md5 (which lines).",
         ),
         Rule(
             Kind.RECOMPILE_STORM,

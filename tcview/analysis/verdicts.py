@@ -130,8 +130,8 @@ def _unfinished(source: LogSource) -> Compile | None:
     """The compile a complete trace file ends inside: its last compile, with no metrics."""
     if not source.finished or not source.logs_metrics or not source.compiles:
         return None
-    if source.truncated:
-        return None  # cut mid-record: the cut, not a death, may be why it ends there
+    if source.tail_cut >= 0:
+        return None  # cut mid-record or mid-line: the cut, not a death, may be why it ends there
     last = max(source.compiles.values(), key=lambda c: c.order)
     if last.compilation_metrics() or last.failures or not last.records:
         return None
@@ -232,7 +232,8 @@ def _died_in_compile(model: Model) -> list[Finding]:
                 f"({comp.id_label})",
                 f"Its trace ends inside compile {comp.id_label}, {_phase(comp)}{_when(comp)}: "
                 "the compile never finished, so the process died or was killed there (a crash "
-                "in native code, an out-of-memory kill, a timeout).",
+                "in native code, an out-of-memory kill, a timeout), or the file was cut there: "
+                "a copy cut between two records ends the same way, its last record whole.",
                 {"compile": comp.id_label, "phase": _phase(comp), "file": source.display},
                 call_site(comp.frame),
                 None,
@@ -249,31 +250,236 @@ def _died_in_compile(model: Model) -> list[Finding]:
 
 
 def _trace_cut(model: Model) -> list[Finding]:
-    cut = [f for f in model.files if f.truncated]
+    """A trace file cut at its end or its start, or damaged in between: each only where the
+    file's bytes show it (a process killed between two records leaves whole records, and
+    `_died_in_compile` speaks of it)."""
+    return [*_cut_end(model), *_cut_start(model), *_damaged(model)]
+
+
+PLACES_SHOWN = 3  # files, lines and records named by their place; the rest are counted
+
+
+def _never_finished(source: LogSource) -> list[Compile]:
+    """A file's compiles with records but no compilation metrics (nor a failure), in the
+    order they began: torch writes a compile's metrics as it ends."""
+    return sorted(
+        (
+            c
+            for c in source.compiles.values()
+            if c.records and not c.compilation_metrics() and not c.failures
+        ),
+        key=lambda c: c.order,
+    )
+
+
+def _compile_words(comp: Compile) -> str:
+    return f"{comp.id_label} (`{frame_name(comp.frame)}`)"
+
+
+def _first(items: list[str]) -> str:
+    """The first PLACES_SHOWN of `items`, and how many more."""
+    more = len(items) - PLACES_SHOWN
+    return ", ".join(items[:PLACES_SHOWN]) + (f" and {more} more" if more > 0 else "")
+
+
+def _files(said: list[str]) -> str:
+    more = len(said) - PLACES_SHOWN
+    return " ".join(said[:PLACES_SHOWN]) + (
+        f" ({plural(more, 'more file')} alike.)" if more > 0 else ""
+    )
+
+
+def _cut_end(model: Model) -> list[Finding]:
+    cut = [f for f in model.files if f.tail_cut >= 0]
     if not cut:
         return []
-    names = ", ".join(f.display for f in cut[:3]) + (" …" if len(cut) > 3 else "")
+    said = []
+    places = []
     inside = []
     for source in cut:
-        last = max(source.compiles.values(), key=lambda c: c.order, default=None)
-        if last is not None and not last.compilation_metrics() and not last.failures:
-            inside.append(f"{last.id_label} (`{frame_name(last.frame)}`)")
-    during = (
-        f" It ends inside compile {', '.join(inside)}: the job may have died there, or only the "
-        "file was cut."
-        if inside
-        else ""
+        line = source.lineno_of(source.tail_cut)
+        rec = next((r for r in reversed(source.records) if r.offset == source.tail_cut), None)
+        owner = rec.compile_text if rec is not None and rec.key is not None else None
+        if source.tail_label:
+            what = (
+                f"inside the payload of its last record, `{source.tail_label}`"
+                + (f" of compile {owner}" if owner else "")
+                + f", whose header is line {line:,}: the payload does not match the md5 its "
+                "header gives, so the rest of it is missing"
+            )
+        else:
+            what = f"in the middle of line {line:,}, which has no newline and is no whole record"
+        words = f"{source.display} ends at byte {source.size:,} (its size), {what}."
+        unfinished = _never_finished(source)
+        if len(unfinished) == 1:
+            last = unfinished[0]
+            words += (
+                f" Compile {_compile_words(last)} started but has no compilation metrics: the "
+                f"file ends while it was {_phase(last).removeprefix('in ')}."
+                if _phase(last).startswith("in ")
+                else f" Compile {_compile_words(last)} started but has no compilation metrics: "
+                f"the file ends {_phase(last)}."
+            )
+        elif unfinished:
+            words += (
+                f" {len(unfinished)} compiles never finished (no compilation metrics): "
+                f"{_first([c.id_label for c in unfinished])}."
+            )
+        else:
+            words += " Every compile in it had finished."
+        if unfinished:
+            inside.append(_compile_words(unfinished[-1]))
+        said.append(words)
+        places.append(
+            {
+                "file": source.display,
+                "size": source.size,
+                "line": line,
+                "record": source.tail_label or None,
+                "compile": owner,
+                "never_finished": [c.id_label for c in unfinished],
+            }
+        )
+    if len(cut) == 1:
+        where = f", inside compile {inside[0].split(' ', 1)[0]}" if inside else ""
+        title = f"Trace file {cut[0].display} is cut short: it ends mid-record at byte {cut[0].size:,}{where}"
+    else:
+        title = f"{plural(len(cut), 'trace file')} cut short: each ends mid-record"
+    return [
+        Finding(
+            Kind.TRACE_CUT,
+            Severity.WARNING,
+            title,
+            _files(said)
+            + " The file was cut while it was written or copied (the job killed while writing, "
+            "a full disk, a partial copy), and what the run did after that is not in it"
+            + (
+                ": the job may have died inside that compile, or only the file was cut."
+                if inside
+                else "."
+            ),
+            {"files": [f.display for f in cut], "inside_compile": inside, "cuts": places},
+            subject="cut",
+        )
+    ]
+
+
+def _cut_start(model: Model) -> list[Finding]:
+    cut = [f for f in model.files if f.head_cut > 0]
+    if not cut:
+        return []
+    said = []
+    places = []
+    for source in cut:
+        if source.head_cut >= source.size:
+            said.append(f"{source.display} holds only payload lines: no record header at all.")
+            places.append({"file": source.display, "bytes": source.head_cut, "lines": None})
+            continue
+        lines = source.lineno_of(source.head_cut) - 1
+        said.append(
+            f"{source.display} begins with {plural(lines, 'payload line')} "
+            f"({source.head_cut:,} bytes) of a record whose header is missing; its first "
+            f"record is line {lines + 1:,}."
+        )
+        places.append({"file": source.display, "bytes": source.head_cut, "lines": lines})
+    if len(cut) == 1:
+        title = (
+            f"Trace file {cut[0].display} is cut at its start: it begins inside a record "
+            f"({cut[0].head_cut:,} bytes without their header)"
+        )
+    else:
+        title = f"{plural(len(cut), 'trace file')} cut at their start: each begins inside a record"
+    return [
+        Finding(
+            Kind.TRACE_CUT,
+            Severity.WARNING,
+            title,
+            _files(said)
+            + " torch begins every file with a record's header, so the file's beginning is "
+            "missing (a copy of its end, a cut file): what was written before, records, "
+            "string table entries and timings, is not in it.",
+            {"files": [f.display for f in cut], "cuts": places},
+            subject="cut_start",
+        )
+    ]
+
+
+def _damaged(model: Model) -> list[Finding]:
+    said = []
+    places = []
+    bad_lines = bad_md5 = 0
+    for source in model.files:
+        lines = [(off, n) for off, n in source.unparsed if off != source.tail_cut]
+        md5 = sorted(off for off in source.bad_md5 if off != source.tail_cut)
+        if not lines and not md5:
+            continue
+        md5_lines = [source.lineno_of(off) for off in md5[:PLACES_SHOWN]]
+        bad_lines += len(lines)
+        bad_md5 += len(md5)
+        parts = []
+        if lines:
+            one = len(lines) == 1
+            parts.append(
+                f"{plural(len(lines), 'line')} that {'is' if one else 'are'} no trace record "
+                f"(line{'' if one else 's'} {_first([f'{n:,}' for _o, n in lines])}; the "
+                f"first at byte {lines[0][0]:,})"
+            )
+        if md5:
+            one = len(md5) == 1
+            shown = [f"{n:,}" for n in md5_lines] + [""] * (len(md5) - len(md5_lines))
+            parts.append(
+                f"{plural(len(md5), 'payload')} that {'does' if one else 'do'} not match "
+                f"{'its' if one else 'their'} md5 (the record{'' if one else 's'} at "
+                f"line{'' if one else 's'} {_first(shown)})"
+            )
+        said.append(f"{source.display} holds {' and '.join(parts)}.")
+        places.append(
+            {
+                "file": source.display,
+                "bad_lines": len(lines),
+                "bad_line_numbers": [n for _o, n in lines[:PLACES_SHOWN]],
+                "md5_mismatches": len(md5),
+                "md5_mismatch_lines": md5_lines,
+            }
+        )
+    if not places:
+        return []
+    counted = [
+        *([plural(bad_lines, "line") + " that are no record"] if bad_lines else []),
+        *(
+            [
+                plural(bad_md5, "payload")
+                + " failing "
+                + ("its" if bad_md5 == 1 else "their")
+                + " md5"
+            ]
+            if bad_md5
+            else []
+        ),
+    ]
+    if bad_lines == 1:
+        counted[0] = "1 line that is no record"
+    name = (
+        f"Trace file {places[0]['file']} is"
+        if len(places) == 1
+        else (f"{plural(len(places), 'trace file')} are")
     )
     return [
         Finding(
             Kind.TRACE_CUT,
             Severity.WARNING,
-            f"{plural(len(cut), 'trace file')} cut short: the last record is incomplete",
-            f"{names}: the last record's payload does not match the checksum its header gives, "
-            "so the file was cut while it was written or copied (the job killed while writing, "
-            "a full disk, a partial copy) and the run's end is missing." + during,
-            {"files": [f.display for f in cut], "inside_compile": inside},
-            subject="cut",
+            f"{name} damaged inside: {' and '.join(counted)}",
+            _files(said)
+            + " torch writes only records and their payload lines, so the file was edited or "
+            "damaged there (bytes lost or mixed in): facts of the records around those places "
+            "may be missing or wrong.",
+            {"files": [p["file"] for p in places], "damage": places},
+            # Without `--verify` no payload is hashed but the last: an edit inside one is unseen.
+            fix=""
+            if bad_md5
+            else "`tcview summary --verify` checks every payload's md5, to find the records "
+            "that were changed.",
+            subject="damaged",
         )
     ]
 

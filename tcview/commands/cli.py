@@ -42,12 +42,23 @@ def cmd_summary(args: argparse.Namespace) -> int:
     from tcview.commands.failon import SUMMARY_CHECKS, fail_on_exit, found_message, parse_fail_on
     from tcview.commands.results import Kept
 
-    path = args.path
     try:
         kinds = parse_fail_on(args.fail_on, SUMMARY_CHECKS)
+        path = _summary_path(args)
     except ValueError as exc:
         print(f"tcview: {exc}", file=sys.stderr)
         return 2
+    if args.jsonl:
+        from tcview.commands.jsonl import jsonl_command
+
+        return jsonl_command(
+            args.path,
+            verify=args.verify,
+            cache=not args.no_cache,
+            quiet=args.quiet,
+            progress=args.progress,
+            kinds=kinds,
+        )
     # An unchanged input's report is kept; never one that --verify or --profile asks for.
     what = "summary --json" if args.json else "summary"
     kept = None
@@ -55,7 +66,7 @@ def cmd_summary(args: argparse.Namespace) -> int:
         kept = Kept.of(path, what)
     report = kept.lookup() if kept is not None else None
     if not _is_report(report):
-        report = _summary_report(args)
+        report = _summary_report(args, path)
         if report is None:
             return 2
         if kept is not None:
@@ -70,6 +81,19 @@ def cmd_summary(args: argparse.Namespace) -> int:
     return fail_on_exit(0, found_message(fail_on(data, kinds)))
 
 
+def _summary_path(args: argparse.Namespace) -> str:
+    """The one input of a report; ValueError for what --jsonl alone takes (several inputs) or
+    what it cannot take (--json's indented document, one profile for many runs)."""
+    if args.jsonl and args.json:
+        raise ValueError("--jsonl and --json: choose one (--jsonl: a compact line per run)")
+    if args.jsonl and args.profile:
+        raise ValueError("--profile names one run's profile: not with --jsonl")
+    if len(args.path) > 1 and not args.jsonl:
+        raise ValueError("several inputs need --jsonl (a line per run)")
+    path: str = args.path[0]
+    return path
+
+
 def _is_report(report: Any) -> TypeGuard[dict[str, Any]]:
     return (
         isinstance(report, dict)
@@ -78,14 +102,13 @@ def _is_report(report: Any) -> TypeGuard[dict[str, Any]]:
     )
 
 
-def _summary_report(args: argparse.Namespace) -> dict[str, Any] | None:
+def _summary_report(args: argparse.Namespace, path: str) -> dict[str, Any] | None:
     """`tcview summary`'s JSON document and text report (only the document with --json);
     None when the input cannot be read (said on stderr)."""
     from tcview.commands.inputs import open_input
     from tcview.commands.profile import ProfileMissing, joined
     from tcview.report.summary import input_state, summary_document, summary_parts, summary_text
 
-    path = args.path
     # `\r` progress only where a terminal shows it: never in CI logs or redirected stderr.
     show = (args.progress or sys.stderr.isatty()) and not args.quiet
     ts = open_input(path, _progress_printer(show), cache=not args.no_cache)
@@ -247,9 +270,26 @@ def _add_summary(sub: Any) -> None:
     from tcview.analysis.checks import FAIL_ON_KINDS
     from tcview.commands.profile import add_profile_arg
 
-    p_sum = sub.add_parser("summary", help="print what the compiler did")
-    p_sum.add_argument("path", help=INPUT_HELP)
+    p_sum = sub.add_parser(
+        "summary",
+        help="print what the compiler did",
+        description="Print what went wrong, worst first, then a report; --json for scripts."
+        " --jsonl PATH...: one compact line per run, for a fleet's runs (docs/guide/fleet.md):"
+        " the --json object with the run's input, started, ended and time_source first; a"
+        " directory that holds no trace itself but whose subdirectories do is read as its"
+        " subdirectories, a run each; a run that cannot be read gives a line"
+        ' {"input", "error"} and the next run is read. Exit codes: 0 done, 1 --fail-on'
+        " tripped (with --jsonl: in any run), 2 an input cannot be used (with --jsonl: any"
+        " run's; its line says why).",
+    )
+    p_sum.add_argument("path", nargs="+", help=f"{INPUT_HELP}; several only with --jsonl")
     p_sum.add_argument("--json", action="store_true", help="machine-readable output")
+    p_sum.add_argument(
+        "--jsonl",
+        action="store_true",
+        help="one compact JSON line per run (each PATH, or each run of a directory of runs),"
+        " on stdout; progress and errors on stderr",
+    )
     p_sum.add_argument("--verify", action="store_true", help="hash every payload (md5)")
     p_sum.add_argument(
         "--fail-on",

@@ -42,7 +42,11 @@ def diff_command(args: argparse.Namespace) -> int:
     elif args.text or checks or not (sys.stdout.isatty() and sys.stdin.isatty()):
         emit(safe_text("\n".join(row[1] for row in run_diff_lines(diff))))
     else:
+        from tcview.commands.config import keymap_or_say
         from tcview.ui.diffview import DiffApp
 
-        DiffApp(diff).run()
+        keymap = keymap_or_say("tcview diff")
+        if keymap is None:
+            return 2
+        DiffApp(diff, keymap).run()
     return fail_on_exit(0, [f"diff --fail-on {m}" for m in diff_fail_on(diff, checks)])

@@ -8,6 +8,7 @@ import sys
 from pathlib import Path
 
 from tcview.analysis.paths import PathMap
+from tcview.commands.config import keymap_or_say
 from tcview.ingest.detect import is_trace_name, plan_input
 from tcview.text.safe import safe_line
 
@@ -76,6 +77,9 @@ def open_app(args: argparse.Namespace) -> int:
     except ValueError as exc:
         print(f"tcview open: {safe_line(str(exc))}", file=sys.stderr)
         return 2
+    keymap = keymap_or_say("tcview open")  # before the app: a bad config stops here
+    if keymap is None:
+        return 2
     path = resolve_path(args.path)
     if path is None:
         print(NO_INPUT_HELP, file=sys.stderr, end="")
@@ -115,6 +119,7 @@ def open_app(args: argparse.Namespace) -> int:
         python=args.python,
         path_map=path_map,
         profile=args.profile,
+        keymap=keymap,
     )
     app = TcviewApp(options)
     app.run()

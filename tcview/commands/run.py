@@ -38,13 +38,18 @@ def run_command(args: argparse.Namespace) -> int:
         return 2
     if not args.no_tui:
         if sys.stdin.isatty() and sys.stdout.isatty():
+            from tcview.commands.config import keymap_or_say
             from tcview.ui.run_app import run_live  # Textual loads only for the TUI
+
+            keymap = keymap_or_say("tcview run")  # before the job starts
+            if keymap is None:
+                return 2
 
             # The TUI owns the terminal: the job must not read from it.
             launcher.options = replace(launcher.options, inherit_stdin=False)
             install_cleanup()
             try:
-                code = run_live(launcher, path_map, no_exec=bool(args.no_exec))
+                code = run_live(launcher, path_map, no_exec=bool(args.no_exec), keymap=keymap)
                 return _fail_on_live(launcher, fail_on, code)
             finally:
                 if launcher.sessions:

@@ -10,7 +10,21 @@ written, it goes to a temporary folder removed at exit instead.
 An archive is untrusted: a member whose path is absolute or climbs out (``..``), a symbolic or
 hard link, a device or FIFO refuses the whole archive, before anything of that member is
 written, and the half-made copy is removed. Everything is written inside a fresh temporary
-folder that is renamed into place once whole.
+folder that is renamed into place once whole. So is one that unpacks to more than
+`UNPACKED_MAX_BYTES`, or than the free space of the disk it is unpacked to less
+`FREE_MARGIN_BYTES` (a zip or gzip bomb, a disk nearly full): refused when the bytes written
+pass the limit (a zip's declared sizes: before any is written), never after the disk is full.
+
+A compressed stream cut short (a download that stopped) is read as far as it goes: the copy
+holds what was readable, its last file ending where the bytes ended (a trace's last record
+then fails its checksum: the `trace_cut` finding), and one line on stderr says so each time it
+is opened.
+
+An archive piped to stdin (known by its first bytes) is spooled beside the copies and unpacked
+as a file is, its copy found again by the hash of its bytes (`stdin_archive`).
+
+The copies in ``archives/`` are kept under `ARCHIVES_MAX_BYTES` in all: each new copy removes
+the least recently used others (a reuse touches a copy), never one this process opened.
 
 zstd needs Python 3.14's ``compression.zstd`` or the ``zstandard`` package; without either a
 .zst input is refused with a message that says so. Light to import: the codecs are imported
@@ -24,17 +38,20 @@ import contextlib
 import hashlib
 import json
 import os
+import re
 import shutil
 import stat
+import sys
 import tempfile
 import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
-from typing import IO, Any, cast
+from typing import IO, Any
 
-from tcview.ingest.cache import STALE_TMP_S, cache_root
+from tcview.ingest.cache import STALE_TMP_S, cache_disabled, cache_root
 from tcview.text.safe import safe_line
+from tcview.text.sizes import size_text
 
 GZIP, ZSTD, XZ, BZIP2 = "gzip", "zstd", "xz", "bzip2"
 MAGICS = (
@@ -55,6 +72,15 @@ COPY_CHUNK = 1 << 20
 META = "source.json"
 CONTENT = "content"
 FORMAT = 1  # of META; a copy of another format is made again
+# One archive's unpacked bytes at most: a trace hardly reaches it, a bomb does at once.
+UNPACKED_MAX_BYTES = 64 << 30
+# Left free on the disk of the copies by an unpack (or a spool of stdin): the rest of the
+# system, the index cache and tcview's own reports still need room.
+FREE_MARGIN_BYTES = 1 << 30
+# All the copies in archives/: past it, a new copy removes the least recently used others.
+ARCHIVES_MAX_BYTES = 10 << 30
+KEY = re.compile(r"[0-9a-f]{32}")  # a copy's folder name (anything else there is not touched)
+STDIN = "<stdin>"
 
 Progress = Callable[[int, int], None]
 
@@ -83,10 +109,12 @@ class ArchiveFormat:
 @dataclass(frozen=True)
 class Unpacked:
     """An archive's local copy: `path` is what to read (a file or a folder), `fresh` whether
-    this call made it (False: reused)."""
+    this call made it (False: reused), `cut` whether the archive ended before its end (the
+    copy holds what was readable)."""
 
     path: Path
     fresh: bool
+    cut: bool = False
 
 
 # ---------------------------------------------------------------------- what an input is
@@ -167,35 +195,56 @@ def unpack(
     cache: bool = True,
 ) -> Unpacked:
     """The local copy of the archive `path`: the one made before for the same file when there
-    is one (with `cache`), else a new one. Raises ArchiveError."""
-    problem = archive_problem(fmt)
-    if problem is not None:
-        raise ArchiveError(problem)
+    is one (with `cache`), else a new one. Raises ArchiveError (the half-made copy removed).
+    Says on stderr when the archive was cut short."""
     source = Path(path).absolute()
+    spooled = _spools.pop(str(source), None)
+    try:
+        problem = archive_problem(fmt)
+        if problem is not None:
+            raise ArchiveError(problem)
+        return _unpack(source, path, fmt, progress, stop, cache, spooled)
+    finally:
+        if spooled is not None:  # (its copy holds its bytes now)
+            shutil.rmtree(source.parent, ignore_errors=True)
+
+
+def _unpack(
+    source: Path,
+    path: str,
+    fmt: ArchiveFormat,
+    progress: Progress | None,
+    stop: Callable[[], bool],
+    cache: bool,
+    spooled: dict[str, Any] | None,
+) -> Unpacked:
     try:
         st = source.stat()
     except OSError as exc:
         raise ArchiveError(f"unreadable: {exc.strerror or exc}") from exc
-    meta = {
-        "format": FORMAT,
-        "input": str(source),
-        "size": st.st_size,
-        "mtime_ns": st.st_mtime_ns,
-        "archive": fmt.describe(),
-    }
+    # A spool of stdin is a new file each time: its copy is found again by its bytes' hash.
+    meta: dict[str, Any] = {"format": FORMAT, **(spooled or {}), "archive": fmt.describe()}
+    if spooled is None:
+        meta.update(input=str(source), size=st.st_size, mtime_ns=st.st_mtime_ns)
+    # The warning stands alone: the path as given. An error follows the path (the commands
+    # print "tcview: PATH: error"): the name is enough there.
+    shown = STDIN if spooled is not None else safe_line(path)
+    name = STDIN if spooled is not None else safe_line(source.name)
     key = hashlib.sha256(json.dumps(meta, sort_keys=True).encode()).hexdigest()[:32]
     home = _home() if cache else None
     if home is not None:
+        _in_use.add(key)
         kept = _reuse(home / key, meta)
         if kept is not None:
-            return Unpacked(kept, False)
+            return _said(kept, shown)
     if home is not None:
         _sweep(home)
     parent = home if home is not None else _temporary_home()
     work = Path(tempfile.mkdtemp(prefix=f".tmp-{key}-", dir=parent))
     try:
-        entry = _extract(source, fmt, work / CONTENT, progress, stop, st.st_size)
-        (work / META).write_text(json.dumps({**meta, "entry": entry}))
+        budget = _Budget.of(name, parent)
+        entry, cut = _extract(source, fmt, work / CONTENT, progress, stop, st.st_size, budget)
+        (work / META).write_text(json.dumps({**meta, "entry": entry, "cut": cut}))
         final = parent / key
         try:
             os.rename(work, final)
@@ -203,13 +252,166 @@ def unpack(
             kept = _reuse(final, meta)  # another process made it meanwhile
             if kept is not None:
                 shutil.rmtree(work, ignore_errors=True)
-                return Unpacked(kept, False)
+                return _said(kept, shown)
             shutil.rmtree(final, ignore_errors=True)
             os.rename(work, final)
     except BaseException:
         shutil.rmtree(work, ignore_errors=True)
         raise
-    return Unpacked(_entry_path(final, entry), True)
+    if home is not None:
+        _evict(home)
+    return _said(Unpacked(_entry_path(final, entry), True, cut), shown)
+
+
+def _said(copy: Unpacked, shown: str) -> Unpacked:
+    """`copy`, once stderr says that it holds only part of a cut archive."""
+    if copy.cut:
+        print(
+            f"tcview: warning: {shown} is cut short (a download or copy that stopped?): "
+            "read as far as it goes, the rest is missing",
+            file=sys.stderr,
+        )
+    return copy
+
+
+@dataclass
+class _Budget:
+    """What one unpack may write: `limit` bytes (`why` says which limit that is)."""
+
+    shown: str  # the archive's name
+    limit: int
+    why: str
+    used: int = 0
+
+    @classmethod
+    def of(cls, shown: str, parent: Path) -> _Budget:
+        limit, why = UNPACKED_MAX_BYTES, "tcview's limit for one archive"
+        with contextlib.suppress(OSError):
+            free = shutil.disk_usage(parent).free - FREE_MARGIN_BYTES
+            if free < limit:
+                limit = max(0, free)
+                why = f"the free space on the disk of {parent}, less {size_text(FREE_MARGIN_BYTES)}"
+        return cls(shown, limit, why)
+
+    def take(self, size: int) -> None:
+        """Count `size` more bytes, about to be written; refuse the archive past the limit."""
+        if self.used + size > self.limit:
+            self._refuse(f"reached {size_text(self.used + size)}")
+        self.used += size
+
+    def declare(self, size: int) -> None:
+        """Refuse an archive whose members say they hold more than the limit."""
+        if size > self.limit:
+            self._refuse(f"would reach {size_text(size)} (its members' sizes)")
+
+    def _refuse(self, reached: str) -> None:
+        raise ArchiveError(
+            f"unpacking {self.shown} {reached}, past {size_text(self.limit)} ({self.why}): "
+            "refused (a zip or gzip bomb, or too little room), nothing of it kept"
+        )
+
+
+def _evict(home: Path) -> None:
+    """Remove the least recently used copies until archives/ holds ARCHIVES_MAX_BYTES at most:
+    never one this process opened (the one just made, and any whose model may read it still);
+    only the copies' own folders. Errors are ignored (another process may evict too)."""
+    copies: list[tuple[float, int, str]] = []
+    total = 0
+    with contextlib.suppress(OSError):
+        for item in os.scandir(home):
+            if not KEY.fullmatch(item.name):
+                continue
+            with contextlib.suppress(OSError):
+                if not item.is_dir(follow_symlinks=False):
+                    continue
+                size = _tree_size(item.path)
+                total += size
+                if item.name not in _in_use:
+                    copies.append((item.stat(follow_symlinks=False).st_mtime, size, item.name))
+    for _, size, name in sorted(copies):
+        if total <= ARCHIVES_MAX_BYTES:
+            break
+        # Out of its name first, so that no other process reuses a copy half removed.
+        gone = home / f".tmp-evicted-{name}-{os.getpid()}"
+        try:
+            os.rename(home / name, gone)
+        except OSError:
+            continue
+        shutil.rmtree(gone, ignore_errors=True)
+        total -= size
+
+
+def _tree_size(folder: str) -> int:
+    total = 0
+    for root, _dirs, files in os.walk(folder):
+        for name in files:
+            with contextlib.suppress(OSError):
+                total += os.lstat(os.path.join(root, name)).st_size
+    return total
+
+
+_in_use: set[str] = set()  # the copies this process opened (by key): never evicted by it
+
+
+_spools: dict[str, dict[str, Any]] = {}  # a spool of stdin (its path): what its copy is of
+
+
+def stdin_archive(
+    cache: bool = True,
+    progress: Progress | None = None,
+    stop: Callable[[], bool] = lambda: False,
+) -> Path | None:
+    """When stdin holds an archive, known by its first bytes: its bytes spooled to a file that
+    `unpack` reads as that archive (and then removes); else None, stdin left unread. Raises
+    ArchiveError (a spool past the limits of an unpack: nothing of it kept).
+
+    The spool goes beside the copies (the cache's archives/, or the temporary folder without
+    the cache), not to the temporary directory, often in memory and small. Its copy is found
+    again by the hash of the bytes: the same archive piped twice is unpacked once."""
+    buffer = getattr(sys.stdin, "buffer", None)
+    peek = getattr(buffer, "peek", None)
+    if buffer is None or peek is None:
+        return None
+    try:
+        # What one read of the pipe gave (not consumed): a few KiB as a rule, more than any
+        # codec's or a zip's magic needs; a plain tar needs 262 bytes.
+        head = bytes(peek(TAR_MAGIC_AT + 8))
+    except (OSError, ValueError):
+        return None
+    magics = (*ZIP_MAGICS, *(magic for magic, _ in MAGICS))
+    if not (head.startswith(magics) or _is_tar(head)):
+        return None
+    home = _home() if cache and not cache_disabled() else None
+    if home is not None:
+        _sweep(home)
+    parent = home if home is not None else _temporary_home()
+    folder = Path(tempfile.mkdtemp(prefix=".tmp-stdin-", dir=parent))
+    spool = folder / "stdin"
+    budget = _Budget.of(STDIN, parent)
+    digest = hashlib.sha256()
+    try:
+        with open(spool, "wb") as out:
+            while chunk := buffer.read(COPY_CHUNK):
+                if stop():
+                    raise ArchiveError("reading stdin stopped")
+                budget.take(len(chunk))
+                digest.update(chunk)
+                out.write(chunk)
+                if progress is not None:
+                    progress(budget.used, 0)
+    except OSError as exc:
+        shutil.rmtree(folder, ignore_errors=True)
+        raise ArchiveError(f"cannot spool stdin: {exc.strerror or exc}") from exc
+    except BaseException:
+        shutil.rmtree(folder, ignore_errors=True)
+        raise
+    atexit.register(shutil.rmtree, str(folder), True)  # (when it is never unpacked)
+    _spools[str(spool.absolute())] = {
+        "input": STDIN,
+        "sha256": digest.hexdigest(),
+        "size": budget.used,
+    }
+    return spool
 
 
 def _home() -> Path | None:
@@ -244,8 +446,9 @@ def _temporary_home() -> Path:
     return _temporary[0]
 
 
-def _reuse(folder: Path, meta: dict[str, Any]) -> Path | None:
-    """What to read of the copy in `folder` when it was made from the same input; else None."""
+def _reuse(folder: Path, meta: dict[str, Any]) -> Unpacked | None:
+    """The copy in `folder` when it was made from the same input (touched: the most recently
+    used, evicted last); else None."""
     try:
         kept = json.loads((folder / META).read_text())
     except (OSError, ValueError, RecursionError):
@@ -256,7 +459,11 @@ def _reuse(folder: Path, meta: dict[str, Any]) -> Path | None:
     if not isinstance(entry, str) or ".." in entry.split("/"):
         return None
     where = _entry_path(folder, entry)
-    return where if where.exists() else None
+    if not where.exists():
+        return None
+    with contextlib.suppress(OSError):
+        os.utime(folder)
+    return Unpacked(where, False, kept.get("cut") is True)
 
 
 def _entry_path(folder: Path, entry: str) -> Path:
@@ -273,9 +480,13 @@ def _extract(
     progress: Progress | None,
     stop: Callable[[], bool],
     total: int,
-) -> str:
-    """Unpack into `dest` (made here); returns what to read, relative to it ("" for itself)."""
+    budget: _Budget,
+) -> tuple[str, bool]:
+    """Unpack into `dest` (made here); returns what to read, relative to it ("" for itself),
+    and whether the archive was cut short (what was readable is there)."""
     dest.mkdir()
+    entry: str | None = None  # a compressed file's name; None: the content's top (`_top`)
+    cut = False
     with open(source, "rb") as raw:
 
         def moved() -> None:
@@ -286,24 +497,54 @@ def _extract(
 
         try:
             if fmt.container == "zip":
-                _unzip(raw, dest, moved)
-            elif fmt.container == "tar" and fmt.codec is None:
-                _untar(raw, dest, moved)
-            elif fmt.container == "tar":
-                with _decompressed(raw, cast(str, fmt.codec)) as stream:
-                    _untar(stream, dest, moved)
+                _unzip(raw, dest, moved, budget)
+            elif fmt.codec is None:
+                cut = _untar(raw, dest, moved, budget)
             else:
-                name = _single_name(source.name, cast(str, fmt.codec))
-                with _decompressed(raw, cast(str, fmt.codec)) as stream:
-                    _copy(stream, dest / name, moved)
-                return name
+                with _decompressed(raw, fmt.codec) as stream:
+                    reader = _CutTolerant(stream)
+                    if fmt.container == "tar":
+                        cut = _untar(reader, dest, moved, budget)
+                        # tarfile stops at the tar's end: the rest of the stream is read so
+                        # that the codec checks its checksum (damage inside is said, not read).
+                        while more := reader.read(COPY_CHUNK):
+                            budget.take(len(more))
+                            moved()
+                    else:
+                        entry = _single_name(source.name, fmt.codec)
+                        _copy(reader, dest / entry, moved, budget)
+                    cut = cut or reader.cut
         except ArchiveError:
             raise
         except damage_errors() as exc:
             raise ArchiveError(
                 f"cannot unpack this {fmt.describe()}: {safe_line(str(exc)) or type(exc).__name__}"
             ) from exc
-    return _top(dest)
+    if cut and not budget.used:
+        raise ArchiveError(f"{budget.shown} is cut short before any of its content")
+    return (_top(dest) if entry is None else entry), cut
+
+
+class _CutTolerant:
+    """A decoder's output, one decoded piece a read: a stream that ends before its end marker
+    (cut short) reads as ended, with `cut` set, instead of raising: what came before stays
+    (a whole-size read of the decoder would drop the piece it had when the end came)."""
+
+    def __init__(self, stream: Any) -> None:
+        self.stream = stream
+        self.cut = False
+
+    def read(self, size: int = -1) -> bytes:
+        if size < 0:
+            return b"".join(iter(lambda: self.read(COPY_CHUNK), b""))
+        if self.cut or not size:
+            return b""
+        read1 = getattr(self.stream, "read1", None) or self.stream.read
+        try:
+            return bytes(read1(size))
+        except EOFError:
+            self.cut = True
+            return b""
 
 
 def _single_name(name: str, codec: str) -> str:
@@ -348,7 +589,9 @@ def _refuse_type(what: str, name: str, kind: str) -> ArchiveError:
     return ArchiveError(f"{what} member {safe_line(name[:200])!r} is {kind}: refused")
 
 
-def _untar(stream: IO[bytes], dest: Path, moved: Callable[[], None]) -> None:
+def _untar(stream: Any, dest: Path, moved: Callable[[], None], budget: _Budget) -> bool:
+    """Unpack a tar stream; True when it ends inside a member (what came before is kept: of
+    that member, up to the last whole COPY_CHUNK)."""
     import tarfile
 
     try:
@@ -366,15 +609,41 @@ def _untar(stream: IO[bytes], dest: Path, moved: Callable[[], None]) -> None:
                 if member.isdir():
                     target.mkdir(parents=True, exist_ok=True)
                     continue
-                data = tar.extractfile(member)
+                data: Any = tar.extractfile(member) if member.issparse() else None
+                if data is None and not member.issparse():
+                    # Read where tarfile's own reader reads (`extractfile`): it drops the bytes
+                    # of its last read when the stream ends inside the member; this keeps them.
+                    tar.fileobj.seek(member.offset_data)
+                    data = _Member(tar.fileobj, member.size)
                 if data is None:
                     raise _refuse_type("tar", member.name, "unreadable")
-                _copy(data, target, moved)
+                _copy(data, target, moved, budget)
+    except tarfile.ReadError as exc:
+        if str(exc) == CUT_TAR:
+            return True
+        raise ArchiveError(f"not a readable tar: {safe_line(str(exc))}") from exc
     except tarfile.TarError as exc:
         raise ArchiveError(f"not a readable tar: {safe_line(str(exc))}") from exc
+    return False
 
 
-def _unzip(raw: IO[bytes], dest: Path, moved: Callable[[], None]) -> None:
+class _Member:
+    """The next `size` bytes of a tar stream (fewer when it ends first)."""
+
+    def __init__(self, stream: Any, size: int) -> None:
+        self.stream = stream
+        self.left = size
+
+    def read(self, size: int) -> bytes:
+        data = bytes(self.stream.read(min(size, self.left))) if self.left > 0 else b""
+        self.left -= len(data)
+        return data
+
+
+CUT_TAR = "unexpected end of data"  # tarfile's words for a stream that ends inside a member
+
+
+def _unzip(raw: IO[bytes], dest: Path, moved: Callable[[], None], budget: _Budget) -> None:
     import zipfile
 
     try:
@@ -391,6 +660,9 @@ def _unzip(raw: IO[bytes], dest: Path, moved: Callable[[], None]) -> None:
                     raise _refuse_type("zip", info.filename, "a link")
                 if not (stat.S_ISREG(mode) or stat.S_ISDIR(mode)):
                     raise _refuse_type("zip", info.filename, "a device or FIFO")
+        # A bomb says what it is in its directory: refused before a byte is written. (The
+        # sizes may lie: what is written is counted too.)
+        budget.declare(sum(info.file_size for info in infos))
         for info in infos:
             target = _member_target(dest, info.filename, "zip")
             if target is None:
@@ -400,19 +672,20 @@ def _unzip(raw: IO[bytes], dest: Path, moved: Callable[[], None]) -> None:
                 continue
             try:
                 with archive.open(info) as data:
-                    _copy(data, target, moved)
+                    _copy(data, target, moved, budget)
             except zipfile.BadZipFile as exc:
                 raise ArchiveError(f"damaged zip: {safe_line(str(exc))}") from exc
 
 
-def _copy(data: IO[bytes], target: Path, moved: Callable[[], None]) -> None:
+def _copy(data: Any, target: Path, moved: Callable[[], None], budget: _Budget) -> None:
     """Write a member's bytes to `target` (a new regular file: nothing that is there is
-    followed, as nothing a link could be is ever made)."""
+    followed, as nothing a link could be is ever made), each piece counted before it is."""
     target.parent.mkdir(parents=True, exist_ok=True)
     if target.is_symlink() or target.is_dir():
         raise ArchiveError(f"member {safe_line(target.name)!r} clashes with another: refused")
     with open(target, "wb") as out:
         while chunk := data.read(COPY_CHUNK):
+            budget.take(len(chunk))
             out.write(chunk)
             moved()
     moved()
@@ -474,4 +747,13 @@ def _read_full(stream: IO[bytes], size: int) -> bytes:
     return out
 
 
-__all__ = ["ArchiveError", "ArchiveFormat", "Unpacked", "archive_format", "unpack"]
+__all__ = [
+    "ARCHIVES_MAX_BYTES",
+    "UNPACKED_MAX_BYTES",
+    "ArchiveError",
+    "ArchiveFormat",
+    "Unpacked",
+    "archive_format",
+    "stdin_archive",
+    "unpack",
+]

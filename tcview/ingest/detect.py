@@ -4,13 +4,17 @@ kept (`tcview.commands.results`) asks this and reads no trace."""
 
 from __future__ import annotations
 
+import gzip
 import os
 import re
 import stat
+import zlib
 from dataclasses import dataclass
 from pathlib import Path
 
 from tcview.ingest.archives import archive_format, archive_problem
+from tcview.ingest.profile import PROFILE_FILES, TRACE_SUFFIXES
+from tcview.text.sizes import size_text
 
 # A record's prefix, as torch's structured logger writes it (groups: rank, time, process id).
 # (The file part is greedy: the match ends at the first "]" either way, and greedy is faster.)
@@ -49,10 +53,48 @@ def sniff_trace(path: Path) -> str | None:
     line = data.split(b"\n", 1)[0]
     m = HEADER.match(line)
     if not m:
-        return "first line is not a trace record header"
+        return None if _cut_at_start(data) else "first line is not a trace record header"
     if not line[m.end() :].lstrip().startswith(b"{"):
         return "first line is a log line, not a trace record"
     return None
+
+
+# Why a torch.profiler trace beside the trace files is not read as one: it is the other input
+# of the profile join, never a file that failed.
+PROFILE_REASON = "a torch.profiler trace: --profile PATH joins it"
+PROFILE_SNIFF = 4096  # where an export_chrome_trace file names its keys
+_PROFILE_KEYS = (b'"schemaVersion"', b'"traceEvents"', b'"deviceProperties"')
+
+
+def is_profile(path: Path) -> bool:
+    """Whether `path` is a torch.profiler Chrome trace: by the names torch.profiler and
+    `tcview run --profile` give them, or a .json[.gz] that starts with a Chrome trace's keys."""
+    name = path.name
+    if name.endswith(TRACE_SUFFIXES) or name in PROFILE_FILES:
+        return True
+    if not name.endswith((".json", ".json.gz")):
+        return False
+    try:
+        with (gzip.open if name.endswith(".gz") else open)(path, "rb") as fh:
+            head = fh.read(PROFILE_SNIFF)
+    except (OSError, EOFError, zlib.error):
+        return False
+    return any(key in head for key in _PROFILE_KEYS)
+
+
+# A record header (with its JSON) at the start of a line: where a file cut at its start, which
+# begins inside a record's payload, has its first whole record.
+_LATER_HEADER = re.compile(rb"\n" + RECORD_PREFIX + rb"\s*\{")
+
+
+def _cut_at_start(data: bytes) -> bool:
+    """A trace cut at its start (a copy that kept only its end): payload lines (each indented
+    with a tab; the first one's tab already stripped), then a record header."""
+    m = _LATER_HEADER.search(data)
+    if m is None:
+        return False
+    lines = data[: m.start()].split(b"\n")
+    return len(lines) > 1 and all(ln.startswith(b"\t") for ln in lines[1:])
 
 
 def is_trace_name(name: str) -> bool:
@@ -64,7 +106,10 @@ def is_trace_name(name: str) -> bool:
 def trace_reason(path: Path) -> str | None:
     """None when the file `path` is read as a trace, else why not: the one rule of a one-shot
     load, of follow mode and of `detect`."""
-    return None if is_trace_name(path.name) else sniff_trace(path)
+    if is_trace_name(path.name):
+        return None
+    why = sniff_trace(path)
+    return PROFILE_REASON if why is not None and is_profile(path) else why
 
 
 def discover(path: Path) -> tuple[list[Path], list[tuple[Path, str]]]:
@@ -191,14 +236,6 @@ def _ascii(byte: int) -> str:
     if byte in (0x22, 0x5C):  # " and \
         return "\\" + chr(byte)
     return chr(byte) if 0x20 <= byte < 0x7F else f"\\x{byte:02x}"
-
-
-def size_text(size: int) -> str:
-    """1.2 MB, 12.3 kB, 812 bytes."""
-    for unit, scale in (("GB", 1e9), ("MB", 1e6), ("kB", 1e3)):
-        if size >= scale:
-            return f"{size / scale:.1f} {unit}"
-    return f"{size} byte{'s' if size != 1 else ''}"
 
 
 def _head(path: Path, limit: int) -> bytes:

@@ -29,7 +29,7 @@ from __future__ import annotations
 
 from tcview.ingest.builder import Builder, Handler
 from tcview.model.facts import parse_graph_break, parse_recompile_reasons
-from tcview.model.metadata import CacheArtifact, CompilationMetrics
+from tcview.model.metadata import CacheArtifact, CompilationMetrics, TorchVersion
 from tcview.model.objects import STACK_LIMIT, LogSource, Record, stack_frames
 
 KNOWN_KINDS = frozenset(
@@ -160,8 +160,18 @@ def c_recompile(b: Builder, tf: LogSource, rec: Record) -> None:
     b.recompile_reasons(rec, parse_recompile_reasons(rec.payload()))
 
 
+def c_torch_version(b: Builder, tf: LogSource, rec: Record) -> None:
+    """torch_version (torch 2.12+, a file's first artifact): which torch wrote the file. Kept
+    on the file, as the overview says it without reading the disk. The other artifacts of newer
+    torch (bytecode dumps, dynamo_cache_entries) are read when shown: model/metadata.py."""
+    version = TorchVersion.decode(rec.payload()).version
+    if version is not None:
+        tf.torch_version = version
+
+
 # By artifact name: the facts of these artifacts are in their payload.
 CLOSE_HANDLERS: dict[str, Handler[LogSource]] = {
     "dynamo_graph_break_reason": c_graph_break,
     "recompile_reasons": c_recompile,
+    "torch_version": c_torch_version,
 }

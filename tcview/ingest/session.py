@@ -94,7 +94,9 @@ class ModelSession:
         if path is None:
             return None
         stamp = profile_stamp(path)
-        key = (id(model), model.version, stamp)
+        # Joined again when what it joins to grew, not at every version: a live trace's new
+        # records rarely add a compile or a kernel, and a big profile takes a while to join.
+        key = (stamp, len(model.files), len(model.compiles), len(model.kernels))
         if self._measured is None or self._measured[0] != key:
             if self._profile is None or self._profile[0] != stamp:  # read once per version
                 try:

@@ -66,7 +66,7 @@ except ImportError:  # pragma: no cover - depends on the environment
     HAVE_ORJSON = False
 
 MAGIC = b"TCVSNAP\n"
-FORMAT = 6  # bump when the layout or the meaning of a snapshot changes
+FORMAT = 7  # bump when the layout or the meaning of a snapshot changes
 _HEAD = struct.Struct("<8sIII")  # magic, format, flags, number of sections
 _LENGTH = struct.Struct("<Q")
 SECTIONS = 3  # JSON document, int64 array, raw bytes
@@ -104,6 +104,7 @@ FILE_SCALARS: dict[str, str] = {
     "pos": _INT,
     "_open_scan": _INT,
     "first_ts": _OPT_STR,
+    "torch_version": _OPT_STR,
     "failure_count": _INT,
     "problems": _STRS,
     "version": _INT,

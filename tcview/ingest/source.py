@@ -11,7 +11,7 @@ import tempfile
 from dataclasses import replace
 from pathlib import Path
 
-from tcview.ingest.archives import ArchiveError, archive_format, unpack
+from tcview.ingest.archives import ArchiveError, archive_format, stdin_archive, unpack
 from tcview.ingest.builder import Builder
 from tcview.ingest.cache import cache_disabled
 from tcview.ingest.detect import find_text_log, plan_input
@@ -133,6 +133,13 @@ def load_source(
         return load_source(str(spool(path)), hooks=hooks, display=display or path, cache=False)
     if kind == "archive":
         return _load_archive(path, hooks, display or path, cache)
+    if kind == "stdin":
+        try:
+            packed = stdin_archive(cache, hooks.progress, hooks.stop)
+        except ArchiveError as exc:
+            raise NotATrace(str(exc)) from exc
+        if packed is not None:  # an archive piped in: spooled, then read as that file
+            return _load_archive(str(packed), hooks, display or "<stdin>", cache)
     if kind in ("stdin", "text"):
         return TextLog.load(path, hooks=hooks, display=display)
     ts = TraceSet.load(path, hooks=hooks, display=display, cache=cache)

@@ -641,18 +641,43 @@ class TraceFile(LogSource):
     def finish(self) -> None:
         """The file is complete: index a trailing line that has no newline."""
         tail = self._line.take(lead=b"\n")
+        cut_line = -1
         if tail is not None and len(tail) > 1:
             base = self.pos - len(tail)
+            unparsed = len(self.unparsed)
             self._scan(tail + b"\n", base, len(tail), eof_line=True)
+            if len(self.unparsed) > unparsed and self.unparsed[-1][0] == base + 1:
+                cut_line = base + 1  # torch ends every line it writes: this one was cut
         rec = self._open
         if rec is not None and rec.md5 and not rec.closed and rec.md5_ok() is False:
             self.truncated += 1
+            self.tail_cut, self.tail_label = rec.offset, rec.label
+        elif cut_line >= 0:
+            self.tail_cut, self.tail_label = cut_line, ""
         self._close_open()
+        self.size = self.pos
+        self.head_cut = self._head_cut()
         self.finished = True
         self.version += 1
         # Caches of the indexing only: a finished file of a big directory need not keep them.
         self._cache.clear()
         self._contexts.clear()
+
+    def _head_cut(self) -> int:
+        """Bytes of payload lines the file begins with (torch starts a file with a header)."""
+        firsts = [self.pos, *self.chromium[:1], *self.minor[:1]]
+        firsts.extend(c.chromium_at[0] for c in self.compiles.values() if c.chromium_at)
+        if self.records:
+            firsts.append(self.records[0].offset)
+        if self.unparsed:
+            firsts.append(self.unparsed[0][0])
+        first = min(firsts)
+        if first == 0:
+            return 0
+        try:  # the index skips payload lines and blank ones: only a payload line is a cut
+            return first if self.read(0, 1) == b"\t" else 0
+        except OSError:
+            return 0
 
     @property
     def pending_bytes(self) -> int:

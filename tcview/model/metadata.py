@@ -18,6 +18,7 @@ field, with its field names, so a record whose fields change is read back from n
 from __future__ import annotations
 
 import functools
+import json
 import math
 import re
 from dataclasses import dataclass, fields
@@ -229,6 +230,105 @@ class CacheArtifact:
                 result = name[len(prefix) :]
                 return cls(prefix[:-7], result) if result in CACHE_RESULTS else None
         return None
+
+
+# ---------------------------------------------------------------- newer torch (2.12+)
+# Artifacts read from their name or payload when shown (the records stay on disk); each kind's
+# one parser is here. Real records: tests/fixtures/runs/torch2_1{2,4}_artifacts.tar.xz.
+
+TORCH_VERSION = "torch_version"  # artifact, first record of a file: which torch wrote it
+DYNAMO_CACHE_ENTRIES = "dynamo_cache_entries"  # artifact: what caching precompile saved
+SUBGRAPH_KEY = "subgraph_name"  # context key: the regional-inductor region being compiled
+_BYTECODE = re.compile(r"(.+)_(ORIGINAL|MODIFIED)_BYTECODE")
+
+
+def _json_object(text: str) -> dict[str, Any]:
+    """A payload's JSON object, or {} (a payload is untrusted: never raises)."""
+    try:
+        value = json.loads(text)
+    except (ValueError, RecursionError):
+        return {}
+    return value if isinstance(value, dict) else {}
+
+
+@dataclass(frozen=True, slots=True)
+class TorchVersion:
+    """A ``torch_version`` artifact: ``{"pytorch_version": ..., "commit": ..., "oss": ...}``."""
+
+    version: str | None
+    commit: str | None = None
+
+    @classmethod
+    def decode(cls, payload: str) -> TorchVersion:
+        get = _json_object(payload).get
+        return cls(_str(get("pytorch_version")), _str(get("commit")))
+
+
+@dataclass(frozen=True, slots=True)
+class BytecodeDump:
+    """A ``<code name>_ORIGINAL_BYTECODE`` / ``_MODIFIED_BYTECODE`` artifact: Dynamo's dump of
+    a resume function's bytecode before and after its compile (`dis` text in the payload)."""
+
+    function: str  # the code object's name (``torch_dynamo_resume_in_f_at_18``)
+    which: str  # "original" or "modified"
+
+    @staticmethod
+    @functools.lru_cache(maxsize=256)
+    def decode(name: str) -> BytecodeDump | None:
+        m = _BYTECODE.fullmatch(name)
+        return BytecodeDump(m.group(1), m.group(2).lower()) if m else None
+
+    @property
+    def title(self) -> str:
+        return f"{self.which} bytecode"
+
+
+def subgraph_name(meta: object) -> str | None:
+    """The ``subgraph_name`` a record's header names (regional inductor compiles a marked
+    region of the graph on its own: its records carry the region's name), else None."""
+    return _str(meta.get(SUBGRAPH_KEY)) if isinstance(meta, dict) else None
+
+
+def _count(value: Any) -> int | None:
+    """A count written as an int or, as torch writes ``num_codes``, as a string of digits."""
+    if type(value) is str and value.isdigit() and len(value) < 10:
+        return int(value)
+    return _int(value)
+
+
+@dataclass(frozen=True, slots=True)
+class CacheEntry:
+    """One function's entry in a ``dynamo_cache_entries`` artifact (``artifacts.dynamo[i]``)."""
+
+    fn_name: str | None
+    fn_first_lineno: int | None
+    num_codes: int | None  # its code objects (the function and its resume functions)
+    device_type: str | None
+    backends: tuple[str, ...]  # its compiled graphs' backend ids
+    key: str | None  # the cache key it is saved under
+
+    @classmethod
+    def decode_all(cls, payload: str) -> list[CacheEntry]:
+        """The entries of a ``dynamo_cache_entries`` payload, in its order ([] when broken)."""
+        artifacts = _json_object(payload).get("artifacts")
+        dynamo = artifacts.get("dynamo") if isinstance(artifacts, dict) else None
+        out = []
+        for item in dynamo if isinstance(dynamo, list) else []:
+            if not isinstance(item, dict):
+                continue
+            get = item.get
+            ids = get("backend_ids")
+            out.append(
+                cls(
+                    _str(get("fn_name")),
+                    _int(get("fn_first_lineno")),
+                    _count(get("num_codes")),
+                    _str(get("device_type")),
+                    tuple(str(b) for b in ids) if isinstance(ids, list) else (),
+                    _str(get("key")),
+                )
+            )
+        return out
 
 
 # The records a `Compile` field may hold, which the index cache writes (see the module).

@@ -16,7 +16,7 @@ import re
 from abc import ABC, abstractmethod
 from array import array
 from collections import Counter
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator, Sequence, Set
 from contextlib import AbstractContextManager
 from dataclasses import dataclass, field
 from enum import Enum
@@ -921,9 +921,20 @@ class LogSource(ABC):
     # (counted by `verify`; harmless, read restored).
     blank_line_records: int = 0
     missing_strings: int = 0  # stack frames naming a string-table id never defined
+    # Where a trace file shows it was cut, known once it is finished (a live file may yet
+    # grow past a partial last line, so nothing is set before): its size in bytes; the bytes
+    # of payload lines it begins with (their record's header is missing); the offset of what
+    # it ends inside, a record whose payload is incomplete (`truncated`) or a last line with
+    # no newline that is no record (-1: neither), and that record's label ("" for a line).
+    size: int = 0
+    head_cut: int = 0
+    tail_cut: int = -1
+    tail_label: str = ""
+    bad_md5: Set[int] = frozenset()  # header offsets whose payload failed its md5 (verify)
     deleted: bool = False  # set by follow mode when the file is gone from disk
     finished: bool = False  # the input is complete (a last partial line was indexed)
     logs_metrics: bool = False  # it records compilation_metrics for each compile (traces do)
+    torch_version: str | None = None  # its torch_version artifact's version (torch 2.12+)
     unparsed: Sequence[tuple[int, int]]  # (offset, line number) of each unparsed line
 
     def __init__(self, display: str, path: Path | None) -> None:

@@ -77,6 +77,12 @@ from tcview.analysis.provenance import (
 from tcview.analysis.recompiles import Diagnosis, diagnose, explain_compile
 from tcview.model.compile_id import FIRST_EPISODE
 from tcview.model.facts import short_guard
+from tcview.model.metadata import (
+    DYNAMO_CACHE_ENTRIES,
+    BytecodeDump,
+    CacheEntry,
+    subgraph_name,
+)
 from tcview.model.objects import (
     AOT_GRAPH_ROLES,
     ROLE_SHORT,
@@ -388,12 +394,74 @@ def fmt_compile_time(t: CompileTime) -> str:
 
 
 def record_name(rec: Record) -> str:
-    """What a record is, in words; AOT graphs and output code with their role."""
+    """What a record is, in words; AOT graphs and output code with their role; a bytecode dump
+    by its function."""
+    dump = BytecodeDump.decode(rec.label)
+    if dump is not None:
+        return f"{dump.title}: {dump.function}"
     name = RECORD_NAMES.get(rec.label, rec.label)
     role = rec.compile.graph_role(rec) if rec.compile is not None else rec.role
     if role is not None and rec.kind not in AOT_GRAPH_ROLES:  # their names say it already
         name += f" ({role})"
     return name
+
+
+def record_subgraph(rec: Record) -> str | None:
+    """The regional-inductor region a record was logged in: its header's ``subgraph_name``
+    (a context key: `Record.meta` holds the kind's value only, so the header is read from
+    disk; None for a TORCH_LOGS message or an unreadable header)."""
+    try:
+        line = rec.source.header_line(rec)
+    except (OSError, ValueError):
+        return None
+    if b'"subgraph_name"' not in line:  # most headers: no JSON parse
+        return None
+    start = line.find(b"] {")
+    try:
+        header = json.loads(line[start + 2 :]) if start >= 0 else None
+    except (ValueError, RecursionError):
+        return None
+    return subgraph_name(header)
+
+
+def bytecode_dumps(comp: Compile) -> list[tuple[BytecodeDump, Record]]:
+    """A compile's bytecode dumps (torch 2.12+ logs them for resume functions), original
+    first."""
+    found = [(d, r) for r in comp.records if (d := BytecodeDump.decode(r.label)) is not None]
+    return sorted(found, key=lambda t: t[0].which != "original")
+
+
+def subgraphs(comp: Compile) -> Counter[str]:
+    """The regional-inductor regions a compile compiled, with the number of records of each."""
+    return Counter(sub for r in comp.records if (sub := record_subgraph(r)) is not None)
+
+
+def cache_entries(source: LogSource) -> list[CacheEntry]:
+    """What caching precompile saved (the ``dynamo_cache_entries`` artifacts of a file), read
+    from disk."""
+    out: list[CacheEntry] = []
+    for rec in source.records:
+        if rec.name == DYNAMO_CACHE_ENTRIES:
+            try:
+                out.extend(CacheEntry.decode_all(rec.payload()))
+            except (OSError, ValueError):  # the file went away
+                continue
+    return out
+
+
+def frame_cache_entries(frame: Frame) -> list[CacheEntry]:
+    """The cache entries saved for a frame: its code's name and first line (the name its
+    stack's innermost frame gives when its metrics are missing)."""
+    code = frame.code_frame
+    name = frame.co_name or (code.name if code is not None else None)
+    line = frame.co_firstlineno
+    return [
+        e
+        for e in cache_entries(frame.file)
+        if e.fn_name is not None
+        and e.fn_name == name
+        and (None in (e.fn_first_lineno, frame.co_firstlineno) or e.fn_first_lineno == line)
+    ]
 
 
 def phase_times(comp: Compile, detailed: bool = True) -> list[tuple[str, float, int]]:
@@ -473,6 +541,13 @@ def compile_detail(comp: Compile, model: Model | None = None) -> Detail:
 
     if comp.cache:
         head.row("cache", ", ".join(f"{c.cache} {c.result}" for c in comp.cache), "cache")
+    regions = subgraphs(comp)
+    if regions:
+        head.row(
+            "subgraphs",
+            ", ".join(f"{name} ({n} records)" for name, n in regions.items()),
+            "subgraph",
+        )
 
     config = compile_config(comp)
     _recompile_section(detail, comp, config)
@@ -488,8 +563,10 @@ def compile_detail(comp: Compile, model: Model | None = None) -> Detail:
     _autotune_section(detail, comp, *autotuned_ops(comp, model))
     _kernels_section(detail, comp)
     _graphs_section(detail, comp)
+    _bytecode_section(detail, comp)
     _config_section(detail, config)
     _metrics_section(detail, comp)
+    _runtime_section(detail, comp)
     _shapes_section(detail, comp)
     _fusion_section(detail, fusion_of(model, comp))
     if frame is not None and frame.stack:
@@ -595,7 +672,45 @@ def _graphs_section(detail: Detail, comp: Compile) -> None:
         if rec.kind in ("inductor_output_code", "output_code"):
             n = sum(1 for k in comp.kernels if k.output is rec)
             extra = f"  {n} kernel{'s' if n != 1 else ''}"
+        sub = record_subgraph(rec)
+        if sub is not None:
+            extra += f"  [subgraph {sub}]"
         section.row("", f"{record_name(rec)}{extra}", "graph")
+
+
+def _bytecode_section(detail: Detail, comp: Compile) -> None:
+    dumps = bytecode_dumps(comp)
+    if not dumps:
+        return
+    section = detail.section("bytecode", "bytecode")
+    for dump, rec in dumps:
+        section.row(dump.which, f"{dump.function}  ({rec.label}, line {rec.line_number()})")
+
+
+# What the compiled graph cost when it first ran (compilation_metrics_runtime), by field.
+RUNTIME_ROWS = (
+    ("duration_us", "first run"),
+    ("runtime_cudagraphify_time_us", "cudagraphify"),
+    ("runtime_triton_autotune_time_us", "triton autotune"),
+)
+
+
+def _runtime_section(detail: Detail, comp: Compile) -> None:
+    """compilation_metrics_runtime records, each its own rows (with the compile's metrics)."""
+    rows = []
+    for rec in comp.runtime_records:
+        meta = rec.meta if isinstance(rec.meta, dict) else {}
+        side = "backward" if rec.kind.startswith("bwd_") or meta.get("is_forward") is False else ""
+        for key, label in RUNTIME_ROWS:
+            value = meta.get(key)
+            if isinstance(value, (int, float)) and not isinstance(value, bool):
+                rows.append((f"{label} ({side})" if side else label, fmt_seconds(value / 1e6)))
+    if not rows:
+        return
+    section = detail.section("runtime metrics (compilation_metrics_runtime)", "time")
+    section.label_width = max(len(label) for label, _ in rows) + 2
+    for label, text in rows:
+        section.row(label, text)
 
 
 def _config_section(detail: Detail, config: CompileConfig) -> None:
@@ -874,6 +989,19 @@ def frame_detail(frame: Frame) -> Detail:
             section.row("break:", gb.reason, "break", depth=2)
     if len(frame.compiles) > SUMMARY_ROWS:
         section.row("", f"… {len(frame.compiles) - SUMMARY_ROWS} more", "dim")
+    entries = frame_cache_entries(frame)
+    if entries:
+        saved = detail.section("dynamo cache entries (caching precompile)", "cache")
+        for entry in entries:
+            n = entry.num_codes
+            saved.row(
+                f"{entry.fn_name}:{entry.fn_first_lineno}",
+                f"{'?' if n is None else n} code object(s) · {len(entry.backends)} backend(s)"
+                f" · {entry.device_type or '?'}",
+                "cache",
+            )
+            if entry.key:
+                saved.row("key", entry.key, "dim", depth=1)
     if frame.stack:
         stack = detail.section("stack")
         for sf in frame.stack[-FRAME_STACK_ROWS:]:

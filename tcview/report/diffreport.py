@@ -3,8 +3,10 @@
 
 from __future__ import annotations
 
+import os
 from collections.abc import Sequence
 
+from tcview.analysis.cache_misses import GRAPH_COMPONENT, CacheKeyChange
 from tcview.analysis.compiletime import compile_seconds, time_note
 from tcview.analysis.diff import (
     ADDED,
@@ -18,6 +20,7 @@ from tcview.analysis.diff import (
     CompileDiff,
     DiffLine,
     GuardChange,
+    KeyChange,
     char_marks,
     diff_counts,
 )
@@ -29,12 +32,15 @@ from tcview.model.facts import short_guard
 # CHANGED, NEW, GONE, RENAMED, MOVED) for lines that are one.
 Row = tuple[str, str, list[tuple[int, int]]]
 LIST_LIMIT = 500  # rows of one list in a report
-# The same guards under other numbers (`GuardChange.renumbered`), by whether A and B come
-# from two processes (whose object ids differ).
-_RENUMBERED = {
-    False: "on renumbered globals",
-    True: "only other object ids or renumbered globals",
-}
+
+
+def _component_change(change: CacheKeyChange, name: str) -> str:
+    """``inductor_config[fallback_random] False → True``; a component without a short value
+    (the graph's code) by its name alone."""
+    a, b = change.texts.get(name, (None, None))
+    if name == GRAPH_COMPONENT or (a is None and b is None) or len(f"{a}{b}") > 80:
+        return name
+    return f"{name} {a if a is not None else '(none)'} → {b if b is not None else '(none)'}"
 
 
 def secs(seconds: float | None) -> str:
@@ -88,6 +94,43 @@ def guard_rows(changes: Sequence[GuardChange], all_guards: bool = False) -> list
     return out
 
 
+VALUE_WIDTH = 60  # characters of a cache key component's value shown on each side
+
+
+def _window(a: str, b: str) -> tuple[str, str]:
+    """Two long values cut to where they start to differ (``TensorMetadata(…`` is the same
+    for every tensor: what tells two apart comes later), ``…`` where cut."""
+    if max(len(a), len(b)) <= VALUE_WIDTH:
+        return a, b
+    same = len(os.path.commonprefix([a, b]))
+    start = max(0, min(same - 12, max(len(a), len(b)) - VALUE_WIDTH))
+
+    def cut(v: str) -> str:
+        part = v[start : start + VALUE_WIDTH]
+        return ("…" if start else "") + part + ("…" if start + VALUE_WIDTH < len(v) else "")
+
+    return cut(a), cut(b)
+
+
+def cache_key_rows(changes: Sequence[KeyChange]) -> list[Row]:
+    """One row per component: its name, then its value in A → in B, what differs marked."""
+    width = min(max((len(c.name) for c in changes), default=0), 48)
+    out: list[Row] = []
+    for c in changes[:LIST_LIMIT]:
+        head = f"  {c.name:<{width}}  "
+        if c.name == GRAPH_COMPONENT:
+            out.append((CHANGED, head + "the graph's code (its diff: the graphs below)", []))
+            continue
+        va, vb = _window(c.a if c.a is not None else "(none)", c.b if c.b is not None else "(none)")
+        ma, mb = char_marks(va, vb)
+        at = len(head) + len(va) + 3
+        marks = [(s + len(head), e + len(head)) for s, e in ma] + [(s + at, e + at) for s, e in mb]
+        out.append((CHANGED, f"{head}{va} → {vb}", marks))
+    if len(changes) > LIST_LIMIT:
+        out.append(("dim", f"  … {len(changes) - LIST_LIMIT} more", []))
+    return out
+
+
 def compile_diff_lines(d: CompileDiff, names: tuple[str, str] | None = None) -> list[Row]:
     """The compile diff as report lines: what the pane shows. `names`: what to call the two
     compiles (``A 0/1``, ``B 0/1`` for compiles of two runs); their ids by default."""
@@ -105,6 +148,22 @@ def compile_diff_lines(d: CompileDiff, names: tuple[str, str] | None = None) -> 
         note = time_note([a, b])
         note = f"  ({note})" if note else ""
         out.append(("field", f"time      {secs(ta)} → {secs(tb)}{pct(ta or 0, tb or 0)}{note}", []))
+    # The cache key first: a setting that differs (a config) is why the same graph compiled
+    # again, and neither the guards nor the graphs below show it.
+    if d.cache_keys is not None:
+        out.append(("", "", []))
+        caches = sorted({cache for c in d.cache_keys for cache in c.caches})
+        if d.cache_keys:
+            out.append(
+                (
+                    "heading",
+                    f"cache key: {len(d.cache_keys)} component(s) differ ({', '.join(caches)})",
+                    [],
+                )
+            )
+            out.extend(cache_key_rows(d.cache_keys))
+        else:
+            out.append(("field", "cache key: the same", []))
     if d.reasons:
         out.append(("", "", []))
         out.append(("heading", f"why {nb} was compiled (the guard that failed)", []))
@@ -120,16 +179,25 @@ def compile_diff_lines(d: CompileDiff, names: tuple[str, str] | None = None) -> 
         else:
             out.append(("heading", "guards: neither compile logged its guards", []))
     else:
-        renumbered = sum(1 for c in d.guards if c.renumbered)
         out.append(
             (
                 "heading",
                 f"guards: {counts[CHANGED]} changed, {counts[ADDED]} added, "
-                f"{counts[REMOVED]} removed, {counts[SAME]} same"
-                + (f" ({renumbered} {_RENUMBERED[d.other_process]})" if renumbered else ""),
+                f"{counts[REMOVED]} removed, {counts[SAME]} same",
                 [],
             )
         )
+        # Said, so that nothing leaves the list unannounced.
+        hidden = sum(1 for c in d.guards if c.renumbered)
+        if hidden:
+            out.append(
+                (
+                    "dim",
+                    f"  {hidden} of the same hidden: they differ only in object ids, addresses"
+                    " or renumbered globals",
+                    [],
+                )
+            )
         deciding = [c for c in d.guards if c.decides]
         rest = [c for c in d.guards if not c.decides]
         if deciding:
@@ -182,6 +250,12 @@ def run_diff_lines(d: RunDiff, frames: bool = True) -> list[Row]:
         out.append(("ok", "no change (compile times aside)", []))
     else:
         parts = [f"{v} {k.replace('_', ' ')}" for k, v in c.items() if v]
+        # Changes without a count of their own (`RunDiff.counts` is what --fail-on reads):
+        # named, so that "changed:" never stands alone.
+        if d.cache_keys:
+            parts.append(f"{len(d.cache_keys)} cache key(s)")
+        if not parts:
+            parts.append("cache results")
         out.append(("warn", "changed: " + ", ".join(parts), []))
     out.append(("", "", []))
     out.append(("heading", f"{'':<16}{'A':>10}{'B':>10}", []))
@@ -245,7 +319,7 @@ def run_diff_lines(d: RunDiff, frames: bool = True) -> list[Row]:
                 (
                     CHANGED,
                     f"  {c.cache:<12} {c.frame} {c.a_compile} → {c.b_compile}: "
-                    + ", ".join(c.changed),
+                    + ", ".join(_component_change(c, name) for name in c.changed),
                     [],
                 )
                 for c in d.cache_keys

@@ -10,6 +10,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from tcview.analysis.compiletime import compile_seconds, time_note
+from tcview.ingest.detect import PROFILE_REASON
 from tcview.model.objects import MARK_TABLE, Model, group_breaks
 from tcview.model.ranks import RankSet, rank_of, ranks_of, wanted
 from tcview.report.stacks import (
@@ -72,6 +73,7 @@ class Overview:
     time_note: str  # "incl. backward" when the times count a backward compile, else ""
     skipped: list[tuple[str, str]]  # (path, why), the first SKIPPED_SHOWN
     skipped_total: int
+    profiles: list[str]  # torch.profiler traces beside the trace (not joined, never skipped)
     many_ranks: bool  # rows then say their rank
     stacks: list[StackRow]  # the first STACK_ROWS
     stack_rows: int  # lines of the whole tree
@@ -120,7 +122,8 @@ def build_overview(
     )
     timed = [c for c in model.compiles if compile_seconds(c) is not None and wanted(ranks, c)]
     timed.sort(key=lambda c: -(compile_seconds(c) or 0))
-    skipped = model.skipped
+    skipped = [(p, why) for p, why in model.skipped if why != PROFILE_REASON]
+    profiles = [str(p) for p, why in model.skipped if why == PROFILE_REASON]
     roots = roots if roots is not None else stack_trie(model, ranks, read)
     # A capture without stacks (TORCH_LOGS text) would list every compile under NO_STACK.
     rows = stack_rows(roots) if any(r.where != NO_STACK for r in roots) else []
@@ -153,11 +156,25 @@ def build_overview(
         time_note=time_note(timed[:SLOWEST_SHOWN]),
         skipped=[(str(p), why) for p, why in skipped[:SKIPPED_SHOWN]],
         skipped_total=len(skipped),
+        profiles=profiles[:SKIPPED_SHOWN],
         many_ranks=len(ranks_of(model)) > 1,
         stacks=rows[:STACK_ROWS],
         stack_rows=len(rows),
         stacked=sum(r.count for r in roots),
     )
+
+
+def torch_versions(model: Model) -> list[str]:
+    """The torch versions the input's files name in their ``torch_version`` artifact (torch
+    2.12+; kept at ingest, so that this reads nothing), in file order, each once."""
+    seen = dict.fromkeys(f.torch_version for f in model.files if f.torch_version)
+    return [v for v in seen if v is not None]
+
+
+def torch_line(model: Model) -> str:
+    """``torch 2.14.1+cu130`` (the versions, when files differ), or "" when no file says."""
+    versions = torch_versions(model)
+    return f"torch {', '.join(versions)}" if versions else ""
 
 
 def stack_rows(roots: list[StackNode]) -> list[StackRow]:

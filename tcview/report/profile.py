@@ -12,6 +12,7 @@ from typing import Any
 from tcview.analysis.profile import KINDS, KernelTime, RuntimeJoin, join_profile
 from tcview.analysis.provenance import torch_version, tracking_hint
 from tcview.ingest.profile import Profile, load_profile
+from tcview.model.keys import same
 from tcview.model.objects import Compile, Kernel, Model
 from tcview.report.detail import Detail, Section
 
@@ -136,6 +137,19 @@ def notes(
         out.append(CPU_NOTE)
         if model_has_cpp and not join.time_of(("cpp",)):
             out.append(CPP_PROFILE_HINT)
+    if join.replayed:
+        copies = join.time_of(("overhead",))
+        out.append(
+            f'{_events(join.replayed)} ran in CUDA graph replays (mode="reduce-overhead"):'
+            " the op column says 'CUDA graph', and each is joined to the compile whose graph"
+            " was captured."
+            + (
+                f" 'overhead' ({fmt_us(copies)}): the copies of inputs into the graphs' static"
+                " buffers before each replay, not in the compiled share."
+                if copies
+                else ""
+            )
+        )
     if join.unmatched:
         out.append(
             f"{_events(join.unmatched)}: a name Inductor generates (triton_…, cpp_…)"
@@ -245,12 +259,47 @@ def profile_detail(
     return detail
 
 
+LEAD_KERNELS = 5  # the overview's top kernels
+
+
+@dataclass(frozen=True)
+class Lead:
+    """What the overview leads with when a profile is joined: the measured time, the compiled
+    share and the top kernels."""
+
+    headline: str  # ``GPU time 2.62ms measured · compiled 97.0% …``
+    kernels: list[tuple[str, str, str, str]]  # (time and share, compile, kind and op, name)
+    more: int  # kernels not shown
+
+
+def measured_lead(join: RuntimeJoin, top: int = LEAD_KERNELS) -> Lead:
+    unit = "GPU" if join.device == "gpu" else "CPU-kernel"
+    total = join.total_us or 1.0
+    shares = [
+        f"{k} {join.time_of((k,)) / total:.0%}" for k in KINDS if k != "cpp" or join.time_of((k,))
+    ]
+    headline = (
+        f"{unit} time {fmt_us(join.total_us)} measured · compiled {join.compiled_share:.1%}"
+        f" ({', '.join(shares)})"
+    )
+    rows = [
+        (
+            f"{fmt_us(r.time_us):>8} {r.share:4.0%}",
+            r.compile_label or "-",
+            r.kind if r.op in (None, r.name) else f"{r.kind} {r.op}",
+            r.name,
+        )
+        for r in join.rows[:top]
+    ]
+    return Lead(headline, rows, max(0, len(join.rows) - top))
+
+
 def measured_section(detail: Detail, join: RuntimeJoin, item: Kernel | Compile) -> None:
     """The measured time of a kernel or a compile, as a section of its detail."""
     unit = "GPU" if join.device == "gpu" else "CPU-kernel"
     section = detail.section(f"Measured ({unit} time, profile)")
     if isinstance(item, Kernel):
-        rows = [r for r in join.rows if r.kernel is item]
+        rows = [r for r in join.rows if r.kernel is not None and same(r.kernel, item)]
         if not rows:
             section.row("", "did not run in the profile's window", "dim")
             return
@@ -260,13 +309,42 @@ def measured_section(detail: Detail, join: RuntimeJoin, item: Kernel | Compile) 
             if r.gb_s is not None:
                 section.row("achieved", f"{r.gb_s:,.0f} GB/s")
         return
-    found = [t for c, t in join.by_compile if c is item]
+    found = [t for c, t in join.by_compile if same(c, item)]
     if not found:
         section.row("", "none of its kernels ran in the profile's window", "dim")
         return
     section.row("time", f"{fmt_us(found[0])} ({found[0] / (join.total_us or 1):.1%})")
-    for r in [r for r in join.rows if r.compile is item][:TOP_ROWS]:
+    for r in [r for r in join.rows if r.compile is not None and same(r.compile, item)][:TOP_ROWS]:
         section.row("", _kernel_line(r, None), depth=1)
+
+
+def row_detail(row: KernelTime, join: RuntimeJoin) -> Detail:
+    """One kernel of the profile as it ran: what launched it, its compile and user lines, its
+    measured time (the profile view's detail of a kernel the trace has no source for)."""
+    unit = "GPU" if join.device == "gpu" else "CPU-kernel"
+    detail = Detail("profile kernel", row.name, id=row.name)
+    head = detail.section()
+    head.row("kind", row.kind)
+    if row.op not in (None, row.name):
+        head.row("launched by", str(row.op))
+    comp = row.compile
+    if comp is not None:
+        frame = comp.frame.label if comp.frame is not None else ""
+        head.row("compile", f"{comp.id_label}  {frame}".rstrip())
+    elif row.candidates:
+        head.row("compile", f"one of {row.compile_label}")
+    else:
+        head.row("compile", "none (eager)" if row.kind == "eager" else "not known")
+    for line in row.lines:
+        head.row("user line", f"{line.short}  {line.code}")
+    measured = detail.section(f"Measured ({unit} time, profile)")
+    measured.row("time", f"{fmt_us(row.time_us)} ({row.share:.1%})  {row.calls} calls")
+    measured.row("per call", fmt_us(row.avg_us))
+    if row.gb_s is not None:
+        measured.row("achieved", f"{row.gb_s:,.0f} GB/s")
+    if row.event_name is not None:
+        measured.row("in the profile", row.event_name)
+    return detail
 
 
 Peak = tuple[float, str]  # a GPU's peak GB/s, and where the figure comes from

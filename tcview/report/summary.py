@@ -17,16 +17,20 @@ from tcview.analysis.findings import (
     findings_later,
 )
 from tcview.analysis.recompiles import explain, guard_families
+from tcview.ingest.detect import PROFILE_REASON
 from tcview.ingest.textlog import TextLog
 from tcview.model.facts import short_guard
 from tcview.model.objects import KERNEL_KINDS, Model, short_location
 from tcview.model.ranks import rank_of, ranks_label
+from tcview.report.detail import cache_entries
 from tcview.report.overview import (
     Overview,
     build_overview,
     stack_row_parts,
     stacks_more,
     stacks_title,
+    torch_line,
+    torch_versions,
 )
 from tcview.report.stacks import StackNode, stack_json, stack_trie
 
@@ -57,9 +61,27 @@ def summary_json(
     out["cudagraphs"] = cudagraph_counts(ts)
     # Each recompile once, by the guard that failed against its frame's newest earlier compile.
     out["guard_families"] = guard_families(ts.compiles)
-    out["skipped"] = [{"path": str(p), "reason": why} for p, why in ts.skipped]
+    out["skipped"] = [
+        {"path": str(p), "reason": why} for p, why in ts.skipped if why != PROFILE_REASON
+    ]
+    # torch.profiler traces found beside the trace: --profile joins one.
+    out["profiles_found"] = [str(p) for p, why in ts.skipped if why == PROFILE_REASON]
     unknown = ts.unknown_kinds()
     out["unknown_kinds"] = dict(sorted(unknown.items()))
+    # Newer torch (2.12+): the torch that wrote the files, what caching precompile saved.
+    out["torch_versions"] = torch_versions(ts)
+    out["dynamo_cache_entries"] = [
+        {
+            "function": e.fn_name,
+            "first_line": e.fn_first_lineno,
+            "code_objects": e.num_codes,
+            "backends": len(e.backends),
+            "device": e.device_type,
+            "key": e.key,
+        }
+        for tf in ts.files
+        for e in cache_entries(tf)
+    ]
     out["damage"] = damage(ts, out)
     out["export"] = export_counts(ts)
     out["divergence"] = div.json()
@@ -225,6 +247,9 @@ def summary_text(
         f"miss {cache['miss']} / bypass {cache['bypass']} · unparsed lines {s['unparsed_lines']}"
         + (f" · md5 mismatches {s['md5_mismatches']}" if "md5_mismatches" in s else "")
     )
+    torch = torch_line(ts)
+    if torch:
+        add(f"{torch} (the trace's torch_version)")
     if is_export(ts):
         e = s["export"]
         add(
@@ -289,6 +314,15 @@ def summary_text(
                 why = "; ".join(short_guard(r) for r in rc.reasons[:3]) or "(reason not logged)"
             recompile_lines.append((rank_of(rc.compile), f"[{rc.compile.id_label}] {where}: {why}"))
         lines.extend(_folded(recompile_lines, multi))
+    entries = s.get("dynamo_cache_entries") or []
+    if entries:
+        add("")
+        add(f"Dynamo cache entries ({len(entries)}, saved by caching precompile)")
+        for e in entries:
+            add(
+                f"  {e['function']}:{e['first_line']}  {e['code_objects']} code object(s)"
+                f" · {e['backends']} backend(s) · {e['device']}"
+            )
     if ts.failures:
         add("")
         add(f"Failures ({len(ts.failures)})")
@@ -328,6 +362,11 @@ def summary_text(
     if s["unknown_kinds"]:
         add("")
         add("Unknown event kinds: " + ", ".join(f"{k} ×{n}" for k, n in s["unknown_kinds"].items()))
+    if overview.profiles:
+        add("")
+        add(f"Profiles here, not joined ({len(overview.profiles)}): --profile PATH joins one")
+        for path in overview.profiles:
+            add(f"  {path}")
     if overview.skipped_total:
         add("")
         add(f"Skipped files ({overview.skipped_total})")

@@ -10,6 +10,7 @@ run directory, with the job's pane in it.
 
 from __future__ import annotations
 
+from dataclasses import replace
 from typing import ClassVar
 
 from textual import on
@@ -27,11 +28,12 @@ from tcview.ui.diffview import CompileDiffView
 from tcview.ui.finder import ResultsTree, SearchView
 from tcview.ui.help import HelpPlace, HelpScreen, bindings_of, spelled
 from tcview.ui.kernels_view import KernelsView
-from tcview.ui.keys import APP_BINDINGS
+from tcview.ui.keys import APP_BINDINGS, Keymap, key_now, remap
 from tcview.ui.messages import Reveal, SearchAll, ShowSource
 from tcview.ui.options import OpenOptions
 from tcview.ui.other_view import OtherView
 from tcview.ui.palette import TraceCommands
+from tcview.ui.profile_view import ProfileView
 from tcview.ui.provenance_view import ProvenanceView
 from tcview.ui.ranks_view import RankDialog, RanksView
 from tcview.ui.reader import SearchBox
@@ -63,6 +65,13 @@ class BrowserApp(App[int]):
         super().__init__()
         self.animation_level = "none"
         self.browser = browser
+        # The user's keys (checked by the command that read them). Textual's keymap moves the
+        # bindings of these ids in every screen and widget, those made later included, and
+        # unbinds their default keys; the help and the hints, built from the classes'
+        # bindings, apply the same keymap (`help_places_now`, `get_key_display`).
+        self.user_keymap: Keymap = dict(browser.options.keymap or {})
+        if self.user_keymap:
+            self.set_keymap(self.user_keymap)
 
     def get_default_screen(self) -> Screen[None]:
         return self.browser
@@ -93,7 +102,9 @@ class BrowserApp(App[int]):
 
     def get_key_display(self, binding: Binding) -> str:
         """Modifiers spelled one way everywhere (footer, help, texts): ``ctrl+p`` as
-        ``shift+tab``, never Textual's ``^p``."""
+        ``shift+tab``, never Textual's ``^p``. A class's binding that the user's keymap moved
+        shows its new key: the hints name keys from the classes' bindings."""
+        binding = key_now(binding, self.user_keymap)
         return spelled(super().get_key_display(binding), binding)
 
     # ------------------------------------------------------------ the palette's picks
@@ -113,7 +124,14 @@ class BrowserApp(App[int]):
     # ------------------------------------------------------------ help
 
     def action_help(self) -> None:
-        self.push_screen(HelpScreen(self.help_places()))
+        self.push_screen(HelpScreen(self.help_places_now()))
+
+    def help_places_now(self) -> list[HelpPlace]:
+        """`help_places` under the user's keymap: each binding under the keys it has now."""
+        return [
+            replace(place, bindings=remap(place.bindings, self.user_keymap))
+            for place in self.help_places()
+        ]
 
     @classmethod
     def help_places(cls) -> list[HelpPlace]:
@@ -189,11 +207,12 @@ class BrowserApp(App[int]):
 def views_place() -> HelpPlace:
     """The help's place for the views' keys (each pane's own, and their tables')."""
     return HelpPlace(
-        "Views (b r K f t a o X P, and d: a compile diff)",
+        "Views (b r K M f t a o X P, and d: a compile diff)",
         [
             *bindings_of(TableView),
             *bindings_of(ViewTable),
             *bindings_of(KernelsView, inherited=False),
+            *bindings_of(ProfileView, inherited=False),
             *bindings_of(TimeView, inherited=False),
             *bindings_of(RanksView, inherited=False),
             *bindings_of(OtherView, inherited=False),

@@ -74,7 +74,7 @@ from tcview.ui.table_view import TableView
 from tcview.ui.taking import Taker
 from tcview.ui.tree import TraceTree
 from tcview.ui.viewer import CodeView
-from tcview.ui.views import KernelsView, pane_widget
+from tcview.ui.views import KernelsView, ProfileView, pane_widget
 
 INDEX_GAP = 0.2  # while the first read indexes: its progress at most 5 times a second
 # While the first read indexes, the tree, the counts and the overview are redrawn at most this
@@ -206,10 +206,14 @@ class BrowserBase(Screen[None]):
             highlight_line("x = 1", language)
 
     def _profile_written(self) -> None:
-        """A profile appeared or changed: the kernels view, if shown, joins it."""
+        """A profile appeared or changed: the overview and the kernels and profile views, if
+        shown, join it."""
         shown = self.shown_pane()
-        if self.session.profile_written() and isinstance(shown, KernelsView):
+        if not self.session.profile_written():
+            return
+        if isinstance(shown, (KernelsView, ProfileView)):
             shown.reload()
+        self.refresh_counts()  # the overview leads with it
 
     def _first_frame(self) -> None:
         self.first_frame_at = time.monotonic()
@@ -527,7 +531,7 @@ class BrowserBase(Screen[None]):
 
     @work(thread=True, group="counts", exclusive=True, exit_on_error=False, description="count")
     def _count(self, asked: Asked) -> None:
-        counted = count(asked, self.source_path, self.follow)
+        counted = count(asked, self.source_path, self.follow, self.session.measured)
         if not get_current_worker().is_cancelled:
             self.app.call_from_thread(self._counted, counted)
 

@@ -19,6 +19,7 @@ from tcview.analysis.cudagraphs import CudaGraphs
 from tcview.analysis.export import export_counts, is_export
 from tcview.analysis.findings import Finding
 from tcview.analysis.kernels import OUTPUT_CODES, KernelSpan
+from tcview.analysis.profile import RuntimeJoin
 from tcview.model.objects import (
     GRAPH_KINDS,
     MARK_TABLE,
@@ -51,10 +52,12 @@ from tcview.report.overview import (
     stack_row_parts,
     stacks_more,
     stacks_title,
+    torch_line,
 )
 from tcview.report.summary import InputState, counts_line
 from tcview.text.safe import safe_line
 from tcview.ui.hints import KeyNames, key_of, overview_hint
+from tcview.ui.measured import measured_summary, profiles_found
 
 METRIC_KINDS = frozenset(
     [
@@ -719,14 +722,19 @@ def model_summary(
     ranks: RankSet = None,
     found: Sequence[Finding] | None = None,
     keys: KeyNames | None = None,
+    measured: RuntimeJoin | None = None,
 ) -> list[Text]:
-    """The overview: the worst `found` findings first, `summary` (model.summary_counts(), the
+    """The overview: what a joined profile (`measured`) measured, then the worst `found`
+    findings, `summary` (model.summary_counts(), the
     status bar's snapshot), the top breaks and slowest compiles; `state` says the input is
     empty (see `input_state`); `ranks`, the ranks picked with `#` (None: all); `keys`, the
     screen's keys, which its hints name (None: `tcview open`'s)."""
     s = model.summary_counts() if summary is None else summary
     overview = build_overview(model, ranks, read=False)  # on the UI thread: reads nothing
-    out = [Text(safe_line(title), style="bold")]
+    torch = torch_line(model)  # the torch_version artifacts, kept at ingest: reads nothing
+    out = [Text.assemble((safe_line(title), "bold"), (safe_line(torch and f"  {torch}"), "dim"))]
+    if measured is not None:
+        out.extend(measured_summary(measured, keys))
     out.extend(findings_summary(found, keys))
     out.extend(crash_summary(overview, keys))
     if state is not None:
@@ -777,6 +785,7 @@ def model_summary(
                     lit(label),
                 )
             )
+    out.extend(profiles_found(overview.profiles) if measured is None else [])
     if overview.skipped_total:
         out.append(Text(""))
         out.append(Text(f"skipped files ({overview.skipped_total})", style="bold underline"))

@@ -7,11 +7,13 @@ result (`Counted`) when it comes. The UI thread never walks the model's compiles
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
 from tcview.analysis.export import is_export
 from tcview.analysis.findings import Finding
+from tcview.analysis.profile import RuntimeJoin
 from tcview.analysis.recompiles import recompile_budget
 from tcview.model.derived import derived
 from tcview.model.objects import Model
@@ -49,8 +51,14 @@ class Counted:
     notices: tuple[str, ...] = ()  # shown with the rest: the status never mixes two versions
 
 
-def count(asked: Asked, source: str, follow: bool) -> Counted:
-    """The counts of `asked.model` (call it in a worker)."""
+def count(
+    asked: Asked,
+    source: str,
+    follow: bool,
+    measured: Callable[[Model], RuntimeJoin | None] | None = None,
+) -> Counted:
+    """The counts of `asked.model` (call it in a worker); `measured`: the profile joined to a
+    version (`ModelSession.measured`), which the overview then leads with."""
     model = asked.model
     if model is None:
         state = input_state(None, source, asked.live, asked.finished)
@@ -67,8 +75,9 @@ def count(asked: Asked, source: str, follow: bool) -> Counted:
     budget = derived(model, "budget", lambda: recompile_budget(model)) if follow else None
     doc: Document | None = None
     if asked.overview:
+        join = measured(model) if measured is not None else None
         doc = overview_doc(
-            model, source, summary, state, asked.error, picked, asked.found, asked.keys
+            model, source, summary, state, asked.error, picked, asked.found, asked.keys, join
         )
     return Counted(
         summary,

@@ -348,10 +348,13 @@ class DiffApp(App[int]):
     def get_key_display(self, binding: Binding) -> str:
         return spelled(super().get_key_display(binding), binding)
 
-    def __init__(self, diff: RunDiff) -> None:
+    def __init__(self, diff: RunDiff, keymap: dict[str, str] | None = None) -> None:
+        """`keymap`: the user's (checked by the command: tcview.commands.config)."""
         super().__init__()
         self.animation_level = "none"
         self.diff = diff
+        if keymap:
+            self.set_keymap(keymap)
 
     def compose(self) -> ComposeResult:
         yield Static(id="view-head", classes="view-head")

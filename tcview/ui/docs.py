@@ -9,6 +9,7 @@ from typing import Any
 from rich.text import Text
 
 from tcview.analysis.findings import Finding
+from tcview.analysis.profile import RuntimeJoin
 from tcview.analysis.provenance import (
     POST_GRAD_GRAPHS,
     PRE_GRAD_GRAPHS,
@@ -110,8 +111,9 @@ def overview_doc(
     ranks: RankSet = None,
     found: list[Finding] | None = None,
     keys: KeyNames | None = None,
+    measured: RuntimeJoin | None = None,
 ) -> Document:
-    """The right-hand pane when no item is picked: the counts of `summary` (the snapshot the
+    """The right-hand pane when no item is picked (led by the profile `measured`, if joined): the counts of `summary` (the snapshot the
     status bar shows), and what the input holds (waiting, nothing found, could not read)."""
     source = "stdin" if source == "-" else source
     if error:
@@ -120,7 +122,9 @@ def overview_doc(
     if model is None:
         lines = [lit(source, "bold"), Text("indexing…"), Text(counts_line(summary), style="bold")]
         return styled_doc(source, lines)
-    return styled_doc(source, model_summary(model, source, summary, state, ranks, found, keys))
+    return styled_doc(
+        source, model_summary(model, source, summary, state, ranks, found, keys, measured)
+    )
 
 
 def file_summary(tf: LogSource) -> list[Text]:

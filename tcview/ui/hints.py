@@ -25,6 +25,7 @@ DEFAULT_KEYS: dict[str, str] = {
     "view.breaks": "b",
     "view.recompiles": "r",
     "view.kernels": "K",
+    "view.profile": "M",
     "view.time": "t",
     "view.errors": "E",
 }

@@ -51,6 +51,7 @@ class KernelsView(TableView[KernelGroup]):
         " · B: bench · esc: back"
     )
     COLUMNS = ("kernel", "kind", "compiles", "graph")
+    ELIDE = ("kernel",)  # long generated names keep both ends; the columns after them show
     BENCH_COLUMN = "bench (ms · share · GB/s)"
     MEASURED_COLUMN = "measured (time · share · calls)"
     SORTS = ("order", "measured", "bench")  # what `s` goes through, where there are numbers
@@ -69,18 +70,20 @@ class KernelsView(TableView[KernelGroup]):
     sort = "order"
 
     def own_columns(self) -> tuple[str, ...]:
-        extra: tuple[str, ...] = (self.MEASURED_COLUMN,) if self.measured is not None else ()
+        # Measured columns before the long name: on a narrow screen the name is what is cut.
+        first: tuple[str, ...] = (self.MEASURED_COLUMN,) if self.measured is not None else ()
         if self.times:
-            extra += (self.BENCH_COLUMN,)
-        return (*self.COLUMNS, *extra)
+            first += (self.BENCH_COLUMN,)
+        return (*first, *self.COLUMNS)
 
     def measured_time(self, group: KernelGroup) -> tuple[float, float, int] | None:
         """(µs, share, calls) the profile measured for the group's kernels, if any ran."""
         join = self.measured
         if join is None:
             return None
-        ids = {id(k) for k in group.kernels}
-        rows = [r for r in join.rows if r.kernel is not None and id(r.kernel) in ids]
+        # By stable key: the join may be of an earlier version (ModelSession.measured).
+        keys = {stable_key(k) for k in group.kernels}
+        rows = [r for r in join.rows if r.kernel is not None and stable_key(r.kernel) in keys]
         if not rows:
             return None
         us = sum(r.time_us for r in rows)
@@ -164,16 +167,17 @@ class KernelsView(TableView[KernelGroup]):
             ids = g.compile_ids
             shown = ", ".join(ids[:3]) + (f" … +{len(ids) - 3}" if len(ids) > 3 else "")
             count = Text(f"×{g.count} " if g.count > 1 else "", style="bold")
-            cells = [
+            cells = []
+            if self.measured is not None:
+                cells.append(measured_cell(self.measured_time(g)))
+            if timed:
+                cells.append(bench_cell(self.bench_time(g)))
+            cells += [
                 lit(g.name),
                 Text(g.kind, style=KIND_STYLE.get(g.kind, "")),
                 Text.assemble(count, lit(shown)),
                 lit(", ".join(roles), "magenta"),
             ]
-            if self.measured is not None:
-                cells.append(measured_cell(self.measured_time(g)))
-            if timed:
-                cells.append(bench_cell(self.bench_time(g)))
             out.append((self.ranked_cells(cells, g.kernels), g))
         return out
 

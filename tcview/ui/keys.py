@@ -1,6 +1,9 @@
 """The keys: the app's (quit, help, the palette, Textual's own) and the browser screen's, with
-ids (a binding's id names it for the help's tests and run mode's keymap, `run_pane.run_mode`;
-its tooltip is its line in the help, `?`).
+ids (a binding's id names it for the help's tests, run mode's keymap, `run_pane.run_mode`, and
+the user's keymap, docs/guide/keys.md; its tooltip is its line in the help, `?`).
+
+An id is a promise to users: their config names it. Renaming one breaks their keymaps, so an id
+stays as it is once released; docs/guide/keys.md lists them all (`python -m tcview.ui.keymap`).
 
 The browser's keys are its screen's (browser.BrowserScreen): they work wherever the browser
 shows a pane, and a pane's own keys (a view's escape, j, k...) come before them. Quit and help
@@ -10,10 +13,15 @@ app's actions.
 
 from __future__ import annotations
 
+import difflib
+import unicodedata
+from collections.abc import Iterable, Mapping
 from dataclasses import replace
+from typing import TypeAlias
 
 from textual.app import App
-from textual.binding import Binding
+from textual.binding import Binding, InvalidBinding
+from textual.keys import KEY_NAME_REPLACEMENTS, KEY_TO_UNICODE_NAME, Keys
 
 from tcview.ui.bench import BENCH_BINDINGS
 
@@ -72,6 +80,15 @@ BROWSE_BINDINGS = [
         "Kernels",
         id="view.kernels",
         tooltip="kernels: every kernel; type to filter by name or kind",
+    ),
+    Binding(
+        "M",
+        "view('profile')",
+        "Profile",
+        show=False,  # the overview names it when a profile is joined
+        id="view.profile",
+        tooltip="profile (--profile): every kernel measured, Triton, extern and eager, longest"
+        " first, with its compile and user line",
     ),
     Binding("f", "view('failures')", "Failures", id="view.failures", tooltip="failures"),
     Binding(
@@ -217,3 +234,73 @@ BROWSE_BINDINGS = [
     ),
     *BENCH_BINDINGS,
 ]
+
+
+# ---------------------------------------------------------------- the user's keymap
+
+Keymap: TypeAlias = Mapping[str, str]  # binding id -> its keys, comma-separated, normalized
+
+MODIFIERS = ("ctrl", "shift", "alt", "meta", "super", "hyper")
+# The key names Textual sends: its `Keys` (escape, f1, pageup...) without a modifier, and the
+# names it gives punctuation (question_mark, slash...). A name outside these never arrives, so
+# a binding to it would silently never fire.
+KEY_NAMES = frozenset(
+    {k.value for k in Keys if "+" not in k.value and k.value.isidentifier()}
+    | set(KEY_TO_UNICODE_NAME)
+    | set(KEY_NAME_REPLACEMENTS.values())
+)
+
+
+def split_keys(keys: str) -> list[str]:
+    """`keys` (``"f, F,?"``) as Textual binds them (``["f", "F", "question_mark"]``): one
+    key each, a character by its name. Raises ValueError for an empty key (``"a,,b"``)."""
+    try:
+        return [b.key for b in Binding.make_bindings([Binding(keys, "")])]
+    except InvalidBinding as exc:
+        raise ValueError(f"an empty key in {keys!r}") from exc
+
+
+def key_problem(key: str) -> str | None:
+    """Why Textual could never deliver `key` (one key, as `split_keys` gives it), or None."""
+    *modifiers, base = key.split("+")
+    for modifier in modifiers:
+        if modifier not in MODIFIERS:
+            return f"{modifier!r} in {key!r} is no modifier (one of {', '.join(MODIFIERS)})"
+    if len(base) == 1:
+        return None if base.isprintable() and not base.isspace() else f"{key!r} is no key"
+    if base in KEY_NAMES:
+        return None
+    try:  # what Textual calls a character it has no short name for: its Unicode name
+        char = unicodedata.lookup(base.replace("_", " ").upper())
+        if len(char) == 1 and char.isprintable():  # not a control character's alias (ESCAPE)
+            return None
+    except KeyError:
+        pass
+    close = difflib.get_close_matches(base, sorted(KEY_NAMES), n=1)
+    hint = f"; did you mean {close[0]!r}?" if close else ""
+    return f"{key!r} is no key Textual knows{hint}"
+
+
+def remap(bindings: Iterable[Binding], keymap: Keymap) -> list[Binding]:
+    """`bindings` (one key each) under `keymap`, as Textual's keymap binds them: a binding whose
+    id the keymap names has its keys instead of its own (and its own key display no more)."""
+    out: list[Binding] = []
+    done: set[str] = set()
+    for binding in bindings:
+        keys = keymap.get(binding.id) if binding.id else None
+        if keys is None:
+            out.append(binding)
+        elif binding.id not in done:
+            done.add(binding.id or "")
+            out.extend(binding.with_key(key, key_display=None) for key in split_keys(keys))
+    return out
+
+
+def key_now(binding: Binding, keymap: Keymap) -> Binding:
+    """`binding` under the key it has now: a class's binding (its default key) whose id the
+    keymap moved shows the keymap's first key; one Textual already moved stays as it is."""
+    keys = keymap.get(binding.id) if binding.id else None
+    if keys is None:
+        return binding
+    moved = split_keys(keys)
+    return binding if binding.key in moved else binding.with_key(moved[0], key_display=None)

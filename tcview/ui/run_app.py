@@ -78,6 +78,7 @@ class RunApp(BrowserApp):
         poll: bool = False,
         path_map: PathMap | None = None,
         no_exec: bool = False,
+        keymap: dict[str, str] | None = None,
     ) -> None:
         self.job = JobPane(launcher, session)
         options = OpenOptions(
@@ -87,6 +88,7 @@ class RunApp(BrowserApp):
             path_map=path_map,
             no_exec=no_exec,
             python=launcher.spec.python,
+            keymap=keymap,
         )
         super().__init__(RunScreen(options, self.job))
         self.signalled: int | None = None  # 128 + signal when SIGTERM/SIGHUP ended tcview
@@ -161,7 +163,12 @@ def _signals_end(app: RunApp) -> Iterator[None]:
             signal.signal(sig, old)
 
 
-def run_live(launcher: Launcher, path_map: PathMap | None = None, no_exec: bool = False) -> int:
+def run_live(
+    launcher: Launcher,
+    path_map: PathMap | None = None,
+    no_exec: bool = False,
+    keymap: dict[str, str] | None = None,
+) -> int:
     """Run the job with the TUI; the job's exit code (2 if it could not start, 128 + signal
     if tcview was signalled; `tcview.commands.run` applies --fail-on)."""
     try:
@@ -171,7 +178,7 @@ def run_live(launcher: Launcher, path_map: PathMap | None = None, no_exec: bool 
     except LaunchError as exc:
         print(f"tcview: {exc}", file=sys.stderr)
         return 2
-    app = RunApp(launcher, session, path_map=path_map, no_exec=no_exec)
+    app = RunApp(launcher, session, path_map=path_map, no_exec=no_exec, keymap=keymap)
     try:
         with _signals_end(app):
             app.run()

@@ -26,6 +26,7 @@ from tcview.ingest.textlog import TextLog
 from tcview.model.compile_id import FIRST_EPISODE, episode_suffix
 from tcview.model.facts import short_guard
 from tcview.model.keys import same, source_key, stable_key
+from tcview.model.metadata import BytecodeDump
 from tcview.model.objects import (
     Compile,
     Frame,
@@ -58,6 +59,7 @@ PAGE = 500  # children added at a time; a "more" node adds the next page
 GROUP_LIMIT = 5000  # leaves shown under one group node
 AUTO_EXPAND_FRAMES = 12  # with this many frames or fewer, frames start expanded
 
+BYTECODE = "<bytecode>"  # no record kind has this name
 MAIN_KINDS = (
     "dynamo_output_graph",
     "dynamo_cpp_guards_str",
@@ -65,6 +67,7 @@ MAIN_KINDS = (
     "recompile_reasons",
     "dynamo_graph_break_reason",
     "dynamo_error",
+    BYTECODE,  # a compile's bytecode dumps (their names vary: `main_order`)
     "aot_joint_graph",
     "aot_forward_graph",
     "aot_backward_graph",
@@ -78,6 +81,14 @@ MAIN_KINDS = (
     "bwd_compilation_metrics_runtime",
 )
 MAIN_ORDER = {kind: i for i, kind in enumerate(MAIN_KINDS)}
+
+
+def main_order(rec: Record) -> int | None:
+    """A record's place among a compile's main children, None for "other artifacts"."""
+    order = MAIN_ORDER.get(rec.label, MAIN_ORDER.get(rec.kind))
+    if order is None and BytecodeDump.decode(rec.label) is not None:
+        return MAIN_ORDER[BYTECODE]
+    return order
 
 
 @dataclass
@@ -283,7 +294,7 @@ def _compile_children(comp: Compile) -> list[Spec]:
     main: list[tuple[int, int, Record]] = []
     other: list[Record] = []
     for pos, rec in enumerate(list(comp.records)):
-        order = MAIN_ORDER.get(rec.label, MAIN_ORDER.get(rec.kind))
+        order = main_order(rec)
         if order is None:
             other.append(rec)
         else:

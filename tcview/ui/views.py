@@ -63,6 +63,7 @@ from tcview.ui.findings_view import FindingsView
 from tcview.ui.kernels_view import KernelsView
 from tcview.ui.other_view import OtherView
 from tcview.ui.pane import BrowserPane
+from tcview.ui.profile_view import ProfileView
 from tcview.ui.provenance_view import ProvenanceView
 from tcview.ui.ranks_view import CompareView, RanksView
 from tcview.ui.table_view import (
@@ -460,6 +461,7 @@ VIEWS: dict[str, ViewClass] = {
     "breaks": BreaksView,
     "recompiles": RecompilesView,
     "kernels": KernelsView,
+    "profile": ProfileView,
     "failures": FailuresView,
     "errors": ErrorsView,
     "time": TimeView,
