@@ -214,6 +214,19 @@ def test_plain_stdin_is_read_as_before(
     assert model.display == "<stdin>" and counts_of(model) == counts_of(load_source(str(TEXT_LOG)))
 
 
+def test_a_trace_on_stdin_reads_as_the_file(capsys: pytest.CaptureFixture[str]) -> None:
+    """A trace piped in (not an archive, not TORCH_LOGS text) is read as a trace, in `summary`
+    and in `summary --jsonl -`: the same counts as the file."""
+    with piped(TRACE_FILE.read_bytes()):
+        assert main(["summary", "--json", "-q", "-"]) == 0
+    assert _without_paths(json.loads(capsys.readouterr().out)) == summary(TRACE_FILE, capsys)
+    with piped(TRACE_FILE.read_bytes()):
+        assert main(["summary", "--jsonl", "-q", "-"]) == 0
+    line = json.loads(capsys.readouterr().out)
+    assert line["input"] == "-" and line["compiles"] == len(load_source(str(TRACE_FILE)).compiles)
+    assert line["compiles"] > 0
+
+
 def counts_of(model: Any) -> tuple[int, int]:
     return len(model.compiles), len(model.files)
 

@@ -159,7 +159,10 @@ async def test_the_compile_diff_leads_with_the_setting_that_changed(fixture_runs
     async with app.run_test(size=SIZE) as pilot:
         await settle(app, pilot)
         _, report = _pane(app)
-        assert "  fx_graph     forward 0/0 → 0/0: inductor_config[fallback_random] False → True" in report
+        assert (
+            "  fx_graph     forward 0/0 → 0/0: inductor_config[fallback_random] False → True"
+            in report
+        )
         await pilot.press("enter")
         await until(pilot, lambda: isinstance(app.screen, FrameScreen), what="the frame")
         await until(pilot, lambda: _pane(app)[0] == "A 0/0 → B 0/0", what="the compile diff")

@@ -202,3 +202,23 @@ async def test_a_moved_key_works_and_shows_and_its_old_key_is_gone(
         assert rows["recompiles: per frame, each compile and the guard that failed"] == ["c", "C"]
         assert rows["this help"] == ["H"]
         assert re.search(r"\sc C\s+recompiles: per frame", screen_text(app)), "the help's row"
+
+
+@pytest.mark.app
+@sync
+async def test_a_views_head_names_the_keys_it_has_now(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The one-line help in a view's head names its keys as the keymap moved them."""
+    _write(tmp_path, '[keys]\ntime.sort = "o"\nview.close = "backspace"\n')
+    monkeypatch.setenv("XDG_CONFIG_HOME", str(tmp_path))
+    monkeypatch.delenv("TCVIEW_CONFIG", raising=False)
+    app = TcviewApp(OpenOptions(str(CPU_SAMPLE), keymap=read_keymap()))
+    async with app.run_test(size=(160, 40)) as pilot:
+        await ready(app, pilot)
+        await pilot.press("t")
+        await until(pilot, lambda: type(pane(app)).__name__ == "TimeView", what="t")
+        await settle(app, pilot)
+        text = screen_text(app)
+        assert "o: sort by time / by order" in text and "s: sort" not in text
+        assert "⌫: back" in text and "esc: back" not in text

@@ -104,7 +104,7 @@ def test_cut_in_the_middle_of_a_header_line(whole: bytes, tmp_path: Path) -> Non
     line = whole[:start].count(b"\n") + 1
     assert cut.evidence["cuts"][0]["record"] is None
     assert cut.evidence["cuts"][0]["line"] == line
-    assert f"in the middle of line {line:,}" in cut.detail
+    assert f"in line {line:,}, which has no newline" in cut.detail
     assert "damaged" not in _cuts(found)  # the cut line is the cut, not damage inside
 
 
@@ -195,3 +195,28 @@ def test_several_damages_of_one_file_each_say_theirs(whole: bytes, tmp_path: Pat
     found = findings(_load(tmp_path, data[begin : len(data) // 2]))
     assert set(_cuts(found)) == {"cut", "cut_start", "damaged"}
     assert "died_in_compile" not in _kinds(found)
+
+
+def test_every_cut_that_is_not_at_a_line_end_is_called_cut(whole: bytes, tmp_path: Path) -> None:
+    """Wherever a copy stops mid-line (inside a kept record's payload, a located chromium
+    event's, a header), the file is cut short: a trace_cut warning, never a death in a compile
+    and never damage inside, with or without --verify."""
+    ends = sorted({len(whole) * k // 23 + 7 for k in range(3, 22)})
+    ends = [e for e in ends if whole[e - 1 : e] != b"\n"]
+    for end in ends:
+        for verify in (False, True):
+            (tmp_path / NAME).write_bytes(whole[:end])
+            model = load_source(str(tmp_path), cache=False)
+            found = summary_parts(model, verify=True).found if verify else findings(model)
+            cuts = _cuts(found)
+            assert "cut" in cuts and "damaged" not in cuts, (end, verify, _kinds(found))
+            assert "died_in_compile" not in _kinds(found), (end, verify)
+
+
+def test_a_start_cut_inside_a_line_is_a_cut_start(whole: bytes, tmp_path: Path) -> None:
+    """A copy that begins in the middle of a payload line (then whole payload lines, then a
+    header) was cut at its start: not damage."""
+    begin = whole.index(b"\n\t", len(whole) // 3) + 6
+    model = _load(tmp_path, whole[begin:])
+    cuts = _cuts(findings(model))
+    assert "cut_start" in cuts and "damaged" not in cuts, sorted(cuts)

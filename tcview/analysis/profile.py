@@ -199,6 +199,11 @@ class RuntimeJoin:
     replayed: int = 0  # kernel events a CUDA graph replay launched
     steps: list[int] = field(default_factory=list)
 
+    @property
+    def unit(self) -> str:
+        """What its time is of, in words: a CPU profile's kernels are ops."""
+        return "GPU" if self.device == "gpu" else "CPU-kernel"
+
     def time_of(self, kinds: Iterable[str]) -> float:
         wanted = set(kinds)
         return sum(r.time_us for r in self.rows if r.kind in wanted)

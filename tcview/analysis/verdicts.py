@@ -276,6 +276,12 @@ def _compile_words(comp: Compile) -> str:
     return f"{comp.id_label} (`{frame_name(comp.frame)}`)"
 
 
+def _counted(n: int, noun: str, words: str, forms: tuple[str, str] = ("is", "are")) -> str:
+    """``1 line that is no record``, ``3 payloads failing their md5``: `words` gets the form
+    of its verb (or pronoun) that agrees with `n`."""
+    return f"{plural(n, noun)} {words.format(forms[0] if n == 1 else forms[1])}"
+
+
 def _first(items: list[str]) -> str:
     """The first PLACES_SHOWN of `items`, and how many more."""
     more = len(items) - PLACES_SHOWN
@@ -295,20 +301,27 @@ def _cut_end(model: Model) -> list[Finding]:
         return []
     said = []
     places = []
-    inside = []
+    inside: list[str] = []  # the compile each file ends inside, in words
+    inside_ids: list[str] = []  # … and its id
     for source in cut:
         line = source.lineno_of(source.tail_cut)
         rec = next((r for r in reversed(source.records) if r.offset == source.tail_cut), None)
         owner = rec.compile_text if rec is not None and rec.key is not None else None
-        if source.tail_label:
+        if source.tail_in_payload:
+            record = f", `{source.tail_label}`" if source.tail_label else ""
             what = (
-                f"inside the payload of its last record, `{source.tail_label}`"
+                f"inside the payload of its last record{record}"
                 + (f" of compile {owner}" if owner else "")
-                + f", whose header is line {line:,}: the payload does not match the md5 its "
-                "header gives, so the rest of it is missing"
+                + f", whose header is line {line:,}: "
+                + (
+                    "the payload does not match the md5 its header gives"
+                    if source.truncated
+                    else "its last line has no newline (torch ends every line it writes)"
+                )
+                + ", so the rest of it is missing"
             )
         else:
-            what = f"in the middle of line {line:,}, which has no newline and is no whole record"
+            what = f"in line {line:,}, which has no newline (torch ends every line it writes)"
         words = f"{source.display} ends at byte {source.size:,} (its size), {what}."
         unfinished = _never_finished(source)
         if len(unfinished) == 1:
@@ -329,6 +342,7 @@ def _cut_end(model: Model) -> list[Finding]:
             words += " Every compile in it had finished."
         if unfinished:
             inside.append(_compile_words(unfinished[-1]))
+            inside_ids.append(unfinished[-1].id_label)
         said.append(words)
         places.append(
             {
@@ -341,10 +355,13 @@ def _cut_end(model: Model) -> list[Finding]:
             }
         )
     if len(cut) == 1:
-        where = f", inside compile {inside[0].split(' ', 1)[0]}" if inside else ""
-        title = f"Trace file {cut[0].display} is cut short: it ends mid-record at byte {cut[0].size:,}{where}"
+        where = f", inside compile {inside_ids[0]}" if inside_ids else ""
+        title = (
+            f"Trace file {cut[0].display} is cut short: it ends mid-"
+            f"{'record' if cut[0].tail_in_payload else 'line'} at byte {cut[0].size:,}{where}"
+        )
     else:
-        title = f"{plural(len(cut), 'trace file')} cut short: each ends mid-record"
+        title = f"{plural(len(cut), 'trace file')} cut short: each ends mid-record or mid-line"
     return [
         Finding(
             Kind.TRACE_CUT,
@@ -409,8 +426,10 @@ def _damaged(model: Model) -> list[Finding]:
     places = []
     bad_lines = bad_md5 = 0
     for source in model.files:
-        lines = [(off, n) for off, n in source.unparsed if off != source.tail_cut]
-        md5 = sorted(off for off in source.bad_md5 if off != source.tail_cut)
+        # What a cut start or end holds is the cut's (`_cut_start`, `_cut_end`), not damage.
+        end = source.tail_cut if source.tail_cut >= 0 else source.size + 1
+        lines = [(off, n) for off, n in source.unparsed if source.head_cut <= off < end]
+        md5 = sorted(off for off in source.bad_md5 if off < end)
         if not lines and not md5:
             continue
         md5_lines = [source.lineno_of(off) for off in md5[:PLACES_SHOWN]]
@@ -426,7 +445,7 @@ def _damaged(model: Model) -> list[Finding]:
             )
         if md5:
             one = len(md5) == 1
-            shown = [f"{n:,}" for n in md5_lines] + [""] * (len(md5) - len(md5_lines))
+            shown = [f"{n:,}" for n in md5_lines] + [""] * (len(md5) - len(md5_lines))  # counted
             parts.append(
                 f"{plural(len(md5), 'payload')} that {'does' if one else 'do'} not match "
                 f"{'its' if one else 'their'} md5 (the record{'' if one else 's'} at "
@@ -445,20 +464,9 @@ def _damaged(model: Model) -> list[Finding]:
     if not places:
         return []
     counted = [
-        *([plural(bad_lines, "line") + " that are no record"] if bad_lines else []),
-        *(
-            [
-                plural(bad_md5, "payload")
-                + " failing "
-                + ("its" if bad_md5 == 1 else "their")
-                + " md5"
-            ]
-            if bad_md5
-            else []
-        ),
+        *([_counted(bad_lines, "line", "that {} no record")] if bad_lines else []),
+        *([_counted(bad_md5, "payload", "failing {} md5", ("its", "their"))] if bad_md5 else []),
     ]
-    if bad_lines == 1:
-        counted[0] = "1 line that is no record"
     name = (
         f"Trace file {places[0]['file']} is"
         if len(places) == 1

@@ -20,7 +20,7 @@ from datetime import datetime, timedelta, timezone
 from pathlib import Path
 from typing import Any, TextIO
 
-from tcview.ingest.detect import find_text_log, trace_reason
+from tcview.ingest.detect import HEADER, find_text_log, trace_reason
 from tcview.ingest.source import RUN_JSON, NotATrace, load_source
 from tcview.model.objects import Model
 from tcview.text.safe import safe_line
@@ -33,10 +33,9 @@ _RANK_DIR = re.compile(r"rank[_-]?\d+", re.I)
 _TRACE_SUBDIR = "trace"
 # The glog stamp of torch's trace and log lines: ``MMDD HH:MM:SS.ffffff`` (no year, no zone).
 _GLOG = re.compile(r"(\d\d)(\d\d) (\d\d):(\d\d):(\d\d)(?:\.(\d{1,6}))?$")
-# A compile's end as epoch microseconds, in its `compilation_metrics` header; the header's
-# stamp (after a `[rankN]:` prefix where torch adds one).
+# A compile's end as epoch microseconds, in its `compilation_metrics` header (whose stamp
+# `detect.HEADER` reads).
 _END_US = re.compile(rb'"end_time_us": (\d{13,19})\b')
-_HEADER_STAMP = re.compile(rb"^(?:\[rank\d+\]:)?[A-Z](\d{4} \d\d:\d\d:\d\d(?:\.\d{1,6})?) ")
 
 
 # ---------------------------------------------------------------------- which runs
@@ -202,8 +201,8 @@ def _trace_clock(model: Model) -> Clock | None:
             except OSError:
                 return None
             found = _END_US.search(header)
-            head = _HEADER_STAMP.match(header)
-            stamp = _GLOG.match(head.group(1).decode("ascii")) if head is not None else None
+            head = HEADER.match(header)
+            stamp = _GLOG.match(head.group(2).decode("ascii")) if head is not None else None
             if found is None or stamp is None:
                 continue
             utc = datetime.fromtimestamp(int(found.group(1)) / 1e6, timezone.utc)
@@ -300,7 +299,7 @@ def _made(path: str, verify: bool, cache: bool) -> dict[str, Any] | str:
     from tcview.ingest.parallel import in_child
     from tcview.report.summary import summary_document, summary_parts
 
-    if not os.path.exists(path):
+    if path != "-" and not os.path.exists(path):
         return "no such file or directory"
     try:
         model = load_source(path, cache=cache)

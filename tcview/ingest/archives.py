@@ -73,12 +73,12 @@ META = "source.json"
 CONTENT = "content"
 FORMAT = 1  # of META; a copy of another format is made again
 # One archive's unpacked bytes at most: a trace hardly reaches it, a bomb does at once.
-UNPACKED_MAX_BYTES = 64 << 30
+UNPACKED_MAX_BYTES = 64 * 10**9
 # Left free on the disk of the copies by an unpack (or a spool of stdin): the rest of the
 # system, the index cache and tcview's own reports still need room.
-FREE_MARGIN_BYTES = 1 << 30
+FREE_MARGIN_BYTES = 10**9
 # All the copies in archives/: past it, a new copy removes the least recently used others.
-ARCHIVES_MAX_BYTES = 10 << 30
+ARCHIVES_MAX_BYTES = 10 * 10**9
 KEY = re.compile(r"[0-9a-f]{32}")  # a copy's folder name (anything else there is not touched)
 STDIN = "<stdin>"
 

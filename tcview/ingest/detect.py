@@ -50,6 +50,14 @@ def sniff_trace(path: Path) -> str | None:
                 data += more
     except OSError as exc:
         return f"unreadable: {exc.strerror or exc}"
+    return sniff_head(data)
+
+
+def sniff_head(data: bytes) -> str | None:
+    """`sniff_trace` of a file's first bytes (at least its first line)."""
+    data = data.lstrip(b"\r\n\t ")
+    if not data:
+        return "empty"
     line = data.split(b"\n", 1)[0]
     m = HEADER.match(line)
     if not m:
@@ -64,6 +72,14 @@ def sniff_trace(path: Path) -> str | None:
 PROFILE_REASON = "a torch.profiler trace: --profile PATH joins it"
 PROFILE_SNIFF = 4096  # where an export_chrome_trace file names its keys
 _PROFILE_KEYS = (b'"schemaVersion"', b'"traceEvents"', b'"deviceProperties"')
+
+
+def split_profiles(
+    skipped: list[tuple[Path, str]],
+) -> tuple[list[tuple[Path, str]], list[Path]]:
+    """An input's skipped files (path, why), less the profiles among them; and the profiles."""
+    rest = [(p, why) for p, why in skipped if why != PROFILE_REASON]
+    return rest, [p for p, why in skipped if why == PROFILE_REASON]
 
 
 def is_profile(path: Path) -> bool:
@@ -87,14 +103,23 @@ def is_profile(path: Path) -> bool:
 _LATER_HEADER = re.compile(rb"\n" + RECORD_PREFIX + rb"\s*\{")
 
 
-def _cut_at_start(data: bytes) -> bool:
-    """A trace cut at its start (a copy that kept only its end): payload lines (each indented
-    with a tab; the first one's tab already stripped), then a record header."""
-    m = _LATER_HEADER.search(data)
-    if m is None:
+def begins_in_payload(head: bytes) -> bool:
+    """Whether `head`, a file's first bytes before its first record header (or the start of
+    them), are payload lines: each indented with a tab, the first maybe cut inside its line
+    (then others must follow to tell it from junk). torch starts a file with a header: such a
+    file was cut at its start (a copy that kept only its end)."""
+    lines = head.split(b"\n")
+    rest = [line for line in lines[1:] if line]
+    if not all(line.startswith(b"\t") for line in rest):
         return False
-    lines = data[: m.start()].split(b"\n")
-    return len(lines) > 1 and all(ln.startswith(b"\t") for ln in lines[1:])
+    return lines[0].startswith(b"\t") or bool(rest)
+
+
+def _cut_at_start(data: bytes) -> bool:
+    """A trace cut at its start: payload lines (the first one's tab may be stripped already),
+    then a record header."""
+    m = _LATER_HEADER.search(data)
+    return m is not None and begins_in_payload(data[: m.start()])
 
 
 def is_trace_name(name: str) -> bool:

@@ -12,6 +12,7 @@ says whether one was since the last look.
 
 from __future__ import annotations
 
+import threading
 import time
 from collections.abc import Callable
 from typing import Any
@@ -54,6 +55,8 @@ class ModelSession:
         self.path = path
         self.profile_arg = profile
         self._measured: tuple[tuple[Any, ...], RuntimeJoin | None] | None = None
+        # Workers only (the counts, a view's rows): one reads and joins, the others wait.
+        self._measuring = threading.Lock()
         self._profile: tuple[tuple[Any, ...], Profile | None] | None = None
         self._profile_seen: tuple[Any, ...] = ()  # the profile files last seen
         self.follow = follow
@@ -89,7 +92,7 @@ class ModelSession:
 
     def measured(self, model: Model) -> RuntimeJoin | None:
         """The profile joined to `model`: read again only when its files change, joined again
-        when the model moves. Called off the UI thread (a view's prepare)."""
+        when the model moves. Called off the UI thread (the counts, a view's prepare)."""
         path = profile_path(self.path, self.profile_arg)
         if path is None:
             return None
@@ -97,18 +100,17 @@ class ModelSession:
         # Joined again when what it joins to grew, not at every version: a live trace's new
         # records rarely add a compile or a kernel, and a big profile takes a while to join.
         key = (stamp, len(model.files), len(model.compiles), len(model.kernels))
-        if self._measured is None or self._measured[0] != key:
-            if self._profile is None or self._profile[0] != stamp:  # read once per version
-                try:
-                    self._profile = (stamp, load_profile(path))
-                except (ProfileError, OSError):
-                    self._profile = (stamp, None)
-            prof = self._profile[1]
-            joined: RuntimeJoin | None = None
-            if prof is not None:
-                joined = join_profile(model, prof)
-            self._measured = (key, joined)
-        return self._measured[1]
+        with self._measuring:
+            if self._measured is None or self._measured[0] != key:
+                if self._profile is None or self._profile[0] != stamp:  # read once as written
+                    try:
+                        self._profile = (stamp, load_profile(path))
+                    except (ProfileError, OSError):
+                        self._profile = (stamp, None)
+                prof = self._profile[1]
+                joined = join_profile(model, prof) if prof is not None else None
+                self._measured = (key, joined)
+            return self._measured[1]
 
     # ------------------------------------------------------------ what it holds
 

@@ -7,6 +7,7 @@ import contextlib
 import json
 import os
 import shutil
+import sys
 import tempfile
 from dataclasses import replace
 from pathlib import Path
@@ -14,7 +15,7 @@ from pathlib import Path
 from tcview.ingest.archives import ArchiveError, archive_format, stdin_archive, unpack
 from tcview.ingest.builder import Builder
 from tcview.ingest.cache import cache_disabled
-from tcview.ingest.detect import find_text_log, plan_input
+from tcview.ingest.detect import find_text_log, plan_input, sniff_head
 from tcview.ingest.index import TraceSet
 from tcview.ingest.load import Hooks, Progress
 from tcview.ingest.profile import PROFILE_DIR
@@ -36,6 +37,9 @@ RUN_FILES = frozenset(
 )
 
 
+SNIFF_PEEK = 1 << 16  # bytes of stdin looked at (what one read of a pipe gives, at most)
+
+
 class NotATrace(ValueError):
     """The input is neither a trace nor TORCH_LOGS text; the message says what it looks like."""
 
@@ -44,9 +48,23 @@ def spool(path: str) -> Path:
     """Copy a stream into a temporary file (removed at exit), so records can point into it."""
     fd, name = tempfile.mkstemp(prefix="tcview-stream-", suffix=".log")
     atexit.register(_remove, name)
-    with open(path, "rb") as src, os.fdopen(fd, "wb") as dst:
+    with (
+        contextlib.nullcontext(sys.stdin.buffer) if path == "-" else open(path, "rb") as src,
+        os.fdopen(fd, "wb") as dst,
+    ):
         shutil.copyfileobj(src, dst, 1 << 20)
     return Path(name)
+
+
+def _stdin_is_trace() -> bool:
+    """Whether stdin holds a trace (its first line, as one read of the pipe gave it, not
+    consumed); else it is read as TORCH_LOGS text, line by line."""
+    peek = getattr(getattr(sys.stdin, "buffer", None), "peek", None)
+    try:
+        head = bytes(peek(SNIFF_PEEK)) if peek is not None else b""
+    except (OSError, ValueError):
+        return False
+    return bool(head.strip()) and sniff_head(head) is None
 
 
 def _remove(name: str) -> None:
@@ -140,6 +158,8 @@ def load_source(
             raise NotATrace(str(exc)) from exc
         if packed is not None:  # an archive piped in: spooled, then read as that file
             return _load_archive(str(packed), hooks, display or "<stdin>", cache)
+        if _stdin_is_trace():  # records point into the file: spooled, then read as one
+            return load_source(str(spool(path)), hooks=hooks, display=display or path, cache=False)
     if kind in ("stdin", "text"):
         return TextLog.load(path, hooks=hooks, display=display)
     ts = TraceSet.load(path, hooks=hooks, display=display, cache=cache)

@@ -27,7 +27,7 @@ from pathlib import Path
 from typing import Any, Literal, NamedTuple, overload
 
 from tcview.ingest.builder import Builder
-from tcview.ingest.detect import HEADER, RECORD_PREFIX
+from tcview.ingest.detect import HEADER, RECORD_PREFIX, begins_in_payload
 from tcview.ingest.handlers import CLOSE_HANDLERS, HEADER_HANDLERS, KNOWN_KINDS
 from tcview.ingest.linebuffer import MAX_LINE, LineBuffer
 from tcview.ingest.load import CHUNK, Hooks, read_chunks
@@ -82,6 +82,8 @@ _VALUE = (
     rb"(?:" + _SCALAR + rb"|\[(?:" + _SCALAR + rb"(?:, " + _SCALAR + rb")*)?\]|" + _FLAT + rb")"
 )
 _OBJECT = rb"\{(?:" + _FIELD + _VALUE + rb"(?:, " + _FIELD + _VALUE + rb")*)?\}"
+
+HEAD_CUT_READ = 1 << 16  # bytes read to tell payload lines a file begins with (a cut start)
 
 
 def line_regex(
@@ -641,19 +643,23 @@ class TraceFile(LogSource):
     def finish(self) -> None:
         """The file is complete: index a trailing line that has no newline."""
         tail = self._line.take(lead=b"\n")
-        cut_line = -1
+        last_line = -1  # torch ends every line it writes: a last line without a newline was cut
         if tail is not None and len(tail) > 1:
             base = self.pos - len(tail)
-            unparsed = len(self.unparsed)
+            last_line = base + 1
             self._scan(tail + b"\n", base, len(tail), eof_line=True)
-            if len(self.unparsed) > unparsed and self.unparsed[-1][0] == base + 1:
-                cut_line = base + 1  # torch ends every line it writes: this one was cut
         rec = self._open
+        header = self._last_header(last_line) if last_line >= 0 else -1
         if rec is not None and rec.md5 and not rec.closed and rec.md5_ok() is False:
             self.truncated += 1
             self.tail_cut, self.tail_label = rec.offset, rec.label
-        elif cut_line >= 0:
-            self.tail_cut, self.tail_label = cut_line, ""
+            self.tail_in_payload = True
+        elif header >= 0 and tail is not None and tail[1:2] == b"\t":
+            # A payload line cut: the record it belongs to (kept or only located) is the cut.
+            self.tail_cut, self.tail_in_payload = header, True
+            self.tail_label = rec.label if rec is not None and rec.offset == header else ""
+        elif last_line >= 0:
+            self.tail_cut, self.tail_label = last_line, ""
         self._close_open()
         self.size = self.pos
         self.head_cut = self._head_cut()
@@ -663,21 +669,27 @@ class TraceFile(LogSource):
         self._cache.clear()
         self._contexts.clear()
 
+    def _last_header(self, before: int) -> int:
+        """The offset of the last record header before `before` (-1: none)."""
+        heads: list[int] = [*self.chromium[-1:], *self.minor[-1:]]
+        if self.records:
+            heads.append(self.records[-1].offset)
+        return max((h for h in heads if h < before), default=-1)
+
     def _head_cut(self) -> int:
         """Bytes of payload lines the file begins with (torch starts a file with a header)."""
         firsts = [self.pos, *self.chromium[:1], *self.minor[:1]]
         firsts.extend(c.chromium_at[0] for c in self.compiles.values() if c.chromium_at)
         if self.records:
             firsts.append(self.records[0].offset)
-        if self.unparsed:
-            firsts.append(self.unparsed[0][0])
-        first = min(firsts)
+        first = min(firsts)  # the first header (lines before it that are no record: below)
         if first == 0:
             return 0
-        try:  # the index skips payload lines and blank ones: only a payload line is a cut
-            return first if self.read(0, 1) == b"\t" else 0
+        try:  # the index skips payload lines and blank ones: only payload lines are a cut
+            head = self.read(0, min(first, HEAD_CUT_READ))
         except OSError:
             return 0
+        return first if begins_in_payload(head) else 0
 
     @property
     def pending_bytes(self) -> int:

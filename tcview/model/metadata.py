@@ -22,6 +22,7 @@ import json
 import math
 import re
 from dataclasses import dataclass, fields
+from enum import Enum
 from typing import Any
 
 # The recompile limit a compile ran with, as a slim `compilation_metrics` value keeps it out of
@@ -264,23 +265,33 @@ class TorchVersion:
         return cls(_str(get("pytorch_version")), _str(get("commit")))
 
 
+class BytecodeSide(str, Enum):
+    """Which dump of a compiled code object: before Dynamo rewrote it, or after."""
+
+    def __str__(self) -> str:
+        return self.value
+
+    ORIGINAL = "original"
+    MODIFIED = "modified"
+
+
 @dataclass(frozen=True, slots=True)
 class BytecodeDump:
     """A ``<code name>_ORIGINAL_BYTECODE`` / ``_MODIFIED_BYTECODE`` artifact: Dynamo's dump of
     a resume function's bytecode before and after its compile (`dis` text in the payload)."""
 
     function: str  # the code object's name (``torch_dynamo_resume_in_f_at_18``)
-    which: str  # "original" or "modified"
+    which: BytecodeSide
 
     @staticmethod
     @functools.lru_cache(maxsize=256)
     def decode(name: str) -> BytecodeDump | None:
         m = _BYTECODE.fullmatch(name)
-        return BytecodeDump(m.group(1), m.group(2).lower()) if m else None
+        return BytecodeDump(m.group(1), BytecodeSide(m.group(2).lower())) if m else None
 
     @property
     def title(self) -> str:
-        return f"{self.which} bytecode"
+        return f"{self.which.value} bytecode"
 
 
 def subgraph_name(meta: object) -> str | None:

@@ -924,12 +924,14 @@ class LogSource(ABC):
     # Where a trace file shows it was cut, known once it is finished (a live file may yet
     # grow past a partial last line, so nothing is set before): its size in bytes; the bytes
     # of payload lines it begins with (their record's header is missing); the offset of what
-    # it ends inside, a record whose payload is incomplete (`truncated`) or a last line with
-    # no newline that is no record (-1: neither), and that record's label ("" for a line).
+    # it ends inside (-1: none): the header of the record whose payload it ends in (a payload
+    # failing its md5, `truncated`, or a last payload line with no newline: `tail_in_payload`),
+    # else its last line, which has no newline; that record's label ("" when not kept).
     size: int = 0
     head_cut: int = 0
     tail_cut: int = -1
     tail_label: str = ""
+    tail_in_payload: bool = False
     bad_md5: Set[int] = frozenset()  # header offsets whose payload failed its md5 (verify)
     deleted: bool = False  # set by follow mode when the file is gone from disk
     finished: bool = False  # the input is complete (a last partial line was indexed)

@@ -80,6 +80,7 @@ from tcview.model.facts import short_guard
 from tcview.model.metadata import (
     DYNAMO_CACHE_ENTRIES,
     BytecodeDump,
+    BytecodeSide,
     CacheEntry,
     subgraph_name,
 )
@@ -428,7 +429,7 @@ def bytecode_dumps(comp: Compile) -> list[tuple[BytecodeDump, Record]]:
     """A compile's bytecode dumps (torch 2.12+ logs them for resume functions), original
     first."""
     found = [(d, r) for r in comp.records if (d := BytecodeDump.decode(r.label)) is not None]
-    return sorted(found, key=lambda t: t[0].which != "original")
+    return sorted(found, key=lambda t: t[0].which is not BytecodeSide.ORIGINAL)
 
 
 def subgraphs(comp: Compile) -> Counter[str]:
@@ -684,7 +685,7 @@ def _bytecode_section(detail: Detail, comp: Compile) -> None:
         return
     section = detail.section("bytecode", "bytecode")
     for dump, rec in dumps:
-        section.row(dump.which, f"{dump.function}  ({rec.label}, line {rec.line_number()})")
+        section.row(dump.which.value, f"{dump.function}  ({rec.label}, line {rec.line_number()})")
 
 
 # What the compiled graph cost when it first ran (compilation_metrics_runtime), by field.

@@ -34,15 +34,6 @@ Row = tuple[str, str, list[tuple[int, int]]]
 LIST_LIMIT = 500  # rows of one list in a report
 
 
-def _component_change(change: CacheKeyChange, name: str) -> str:
-    """``inductor_config[fallback_random] False → True``; a component without a short value
-    (the graph's code) by its name alone."""
-    a, b = change.texts.get(name, (None, None))
-    if name == GRAPH_COMPONENT or (a is None and b is None) or len(f"{a}{b}") > 80:
-        return name
-    return f"{name} {a if a is not None else '(none)'} → {b if b is not None else '(none)'}"
-
-
 def secs(seconds: float | None) -> str:
     """``1.25s``, ``38ms``, ``12µs``; ``-`` for none."""
     if seconds is None:
@@ -110,6 +101,16 @@ def _window(a: str, b: str) -> tuple[str, str]:
         return ("…" if start else "") + part + ("…" if start + VALUE_WIDTH < len(v) else "")
 
     return cut(a), cut(b)
+
+
+def _component_change(change: CacheKeyChange, name: str) -> str:
+    """``inductor_config[fallback_random] False → True``, long values cut where they differ;
+    the graph's code by the component's name alone."""
+    a, b = change.texts.get(name, (None, None))
+    if name == GRAPH_COMPONENT or (a is None and b is None):
+        return name
+    a, b = _window(a if a is not None else "(none)", b if b is not None else "(none)")
+    return f"{name} {a} → {b}"
 
 
 def cache_key_rows(changes: Sequence[KeyChange]) -> list[Row]:

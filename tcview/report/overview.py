@@ -10,7 +10,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from tcview.analysis.compiletime import compile_seconds, time_note
-from tcview.ingest.detect import PROFILE_REASON
+from tcview.ingest.detect import split_profiles
 from tcview.model.objects import MARK_TABLE, Model, group_breaks
 from tcview.model.ranks import RankSet, rank_of, ranks_of, wanted
 from tcview.report.stacks import (
@@ -122,8 +122,7 @@ def build_overview(
     )
     timed = [c for c in model.compiles if compile_seconds(c) is not None and wanted(ranks, c)]
     timed.sort(key=lambda c: -(compile_seconds(c) or 0))
-    skipped = [(p, why) for p, why in model.skipped if why != PROFILE_REASON]
-    profiles = [str(p) for p, why in model.skipped if why == PROFILE_REASON]
+    skipped, profiles = split_profiles(model.skipped)
     roots = roots if roots is not None else stack_trie(model, ranks, read)
     # A capture without stacks (TORCH_LOGS text) would list every compile under NO_STACK.
     rows = stack_rows(roots) if any(r.where != NO_STACK for r in roots) else []
@@ -156,7 +155,7 @@ def build_overview(
         time_note=time_note(timed[:SLOWEST_SHOWN]),
         skipped=[(str(p), why) for p, why in skipped[:SKIPPED_SHOWN]],
         skipped_total=len(skipped),
-        profiles=profiles[:SKIPPED_SHOWN],
+        profiles=[str(p) for p in profiles[:SKIPPED_SHOWN]],
         many_ranks=len(ranks_of(model)) > 1,
         stacks=rows[:STACK_ROWS],
         stack_rows=len(rows),

@@ -202,7 +202,7 @@ def profile_detail(
     top: int = TOP_KERNELS,
 ) -> Detail:
     """The whole join as one detail."""
-    unit = "GPU" if join.device == "gpu" else "CPU-kernel"
+    unit = join.unit
     detail = Detail("profile", f"profile {profile.display}", id=PROFILE_ITEM)
     head = detail.section()
     if len(profile.files) > 1:
@@ -273,7 +273,7 @@ class Lead:
 
 
 def measured_lead(join: RuntimeJoin, top: int = LEAD_KERNELS) -> Lead:
-    unit = "GPU" if join.device == "gpu" else "CPU-kernel"
+    unit = join.unit
     total = join.total_us or 1.0
     shares = [
         f"{k} {join.time_of((k,)) / total:.0%}" for k in KINDS if k != "cpp" or join.time_of((k,))
@@ -296,7 +296,7 @@ def measured_lead(join: RuntimeJoin, top: int = LEAD_KERNELS) -> Lead:
 
 def measured_section(detail: Detail, join: RuntimeJoin, item: Kernel | Compile) -> None:
     """The measured time of a kernel or a compile, as a section of its detail."""
-    unit = "GPU" if join.device == "gpu" else "CPU-kernel"
+    unit = join.unit
     section = detail.section(f"Measured ({unit} time, profile)")
     if isinstance(item, Kernel):
         rows = [r for r in join.rows if r.kernel is not None and same(r.kernel, item)]
@@ -321,7 +321,7 @@ def measured_section(detail: Detail, join: RuntimeJoin, item: Kernel | Compile) 
 def row_detail(row: KernelTime, join: RuntimeJoin) -> Detail:
     """One kernel of the profile as it ran: what launched it, its compile and user lines, its
     measured time (the profile view's detail of a kernel the trace has no source for)."""
-    unit = "GPU" if join.device == "gpu" else "CPU-kernel"
+    unit = join.unit
     detail = Detail("profile kernel", row.name, id=row.name)
     head = detail.section()
     head.row("kind", row.kind)

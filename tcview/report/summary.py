@@ -17,7 +17,7 @@ from tcview.analysis.findings import (
     findings_later,
 )
 from tcview.analysis.recompiles import explain, guard_families
-from tcview.ingest.detect import PROFILE_REASON
+from tcview.ingest.detect import split_profiles
 from tcview.ingest.textlog import TextLog
 from tcview.model.facts import short_guard
 from tcview.model.objects import KERNEL_KINDS, Model, short_location
@@ -61,11 +61,9 @@ def summary_json(
     out["cudagraphs"] = cudagraph_counts(ts)
     # Each recompile once, by the guard that failed against its frame's newest earlier compile.
     out["guard_families"] = guard_families(ts.compiles)
-    out["skipped"] = [
-        {"path": str(p), "reason": why} for p, why in ts.skipped if why != PROFILE_REASON
-    ]
-    # torch.profiler traces found beside the trace: --profile joins one.
-    out["profiles_found"] = [str(p) for p, why in ts.skipped if why == PROFILE_REASON]
+    skipped, profiles = split_profiles(ts.skipped)
+    out["skipped"] = [{"path": str(p), "reason": why} for p, why in skipped]
+    out["profiles_found"] = [str(p) for p in profiles]  # --profile joins one
     unknown = ts.unknown_kinds()
     out["unknown_kinds"] = dict(sorted(unknown.items()))
     # Newer torch (2.12+): the torch that wrote the files, what caching precompile saved.

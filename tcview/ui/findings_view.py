@@ -14,7 +14,7 @@ SEVERITY_STYLES = {"error": "bold red", "warning": "bold yellow", "info": "cyan"
 
 class FindingsView(TableView[Finding]):
     TITLE = "Findings"
-    HELP = "worst first · enter: go to the evidence (its compile) · esc: back"
+    HELP = "worst first · enter: go to the evidence (its compile) · {view.close}: back"
     COLUMNS = ("severity", "finding", "cost", "where")
     FLEX = "finding"
     ELIDE = ("where",)

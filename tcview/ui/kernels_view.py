@@ -48,7 +48,7 @@ class KernelsView(TableView[KernelGroup]):
     TITLE = "Kernels"
     HELP = (
         "type to filter by name, kind or graph · ↓ to the list · enter: show source"
-        " · B: bench · esc: back"
+        " · {bench.run}: bench · {view.close}: back"
     )
     COLUMNS = ("kernel", "kind", "compiles", "graph")
     ELIDE = ("kernel",)  # long generated names keep both ends; the columns after them show

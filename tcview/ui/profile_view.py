@@ -29,7 +29,10 @@ class Sort(str, Enum):
 
 class ProfileView(TableView[KernelTime]):
     TITLE = "Profile"
-    HELP = "s: sort by time / calls / name · enter: go to the kernel or compile · esc: back"
+    HELP = (
+        "{profile.sort}: sort by time / calls / name · enter: go to the kernel or compile"
+        " · {view.close}: back"
+    )
     COLUMNS = ("time", "share", "calls", "compile", "kind", "line", "name")
     FLEX = "name"
     ELIDE = ("line", "kind")

@@ -34,7 +34,10 @@ from tcview.ui.table_view import (
 
 class ProvenanceView(TableView[ProvenanceRow]):
     TITLE = "Provenance"
-    HELP = "user lines and the kernels that implement them · N: by FX node · enter: the kernel"
+    HELP = (
+        "user lines and the kernels that implement them · {provenance.by-node}: by FX node"
+        " · enter: the kernel"
+    )
     COLUMNS = ("user line / FX node", "kernel", "kind", "compile")
     FLEX = "user line / FX node"
     ELIDE = ("kernel",)

@@ -259,7 +259,10 @@ class RanksView(TableView[list[int]]):
     checks and a group's compiles below."""
 
     TITLE = "Ranks"
-    HELP = "c: compare two ranks · enter: show only these ranks (#: pick any) · esc: back"
+    HELP = (
+        "{ranks.compare}: compare two ranks · enter: show only these ranks"
+        " ({app.rank-filter}: pick any) · {view.close}: back"
+    )
     COLUMNS = (
         "ranks",
         "compiles",
@@ -431,7 +434,7 @@ class CompareView(TableView[Pair]):
     """Two ranks' compile lists aligned by compile id; rows that differ are marked ≠."""
 
     TITLE = "Compare"
-    HELP = "≠: the compiles differ · enter: go to the compile · esc: back"
+    HELP = "≠: the compiles differ · enter: go to the compile · {view.close}: back"
     RANK_COLUMN = False
 
     def __init__(self, session: ModelSession, left: int, right: int) -> None:
@@ -468,7 +471,7 @@ class CompareView(TableView[Pair]):
         head = Text.assemble(
             (f"{self.TITLE} rank {self.left} and rank {self.right}", "bold"),
             "  ",
-            (self.HELP, "dim"),
+            (self.help_text(), "dim"),
         )
         if self.sides is not None:
             left, right = self.sides

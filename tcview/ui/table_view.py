@@ -9,6 +9,7 @@ of the ranks picked.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Hashable, Iterable
 from typing import Generic, TypeAlias, TypeVar
 
@@ -129,6 +130,10 @@ def fit_rows(
         ([cut[i](c, widths[i]) if i in cut else c for i, c in enumerate(cells)], obj)
         for cells, obj in rows
     ]
+
+
+# ``{time.sort}`` in a view's HELP: the key a binding id has now.
+_KEY_ID = re.compile(r"\{([\w.-]+)\}")
 
 
 class ViewTable(DataTable):
@@ -252,8 +257,22 @@ class TableView(BrowserPane, Generic[T]):
     def rows(self, model: Model) -> list[Row[T]]:
         return []
 
+    def help_text(self) -> str:
+        """HELP with each ``{binding id}`` as the key it has now (a user's keymap moves it)."""
+        return _KEY_ID.sub(lambda m: self.key_now(m.group(1)), self.HELP)
+
+    def key_now(self, binding_id: str) -> str:
+        """The key of the binding `binding_id` of this pane, its screen or its app, as the
+        app shows keys (`binding_id` itself when none has it)."""
+        for node in (self, self.screen, self.app):
+            for cls in type(node).__mro__:
+                for binding in cls.__dict__.get("BINDINGS", ()):
+                    if isinstance(binding, Binding) and binding.id == binding_id:
+                        return self.app.get_key_display(binding)
+        return binding_id
+
     def head(self) -> Text:
-        head = Text.assemble((self.TITLE, "bold"), "  ", (self.HELP, "dim"))
+        head = Text.assemble((self.TITLE, "bold"), "  ", (self.help_text(), "dim"))
         if self.ranks is not None:
             head.append(f"  [{ranks_label(self.ranks)} only · # to change]", style="bold magenta")
         return head

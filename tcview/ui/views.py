@@ -79,7 +79,7 @@ from tcview.ui.table_view import (
 
 class BreaksView(TableView[BreakGroup]):
     TITLE = "Graph breaks"
-    HELP = "de-duplicated by reason and location · enter: go to the compile · esc: back"
+    HELP = "de-duplicated by reason and location · enter: go to the compile · {view.close}: back"
     COLUMNS = ("count", "reason", "location", "compiles")
     FLEX = "reason"
     ELIDE = ("location", "compiles")
@@ -229,7 +229,7 @@ class RecompilesView(TableView[Compile | Frame]):
 
 class FailuresView(TableView[Failure]):
     TITLE = "Failures"
-    HELP = "compiles that failed · enter: go to the compile · esc: back"
+    HELP = "compiles that failed · enter: go to the compile · {view.close}: back"
     COLUMNS = ("compile", "type", "reason", "location")
     FLEX = "reason"
     ELIDE = ("location",)
@@ -284,7 +284,7 @@ class FailuresView(TableView[Failure]):
 
 class ErrorsView(TableView[Error]):
     TITLE = "Errors"
-    HELP = "the run crashed: uncaught tracebacks, a non-zero exit code · esc: back"
+    HELP = "the run crashed: uncaught tracebacks, a non-zero exit code · {view.close}: back"
     COLUMNS = ("rank", "type", "message", "where")
     FLEX = "message"
     ELIDE = ("where",)
@@ -321,7 +321,7 @@ class ErrorsView(TableView[Error]):
 
 class TimeView(TableView[Compile]):
     TITLE = "Compile time"
-    HELP = "s: sort by time / by order · enter: go to the compile · esc: back"
+    HELP = "{time.sort}: sort by time / by order · enter: go to the compile · {view.close}: back"
     COLUMNS = ("compile", "time", "", "frame")
     ELIDE = ("frame",)
     BINDINGS = [
@@ -401,7 +401,9 @@ class TimeView(TableView[Compile]):
 
 class ExportView(TableView[ExportIssue]):
     TITLE = "Export"
-    HELP = "the draft-export report: guards, data-dependent errors, fake kernels · esc: back"
+    HELP = (
+        "the draft-export report: guards, data-dependent errors, fake kernels · {view.close}: back"
+    )
     COLUMNS = ("#", "issue", "expression / operator", "where")
     FLEX = "where"
     ELIDE = ("expression / operator",)
