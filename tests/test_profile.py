@@ -365,6 +365,38 @@ def test_profile_in_the_app(fixture_runs: Path) -> None:
     asyncio.run(go())
 
 
+@pytest.mark.slow
+@pytest.mark.parametrize("key", ["M", "K"])
+def test_profile_and_kernels_views_fit_80_by_24(fixture_runs: Path, key: str) -> None:
+    """At 80×24 with a profile joined: no sideways scrolling, the measured numbers whole, the
+    long names cut instead."""
+    import asyncio
+
+    from textual.widgets import DataTable
+    from ui_helpers import pane, ready, settle
+
+    from tcview.ui.app import TcviewApp
+    from tcview.ui.options import OpenOptions
+    from tcview.ui.table_view import TableView
+
+    run = fixture_runs / "h100_cudagraph_profile_infer"
+
+    async def go() -> None:
+        app = TcviewApp(OpenOptions(str(run), profile=str(run / "prof.json.gz")))
+        async with app.run_test(size=(80, 24)) as pilot:
+            await ready(app, pilot)
+            await pilot.press(key)
+            await settle(app, pilot)
+            view = pane(app)
+            assert isinstance(view, TableView)
+            table = view.query_one(DataTable)
+            assert table.row_count and table.virtual_size.width <= table.size.width
+            first = [str(table.get_row_at(i)[0]) for i in range(table.row_count)]
+            assert all(c and not c.endswith("…") for c in first), first  # time, or measured
+
+    asyncio.run(go())
+
+
 def test_hostile_events_are_counted(model: Any, tmp_path: Path) -> None:
     """Odd values where numbers, names and ids belong: counted or kept, never raised."""
     events = [

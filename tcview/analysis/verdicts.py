@@ -295,6 +295,23 @@ def _files(said: list[str]) -> str:
     )
 
 
+def _where_it_ends(source: LogSource, line: int, owner: str | None) -> str:
+    """Where a file cut short ends: inside its last record's payload, or in a line."""
+    if not source.tail_in_payload:
+        return f"in line {line:,}, which has no newline (torch ends every line it writes)"
+    record = f", `{source.tail_label}`" if source.tail_label else ""
+    why = (
+        "the payload does not match the md5 its header gives"
+        if source.truncated
+        else "its last line has no newline (torch ends every line it writes)"
+    )
+    return (
+        f"inside the payload of its last record{record}"
+        + (f" of compile {owner}" if owner else "")
+        + f", whose header is line {line:,}: {why}, so the rest of it is missing"
+    )
+
+
 def _cut_end(model: Model) -> list[Finding]:
     cut = [f for f in model.files if f.tail_cut >= 0]
     if not cut:
@@ -307,22 +324,8 @@ def _cut_end(model: Model) -> list[Finding]:
         line = source.lineno_of(source.tail_cut)
         rec = next((r for r in reversed(source.records) if r.offset == source.tail_cut), None)
         owner = rec.compile_text if rec is not None and rec.key is not None else None
-        if source.tail_in_payload:
-            record = f", `{source.tail_label}`" if source.tail_label else ""
-            what = (
-                f"inside the payload of its last record{record}"
-                + (f" of compile {owner}" if owner else "")
-                + f", whose header is line {line:,}: "
-                + (
-                    "the payload does not match the md5 its header gives"
-                    if source.truncated
-                    else "its last line has no newline (torch ends every line it writes)"
-                )
-                + ", so the rest of it is missing"
-            )
-        else:
-            what = f"in line {line:,}, which has no newline (torch ends every line it writes)"
-        words = f"{source.display} ends at byte {source.size:,} (its size), {what}."
+        words = f"{source.display} ends at byte {source.size:,} (its size), "
+        words += f"{_where_it_ends(source, line, owner)}."
         unfinished = _never_finished(source)
         if len(unfinished) == 1:
             last = unfinished[0]

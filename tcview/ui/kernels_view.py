@@ -53,7 +53,8 @@ class KernelsView(TableView[KernelGroup]):
     COLUMNS = ("kernel", "kind", "compiles", "graph")
     ELIDE = ("kernel",)  # long generated names keep both ends; the columns after them show
     BENCH_COLUMN = "bench (ms · share · GB/s)"
-    MEASURED_COLUMN = "measured (time · share · calls)"
+    MEASURED_COLUMN = "measured"  # its cells: time · share · ×calls
+    KEEP = (MEASURED_COLUMN, BENCH_COLUMN)
     SORTS = ("order", "measured", "bench")  # what `s` goes through, where there are numbers
     measured: RuntimeJoin | None = None  # the profile joined (--profile), read in prepare
     AUTO_FOCUS = "#kernel-filter"

@@ -81,17 +81,23 @@ def _frame_name(comp: Compile | None) -> str:
 
 
 ELIDE_MIN = 32  # an elided column keeps this many cells while the flex column needs room
-FLEX_MIN = 20
 FIXED_MAX = 12  # on a narrow screen, another column keeps this many (its header, at least)
 
 
 def fit_rows(
-    rows: list[Row[T]], columns: tuple[str, ...], width: int, flex: str, elide: tuple[str, ...]
+    rows: list[Row[T]],
+    columns: tuple[str, ...],
+    width: int,
+    flex: str,
+    elide: tuple[str, ...],
+    keep: tuple[str, ...] = (),
 ) -> list[Row[T]]:
     """The rows with their cells cut so that the table fits `width` cells, where cutting the
     `flex` and `elide` columns can make it fit: flex first gets what it needs. On a narrow
-    screen (80 columns), where flex would get under two fifths, the elided columns keep a fifth
-    each at most and the others `FIXED_MAX` cells (cut at their end)."""
+    screen (80 columns), where flex would get under two fifths (or, without flex, the rows
+    would not fit), the elided columns keep a fifth each at most and the others `FIXED_MAX`
+    cells (cut at their end), but the `keep` columns (numbers) stay whole; flex gets the rest,
+    its header at least."""
     if not flex and not elide:
         return rows
     wanted = [cell_len(c) for c in columns]
@@ -109,17 +115,20 @@ def fit_rows(
     for elide_min in (ELIDE_MIN, min(ELIDE_MIN, room // 5)):
         for i in squeezed:
             widths[i] = min(wanted[i], max(elide_min, cell_len(columns[i])))
-        if f is None or room - (sum(widths) - widths[f]) >= min(wanted[f], room * 2 // 5):
+        if f is None and sum(widths) <= room:
             break
-        narrow = True  # flex would get under two fifths: the others narrow
+        if f is not None and room - (sum(widths) - widths[f]) >= min(wanted[f], room * 2 // 5):
+            break
+        narrow = True  # flex would get under two fifths (or no room): the others narrow
     cut = {i: elide_middle for i in squeezed}
+    kept = {named[c] for c in keep if c in named}
+    for i in range(len(columns)) if narrow else ():
+        if i != f and i not in squeezed and i not in kept:
+            widths[i] = min(wanted[i], max(FIXED_MAX, cell_len(columns[i])))
+            cut[i] = elide_end
     if f is not None:
-        for i in range(len(columns)) if narrow else ():
-            if i != f and i not in squeezed:
-                widths[i] = min(wanted[i], max(FIXED_MAX, cell_len(columns[i])))
-                cut[i] = elide_end
         rest = room - (sum(widths) - widths[f])
-        widths[f] = min(wanted[f], max(rest, FLEX_MIN, cell_len(flex)))
+        widths[f] = min(wanted[f], max(rest, cell_len(flex)))
         cut[f] = elide_end
     spare = room - sum(widths)
     for i in [*squeezed, *(i for i in cut if i not in squeezed and i != f)]:
@@ -165,6 +174,7 @@ class TableView(BrowserPane, Generic[T]):
     # room and is cut at its end; ELIDE columns (names) keep both ends; the others keep theirs.
     FLEX = ""
     ELIDE: tuple[str, ...] = ()
+    KEEP: tuple[str, ...] = ()  # columns never cut on a narrow screen (the numbers)
     BINDINGS = [
         Binding("escape", "close", "Back to tree", id="view.close"),
         Binding("j", "row(1)", "Down", show=False, id="view.down", tooltip="next row"),
@@ -321,7 +331,9 @@ class TableView(BrowserPane, Generic[T]):
         table.clear()
         self.objects = []
         self.fitted_width = self.app.size.width
-        shown = fit_rows(rows[:ROW_LIMIT], columns, self.fitted_width, self.FLEX, self.ELIDE)
+        shown = fit_rows(
+            rows[:ROW_LIMIT], columns, self.fitted_width, self.FLEX, self.ELIDE, self.KEEP
+        )
         for i, (cells, obj) in enumerate(shown):
             table.add_row(*cells, key=str(i))
             self.objects.append(obj)

@@ -256,6 +256,12 @@ class CodeView(ScrollView, can_focus=True):
                 self.call_after_refresh(self._scroll_down_to, doc, top, self.scroll_offset.y)
         self.refresh()
 
+    def watch_show_vertical_scrollbar(self, shown: bool) -> None:
+        """Textual moves a scrollbar when the scroll moves, not when the bar appears: a
+        document scrolled before its bar was laid out would show its thumb at the top."""
+        if shown:
+            self.vertical_scrollbar.position = self.scroll_y
+
     def _scroll_down_to(self, doc: Document, top: int, was: int) -> None:
         """Scroll to `top` once laid out, unless another document or a scroll (a search's
         match) came meanwhile."""
