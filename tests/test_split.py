@@ -7,6 +7,7 @@ tables, episode counters (torch._dynamo.reset) and header caches included."""
 from __future__ import annotations
 
 import hashlib
+import json
 import os
 import pickle
 from pathlib import Path
@@ -428,9 +429,13 @@ def test_only_values_nested_past_json_s_reach_are_left_to_json(tmp_path: Path) -
     path = tmp_path / "dedicated_log_torch_trace_x.log"
     path.write_bytes(b"\n".join(lines) + b"\n")
     tf = _serial(path).files[0]
-    assert (tf.kinds["artifact"], tf.slow_json, len(tf.unparsed)) == (3, 2, 1)
-    assert [rec.offset for rec in tf.records] == [
-        0,
-        len(lines[0]) + 1,
-        path.stat().st_size - len(lines[3]) - 1,
-    ]
+    # Where json's own reach ends depends on the Python (3.13's reads 1,010 levels).
+    try:
+        json.loads(nested(1010))
+        json_reads_it = True
+    except RecursionError:
+        json_reads_it = False
+    read = [0, 1, 2, 3] if json_reads_it else [0, 1, 3]
+    assert (tf.kinds["artifact"], tf.slow_json, len(tf.unparsed)) == (len(read), 2, 4 - len(read))
+    starts = [sum(len(line) + 1 for line in lines[:i]) for i in range(len(lines))]
+    assert [rec.offset for rec in tf.records] == [starts[i] for i in read]
