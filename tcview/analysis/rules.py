@@ -13,6 +13,8 @@ import sys
 from dataclasses import dataclass
 from enum import Enum
 
+from tcview.text.pages import rewrite, with_lines
+
 
 class Kind(str, Enum):
     """A finding's kind (the registry's key)."""
@@ -230,19 +232,8 @@ END = "<!-- end of finding kinds -->"
 
 def with_table(text: str) -> str:
     """`text` (a Markdown page) with the kinds' table put between its markers."""
-    head, found, rest = text.partition(BEGIN)
-    _old, found_end, tail = rest.partition(END)
-    if not (found and found_end):
-        raise ValueError(f"no {BEGIN!r} … {END!r} in the page")
-    return "\n".join([head + BEGIN, *kinds_table(), END + tail])
+    return with_lines(text, BEGIN, END, kinds_table())
 
 
 if __name__ == "__main__":
-    if len(sys.argv) > 1:
-        for name in sys.argv[1:]:
-            with open(name, encoding="utf-8") as fh:
-                page = with_table(fh.read())  # before the file is opened for writing
-            with open(name, "w", encoding="utf-8") as fh:
-                fh.write(page)
-    else:
-        sys.stdout.write("\n".join(kinds_table()) + "\n")
+    rewrite(sys.argv[1:], BEGIN, END, kinds_table)

@@ -25,6 +25,7 @@ from textual.dom import DOMNode
 from textual.keys import REPLACED_KEYS, key_to_character
 
 import tcview.ui
+from tcview.text.pages import rewrite, with_lines
 from tcview.ui.help import STOCK_TEXT, bindings_of
 from tcview.ui.keys import key_problem, remap, split_keys
 
@@ -253,19 +254,8 @@ def ids_markdown() -> list[str]:
 
 def with_table(page: str) -> str:
     """`page` (docs/guide/keys.md) with the ids' table put between its markers."""
-    head, found, rest = page.partition(BEGIN)
-    _old, found_end, tail = rest.partition(END)
-    if not (found and found_end):
-        raise ValueError(f"no {BEGIN!r} … {END!r} in the page")
-    return "\n".join([head + BEGIN, *ids_markdown(), END + tail])
+    return with_lines(page, BEGIN, END, ids_markdown())
 
 
 if __name__ == "__main__":
-    if len(sys.argv) > 1:
-        for name in sys.argv[1:]:
-            with open(name, encoding="utf-8") as fh:
-                page = with_table(fh.read())  # before the file is opened for writing
-            with open(name, "w", encoding="utf-8") as fh:
-                fh.write(page)
-    else:
-        sys.stdout.write("\n".join(ids_markdown()) + "\n")
+    rewrite(sys.argv[1:], BEGIN, END, ids_markdown)
