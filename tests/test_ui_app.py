@@ -657,3 +657,24 @@ async def test_a_long_path_keeps_its_end_in_the_status_bar(tmp_path: Path) -> No
         )
         assert str(left.render()).endswith("xxx/trace")
         assert "static · …" in screen_text(app) and "xxx/trace" in screen_text(app)
+
+
+@sync
+async def test_a_scrolled_documents_scrollbar_shows_where_it_is(
+    fixture_runs: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A kernel's page opens scrolled to its def before its scrollbar is laid out: the bar,
+    once there, shows that place (Textual moves a bar only when the scroll moves)."""
+    monkeypatch.setenv("TCVIEW_NO_CACHE", "1")
+    monkeypatch.chdir(fixture_runs / "h200_breaks")
+    app = TcviewApp(OpenOptions("trace", goto="triton_poi_fused_div_0"))
+    async with app.run_test(size=(110, 34)) as pilot:
+        await ready(app, pilot)
+        view = viewer_shown(app)
+        assert view.scroll_offset.y > 0 and view.show_vertical_scrollbar
+        assert view.vertical_scrollbar.position == view.scroll_offset.y
+        # The bar laid out after a scroll (what a slow first layout does): it follows.
+        view.show_vertical_scrollbar = False
+        view.scroll_to(0, 5, animate=False, immediate=True, force=True)
+        view.show_vertical_scrollbar = True
+        assert view.scroll_offset.y == 5 and view.vertical_scrollbar.position == 5

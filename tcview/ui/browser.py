@@ -205,12 +205,16 @@ class BrowserBase(Screen[None]):
         for language in ("python", "cpp", "json"):
             highlight_line("x = 1", language)
 
+    @work(thread=True, group="profile", exclusive=True, exit_on_error=False, description="poll")
     def _profile_written(self) -> None:
-        """A profile appeared or changed: the overview and the kernels and profile views, if
-        shown, join it."""
+        """Whether a profile appeared or changed (its files' stamps: off the UI thread)."""
+        if self.session.profile_written():
+            self.app.call_from_thread(self._join_profile)
+
+    def _join_profile(self) -> None:
+        """A profile was written: the overview and the kernels and profile views, if shown,
+        join it."""
         shown = self.shown_pane()
-        if not self.session.profile_written():
-            return
         if isinstance(shown, (KernelsView, ProfileView)):
             shown.reload()
         self.refresh_counts()  # the overview leads with it

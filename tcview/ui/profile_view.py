@@ -36,7 +36,6 @@ class ProfileView(TableView[KernelTime]):
     COLUMNS = ("time", "share", "calls", "compile", "kind", "line", "name")
     FLEX = "name"
     ELIDE = ("line",)
-    KEEP = ("time", "share", "calls", "compile")
     RANK_COLUMN = False  # a profile's processes are not the trace's ranks
     BINDINGS = [
         Binding("s", "sort", "Sort", id="profile.sort", tooltip="sort by time, calls or name"),
