@@ -35,6 +35,8 @@ def test_a_one_shot_load_publishes_versions_that_never_change(
     # Small chunks, a version at each: many versions while the writer goes on.
     monkeypatch.setattr(tcview.ingest.load, "CHUNK", 16 << 10)
     monkeypatch.setattr(tcview.ingest.session, "PROGRESS_PUBLISH_S", 0.0)
+    # ... however long a frozen copy takes on this machine (no share of the time to keep)
+    monkeypatch.setattr(tcview.ingest.session, "PROGRESS_SHARE", float("inf"))
     published: list[tuple[Model, tuple[object, ...]]] = []
     session = ModelSession(str(RUN_DIR))
 
