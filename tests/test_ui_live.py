@@ -30,6 +30,7 @@ from ui_helpers import (
 from waits import holds, until
 
 import tcview.ingest.load
+import tcview.ingest.session
 import tcview.ui.viewer
 from tcview.ingest.replay import replay
 from tcview.ingest.session import ModelSession
@@ -48,8 +49,11 @@ SIZE = (120, 40)
 
 
 def slow_chunks(monkeypatch: pytest.MonkeyPatch, chunk: int, seconds: float) -> None:
-    """A slow disk: the load reads `chunk` bytes at a time and takes `seconds` more for each."""
+    """A slow disk: the load reads `chunk` bytes at a time and takes `seconds` more for each.
+    A version is published once a PROGRESS_PUBLISH_S, however long a frozen copy takes on this
+    machine (a slow one would space them further: session.py PROGRESS_SHARE)."""
     monkeypatch.setattr(tcview.ingest.load, "CHUNK", chunk)
+    monkeypatch.setattr(tcview.ingest.session, "PROGRESS_SHARE", float("inf"))
     progress = ModelSession._progress
 
     def slow(self: ModelSession, done: int, total: int) -> None:
