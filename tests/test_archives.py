@@ -22,7 +22,7 @@ from conftest import FIXTURES, SAMPLES
 
 from tcview.commands.cli import main
 from tcview.ingest import archives
-from tcview.ingest.detect import plan_input
+from tcview.ingest.detect import PipeKind, plan_input, sniff_pipe
 from tcview.ingest.source import NotATrace, load_source
 from tcview.model.objects import Model
 
@@ -334,3 +334,27 @@ def test_half_made_copies_of_a_killed_process_are_removed(tmp_path: Path, cache_
     os.utime(stale, (1, 1))
     load_source(str(make_tar(TRACE_DIR, tmp_path / "trace.tgz", "w:gz")))
     assert not stale.exists() and recent.exists()  # (another process may be writing that one)
+
+
+def test_a_pipe_is_known_by_as_few_first_bytes_as_tell_it() -> None:
+    trace_line = next((SAMPLES / "cpu_breaks_recompiles" / "trace").glob("*.log")).read_bytes()
+    trace_line = trace_line[: trace_line.index(b"\n") + 1]
+    tar = io.BytesIO()
+    with tarfile.open(fileobj=tar, mode="w") as t:
+        t.addfile(tarfile.TarInfo("trace.log"), io.BytesIO(b""))
+    cases: list[tuple[bytes, bool, PipeKind | None]] = [
+        (b"\x1f", False, None),  # could be gzip's magic
+        (b"\x1f\x8b\x08", False, PipeKind.ARCHIVE),
+        (b"PK\x03\x04", False, PipeKind.ARCHIVE),
+        (tar.getvalue()[:200], False, None),  # a name, NUL-padded: a tar's magic is at 257
+        (tar.getvalue()[:265], False, PipeKind.ARCHIVE),
+        (b"V1127 12:00:00.000000 1 torch/_dynamo", False, None),  # its first line not whole
+        (b"\n\n", False, None),  # nothing but blank lines yet
+        (b"V1127 12:00:00.000000 1 torch/_dynamo/x.py:1] hello\n", False, PipeKind.TEXT),
+        (trace_line[:40], False, None),
+        (trace_line, False, PipeKind.TRACE),
+        (trace_line[:40], True, PipeKind.TEXT),  # ended within its first line
+        (b"", True, PipeKind.TEXT),
+    ]
+    for head, ended, kind in cases:
+        assert sniff_pipe(head, ended) is kind, (head, ended)

@@ -2,9 +2,12 @@
 
 from __future__ import annotations
 
+import gzip
+import io
 import os
 import random
 import shutil
+import tarfile
 import threading
 import time
 from collections.abc import Callable
@@ -179,16 +182,18 @@ def test_text_log_follow_equals_one_shot(tmp_path: Path) -> None:
     assert _summary(follower.model) == _summary(load_source(str(src)))
 
 
-def test_pipe_follow_equals_file(tmp_path: Path) -> None:
-    src = SAMPLES / "cpu_breaks_recompiles" / "torch_logs.txt"
+def _pipe_into(follower: Follower, data: bytes, sizes: tuple[int, ...]) -> None:
+    """Write `data` into a pipe the follower reads, in chunks of the given sizes in turn."""
     r, w = os.pipe()
-    follower = Follower("-")
     follower.start(stdin_fd=r)
 
     def writer() -> None:
-        data = src.read_bytes()
-        for pos in range(0, len(data), 4096):
-            os.write(w, data[pos : pos + 4096])
+        pos, turn = 0, 0
+        while pos < len(data):
+            size = sizes[turn % len(sizes)]
+            os.write(w, data[pos : pos + size])
+            pos, turn = pos + size, turn + 1
+            time.sleep(0.001)  # (the reader sees the chunks apart)
         os.close(w)
 
     t = threading.Thread(target=writer)
@@ -197,7 +202,69 @@ def test_pipe_follow_equals_file(tmp_path: Path) -> None:
     assert _wait_until(lambda: "input ended" in follower.notices)
     follower.stop()
     os.close(r)
-    assert _summary(follower.model) == _summary(load_source(str(src)))
+
+
+PIPED = SAMPLES / "cpu_breaks_recompiles"
+
+
+def _piped_trace() -> Path:
+    return next((PIPED / "trace").glob("*.log"))
+
+
+def _tar_gz(folder: Path) -> bytes:
+    out = io.BytesIO()
+    with tarfile.open(fileobj=out, mode="w:gz") as tar:
+        tar.add(folder, arcname=folder.name)
+    return out.getvalue()
+
+
+@pytest.mark.parametrize(
+    ("data", "source"),
+    [
+        pytest.param(
+            lambda: (PIPED / "torch_logs.txt").read_bytes(),
+            PIPED / "torch_logs.txt",
+            id="torch_logs",
+        ),
+        pytest.param(lambda: _piped_trace().read_bytes(), _piped_trace(), id="trace"),
+        pytest.param(
+            lambda: gzip.compress((PIPED / "torch_logs.txt").read_bytes()),
+            PIPED / "torch_logs.txt",
+            id="gzip",
+        ),
+        pytest.param(lambda: _tar_gz(PIPED / "trace"), PIPED / "trace", id="tar.gz"),
+        pytest.param(lambda: _tar(PIPED / "trace"), PIPED / "trace", id="tar"),
+    ],
+)
+@pytest.mark.parametrize("sizes", [(4096,), (1, 7, 300, 4096)], ids=["4k", "odd"])
+def test_a_pipe_is_read_as_what_it_carries(
+    data: Callable[[], bytes], source: Path, sizes: tuple[int, ...]
+) -> None:
+    """Known by its first bytes, however few the first reads give: TORCH_LOGS text line by
+    line, a trace as a trace file, an archive as what it holds. Each reads as its file does."""
+    follower = Follower("-")
+    _pipe_into(follower, data(), sizes)
+    assert _summary(follower.model) == _summary(load_source(str(source)))
+    assert follower.model.display == "<stdin>"
+
+
+def _tar(folder: Path) -> bytes:
+    out = io.BytesIO()
+    with tarfile.open(fileobj=out, mode="w") as tar:
+        tar.add(folder, arcname=folder.name)
+    return out.getvalue()
+
+
+def test_a_piped_archive_that_is_cut_says_so_and_nothing_crashes() -> None:
+    follower = Follower("-")
+    whole = gzip.compress(b"not a trace line\n" * 100)
+    _pipe_into(follower, whole[: len(whole) // 2], (4096,))
+    assert follower.notices == [
+        "an archive on stdin: read once it has all come",
+        "the archive on stdin is cut short: read as far as it goes",
+        "input ended",
+    ]
+    assert follower.model.summary_counts()["unparsed_lines"] > 0  # what it held, as far as it went
 
 
 def test_fifo_is_read_as_a_stream_not_sniffed(tmp_path: Path) -> None:

@@ -3,9 +3,11 @@ that leaves the status bar's counts readable. Each step waits for a condition on
 
 from __future__ import annotations
 
+import gzip
 import shlex
 import shutil
 import sys
+import tarfile
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
@@ -57,6 +59,41 @@ def test_slow_pipe_waits_then_shows_the_summary_counts(terminal: Start, capture:
     # The same counts in the overview and in the status bar.
     screen = term.wait_for(lambda s: s.count(expected) >= 2, what=f"{expected!r} twice")
     assert screen.splitlines()[-2].rstrip().endswith(expected), screen
+
+
+@pytest.mark.parametrize("piped", ["capture.gz", "trace.tar.gz", "trace.log"])
+def test_a_piped_archive_or_trace_is_read_as_what_it_holds(
+    terminal: Start, tmp_path: Path, piped: str
+) -> None:
+    """What a pipe carries is known by its first bytes: an archive is unpacked (into the
+    cache) and read as what it holds, a trace file as a trace; neither is read as lines of
+    TORCH_LOGS text (which found no compile in either)."""
+    trace_file = next((CPU_SAMPLE / "trace").glob("*.log"))
+    source = {
+        "capture.gz": FIXTURES / "torch_logs_small.txt",
+        "trace.tar.gz": CPU_SAMPLE / "trace",
+        "trace.log": trace_file,
+    }[piped]
+    pipe = tmp_path / piped
+    if piped == "capture.gz":
+        pipe.write_bytes(gzip.compress(source.read_bytes()))
+    elif piped == "trace.tar.gz":
+        with tarfile.open(pipe, "w:gz") as tar:
+            tar.add(source, arcname="trace")
+    else:
+        pipe.write_bytes(source.read_bytes())
+    expected = counts_text(summary_json(source))
+    assert not expected.startswith("compiles 0"), expected
+    cache = tmp_path / "cache"
+    term = terminal(
+        f"cat {shlex.quote(str(pipe))} | env -u TCVIEW_NO_CACHE"
+        f" TCVIEW_CACHE_DIR={shlex.quote(str(cache))} {_tcview('open', '-')}",
+        tmp_path,
+    )
+    screen = term.wait_for(lambda s: s.count(expected) >= 2, what=f"{expected!r} twice")
+    assert "input ended" in screen.splitlines()[-2], screen
+    copies = list((cache / "archives").iterdir()) if (cache / "archives").exists() else []
+    assert bool(copies) == piped.endswith(".gz"), copies  # a copy of an archive, in the cache
 
 
 def test_bare_tcview_opens_the_newest_trace_here(terminal: Start, tmp_path: Path) -> None:

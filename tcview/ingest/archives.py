@@ -44,7 +44,7 @@ import stat
 import sys
 import tempfile
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import IO, Any
@@ -356,18 +356,25 @@ _in_use: set[str] = set()  # the copies this process opened (by key): never evic
 _spools: dict[str, dict[str, Any]] = {}  # a spool of stdin (its path): what its copy is of
 
 
+def archive_head(head: bytes, ended: bool = True) -> bool | None:
+    """Whether a stream's first bytes are an archive's; None while they are too few to tell
+    (`ended`: there are no more). A plain tar is known only by its magic at byte 257, but its
+    first bytes are a member's name, NUL-padded: a text's first line ends before that."""
+    magics = (*ZIP_MAGICS, *(magic for magic, _ in MAGICS))
+    if head.startswith(magics) or _is_tar(head):
+        return True
+    if ended or len(head) >= TAR_MAGIC_AT + 8 or b"\n" in head.split(b"\0", 1)[0]:
+        return False
+    return None
+
+
 def stdin_archive(
     cache: bool = True,
     progress: Progress | None = None,
     stop: Callable[[], bool] = lambda: False,
 ) -> Path | None:
-    """When stdin holds an archive, known by its first bytes: its bytes spooled to a file that
-    `unpack` reads as that archive (and then removes); else None, stdin left unread. Raises
-    ArchiveError (a spool past the limits of an unpack: nothing of it kept).
-
-    The spool goes beside the copies (the cache's archives/, or the temporary folder without
-    the cache), not to the temporary directory, often in memory and small. Its copy is found
-    again by the hash of the bytes: the same archive piped twice is unpacked once."""
+    """When stdin holds an archive, known by its first bytes: its bytes spooled (`spool_archive`);
+    else None, stdin left unread."""
     buffer = getattr(sys.stdin, "buffer", None)
     peek = getattr(buffer, "peek", None)
     if buffer is None or peek is None:
@@ -378,9 +385,24 @@ def stdin_archive(
         head = bytes(peek(TAR_MAGIC_AT + 8))
     except (OSError, ValueError):
         return None
-    magics = (*ZIP_MAGICS, *(magic for magic, _ in MAGICS))
-    if not (head.startswith(magics) or _is_tar(head)):
+    if not archive_head(head):
         return None
+    return spool_archive(iter(lambda: buffer.read(COPY_CHUNK), b""), cache, progress, stop)
+
+
+def spool_archive(
+    chunks: Iterable[bytes],
+    cache: bool = True,
+    progress: Progress | None = None,
+    stop: Callable[[], bool] = lambda: False,
+) -> Path:
+    """An archive's bytes, as a pipe gives them, spooled to a file that `unpack` reads as that
+    archive (and then removes). Raises ArchiveError (a spool past the limits of an unpack:
+    nothing of it kept).
+
+    The spool goes beside the copies (the cache's archives/, or the temporary folder without
+    the cache), not to the temporary directory, often in memory and small. Its copy is found
+    again by the hash of the bytes: the same archive piped twice is unpacked once."""
     home = _home() if cache and not cache_disabled() else None
     if home is not None:
         _sweep(home)
@@ -391,7 +413,7 @@ def stdin_archive(
     digest = hashlib.sha256()
     try:
         with open(spool, "wb") as out:
-            while chunk := buffer.read(COPY_CHUNK):
+            for chunk in chunks:
                 if stop():
                     raise ArchiveError("reading stdin stopped")
                 budget.take(len(chunk))
@@ -749,11 +771,14 @@ def _read_full(stream: IO[bytes], size: int) -> bytes:
 
 __all__ = [
     "ARCHIVES_MAX_BYTES",
+    "STDIN",
     "UNPACKED_MAX_BYTES",
     "ArchiveError",
     "ArchiveFormat",
     "Unpacked",
     "archive_format",
     "stdin_archive",
+    "spool_archive",
+    "archive_head",
     "unpack",
 ]

@@ -10,9 +10,10 @@ import re
 import stat
 import zlib
 from dataclasses import dataclass
+from enum import Enum
 from pathlib import Path
 
-from tcview.ingest.archives import archive_format, archive_problem
+from tcview.ingest.archives import archive_format, archive_head, archive_problem
 from tcview.ingest.profile import PROFILE_FILES, TRACE_SUFFIXES
 from tcview.text.sizes import size_text
 
@@ -65,6 +66,27 @@ def sniff_head(data: bytes) -> str | None:
     if not line[m.end() :].lstrip().startswith(b"{"):
         return "first line is a log line, not a trace record"
     return None
+
+
+class PipeKind(Enum):
+    """What a pipe carries (stdin, a FIFO), known by its first bytes."""
+
+    ARCHIVE = "archive"  # read once it has all come, from its unpacked copy
+    TRACE = "trace"  # spooled to a file that its records point into
+    TEXT = "text"  # TORCH_LOGS text (or anything else: read line by line)
+
+
+def sniff_pipe(head: bytes, ended: bool) -> PipeKind | None:
+    """What a pipe whose first bytes are `head` carries; None while they are too few to tell
+    (`ended`: no more will come). A trace is known by its first line."""
+    archive = archive_head(head, ended)
+    if archive is None:
+        return None
+    if archive:
+        return PipeKind.ARCHIVE
+    if not ended and b"\n" not in head.lstrip(b"\r\n\t "):
+        return None
+    return PipeKind.TRACE if head.strip() and sniff_head(head) is None else PipeKind.TEXT
 
 
 # Why a torch.profiler trace beside the trace files is not read as one: it is the other input

@@ -15,19 +15,28 @@ disk, so the result stays identical to a one-shot read. Deleted files are marked
 from __future__ import annotations
 
 import contextlib
+import itertools
 import os
 import select
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from tcview.ingest.cache import IndexCache
-from tcview.ingest.detect import find_text_log, is_trace_name, plan_input, trace_reason
+from tcview.ingest.archives import STDIN, ArchiveError, archive_format, spool_archive, unpack
+from tcview.ingest.cache import IndexCache, cache_disabled
+from tcview.ingest.detect import (
+    PipeKind,
+    find_text_log,
+    is_trace_name,
+    plan_input,
+    sniff_pipe,
+    trace_reason,
+)
 from tcview.ingest.index import TraceSet
-from tcview.ingest.load import CHUNK
-from tcview.ingest.source import RUN_JSON, read_job_end
+from tcview.ingest.load import CHUNK, Hooks
+from tcview.ingest.source import RUN_JSON, NotATrace, load_source, new_spool, read_job_end
 from tcview.ingest.textlog import TextLog
 from tcview.ingest.tracefile import TraceFile
 from tcview.model.freeze import freeze
@@ -93,7 +102,7 @@ class Follower:
         return TraceSet(self.path)
 
     def _display(self) -> str:
-        return "<stdin>" if self.kind == "stdin" else self.path
+        return STDIN if self.kind == "stdin" else self.path
 
     @property
     def root(self) -> Path:
@@ -422,6 +431,7 @@ class Follower:
     # ---------------------------------------------------------------- pipes
 
     def _read_pipe(self) -> None:
+        """Read stdin or a stream as it comes, as what its first bytes say it carries."""
         fd = self._stdin_fd if self._stdin_fd is not None else 0
         if self._stream_path is not None:
             try:
@@ -429,27 +439,92 @@ class Follower:
             except OSError as exc:
                 self.notices.append(f"cannot read {self._stream_path}: {exc.strerror or exc}")
                 return
-        model = self.model
-        assert isinstance(model, TextLog)  # a pipe is always read as TORCH_LOGS text
-        while not self._stop.is_set():
-            try:
-                ready, _, _ = select.select([fd], [], [], 0.25)
-            except (OSError, ValueError):
+        chunks = self._pipe_chunks(fd)
+        head = b""
+        kind = None
+        for data in chunks:
+            head += data
+            kind = sniff_pipe(head, ended=False)
+            if kind is not None:
                 break
-            if not ready:
-                continue
-            try:
-                data = os.read(fd, CHUNK)
-            except OSError:
-                break
-            if not data:
-                break
-            model.feed(data)
-            self.version += 1
-            self._moved()
-        model.finish()
+        if kind is None:  # it ended (or tcview is quitting) before it could tell
+            kind = sniff_pipe(head, ended=True)
+        rest = itertools.chain([head], chunks)
+        if kind is PipeKind.ARCHIVE:
+            self._read_piped_archive(rest)
+        elif kind is PipeKind.TRACE:
+            self._read_piped_trace(rest)
+        else:
+            self._read_piped_text(rest)
         self.version += 1
         self.notices.append("input ended")
         self.publish()
         if self.on_update is not None:
             self.on_update()
+
+    def _pipe_chunks(self, fd: int) -> Iterator[bytes]:
+        """What the pipe gives, until it ends or the follower stops."""
+        while not self._stop.is_set():
+            try:
+                ready, _, _ = select.select([fd], [], [], 0.25)
+            except (OSError, ValueError):
+                return
+            if not ready:
+                continue
+            try:
+                data = os.read(fd, CHUNK)
+            except OSError:
+                return
+            if not data:
+                return
+            yield data
+
+    def _read_piped_text(self, chunks: Iterable[bytes]) -> None:
+        model = self.model
+        assert isinstance(model, TextLog)  # what a pipe's follower starts with
+        for data in chunks:
+            if data:
+                model.feed(data)
+                self.version += 1
+                self._moved()
+        model.finish()
+
+    def _read_piped_trace(self, chunks: Iterable[bytes]) -> None:
+        """A trace: written to a file of its own as it comes, and followed there as a trace
+        file is (its records point into it)."""
+        fd, path = new_spool()
+        self.path, self.kind, self.cache = str(path), "trace-file", None
+        self.model = TraceSet(path, display=STDIN)
+        self.rebuilds += 1  # another kind of model: readers start over
+        with os.fdopen(fd, "wb") as out:
+            for data in chunks:
+                out.write(data)
+                out.flush()
+                if self._read(path):
+                    self.version += 1
+        self.finish()
+
+    def _read_piped_archive(self, chunks: Iterable[bytes]) -> None:
+        """An archive: spooled until it has all come, then read once from its unpacked copy,
+        as an archive given by name is."""
+        self.notices.append("an archive on stdin: read once it has all come")
+        self.publish()
+        if self.on_update is not None:
+            self.on_update()
+        stop = self._stop.is_set
+        cache = not cache_disabled()
+        try:
+            packed = spool_archive(chunks, cache, stop=stop)
+            fmt = archive_format(packed)
+            if fmt is None:
+                raise ArchiveError("not an archive after all")
+            copy = unpack(str(packed), fmt, stop=stop, cache=cache)
+            model = load_source(str(copy.path), hooks=Hooks(stop=stop), display=STDIN, cache=cache)
+        except (ArchiveError, NotATrace, OSError) as exc:
+            self.notices.append(f"the archive on stdin: {exc}")
+            return
+        if copy.cut:
+            self.notices.append("the archive on stdin is cut short: read as far as it goes")
+        assert isinstance(model, TraceSet | TextLog)
+        self.model = model
+        self.rebuilds += 1

@@ -12,10 +12,10 @@ import tempfile
 from dataclasses import replace
 from pathlib import Path
 
-from tcview.ingest.archives import ArchiveError, archive_format, stdin_archive, unpack
+from tcview.ingest.archives import STDIN, ArchiveError, archive_format, stdin_archive, unpack
 from tcview.ingest.builder import Builder
 from tcview.ingest.cache import cache_disabled
-from tcview.ingest.detect import find_text_log, plan_input, sniff_head
+from tcview.ingest.detect import PipeKind, find_text_log, plan_input, sniff_pipe
 from tcview.ingest.index import TraceSet
 from tcview.ingest.load import Hooks, Progress
 from tcview.ingest.profile import PROFILE_DIR
@@ -44,16 +44,23 @@ class NotATrace(ValueError):
     """The input is neither a trace nor TORCH_LOGS text; the message says what it looks like."""
 
 
-def spool(path: str) -> Path:
-    """Copy a stream into a temporary file (removed at exit), so records can point into it."""
+def new_spool() -> tuple[int, Path]:
+    """A temporary file for a stream's bytes (removed at exit), so records can point into it:
+    its descriptor, open for writing, and its path."""
     fd, name = tempfile.mkstemp(prefix="tcview-stream-", suffix=".log")
     atexit.register(_remove, name)
+    return fd, Path(name)
+
+
+def spool(path: str) -> Path:
+    """Copy a stream into a temporary file (`new_spool`)."""
+    fd, name = new_spool()
     with (
         contextlib.nullcontext(sys.stdin.buffer) if path == "-" else open(path, "rb") as src,
         os.fdopen(fd, "wb") as dst,
     ):
         shutil.copyfileobj(src, dst, 1 << 20)
-    return Path(name)
+    return name
 
 
 def _stdin_is_trace() -> bool:
@@ -64,7 +71,7 @@ def _stdin_is_trace() -> bool:
         head = bytes(peek(SNIFF_PEEK)) if peek is not None else b""
     except (OSError, ValueError):
         return False
-    return bool(head.strip()) and sniff_head(head) is None
+    return sniff_pipe(head, ended=True) is PipeKind.TRACE
 
 
 def _remove(name: str) -> None:
@@ -157,7 +164,7 @@ def load_source(
         except ArchiveError as exc:
             raise NotATrace(str(exc)) from exc
         if packed is not None:  # an archive piped in: spooled, then read as that file
-            return _load_archive(str(packed), hooks, display or "<stdin>", cache)
+            return _load_archive(str(packed), hooks, display or STDIN, cache)
         if _stdin_is_trace():  # records point into the file: spooled, then read as one
             return load_source(str(spool(path)), hooks=hooks, display=display or path, cache=False)
     if kind in ("stdin", "text"):
