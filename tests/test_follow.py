@@ -199,7 +199,7 @@ def _pipe_into(follower: Follower, data: bytes, sizes: tuple[int, ...]) -> None:
     t = threading.Thread(target=writer)
     t.start()
     t.join()
-    assert _wait_until(lambda: "input ended" in follower.notices)
+    assert _wait_until(lambda: any(n.startswith("input ended") for n in follower.notices))
     follower.stop()
     os.close(r)
 
@@ -255,14 +255,19 @@ def _tar(folder: Path) -> bytes:
     return out.getvalue()
 
 
+def test_a_piped_archive_that_cannot_be_read_says_why_at_the_end() -> None:
+    follower = Follower("-")
+    _pipe_into(follower, b"PK\x03\x04" + b"\0" * 100, (4096,))  # a zip's magic, then nothing
+    assert follower.notices[-1].startswith("input ended: its archive could not be read: ")
+
+
 def test_a_piped_archive_that_is_cut_says_so_and_nothing_crashes() -> None:
     follower = Follower("-")
     whole = gzip.compress(b"not a trace line\n" * 100)
     _pipe_into(follower, whole[: len(whole) // 2], (4096,))
     assert follower.notices == [
         "an archive on stdin: read once it has all come",
-        "the archive on stdin is cut short: read as far as it goes",
-        "input ended",
+        "input ended: its archive was cut short",
     ]
     assert follower.model.summary_counts()["unparsed_lines"] > 0  # what it held, as far as it went
 

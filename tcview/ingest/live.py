@@ -46,6 +46,7 @@ if TYPE_CHECKING:
     from watchdog.observers.api import BaseObserver
 
 RESCAN_S = 0.5  # safety rescan, also when events are working
+ENDED = "input ended"  # a pipe's last notice (what it says of the input may follow)
 PUBLISH_SHARE = 0.25  # at most this share of the writer's time goes to publishing versions
 
 
@@ -450,14 +451,15 @@ class Follower:
         if kind is None:  # it ended (or tcview is quitting) before it could tell
             kind = sniff_pipe(head, ended=True)
         rest = itertools.chain([head], chunks)
+        ended = ENDED
         if kind is PipeKind.ARCHIVE:
-            self._read_piped_archive(rest)
+            ended += self._read_piped_archive(rest)
         elif kind is PipeKind.TRACE:
             self._read_piped_trace(rest)
         else:
             self._read_piped_text(rest)
         self.version += 1
-        self.notices.append("input ended")
+        self.notices.append(ended)  # (the status bar shows the last)
         self.publish()
         if self.on_update is not None:
             self.on_update()
@@ -504,9 +506,9 @@ class Follower:
                     self.version += 1
         self.finish()
 
-    def _read_piped_archive(self, chunks: Iterable[bytes]) -> None:
+    def _read_piped_archive(self, chunks: Iterable[bytes]) -> str:
         """An archive: spooled until it has all come, then read once from its unpacked copy,
-        as an archive given by name is."""
+        as an archive given by name is. What the input's end says of it."""
         self.notices.append("an archive on stdin: read once it has all come")
         self.publish()
         if self.on_update is not None:
@@ -521,10 +523,8 @@ class Follower:
             copy = unpack(str(packed), fmt, stop=stop, cache=cache)
             model = load_source(str(copy.path), hooks=Hooks(stop=stop), display=STDIN, cache=cache)
         except (ArchiveError, NotATrace, OSError) as exc:
-            self.notices.append(f"the archive on stdin: {exc}")
-            return
-        if copy.cut:
-            self.notices.append("the archive on stdin is cut short: read as far as it goes")
+            return f": its archive could not be read: {exc}"
         assert isinstance(model, TraceSet | TextLog)
         self.model = model
         self.rebuilds += 1
+        return ": its archive was cut short" if copy.cut else ""
