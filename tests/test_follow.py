@@ -2,14 +2,17 @@
 
 from __future__ import annotations
 
+import errno
 import gzip
 import io
+import json
 import os
 import random
 import shutil
 import tarfile
 import threading
 import time
+import zipfile
 from collections.abc import Callable
 from pathlib import Path
 from typing import IO, Any
@@ -17,9 +20,13 @@ from typing import IO, Any
 import pytest
 from conftest import SAMPLES, unpack_shared
 
+import tcview.ingest.live
+from tcview.ingest.detect import PIPE_SNIFF_MAX
+from tcview.ingest.index import TraceSet
 from tcview.ingest.live import Follower
 from tcview.ingest.replay import replay
-from tcview.ingest.source import load_source
+from tcview.ingest.source import NotATrace, load_source
+from tcview.ingest.textlog import TextLog
 from tcview.model.objects import Model
 from tcview.report.summary import summary_json
 
@@ -191,7 +198,10 @@ def _pipe_into(follower: Follower, data: bytes, sizes: tuple[int, ...]) -> None:
         pos, turn = 0, 0
         while pos < len(data):
             size = sizes[turn % len(sizes)]
-            os.write(w, data[pos : pos + size])
+            try:
+                os.write(w, data[pos : pos + size])
+            except BrokenPipeError:  # the follower closed it: it read no more
+                break
             pos, turn = pos + size, turn + 1
             time.sleep(0.001)  # (the reader sees the chunks apart)
         os.close(w)
@@ -200,8 +210,7 @@ def _pipe_into(follower: Follower, data: bytes, sizes: tuple[int, ...]) -> None:
     t.start()
     t.join()
     assert _wait_until(lambda: any(n.startswith("input ended") for n in follower.notices))
-    follower.stop()
-    os.close(r)
+    follower.stop()  # (it closed the pipe at its end)
 
 
 PIPED = SAMPLES / "cpu_breaks_recompiles"
@@ -368,3 +377,62 @@ def test_a_followed_run_directory_learns_how_its_job_ended(tmp_path: Path) -> No
     kinds = {f.kind.value for f in findings(follower.model)}
     assert "job_stopped" in kinds and "crash" not in kinds
     assert not follower.step()  # read once
+
+
+def test_a_trace_cut_inside_a_payload_is_known_at_its_next_record(tmp_path: Path) -> None:
+    """Its first line is the end of a payload line (a copy that kept the trace's end): a pipe
+    giving a line at a time is read as a trace, as the same bytes in a file are."""
+    data = _piped_trace().read_bytes()
+    cut = tmp_path / "cut.log"
+    cut.write_bytes(data[data.index(b"\n\t") + 9 :])
+    follower = Follower("-")
+    _pipe_into(follower, cut.read_bytes(), (20, 1, 1, 300))
+    assert isinstance(follower.model, TraceSet)
+    expected = _summary(load_source(str(cut)))
+    assert expected["compiles"] > 0
+    assert _summary(follower.model) == json.loads(json.dumps(expected).replace(str(cut), "<stdin>"))
+
+
+def test_a_first_line_that_never_ends_is_read_as_text() -> None:
+    """A progress bar's carriage returns before the first log line: text, decided once
+    PIPE_SNIFF_MAX bytes have come without a line's end (the sniff does not grow without end)."""
+    text = (PIPED / "torch_logs.txt").read_bytes()
+    data = b"\r  3%|#  " * (PIPE_SNIFF_MAX // 8) + b"\n" + text
+    follower = Follower("-")
+    _pipe_into(follower, data, (4096,))
+    assert isinstance(follower.model, TextLog)
+    assert (
+        follower.model.summary_counts()["compiles"]
+        == load_source(str(PIPED / "torch_logs.txt")).summary_counts()["compiles"]
+    )
+
+
+def test_a_piped_archive_holding_another_is_refused_as_its_file_is(tmp_path: Path) -> None:
+    inner = io.BytesIO()
+    with zipfile.ZipFile(inner, "w") as zf:
+        zf.writestr("torch_logs.txt", (PIPED / "torch_logs.txt").read_bytes())
+    outer = tmp_path / "nested.tar.gz"
+    with tarfile.open(outer, "w:gz") as tar:
+        info = tarfile.TarInfo("logs.zip")
+        info.size = len(inner.getvalue())
+        tar.addfile(info, io.BytesIO(inner.getvalue()))
+    with pytest.raises(NotATrace) as refused:
+        load_source(str(outer))
+    follower = Follower("-")
+    _pipe_into(follower, outer.read_bytes(), (4096,))
+    assert follower.notices[-1] == f"input ended: its archive could not be read: {refused.value}"
+
+
+def test_a_pipe_that_cannot_be_spooled_ends_with_why(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A full disk while a piped trace is written to its spool: the follower says so at the
+    input's end, and its reader does not die without a word."""
+
+    def full() -> tuple[int, Path]:
+        raise OSError(errno.ENOSPC, "No space left on device")
+
+    monkeypatch.setattr(tcview.ingest.live, "new_spool", full)
+    follower = Follower("-")
+    _pipe_into(follower, _piped_trace().read_bytes(), (4096,))
+    assert follower.notices[-1] == (
+        "input ended: reading it failed: OSError: [Errno 28] No space left on device"
+    )

@@ -90,8 +90,10 @@ def test_a_piped_archive_or_trace_is_read_as_what_it_holds(
         f" TCVIEW_CACHE_DIR={shlex.quote(str(cache))} {_tcview('open', '-')}",
         tmp_path,
     )
-    screen = term.wait_for(lambda s: s.count(expected) >= 2, what=f"{expected!r} twice")
-    assert "input ended" in screen.splitlines()[-2], screen
+    term.wait_for(
+        lambda s: s.count(expected) >= 2 and "input ended" in s.splitlines()[-2],
+        what=f"{expected!r} twice, the input ended",
+    )
     copies = list((cache / "archives").iterdir()) if (cache / "archives").exists() else []
     assert bool(copies) == piped.endswith(".gz"), copies  # a copy of an archive, in the cache
 

@@ -21,7 +21,7 @@ then fails its checksum: the `trace_cut` finding), and one line on stderr says s
 is opened.
 
 An archive piped to stdin (known by its first bytes) is spooled beside the copies and unpacked
-as a file is, its copy found again by the hash of its bytes (`stdin_archive`).
+as a file is, its copy found again by the hash of its bytes (`spool_archive`).
 
 The copies in ``archives/`` are kept under `ARCHIVES_MAX_BYTES` in all: each new copy removes
 the least recently used others (a reuse touches a copy), never one this process opened.
@@ -366,28 +366,6 @@ def archive_head(head: bytes, ended: bool = True) -> bool | None:
     if ended or len(head) >= TAR_MAGIC_AT + 8 or b"\n" in head.split(b"\0", 1)[0]:
         return False
     return None
-
-
-def stdin_archive(
-    cache: bool = True,
-    progress: Progress | None = None,
-    stop: Callable[[], bool] = lambda: False,
-) -> Path | None:
-    """When stdin holds an archive, known by its first bytes: its bytes spooled (`spool_archive`);
-    else None, stdin left unread."""
-    buffer = getattr(sys.stdin, "buffer", None)
-    peek = getattr(buffer, "peek", None)
-    if buffer is None or peek is None:
-        return None
-    try:
-        # What one read of the pipe gave (not consumed): a few KiB as a rule, more than any
-        # codec's or a zip's magic needs; a plain tar needs 262 bytes.
-        head = bytes(peek(TAR_MAGIC_AT + 8))
-    except (OSError, ValueError):
-        return None
-    if not archive_head(head):
-        return None
-    return spool_archive(iter(lambda: buffer.read(COPY_CHUNK), b""), cache, progress, stop)
 
 
 def spool_archive(
@@ -777,7 +755,6 @@ __all__ = [
     "ArchiveFormat",
     "Unpacked",
     "archive_format",
-    "stdin_archive",
     "spool_archive",
     "archive_head",
     "unpack",

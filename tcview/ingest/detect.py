@@ -5,10 +5,12 @@ kept (`tcview.commands.results`) asks this and reads no trace."""
 from __future__ import annotations
 
 import gzip
+import itertools
 import os
 import re
 import stat
 import zlib
+from collections.abc import Iterator
 from dataclasses import dataclass
 from enum import Enum
 from pathlib import Path
@@ -76,17 +78,49 @@ class PipeKind(Enum):
     TEXT = "text"  # TORCH_LOGS text (or anything else: read line by line)
 
 
+PIPE_SNIFF_MAX = 1 << 16  # a pipe's first bytes that tell what it carries, at most
+
+
 def sniff_pipe(head: bytes, ended: bool) -> PipeKind | None:
     """What a pipe whose first bytes are `head` carries; None while they are too few to tell
-    (`ended`: no more will come). A trace is known by its first line."""
+    (`ended`: no more will come). A trace is known by its first line, or, cut inside a
+    payload, by its next record header."""
+    ended = ended or len(head) >= PIPE_SNIFF_MAX
     archive = archive_head(head, ended)
     if archive is None:
         return None
     if archive:
         return PipeKind.ARCHIVE
-    if not ended and b"\n" not in head.lstrip(b"\r\n\t "):
+    data = head.lstrip(b"\r\n\t ")
+    if not ended and b"\n" not in data:
         return None
-    return PipeKind.TRACE if head.strip() and sniff_head(head) is None else PipeKind.TEXT
+    if data and sniff_head(head) is None:
+        return PipeKind.TRACE
+    if not ended and not HEADER.match(data) and _may_be_payload(data):
+        return None
+    return PipeKind.TEXT
+
+
+def _may_be_payload(data: bytes) -> bool:
+    """Whether `data`, no record header among its lines, may still be a trace's payload lines
+    (the first maybe cut inside): its whole lines after the first are indented with a tab."""
+    lines = data.split(b"\n")[1:-1]  # (the last is not whole yet)
+    return all(line.startswith(b"\t") for line in lines if line)
+
+
+def sniff_chunks(chunks: Iterator[bytes]) -> tuple[PipeKind, Iterator[bytes]]:
+    """Read `chunks` (a pipe's reads) until they tell what the pipe carries: that, and all of
+    its chunks again, the ones read included."""
+    head = b""
+    kind = None
+    for data in chunks:
+        head += data
+        kind = sniff_pipe(head, ended=False)
+        if kind is not None:
+            break
+    if kind is None:  # it ended (or its reader stopped) before it could tell
+        kind = sniff_pipe(head, ended=True) or PipeKind.TEXT  # (ended: it tells)
+    return kind, itertools.chain([head] if head else [], chunks)
 
 
 # Why a torch.profiler trace beside the trace files is not read as one: it is the other input

@@ -15,7 +15,6 @@ disk, so the result stays identical to a one-shot read. Deleted files are marked
 from __future__ import annotations
 
 import contextlib
-import itertools
 import os
 import select
 import threading
@@ -24,19 +23,19 @@ from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from tcview.ingest.archives import STDIN, ArchiveError, archive_format, spool_archive, unpack
+from tcview.ingest.archives import STDIN, spool_archive
 from tcview.ingest.cache import IndexCache, cache_disabled
 from tcview.ingest.detect import (
     PipeKind,
     find_text_log,
     is_trace_name,
     plan_input,
-    sniff_pipe,
+    sniff_chunks,
     trace_reason,
 )
 from tcview.ingest.index import TraceSet
 from tcview.ingest.load import CHUNK, Hooks
-from tcview.ingest.source import RUN_JSON, NotATrace, load_source, new_spool, read_job_end
+from tcview.ingest.source import RUN_JSON, load_archive, new_spool, read_job_end
 from tcview.ingest.textlog import TextLog
 from tcview.ingest.tracefile import TraceFile
 from tcview.model.freeze import freeze
@@ -432,32 +431,30 @@ class Follower:
     # ---------------------------------------------------------------- pipes
 
     def _read_pipe(self) -> None:
-        """Read stdin or a stream as it comes, as what its first bytes say it carries."""
-        fd = self._stdin_fd if self._stdin_fd is not None else 0
+        """Read stdin or a stream as it comes, as what its first bytes say it carries; close it
+        at its end (what writes to it then stops, rather than waits)."""
+        fd = self._stdin_fd
         if self._stream_path is not None:
             try:
                 fd = os.open(self._stream_path, os.O_RDONLY)  # waits for a writer: not on the UI
             except OSError as exc:
                 self.notices.append(f"cannot read {self._stream_path}: {exc.strerror or exc}")
                 return
-        chunks = self._pipe_chunks(fd)
-        head = b""
-        kind = None
-        for data in chunks:
-            head += data
-            kind = sniff_pipe(head, ended=False)
-            if kind is not None:
-                break
-        if kind is None:  # it ended (or tcview is quitting) before it could tell
-            kind = sniff_pipe(head, ended=True)
-        rest = itertools.chain([head], chunks)
         ended = ENDED
-        if kind is PipeKind.ARCHIVE:
-            ended += self._read_piped_archive(rest)
-        elif kind is PipeKind.TRACE:
-            self._read_piped_trace(rest)
-        else:
-            self._read_piped_text(rest)
+        try:
+            kind, chunks = sniff_chunks(self._pipe_chunks(0 if fd is None else fd))
+            if kind is PipeKind.ARCHIVE:
+                ended += self._read_piped_archive(chunks)
+            elif kind is PipeKind.TRACE:
+                self._read_piped_trace(chunks)
+            else:
+                self._read_piped_text(chunks)
+        except Exception as exc:  # noqa: BLE001 - the follower must never die
+            ended += f": reading it failed: {type(exc).__name__}: {exc}"
+        finally:
+            if fd is not None:
+                with contextlib.suppress(OSError):
+                    os.close(fd)
         self.version += 1
         self.notices.append(ended)  # (the status bar shows the last)
         self.publish()
@@ -504,7 +501,8 @@ class Follower:
                 out.flush()
                 if self._read(path):
                     self.version += 1
-        self.finish()
+        for tf in self._trace_files():
+            tf.finish()
 
     def _read_piped_archive(self, chunks: Iterable[bytes]) -> str:
         """An archive: spooled until it has all come, then read once from its unpacked copy,
@@ -517,14 +515,10 @@ class Follower:
         cache = not cache_disabled()
         try:
             packed = spool_archive(chunks, cache, stop=stop)
-            fmt = archive_format(packed)
-            if fmt is None:
-                raise ArchiveError("not an archive after all")
-            copy = unpack(str(packed), fmt, stop=stop, cache=cache)
-            model = load_source(str(copy.path), hooks=Hooks(stop=stop), display=STDIN, cache=cache)
-        except (ArchiveError, NotATrace, OSError) as exc:
+            model, cut = load_archive(str(packed), Hooks(stop=stop), STDIN, cache)
+        except Exception as exc:  # noqa: BLE001 - any input: said, and the follower goes on
             return f": its archive could not be read: {exc}"
         assert isinstance(model, TraceSet | TextLog)
         self.model = model
         self.rebuilds += 1
-        return ": its archive was cut short" if copy.cut else ""
+        return ": its archive was cut short" if cut else ""

@@ -6,18 +6,18 @@ import atexit
 import contextlib
 import json
 import os
-import shutil
 import sys
 import tempfile
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import replace
 from pathlib import Path
 
-from tcview.ingest.archives import STDIN, ArchiveError, archive_format, stdin_archive, unpack
+from tcview.ingest.archives import STDIN, ArchiveError, archive_format, spool_archive, unpack
 from tcview.ingest.builder import Builder
 from tcview.ingest.cache import cache_disabled
-from tcview.ingest.detect import PipeKind, find_text_log, plan_input, sniff_pipe
+from tcview.ingest.detect import PipeKind, find_text_log, plan_input, sniff_chunks
 from tcview.ingest.index import TraceSet
-from tcview.ingest.load import Hooks, Progress
+from tcview.ingest.load import CHUNK, Hooks, Progress
 from tcview.ingest.profile import PROFILE_DIR
 from tcview.ingest.textlog import TextLog
 from tcview.model.objects import Error, JobEnd, Model
@@ -37,9 +37,6 @@ RUN_FILES = frozenset(
 )
 
 
-SNIFF_PEEK = 1 << 16  # bytes of stdin looked at (what one read of a pipe gives, at most)
-
-
 class NotATrace(ValueError):
     """The input is neither a trace nor TORCH_LOGS text; the message says what it looks like."""
 
@@ -54,24 +51,24 @@ def new_spool() -> tuple[int, Path]:
 
 def spool(path: str) -> Path:
     """Copy a stream into a temporary file (`new_spool`)."""
+    with open(path, "rb") as src:
+        return spool_chunks(iter(lambda: src.read(1 << 20), b""))
+
+
+def spool_chunks(chunks: Iterable[bytes]) -> Path:
+    """Write a pipe's chunks into a temporary file (`new_spool`)."""
     fd, name = new_spool()
-    with (
-        contextlib.nullcontext(sys.stdin.buffer) if path == "-" else open(path, "rb") as src,
-        os.fdopen(fd, "wb") as dst,
-    ):
-        shutil.copyfileobj(src, dst, 1 << 20)
+    with os.fdopen(fd, "wb") as dst:
+        for chunk in chunks:
+            dst.write(chunk)
     return name
 
 
-def _stdin_is_trace() -> bool:
-    """Whether stdin holds a trace (its first line, as one read of the pipe gave it, not
-    consumed); else it is read as TORCH_LOGS text, line by line."""
-    peek = getattr(getattr(sys.stdin, "buffer", None), "peek", None)
-    try:
-        head = bytes(peek(SNIFF_PEEK)) if peek is not None else b""
-    except (OSError, ValueError):
-        return False
-    return sniff_pipe(head, ended=True) is PipeKind.TRACE
+def stdin_chunks() -> Iterator[bytes]:
+    """What stdin gives, a read at a time (what one read of a pipe gave, up to CHUNK)."""
+    buffer = sys.stdin.buffer
+    read: Callable[[int], bytes] = getattr(buffer, "read1", buffer.read)
+    return iter(lambda: read(CHUNK), b"")
 
 
 def _remove(name: str) -> None:
@@ -157,17 +154,21 @@ def load_source(
         # A spooled copy is a new file each time: nothing to find in the cache again.
         return load_source(str(spool(path)), hooks=hooks, display=display or path, cache=False)
     if kind == "archive":
-        return _load_archive(path, hooks, display or path, cache)
+        return load_archive(path, hooks, display or path, cache)[0]
     if kind == "stdin":
-        try:
-            packed = stdin_archive(cache, hooks.progress, hooks.stop)
-        except ArchiveError as exc:
-            raise NotATrace(str(exc)) from exc
-        if packed is not None:  # an archive piped in: spooled, then read as that file
-            return _load_archive(str(packed), hooks, display or STDIN, cache)
-        if _stdin_is_trace():  # records point into the file: spooled, then read as one
-            return load_source(str(spool(path)), hooks=hooks, display=display or path, cache=False)
-    if kind in ("stdin", "text"):
+        piped, chunks = sniff_chunks(stdin_chunks())
+        if piped is PipeKind.ARCHIVE:  # spooled, then read as that file
+            try:
+                packed = spool_archive(chunks, cache, hooks.progress, hooks.stop)
+            except ArchiveError as exc:
+                raise NotATrace(str(exc)) from exc
+            return load_archive(str(packed), hooks, display or STDIN, cache)[0]
+        if piped is PipeKind.TRACE:  # records point into the file: spooled, then read as one
+            return load_source(
+                str(spool_chunks(chunks)), hooks=hooks, display=display or STDIN, cache=False
+            )
+        return TextLog.load_chunks(chunks, hooks=hooks, display=display)
+    if kind == "text":
         return TextLog.load(path, hooks=hooks, display=display)
     ts = TraceSet.load(path, hooks=hooks, display=display, cache=cache)
     model: Model = ts
@@ -196,9 +197,10 @@ def load_source(
     return model
 
 
-def _load_archive(path: str, hooks: Hooks, display: str, cache: bool) -> Model:
+def load_archive(path: str, hooks: Hooks, display: str, cache: bool) -> tuple[Model, bool]:
     """An archive, read from its unpacked copy (archives.py) as the input it holds, shown by
-    the archive's name. Read once, as it is: follow mode has nothing to follow in it."""
+    the archive's name, and whether it was cut short. Read once, as it is: follow mode has
+    nothing to follow in it."""
     fmt = archive_format(Path(path))
     if fmt is None:  # changed since it was planned
         raise NotATrace("no longer an archive")
@@ -211,7 +213,7 @@ def _load_archive(path: str, hooks: Hooks, display: str, cache: bool) -> Model:
         raise NotATrace(f"a {fmt.describe()} holding another archive: unpack that one first")
     if inner.problem is not None:
         raise NotATrace(f"unpacked from a {fmt.describe()}: {inner.problem}")
-    return load_source(str(copy.path), hooks=hooks, display=display, cache=cache)
+    return load_source(str(copy.path), hooks=hooks, display=display, cache=cache), copy.cut
 
 
-__all__ = ["NotATrace", "load_source"]
+__all__ = ["NotATrace", "load_archive", "load_source", "new_spool", "spool_chunks", "stdin_chunks"]

@@ -18,6 +18,7 @@ import os
 import re
 import sys
 from collections import Counter
+from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
@@ -113,26 +114,36 @@ class TextLog(Model):
         hooks: Hooks | None = None,
         display: str | None = None,
     ) -> TextLog:
-        """Index a capture; "-" reads stdin, spooled to a temporary file."""
+        """Index a capture; "-" reads stdin (`load_chunks`)."""
         hooks = hooks or Hooks(progress)
         if str(path) == "-":
-            log = cls(None, display or "<stdin>")
-            hooks.publish(log)
-            read = lambda: sys.stdin.buffer.read(CHUNK)  # noqa: E731
-            done = 0
-            while not hooks.stop() and (chunk := read()):
-                log.feed(chunk)
-                done += len(chunk)
-                if hooks.progress is not None:
-                    hooks.progress(done, 0)
-        else:
-            log = cls(path, display)
-            hooks.publish(log)
-            try:
-                size = file_size(Path(path))
-                read_chunks(Path(path), lambda c: log.feed(c, spool=False), hooks, 0, size)
-            except OSError as exc:
-                log.skipped.append((Path(path), f"unreadable: {exc.strerror or exc}"))
+            return cls.load_chunks(iter(lambda: sys.stdin.buffer.read(CHUNK), b""), hooks, display)
+        log = cls(path, display)
+        hooks.publish(log)
+        try:
+            size = file_size(Path(path))
+            read_chunks(Path(path), lambda c: log.feed(c, spool=False), hooks, 0, size)
+        except OSError as exc:
+            log.skipped.append((Path(path), f"unreadable: {exc.strerror or exc}"))
+        log.finish()
+        return log
+
+    @classmethod
+    def load_chunks(
+        cls, chunks: Iterable[bytes], hooks: Hooks | None = None, display: str | None = None
+    ) -> TextLog:
+        """Index a pipe's chunks, spooled to a temporary file."""
+        hooks = hooks or Hooks()
+        log = cls(None, display or "<stdin>")
+        hooks.publish(log)
+        done = 0
+        for chunk in chunks:
+            if hooks.stop():
+                break
+            log.feed(chunk)
+            done += len(chunk)
+            if hooks.progress is not None:
+                hooks.progress(done, 0)
         log.finish()
         return log
 
