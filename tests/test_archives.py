@@ -22,7 +22,7 @@ from conftest import FIXTURES, SAMPLES
 
 from tcview.commands.cli import main
 from tcview.ingest import archives
-from tcview.ingest.detect import PipeKind, plan_input, sniff_pipe
+from tcview.ingest.detect import PIPE_SNIFF_MAX, PipeKind, plan_input, sniff_pipe
 from tcview.ingest.source import NotATrace, load_source
 from tcview.model.objects import Model
 
@@ -355,6 +355,8 @@ def test_a_pipe_is_known_by_as_few_first_bytes_as_tell_it() -> None:
         (trace_line, False, PipeKind.TRACE),
         (trace_line[:40], True, PipeKind.TEXT),  # ended within its first line
         (b"", True, PipeKind.TEXT),
+        (b"\r  3%|#  " * 100, False, None),  # a progress bar, its line not ended yet
+        (b"\r" * PIPE_SNIFF_MAX, False, PipeKind.TEXT),  # ... past what a sniff reads
     ]
     for head, ended, kind in cases:
         assert sniff_pipe(head, ended) is kind, (head, ended)
