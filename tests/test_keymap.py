@@ -33,6 +33,15 @@ def _write(root: Path, text: str) -> Path:
     return path
 
 
+def _app_with_keys(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, config: str) -> TcviewApp:
+    """The app on the CPU sample with `config` as the user's config file, read as the command
+    reads it."""
+    _write(tmp_path, config)
+    monkeypatch.setenv("XDG_CONFIG_HOME", str(tmp_path))
+    monkeypatch.delenv("TCVIEW_CONFIG", raising=False)
+    return TcviewApp(OpenOptions(str(CPU_SAMPLE), keymap=read_keymap()))
+
+
 def _errors(text: str) -> list[str]:
     with pytest.raises(ConfigError) as caught:
         parse_keymap(text, "cfg.toml")
@@ -173,10 +182,7 @@ def test_a_bad_config_stops_tcview_open_before_the_app(tmp_path: Path) -> None:
 async def test_a_moved_key_works_and_shows_and_its_old_key_is_gone(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    _write(tmp_path, '[keys]\nview.recompiles = "c,C"\napp.help = "H"\n')
-    monkeypatch.setenv("XDG_CONFIG_HOME", str(tmp_path))
-    monkeypatch.delenv("TCVIEW_CONFIG", raising=False)
-    app = TcviewApp(OpenOptions(str(CPU_SAMPLE), keymap=read_keymap()))
+    app = _app_with_keys(tmp_path, monkeypatch, '[keys]\nview.recompiles = "c,C"\napp.help = "H"\n')
     async with app.run_test(size=(160, 90)) as pilot:  # tall: the overview's last line shows
         await ready(app, pilot)
         text = screen_text(app)
@@ -210,10 +216,9 @@ async def test_a_views_head_names_the_keys_it_has_now(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """The one-line help in a view's head names its keys as the keymap moved them."""
-    _write(tmp_path, '[keys]\ntime.sort = "o"\nview.close = "backspace"\n')
-    monkeypatch.setenv("XDG_CONFIG_HOME", str(tmp_path))
-    monkeypatch.delenv("TCVIEW_CONFIG", raising=False)
-    app = TcviewApp(OpenOptions(str(CPU_SAMPLE), keymap=read_keymap()))
+    app = _app_with_keys(
+        tmp_path, monkeypatch, '[keys]\ntime.sort = "o"\nview.close = "backspace"\n'
+    )
     async with app.run_test(size=(160, 40)) as pilot:
         await ready(app, pilot)
         await pilot.press("t")

@@ -21,6 +21,7 @@ from ui_helpers import (
     CPU_SAMPLE,
     counts_text,
     ready,
+    replaying,
     settle,
     shown_as,
     summary_json,
@@ -32,7 +33,6 @@ from waits import holds, until
 import tcview.ingest.load
 import tcview.ingest.session
 import tcview.ui.viewer
-from tcview.ingest.replay import replay
 from tcview.ingest.session import ModelSession
 from tcview.model.objects import Frame, Model
 from tcview.run.session import Launcher
@@ -148,13 +148,7 @@ async def test_live_overview_and_status_bar_show_the_same_counts(tmp_path: Path)
     seen: set[str] = set()
     async with app.run_test(size=SIZE) as pilot:
         await ready(app, pilot)
-        done = threading.Event()
-
-        def write() -> None:
-            replay(source, live / "run", speed_mb_s=2, seed=3, max_chunk=8 << 10)
-            done.set()
-
-        threading.Thread(target=write, daemon=True).start()
+        done = replaying(source, live / "run", speed_mb_s=2, seed=3)
         deadline = time.monotonic() + 30
         while time.monotonic() < deadline and not (done.is_set() and app.status_right == expected):
             await pilot.pause(0.02)

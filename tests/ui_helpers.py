@@ -7,6 +7,7 @@ import html
 import json
 import re
 import subprocess
+import threading
 from collections.abc import Awaitable, Callable, Iterable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol, TypeVar
@@ -190,22 +191,28 @@ BROWSE_KEYS += ["escape", "w", "escape", "down", "down", "enter", "down", "enter
 BROWSE_KEYS += ["escape", "slash", "escape"]
 
 
-async def browse_while_growing(pilot: Pilot[Any], source: Path, live: Path) -> bool:
-    """Replay `source` into `live` (a followed directory) at 1 MB/s while pressing through
-    `BROWSE_KEYS`, then through them once more with the whole trace in; True when the whole
-    trace was written within 30 s."""
-    import threading
-    import time
-
+def replaying(source: Path, dest: Path, speed_mb_s: float, seed: int) -> threading.Event:
+    """Replay `source` into `dest` as a live run writes it (8 KiB writes at most), in a thread;
+    the event is set once all of it is written."""
     from tcview.ingest.replay import replay
 
     done = threading.Event()
 
     def write() -> None:
-        replay(source, live / "run", speed_mb_s=1, seed=5, max_chunk=8 << 10)
+        replay(source, dest, speed_mb_s=speed_mb_s, seed=seed, max_chunk=8 << 10)
         done.set()
 
     threading.Thread(target=write, daemon=True).start()
+    return done
+
+
+async def browse_while_growing(pilot: Pilot[Any], source: Path, live: Path) -> bool:
+    """Replay `source` into `live` (a followed directory) at 1 MB/s while pressing through
+    `BROWSE_KEYS`, then through them once more with the whole trace in; True when the whole
+    trace was written within 30 s."""
+    import time
+
+    done = replaying(source, live / "run", speed_mb_s=1, seed=5)
     deadline = time.monotonic() + 30
     keys = iter(BROWSE_KEYS * 4)
     while time.monotonic() < deadline and not done.is_set():
